@@ -1,0 +1,50 @@
+"""structlog configuration, applied only by entry points (CLI, tasks), never on import.
+
+Library modules call ``structlog.get_logger(__name__)`` and stay silent about format;
+the process that owns stdout decides: JSON lines inside Flyte tasks (machine-read by the
+cluster's log pipeline), a readable console renderer for the CLI.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Literal
+
+import structlog
+
+__all__ = ["configure_logging"]
+
+LogFormat = Literal["json", "console"]
+
+
+def configure_logging(fmt: LogFormat = "console", level: str | int = "INFO") -> None:
+    """Configure structlog and the stdlib root logger for this process.
+
+    Args:
+        fmt: ``"json"`` for tasks (one JSON object per line), ``"console"`` for humans.
+        level: minimum level, a name such as ``"INFO"`` or a ``logging`` constant.
+    """
+    numeric = logging.getLevelNamesMapping().get(level.upper()) if isinstance(level, str) else level
+    if numeric is None:
+        raise ValueError(f"unknown log level {level!r}")
+    shared: list[structlog.typing.Processor] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+    renderer: structlog.typing.Processor
+    if fmt == "json":
+        renderer = structlog.processors.JSONRenderer()
+        shared.append(structlog.processors.format_exc_info)
+    else:
+        renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+    structlog.configure(
+        processors=[*shared, renderer],
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+    logging.basicConfig(
+        level=numeric, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
+    )

@@ -1,0 +1,1 @@
+"""agent-loop: the user-facing CLI."""
