@@ -1,0 +1,219 @@
+"""Staging tools for a change: plain async functions closed over a `ChangeStage`.
+
+The Agent turns each function's signature and the first paragraph of its docstring into
+the tool schema the model sees, so those are written for the model. The names and
+arguments are a contract with the builder and reviewer prompts: keep them.
+
+The tools are in-process and deliberately not `@flyte.trace`d: a replayed trace returns
+the recorded result without running the body, which would skip the effect on the stage.
+A refused call returns a message starting with `REFUSAL_PREFIX` instead of raising, so
+the model can correct itself within the same run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Collection
+from typing import Annotated, cast
+
+from pydantic import Field, ValidationError
+
+from agent_loop_common.staging._errors import PolicyViolation, StagingError
+from agent_loop_common.staging._fields import (
+    REFUSAL_PREFIX,
+    REOPENED_NOTE,
+    StagingTool,
+    checked_text,
+    decline_tool,
+    refused,
+)
+from agent_loop_common.staging._plans import Reply
+from agent_loop_common.staging._policy import StagingPolicy
+from agent_loop_common.staging._stages import ChangeStage
+
+__all__ = ["ExistsAtBase", "StagingTool", "change_tools", "fix_tools", "implementation_tools"]
+
+ExistsAtBase = Callable[[str], Awaitable[bool]]
+"""Whether a normalised path exists on the base branch (a read-only repository lookup)."""
+
+RepoPath = Annotated[
+    str, Field(description="Path relative to the repository root, e.g. 'src/pkg/module.py'.")
+]
+FileContent = Annotated[
+    str, Field(description="The complete new file content (not a diff or an excerpt).")
+]
+Title = Annotated[str, Field(description="Pull request title: one line, imperative, specific.")]
+Body = Annotated[
+    str,
+    Field(description="Pull request body in Markdown: what changed and why, how it was tested."),
+]
+Summary = Annotated[str, Field(description="A few sentences on what changed and why.")]
+Replies = Annotated[
+    list[Reply],
+    Field(description="One entry per feedback comment this fix addresses; [] when there are none."),
+]
+
+
+def change_tools(
+    stage: ChangeStage,
+    policy: StagingPolicy,
+    *,
+    exists_at_base: ExistsAtBase | None = None,
+) -> list[StagingTool]:
+    """`stage_file`, `unstage_file` and `delete_file` over `stage`, checked by `policy`.
+
+    Args:
+        stage: Where the staged files accumulate; the pipeline reads it afterwards.
+        policy: Path and content limits.
+        exists_at_base: Optional lookup used by `delete_file` so a deletion of a path
+            that does not exist is refused (a commit deleting a missing path fails).
+    """
+
+    async def stage_file(path: RepoPath, content: FileContent) -> str:
+        """Stage the complete new content of one file, creating it or replacing it. Call it once per file; staging the same path again replaces the earlier content. Nothing is written to the repository until the change is submitted and verified."""
+        was = stage.status
+        try:
+            norm = policy.check_write(path, content, stage.files)
+        except StagingError as exc:
+            return refused(exc)
+        stage.put(norm, content)
+        size = len(content.encode("utf-8"))
+        note = REOPENED_NOTE if was != "open" else ""
+        return f"Staged {norm} ({size} bytes). {len(stage.files)} path(s) staged.{note}"
+
+    async def unstage_file(path: RepoPath) -> str:
+        """Drop one path from the stage (a staged file or a staged deletion), so the change leaves that file as it is on the base branch."""
+        was = stage.status
+        try:
+            norm = policy.check_path(path)
+        except StagingError as exc:
+            return refused(exc)
+        if not stage.remove(norm):
+            staged = ", ".join(sorted(stage.files)) or "nothing"
+            return f"{REFUSAL_PREFIX}'{norm}' is not staged. Staged paths: {staged}."
+        note = REOPENED_NOTE if was != "open" else ""
+        return f"Unstaged {norm}. {len(stage.files)} path(s) staged.{note}"
+
+    async def delete_file(path: RepoPath) -> str:
+        """Stage the deletion of one existing file from the repository."""
+        was = stage.status
+        try:
+            norm = policy.check_delete(path, stage.files)
+        except StagingError as exc:
+            return refused(exc)
+        if exists_at_base is not None and not await exists_at_base(norm):
+            if stage.files.get(norm) is not None:
+                stage.remove(norm)
+                return f"Unstaged new file {norm}: it does not exist on the base branch, so nothing is left to delete."
+            return f"{REFUSAL_PREFIX}'{norm}' does not exist on the base branch; there is nothing to delete."
+        stage.delete(norm)
+        note = REOPENED_NOTE if was != "open" else ""
+        return f"Staged deletion of {norm}. {len(stage.files)} path(s) staged.{note}"
+
+    return [stage_file, unstage_file, delete_file]
+
+
+def implementation_tools(
+    stage: ChangeStage,
+    policy: StagingPolicy,
+    *,
+    exists_at_base: ExistsAtBase | None = None,
+    include_skip: bool = True,
+) -> list[StagingTool]:
+    """The builder's change tools: `change_tools` plus `submit_implementation` and `skip_issue`.
+
+    Pass `include_skip=False` when `skip_issue` comes from `decomposition_tools` instead
+    (an agent may offer both toolsets, but a tool name can be registered once).
+    """
+
+    async def submit_implementation(title: Title, body: Body, summary: Summary) -> str:
+        """Submit the staged files as the implementation of the issue, with the pull request title, body and a short summary. Call it once, after every file is staged; then reply with a short final message."""
+        try:
+            plan = stage.submit(
+                title=checked_text("title", title, policy.max_title_chars, single_line=True),
+                body=checked_text("body", body, policy.max_body_chars, required=False),
+                summary=checked_text("summary", summary, policy.max_body_chars),
+            )
+        except StagingError as exc:
+            return refused(exc)
+        return (
+            f"Submitted {len(plan.files)} path(s): {', '.join(sorted(plan.files))}. It goes to "
+            "verification next. Reply with a short final message; do not call more tools."
+        )
+
+    tools = [*change_tools(stage, policy, exists_at_base=exists_at_base), submit_implementation]
+    if include_skip:
+        tools.append(decline_tool(stage, policy, "skip_issue"))
+    return tools
+
+
+def fix_tools(
+    stage: ChangeStage,
+    policy: StagingPolicy,
+    *,
+    exists_at_base: ExistsAtBase | None = None,
+    known_comment_ids: Collection[int] | None = None,
+) -> list[StagingTool]:
+    """The reviewer's tools: `change_tools` plus `submit_fix` and `no_changes`.
+
+    Args:
+        stage: Where the fix accumulates.
+        policy: Path, content and text limits.
+        exists_at_base: See `change_tools`.
+        known_comment_ids: When given, replies may only answer these comment ids (the
+            feedback shown to the model), so a reply cannot land anywhere else.
+    """
+
+    async def submit_fix(summary: Summary, replies: Replies) -> str:
+        """Submit the staged files as the fix for this pull request, with a summary and one reply per feedback comment addressed (comment_id and reply text). Call it once, after every file is staged; then reply with a short final message."""
+        try:
+            checked = _checked_replies(replies, policy, known_comment_ids)
+            plan = stage.submit(
+                summary=checked_text("summary", summary, policy.max_body_chars),
+                replies=checked,
+            )
+        except StagingError as exc:
+            return refused(exc)
+        return (
+            f"Submitted a fix touching {len(plan.files)} path(s) with {len(plan.replies)} "
+            "reply(ies). It goes to verification next. Reply with a short final message; do "
+            "not call more tools."
+        )
+
+    return [
+        *change_tools(stage, policy, exists_at_base=exists_at_base),
+        submit_fix,
+        decline_tool(stage, policy, "no_changes"),
+    ]
+
+
+def _checked_replies(
+    replies: object, policy: StagingPolicy, known: Collection[int] | None
+) -> list[Reply]:
+    if not isinstance(replies, list):
+        raise PolicyViolation(
+            "replies must be a list of {comment_id, reply} objects; use [] for none."
+        )
+    out: list[Reply] = []
+    seen: set[int] = set()
+    for raw in cast(list[object], replies):
+        try:
+            item = Reply.model_validate(raw)
+        except ValidationError as exc:
+            raise PolicyViolation(
+                f"each reply needs an integer comment_id and a reply text: {exc.errors()[0]['msg']}."
+            ) from None
+        if item.comment_id in seen:
+            raise PolicyViolation(
+                f"comment {item.comment_id} has two replies; merge them into one."
+            )
+        if known is not None and item.comment_id not in known:
+            ids = ", ".join(str(i) for i in sorted(known)) or "none"
+            raise PolicyViolation(
+                f"comment_id {item.comment_id} is not one of the feedback comments shown to you (ids: {ids})."
+            )
+        seen.add(item.comment_id)
+        text = checked_text(
+            f"the reply to comment {item.comment_id}", item.reply, policy.max_body_chars
+        )
+        out.append(Reply(comment_id=item.comment_id, reply=text))
+    return out
