@@ -1,0 +1,182 @@
+"""``make_call_llm``: the model call every ``flyte.ai.agents.Agent`` in agent-loop uses.
+
+The returned coroutine has the shape the Agent expects,
+``(model, system, messages, tools) -> LLMMessage``, and wraps ``litellm.acompletion``
+with what a scheduled, unattended run needs: one model string for any provider (or an
+OpenAI-compatible server through ``api_base``), a generous output limit clamped to the
+model's, parallel tool calls switched off at the provider when staging needs ordered
+calls, our own capped retries on transient errors only, usage and cost capture, a
+per-run budget checked before each call, and a refusal to reach a real model while
+``AGENT_LOOP_ALLOW_MODEL_REQUESTS=0``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any, cast
+
+import structlog
+from flyte.ai.agents import LLMCallable, LLMMessage
+
+from agent_loop_common.llm import _litellm
+from agent_loop_common.llm._convert import from_litellm_response, to_litellm_messages, usage_tokens
+from agent_loop_common.llm._errors import (
+    BudgetExceeded,
+    ErrorKind,
+    ModelCallFailed,
+    ModelRequestsDisabled,
+    classify_error,
+)
+from agent_loop_common.llm._limits import (
+    model_requests_allowed,
+    resolve_max_tokens,
+    uses_offline_model,
+)
+from agent_loop_common.llm._retry import RetryPolicy
+from agent_loop_common.llm._usage import Budget, UsageMeter
+
+__all__ = ["make_call_llm"]
+
+_log = structlog.stdlib.get_logger(__name__)
+
+
+def make_call_llm(
+    *,
+    model: str,
+    usage: UsageMeter,
+    budget: Budget | None = None,
+    api_base: str | None = None,
+    max_tokens: int | None = None,
+    parallel_tool_calls: bool = False,
+    retry: RetryPolicy | None = None,
+    timeout: float = 600.0,
+    extra_params: Mapping[str, Any] | None = None,
+) -> LLMCallable:
+    """Build the ``call_llm`` for one role of one pipeline run.
+
+    Args:
+        model: litellm model string (``anthropic/claude-sonnet-4-6``, ``openai/<name>`` with
+            ``api_base``, ...). It is authoritative: the Agent passes its own ``model``
+            field to each call, and a different value there is logged and ignored, so a
+            forgotten ``Agent(model=...)`` cannot silently switch to flyte's default.
+        usage: The run's meter; every successful call adds tokens and estimated cost.
+        budget: The run's limits, checked before each call (``None``: unlimited).
+        api_base: Base URL of an OpenAI-compatible server or a proxy.
+        max_tokens: Output tokens per response; ``None`` asks for a generous amount.
+            Either way it is clamped to the model's published limit.
+        parallel_tool_calls: ``False`` asks the provider for at most one tool call per
+            turn (OpenAI ``parallel_tool_calls``, Anthropic ``disable_parallel_tool_use``)
+            where litellm maps it; ordered staging tools rely on that.
+        retry: Back-off for transient errors (rate limit, overload, 5xx, timeouts,
+            dropped connections); auth, bad-request and context-window errors fail at once.
+        timeout: Seconds one request may take.
+        extra_params: More ``litellm.acompletion`` keyword arguments (``temperature``,
+            ``mock_response`` in tests, ...); they override ours.
+
+    Returns:
+        An async callable to pass as ``Agent(call_llm=...)``.
+    """
+    policy = retry or RetryPolicy()
+    extras = dict(extra_params or {})
+    resolved: dict[str, Any] = {}
+    warned_models: set[str] = set()
+
+    def request_kwargs(
+        messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> dict[str, Any]:
+        if "max_tokens" not in resolved:
+            resolved["max_tokens"] = resolve_max_tokens(
+                max_tokens, _litellm.model_output_limit(model)
+            )
+            resolved["parallel_switch"] = (
+                _litellm.provider_supports(model, "parallel_tool_calls") is not False
+            )
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "max_tokens": resolved["max_tokens"],
+            "timeout": timeout,
+            "max_retries": 0,  # retries are ours: counted, capped, instant in tests
+        }
+        if api_base:
+            kwargs["api_base"] = api_base
+        if tools:
+            kwargs["tools"] = [dict(tool) for tool in tools]
+            kwargs["tool_choice"] = "auto"
+            if not parallel_tool_calls and resolved["parallel_switch"]:
+                kwargs["parallel_tool_calls"] = False
+        kwargs.update(extras)
+        return kwargs
+
+    async def call_llm(
+        agent_model: str,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+    ) -> LLMMessage:
+        if agent_model != model and agent_model not in warned_models:
+            warned_models.add(agent_model)
+            _log.warning("llm.model_mismatch", agent_model=agent_model, using=model)
+        if usage.exceeded is not None:
+            raise BudgetExceeded(usage.exceeded)
+        if budget is not None and (reason := budget.exceeded_by(usage)) is not None:
+            usage.exceeded = reason
+            raise BudgetExceeded(reason)
+        if not model_requests_allowed() and not uses_offline_model(
+            model, extras, _litellm.offline_providers()
+        ):
+            raise ModelRequestsDisabled(model)
+
+        kwargs = request_kwargs(to_litellm_messages(system, messages), tools)
+        started = time.monotonic()
+        response = await _complete_with_retries(model, kwargs, policy, usage)
+        prompt_tokens, completion_tokens = usage_tokens(response)
+        cost = _litellm.estimate_cost(response)
+        usage.record(
+            model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=cost
+        )
+        _log.debug(
+            "llm.call",
+            model=model,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            cost_usd=cost,
+            ms=int((time.monotonic() - started) * 1000),
+        )
+        if _finish_reason(response) == "length":
+            _log.warning("llm.truncated", model=model, max_tokens=kwargs["max_tokens"])
+        return from_litellm_response(response)
+
+    return call_llm
+
+
+async def _complete_with_retries(
+    model: str, kwargs: dict[str, Any], policy: RetryPolicy, usage: UsageMeter
+) -> object:
+    attempt = 1
+    while True:
+        try:
+            return await _litellm.acompletion(**kwargs)
+        except Exception as exc:
+            kind = classify_error(exc)
+            if kind is not ErrorKind.TRANSIENT or attempt >= policy.max_attempts:
+                raise ModelCallFailed(model, kind, attempt, exc) from exc
+            wait = policy.delay(attempt, exc)
+            usage.retries += 1
+            _log.warning(
+                "llm.retry",
+                model=model,
+                attempt=attempt,
+                error=type(exc).__name__,
+                wait_s=round(wait, 2),
+            )
+            await policy.sleep(wait)
+            attempt += 1
+
+
+def _finish_reason(response: object) -> object:
+    choices = cast("list[object] | None", getattr(response, "choices", None))
+    if not choices:
+        return None
+    return getattr(choices[0], "finish_reason", None)

@@ -1,0 +1,170 @@
+"""Why a model call did not produce a message, and which failures are worth retrying.
+
+The Agent loop turns any exception raised by ``call_llm`` into ``AgentResult.error``
+(the text of the exception), so each exception here carries a message that a person
+reading a run record can act on. The pipeline also inspects the type to pick the run's
+outcome (``budget_exceeded`` vs ``error``).
+
+```
+LLMError
+├── ModelRequestsDisabled   real model requests are switched off (tests, offline demo)
+├── BudgetExceeded          the run's token or cost budget is used up: the loop stops
+└── ModelCallFailed         the provider refused or kept failing (``kind`` says why)
+```
+
+Classification (:func:`classify_error`) looks at exception class names along the MRO and
+at ``status_code`` instead of ``isinstance`` checks against litellm classes, so that it
+needs no litellm import, and also understands openai, httpx and builtin errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from enum import StrEnum
+
+__all__ = [
+    "BudgetExceeded",
+    "ErrorKind",
+    "LLMError",
+    "ModelCallFailed",
+    "ModelRequestsDisabled",
+    "classify_error",
+]
+
+
+class LLMError(RuntimeError):
+    """Base class of every error raised by the model call."""
+
+
+class ModelRequestsDisabled(LLMError):
+    """Raised when ``AGENT_LOOP_ALLOW_MODEL_REQUESTS=0`` and a call would reach a real model."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        super().__init__(
+            f"model requests are disabled (AGENT_LOOP_ALLOW_MODEL_REQUESTS=0): refusing to call "
+            f"{model!r}. Tests and the offline demo must use a scripted model (replace call_llm), "
+            "litellm's mock_response, or an in-process litellm CustomLLM provider; unset the "
+            "variable (or set it to 1) for a real run."
+        )
+
+
+class BudgetExceeded(LLMError):
+    """Raised before a call when the run has used up its token or cost budget.
+
+    Attributes:
+        reason: One line naming the limit and the usage that crossed it; the same text
+            is stored on ``UsageMeter.exceeded`` so the pipeline can record outcome
+            ``budget_exceeded`` even though the Agent only keeps the message.
+    """
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(
+            f"run budget exceeded: {reason}. The loop was stopped before the next model call."
+        )
+
+
+class ErrorKind(StrEnum):
+    """What kind of failure a provider error is; only ``TRANSIENT`` is retried."""
+
+    TRANSIENT = "transient"
+    """Rate limits, overload, 5xx, timeouts and dropped connections: try again later."""
+    AUTH = "auth"
+    """Missing or wrong credentials, no permission, no credit: retrying cannot help."""
+    CONTEXT_WINDOW = "context_window"
+    """The prompt no longer fits the model: the same request will fail again."""
+    BAD_REQUEST = "bad_request"
+    """The provider rejected the request itself (schema, parameters, content policy)."""
+    NOT_FOUND = "not_found"
+    """Unknown model or endpoint: usually a typo in ``AGENT_LOOP_MODEL`` or the api base."""
+    UNKNOWN = "unknown"
+    """Anything else (including bugs in our code): surfaced at once, never retried."""
+
+
+class ModelCallFailed(LLMError):
+    """The provider call failed for good: a non-retryable error, or retries ran out.
+
+    Attributes:
+        model: The litellm model string that was called.
+        kind: The classification of the last error.
+        attempts: How many requests were made before giving up.
+    """
+
+    def __init__(self, model: str, kind: ErrorKind, attempts: int, cause: BaseException) -> None:
+        self.model = model
+        self.kind = kind
+        self.attempts = attempts
+        detail = str(cause) or type(cause).__name__
+        if kind is ErrorKind.TRANSIENT:
+            why = f"still failing after {attempts} attempts"
+        else:
+            why = f"{kind.value} error, not retried"
+        super().__init__(
+            f"model call to {model!r} failed ({why}): {type(cause).__name__}: {detail}"
+        )
+
+
+# Class names, checked along the MRO (most specific class first). litellm subclasses the
+# openai exceptions, so openai's names are covered too.
+_NAME_KINDS: dict[str, ErrorKind] = {
+    "ContextWindowExceededError": ErrorKind.CONTEXT_WINDOW,
+    "AuthenticationError": ErrorKind.AUTH,
+    "PermissionDeniedError": ErrorKind.AUTH,
+    "PaymentRequiredError": ErrorKind.AUTH,
+    "BudgetExceededError": ErrorKind.AUTH,
+    "NotFoundError": ErrorKind.NOT_FOUND,
+    "ContentPolicyViolationError": ErrorKind.BAD_REQUEST,
+    "UnsupportedParamsError": ErrorKind.BAD_REQUEST,
+    "UnprocessableEntityError": ErrorKind.BAD_REQUEST,
+    "BadRequestError": ErrorKind.BAD_REQUEST,
+    "RateLimitError": ErrorKind.TRANSIENT,
+    "Timeout": ErrorKind.TRANSIENT,
+    "APITimeoutError": ErrorKind.TRANSIENT,
+    "APIConnectionError": ErrorKind.TRANSIENT,
+    "InternalServerError": ErrorKind.TRANSIENT,
+    "ServiceUnavailableError": ErrorKind.TRANSIENT,
+    "BadGatewayError": ErrorKind.TRANSIENT,
+    # httpx transport errors (a provider SDK may let them through unwrapped).
+    "TimeoutException": ErrorKind.TRANSIENT,
+    "NetworkError": ErrorKind.TRANSIENT,
+    "RemoteProtocolError": ErrorKind.TRANSIENT,
+}
+
+_TRANSIENT_STATUS = frozenset({408, 425, 429})
+
+
+def _kind_from_status(status: int) -> ErrorKind | None:
+    if status in _TRANSIENT_STATUS or 500 <= status <= 599:
+        return ErrorKind.TRANSIENT
+    if status in (401, 402, 403):
+        return ErrorKind.AUTH
+    if status == 404:
+        return ErrorKind.NOT_FOUND
+    if 400 <= status <= 499:
+        return ErrorKind.BAD_REQUEST
+    return None
+
+
+def classify_error(exc: BaseException) -> ErrorKind:
+    """Classify a failed provider call; only :attr:`ErrorKind.TRANSIENT` is worth retrying.
+
+    Order matters: a specific class name wins over the HTTP status (litellm reports a
+    context-window error as a 400 and a connection error as a 500), the status decides
+    for generic API errors, and builtin timeouts and connection errors are transient.
+    Our own :class:`LLMError` subclasses are never transient.
+    """
+    if isinstance(exc, LLMError):
+        return ErrorKind.UNKNOWN
+    for cls in type(exc).__mro__:
+        kind = _NAME_KINDS.get(cls.__name__)
+        if kind is not None:
+            return kind
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        kind = _kind_from_status(status)
+        if kind is not None:
+            return kind
+    if isinstance(exc, TimeoutError | asyncio.TimeoutError | ConnectionError):
+        return ErrorKind.TRANSIENT
+    return ErrorKind.UNKNOWN
