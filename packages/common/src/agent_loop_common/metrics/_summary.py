@@ -1,0 +1,98 @@
+"""Rates and per-PR figures derived from tallies, each with a stated denominator.
+
+Rule for empty denominators: a rate or average whose denominator is 0 is `None`
+("unknown"), never 0: a week with no runs did not have a 0% success rate. Every rate
+that is not `None` is in [0, 1] by construction (numerator is a subset count of its
+denominator).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
+
+from agent_loop_common.metrics._tally import (
+    GradeTally,
+    Tally,
+    tally_grades,
+    tally_records,
+)
+from agent_loop_common.records import Grade, RunRecord
+
+__all__ = ["Metrics", "compute_metrics", "summarize"]
+
+_Rate = Field(default=None, ge=0.0, le=1.0)
+
+
+class Metrics(BaseModel):
+    """Headline figures for a window of runs (and the grades of their PRs)."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    runs: NonNegativeInt
+    """Records in the window (runs that claimed something)."""
+    opened_prs: NonNegativeInt
+    """Builder runs that opened a PR."""
+    cost_usd: NonNegativeFloat
+    """Estimated cost of every run in the window, all roles."""
+    tokens: NonNegativeInt
+    """Tokens in + out of every run in the window, all roles."""
+    success_rate: float | None = _Rate
+    """successes / worked: runs that delivered, over runs that did not decline the work."""
+    verification_rate: float | None = _Rate
+    """verified / with_attempts: runs where some try passed, over runs with any try."""
+    first_try_verification_rate: float | None = _Rate
+    """first_try_verified / with_attempts: runs whose try 1 passed, over runs with any try."""
+    error_rate: float | None = _Rate
+    """errors / runs: runs that ended in an unexpected error, over all runs."""
+    cost_per_opened_pr: float | None = None
+    """cost_usd / opened_prs: the whole loop's cost (reviews included) per PR opened."""
+    tokens_per_opened_pr: float | None = None
+    """tokens / opened_prs, with the same all-roles numerator."""
+    mean_issue_to_pr_seconds: float | None = None
+    """Mean (PR opened - issue created) over opened PRs whose issue time is known."""
+    review_rounds_per_pr: float | None = None
+    """review_rounds / graded: rounds so far per graded PR (open ones included)."""
+    graded_prs: NonNegativeInt = 0
+    """PRs with a grade."""
+    open_prs: NonNegativeInt = 0
+    """Graded PRs still open (undecided: not in the merge denominators)."""
+    merged_rate: float | None = _Rate
+    """merged / (merged + closed_unmerged): share of decided PRs that were merged."""
+    closed_unmerged_rate: float | None = _Rate
+    """closed_unmerged / (merged + closed_unmerged); the two rates sum to 1."""
+
+
+def _ratio(numerator: float, denominator: float) -> float | None:
+    return None if denominator == 0 else numerator / denominator
+
+
+def summarize(tally: Tally, grades: GradeTally | None = None) -> Metrics:
+    """Turn counts into `Metrics`. Works the same on raw records' and rollups' tallies."""
+    g = grades or GradeTally()
+    tokens = tally.tokens_in + tally.tokens_out
+    decided = g.merged + g.closed_unmerged
+    return Metrics(
+        runs=tally.runs,
+        opened_prs=tally.opened_prs,
+        cost_usd=tally.cost_usd,
+        tokens=tokens,
+        success_rate=_ratio(tally.successes, tally.worked),
+        verification_rate=_ratio(tally.verified, tally.with_attempts),
+        first_try_verification_rate=_ratio(tally.first_try_verified, tally.with_attempts),
+        error_rate=_ratio(tally.errors, tally.runs),
+        cost_per_opened_pr=_ratio(tally.cost_usd, tally.opened_prs),
+        tokens_per_opened_pr=_ratio(tokens, tally.opened_prs),
+        mean_issue_to_pr_seconds=_ratio(tally.issue_to_pr_seconds, tally.issue_to_pr_count),
+        review_rounds_per_pr=_ratio(g.review_rounds, g.graded),
+        graded_prs=g.graded,
+        open_prs=g.open,
+        merged_rate=_ratio(g.merged, decided),
+        closed_unmerged_rate=_ratio(g.closed_unmerged, decided),
+    )
+
+
+def compute_metrics(records: Iterable[RunRecord], grades: Iterable[Grade] = ()) -> Metrics:
+    """`summarize` straight from records and grades."""
+    return summarize(tally_records(records), tally_grades(grades))

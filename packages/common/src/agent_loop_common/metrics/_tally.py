@@ -1,0 +1,156 @@
+"""Additive counts over run records and grades.
+
+Metrics are ratios of these counts. Keeping the counts (not the ratios) is what lets the
+distiller store daily rollups and still compute exact metrics over any window later:
+the tally of a window is the sum of its days' tallies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pydantic import BaseModel, ConfigDict, NonNegativeFloat, NonNegativeInt
+
+from agent_loop_common.records import Grade, GradeState, Outcome, RunRecord
+
+__all__ = [
+    "IDLE_OUTCOMES",
+    "SUCCESS_OUTCOMES",
+    "GradeTally",
+    "Tally",
+    "tally_grades",
+    "tally_records",
+]
+
+SUCCESS_OUTCOMES: frozenset[Outcome] = frozenset(
+    {
+        Outcome.OPENED_PR,
+        Outcome.OPENED_ISSUES,
+        Outcome.PUSHED_FIX,
+        Outcome.REVIEWED_CLEAN,
+        Outcome.COMMENTED,
+        Outcome.DISTILLED,
+    }
+)
+"""Outcomes that delivered what the run set out to do."""
+
+IDLE_OUTCOMES: frozenset[Outcome] = frozenset({Outcome.SKIPPED, Outcome.BACKED_OFF})
+"""Outcomes of runs that claimed a target but chose not to work on it. They are not in
+the success denominator: declining work is neither a success nor a failure."""
+
+
+class Tally(BaseModel):
+    """Counts and sums over a set of run records. `a + b` tallies both sets."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+
+    runs: NonNegativeInt = 0
+    """Records counted (runs that claimed something)."""
+    worked: NonNegativeInt = 0
+    """Records whose outcome is not in `IDLE_OUTCOMES`."""
+    successes: NonNegativeInt = 0
+    """Records whose outcome is in `SUCCESS_OUTCOMES`."""
+    errors: NonNegativeInt = 0
+    """Records with outcome `error`."""
+    budget_exceeded: NonNegativeInt = 0
+    """Records with outcome `budget_exceeded`."""
+    with_attempts: NonNegativeInt = 0
+    """Records with at least one try (the verification denominators)."""
+    verified: NonNegativeInt = 0
+    """Records where some try passed the verifier."""
+    first_try_verified: NonNegativeInt = 0
+    """Records where try 1 passed the verifier."""
+    attempts: NonNegativeInt = 0
+    """Tries over all records."""
+    opened_prs: NonNegativeInt = 0
+    """Records with outcome `opened_pr`."""
+    tokens_in: NonNegativeInt = 0
+    """Prompt tokens over all records."""
+    tokens_out: NonNegativeInt = 0
+    """Completion tokens over all records."""
+    llm_calls: NonNegativeInt = 0
+    """Model calls over all records."""
+    cost_usd: NonNegativeFloat = 0.0
+    """Estimated cost over all records."""
+    github_requests: NonNegativeInt = 0
+    """GitHub requests over all records."""
+    github_not_modified: NonNegativeInt = 0
+    """GitHub 304 answers over all records."""
+    issue_to_pr_seconds: NonNegativeFloat = 0.0
+    """Sum of (PR opened - issue created) over `opened_pr` records that know the latter."""
+    issue_to_pr_count: NonNegativeInt = 0
+    """How many records contributed to `issue_to_pr_seconds`."""
+
+    def __add__(self, other: Tally) -> Tally:
+        """Field-wise sum: the tally of the union of two disjoint record sets."""
+        mine = self.model_dump()
+        theirs = other.model_dump()
+        return Tally.model_validate({k: mine[k] + theirs[k] for k in mine})
+
+
+def tally_records(records: Iterable[RunRecord]) -> Tally:
+    """Count one set of records."""
+    counts = dict.fromkeys(Tally.model_fields, 0)
+    sums: dict[str, float] = {"cost_usd": 0.0, "issue_to_pr_seconds": 0.0}
+    for r in records:
+        counts["runs"] += 1
+        counts["worked"] += r.outcome not in IDLE_OUTCOMES
+        counts["successes"] += r.outcome in SUCCESS_OUTCOMES
+        counts["errors"] += r.outcome is Outcome.ERROR
+        counts["budget_exceeded"] += r.outcome is Outcome.BUDGET_EXCEEDED
+        counts["with_attempts"] += bool(r.attempts)
+        counts["verified"] += r.verified
+        counts["first_try_verified"] += r.first_try_verified
+        counts["attempts"] += len(r.attempts)
+        counts["tokens_in"] += r.usage.tokens_in
+        counts["tokens_out"] += r.usage.tokens_out
+        counts["llm_calls"] += r.usage.llm_calls
+        counts["github_requests"] += r.github.requests
+        counts["github_not_modified"] += r.github.not_modified
+        sums["cost_usd"] += r.usage.cost_usd
+        if r.outcome is Outcome.OPENED_PR:
+            counts["opened_prs"] += 1
+            created = r.target.created_at
+            if created is not None and r.finished_at >= created:
+                sums["issue_to_pr_seconds"] += (r.finished_at - created).total_seconds()
+                counts["issue_to_pr_count"] += 1
+    return Tally.model_validate({**counts, **sums})
+
+
+class GradeTally(BaseModel):
+    """Counts over grades (one per agent PR). `a + b` tallies both sets."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+
+    graded: NonNegativeInt = 0
+    """PRs with a grade."""
+    merged: NonNegativeInt = 0
+    """Grades in state `merged`."""
+    closed_unmerged: NonNegativeInt = 0
+    """Grades in state `closed_unmerged`."""
+    open: NonNegativeInt = 0
+    """Grades in state `open`."""
+    review_rounds: NonNegativeInt = 0
+    """Sum of review rounds over all graded PRs."""
+
+    def __add__(self, other: GradeTally) -> GradeTally:
+        """Field-wise sum."""
+        mine = self.model_dump()
+        theirs = other.model_dump()
+        return GradeTally.model_validate({k: mine[k] + theirs[k] for k in mine})
+
+
+def tally_grades(grades: Iterable[Grade]) -> GradeTally:
+    """Count grades. Give each PR once (its latest grade)."""
+    counts = dict.fromkeys(GradeTally.model_fields, 0)
+    for g in grades:
+        counts["graded"] += 1
+        counts["review_rounds"] += g.review_rounds
+        match g.state:
+            case GradeState.MERGED:
+                counts["merged"] += 1
+            case GradeState.CLOSED_UNMERGED:
+                counts["closed_unmerged"] += 1
+            case GradeState.OPEN:
+                counts["open"] += 1
+    return GradeTally.model_validate(counts)

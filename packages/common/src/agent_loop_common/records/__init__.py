@@ -1,0 +1,57 @@
+"""Run records and friends: pure, versioned pydantic models (no I/O).
+
+`RunRecord` is written once per run that claimed something; `Grade` and `LessonBook`
+are written by the distiller. Every model ignores unknown fields; `parse_record`
+classifies stored bytes so a record of an unknown major version is counted and kept,
+never silently dropped.
+"""
+
+from agent_loop_common.records._grade import Grade, GradeState
+from agent_loop_common.records._lessons import Lesson, LessonBook
+from agent_loop_common.records._parts import (
+    Attempt,
+    GitHubUsage,
+    Links,
+    Outcome,
+    Role,
+    Target,
+    TargetKind,
+    TraceStep,
+    Usage,
+)
+from agent_loop_common.records._run_record import SCHEMA_VERSION, RunId, RunRecord
+from agent_loop_common.records._versioning import (
+    KNOWN_MAJORS,
+    InvalidRecord,
+    ParsedRecord,
+    RecordParse,
+    UnknownMajor,
+    major_of,
+    parse_record,
+)
+
+__all__ = [
+    "KNOWN_MAJORS",
+    "SCHEMA_VERSION",
+    "Attempt",
+    "GitHubUsage",
+    "Grade",
+    "GradeState",
+    "InvalidRecord",
+    "Lesson",
+    "LessonBook",
+    "Links",
+    "Outcome",
+    "ParsedRecord",
+    "RecordParse",
+    "Role",
+    "RunId",
+    "RunRecord",
+    "Target",
+    "TargetKind",
+    "TraceStep",
+    "UnknownMajor",
+    "Usage",
+    "major_of",
+    "parse_record",
+]

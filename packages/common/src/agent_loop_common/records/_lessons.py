@@ -1,0 +1,43 @@
+"""Lessons: the distiller's itemized, provenance-carrying advice to the agents."""
+
+from __future__ import annotations
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from agent_loop_common.records._parts import Role
+
+__all__ = ["Lesson", "LessonBook"]
+
+
+class Lesson(BaseModel):
+    """One piece of advice, with the runs it was learned from."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+
+    id: str
+    """Stable id, quoted by `RunRecord.lesson_ids` when the lesson was in context."""
+    text: str
+    """The advice as shown to the agent (untrusted context, budgeted by the digest)."""
+    roles: list[Role] = Field(default_factory=list[Role])
+    """Agents the lesson applies to; empty means all."""
+    source_run_ids: list[str] = Field(default_factory=list[str])
+    """Runs whose records taught this lesson (provenance)."""
+    created_at: AwareDatetime
+    """When the lesson was first written."""
+    updated_at: AwareDatetime
+    """When the lesson was last edited."""
+
+
+class LessonBook(BaseModel):
+    """The whole `context/lessons.json` document."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+
+    schema_version: str = "1.0"
+    """Same versioning rule as `RunRecord`."""
+    lessons: list[Lesson] = Field(default_factory=list[Lesson])
+    """Current lessons, most useful first."""
+
+    def for_role(self, role: Role) -> list[Lesson]:
+        """Lessons that apply to `role`."""
+        return [lesson for lesson in self.lessons if not lesson.roles or role in lesson.roles]

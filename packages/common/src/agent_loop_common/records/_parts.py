@@ -1,0 +1,173 @@
+"""The value objects a `RunRecord` is made of.
+
+Every model here ignores unknown fields (`extra="ignore"`) so that a reader of schema
+1.0 can read a record written by a 1.9 writer: minor versions only ever *add* optional
+fields. New enum members or changed meanings need a major bump (see `_versioning`).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
+
+__all__ = [
+    "Attempt",
+    "GitHubUsage",
+    "Links",
+    "Outcome",
+    "Role",
+    "Target",
+    "TargetKind",
+    "TraceStep",
+    "Usage",
+]
+
+_TOLERANT = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+
+
+class Role(StrEnum):
+    """Which agent wrote a record (and which role owns a piece of memory)."""
+
+    BUILDER = "builder"
+    REVIEWER = "reviewer"
+    DISTILLER = "distiller"
+
+
+class TargetKind(StrEnum):
+    """What a run worked on."""
+
+    ISSUE = "issue"
+    PR = "pr"
+    REPO = "repo"
+
+
+class Outcome(StrEnum):
+    """How a run ended. `SUCCESS_OUTCOMES` and `IDLE_OUTCOMES` in `metrics` classify them."""
+
+    OPENED_PR = "opened_pr"
+    """Builder: the verified change was committed and a pull request opened."""
+    OPENED_ISSUES = "opened_issues"
+    """Builder: the issue was decomposed into verified sub-issues."""
+    PUSHED_FIX = "pushed_fix"
+    """Reviewer: a verified fix was pushed to the agent PR's branch."""
+    REVIEWED_CLEAN = "reviewed_clean"
+    """Reviewer: the PR head was reviewed and needed no change."""
+    COMMENTED = "commented"
+    """Reviewer: replied to feedback without pushing code."""
+    DISTILLED = "distilled"
+    """Distiller: ingested records and refreshed lessons and digest."""
+    SKIPPED = "skipped"
+    """The run claimed a target, then found nothing to do (already done, not trusted)."""
+    BACKED_OFF = "backed_off"
+    """The run stopped because the target is in back-off after earlier failures."""
+    REJECTED = "rejected"
+    """Every try failed verification; nothing was written to GitHub."""
+    ERROR = "error"
+    """An unexpected error ended the run (see `RunRecord.error`)."""
+    CONFLICT = "conflict"
+    """Someone else pushed to the branch during the run; the compare-and-swap refused."""
+    LOST_CLAIM = "lost_claim"
+    """The claim expired or was taken over before the run could apply its work."""
+    BUDGET_EXCEEDED = "budget_exceeded"
+    """A per-run token or cost budget stopped the loop."""
+
+
+class Target(BaseModel):
+    """The issue, pull request or repository a run worked on."""
+
+    model_config = _TOLERANT
+
+    kind: TargetKind
+    """Issue, pull request, or the repository as a whole (distiller)."""
+    number: NonNegativeInt | None = None
+    """Issue or PR number; `None` for `kind="repo"`."""
+    title: str = ""
+    """Title at the time of the run, for humans reading reports."""
+    url: str = ""
+    """HTML URL of the issue or PR (empty for the repository)."""
+    created_at: AwareDatetime | None = None
+    """When the issue or PR was created on GitHub: the start of "time from issue to PR"."""
+
+    @property
+    def ref(self) -> str:
+        """A stable short name (`issue-12`, `pr-7`, `repo`) used in paths and grade keys."""
+        return self.kind.value if self.number is None else f"{self.kind.value}-{self.number}"
+
+
+class Attempt(BaseModel):
+    """One try at the work: what was staged and what the verifier said about it."""
+
+    model_config = _TOLERANT
+
+    number: int = Field(ge=1)
+    """1-based try number; try 1 verifying is "first-try verification"."""
+    verified: bool
+    """The strict verifier's verdict on this try."""
+    notes: str = ""
+    """The verifier's feedback (fed to the next try) or why the try stopped."""
+    staged_paths: list[str] = Field(default_factory=list[str])
+    """Files (or `issue:<title>` entries) staged in this try."""
+    tokens: NonNegativeInt = 0
+    """Model tokens (in + out) spent on this try, including the verifier."""
+
+
+class Usage(BaseModel):
+    """Model usage of a whole run, captured by the model call."""
+
+    model_config = _TOLERANT
+
+    tokens_in: NonNegativeInt = 0
+    """Prompt tokens over every model call of the run."""
+    tokens_out: NonNegativeInt = 0
+    """Completion tokens over every model call of the run."""
+    llm_calls: NonNegativeInt = 0
+    """Number of model calls (agent turns plus verifier turns)."""
+    cost_usd: NonNegativeFloat = 0.0
+    """Estimated cost from litellm's price map (0 when the model is not priced)."""
+
+    @property
+    def tokens(self) -> int:
+        """Tokens in plus out."""
+        return self.tokens_in + self.tokens_out
+
+
+class GitHubUsage(BaseModel):
+    """GitHub API traffic of a run, as counted by the GitHub facade."""
+
+    model_config = _TOLERANT
+
+    requests: NonNegativeInt = 0
+    """Every HTTP request sent, including conditional ones."""
+    not_modified: NonNegativeInt = 0
+    """Requests answered 304 (free against the primary rate limit)."""
+    by_route: dict[str, NonNegativeInt] = Field(default_factory=dict[str, NonNegativeInt])
+    """Requests per route template, e.g. `GET /repos/{owner}/{repo}/issues`."""
+
+
+class TraceStep(BaseModel):
+    """One step of the agent loop, built from the Agent's progress events."""
+
+    model_config = _TOLERANT
+
+    tool: str
+    """Tool name (or `llm` for a model turn)."""
+    args: str
+    """Short rendering of the arguments (truncated by the producer)."""
+    ok: bool
+    """Whether the step succeeded."""
+    ms: NonNegativeInt
+    """Wall time of the step in milliseconds."""
+    error: str = ""
+    """Error text when `ok` is false."""
+
+
+class Links(BaseModel):
+    """What the run created on GitHub."""
+
+    model_config = _TOLERANT
+
+    pr_url: str = ""
+    """The pull request opened (builder) or updated (reviewer)."""
+    issue_urls: list[str] = Field(default_factory=list[str])
+    """Sub-issues opened by a decomposition."""

@@ -1,0 +1,93 @@
+"""`RunRecord`: the one durable account of a pipeline run.
+
+One record per run that claimed something (idle runs only bump a counter, see
+`agent_loop_common.memory`). Records are append-only: written once by the run, read by
+the distiller, never rewritten, so a reader never needs to preserve fields it does not
+know.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
+
+from agent_loop_common.records._parts import (
+    Attempt,
+    GitHubUsage,
+    Links,
+    Outcome,
+    Role,
+    Target,
+    TraceStep,
+    Usage,
+)
+
+__all__ = ["SCHEMA_VERSION", "RunId", "RunRecord"]
+
+SCHEMA_VERSION = "1.0"
+"""The version this code writes. Bump the minor for added optional fields, the major for
+anything an older reader would misread (removed/renamed fields, new enum members)."""
+
+RunId = Annotated[
+    str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", strict=True)
+]
+"""A run id is used as a file name in memory: one path segment, no dots first."""
+
+
+class RunRecord(BaseModel):
+    """Everything the loop needs to learn from one run, and to show it to humans."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+
+    schema_version: str = SCHEMA_VERSION
+    """`"<major>.<minor>"` of the writer; readers accept any minor of a major they know."""
+    run_id: RunId
+    """Unique per run (also in the claim marker), so records never collide in memory."""
+    role: Role
+    """The agent that ran."""
+    agent_id: str = ""
+    """The agents' identity instance, e.g. the deployment name and version, for rollouts."""
+    deployment: str = ""
+    """Where it ran: `local`, or the Flyte run/action URL when deployed."""
+    target: Target
+    """The issue, PR or repository the run claimed."""
+    outcome: Outcome
+    """How the run ended."""
+    started_at: AwareDatetime
+    """When the run started (after selection, before the claim)."""
+    finished_at: AwareDatetime
+    """When the run finished; also the day a record counts towards in rollups."""
+    attempts: list[Attempt] = Field(default_factory=list[Attempt])
+    """Every try with the verifier's verdict, in order."""
+    model: str = ""
+    """The litellm model string used."""
+    usage: Usage = Field(default_factory=Usage)
+    """Tokens, model calls and estimated cost of the whole run."""
+    github: GitHubUsage = Field(default_factory=GitHubUsage)
+    """GitHub API traffic of the run."""
+    stage_seconds: dict[str, float] = Field(default_factory=dict[str, float])
+    """Wall time per pipeline stage (`select`, `claim`, `build`, `verify`, `apply`, ...)."""
+    trace: list[TraceStep] = Field(default_factory=list[TraceStep])
+    """Flat step trace of the agent loop, from its progress events."""
+    links: Links = Field(default_factory=Links)
+    """The PR or issues the run created."""
+    error: str = ""
+    """Error text for `error`, `budget_exceeded` and other failed outcomes."""
+    lesson_ids: list[str] = Field(default_factory=list[str])
+    """Ids of the lessons that were in the agent's context, so they can be graded."""
+
+    @property
+    def duration_seconds(self) -> float:
+        """Wall time from start to finish."""
+        return (self.finished_at - self.started_at).total_seconds()
+
+    @property
+    def first_try_verified(self) -> bool:
+        """Whether try number 1 passed the verifier."""
+        return any(a.number == 1 and a.verified for a in self.attempts)
+
+    @property
+    def verified(self) -> bool:
+        """Whether any try passed the verifier."""
+        return any(a.verified for a in self.attempts)
