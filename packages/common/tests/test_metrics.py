@@ -76,7 +76,8 @@ def test_empty_window_gives_none_not_zero() -> None:
         for k, v in m.model_dump().items()
         if k.endswith(("_rate", "_per_opened_pr", "_per_pr"))
     }
-    assert rates and all(v is None for v in rates.values())
+    assert rates
+    assert all(v is None for v in rates.values())
     assert m.mean_issue_to_pr_seconds is None
 
 
@@ -136,7 +137,8 @@ def test_grade_rates_cover_decided_prs_and_rounds_cover_all() -> None:
     assert m.review_rounds_per_pr == pytest.approx(6 / 4)
     assert (m.graded_prs, m.open_prs) == (4, 1)
     only_open = compute_metrics([], [grade(GradeState.OPEN, 1)])
-    assert only_open.merged_rate is None and only_open.closed_unmerged_rate is None
+    assert only_open.merged_rate is None
+    assert only_open.closed_unmerged_rate is None
 
 
 def test_every_rate_is_within_unit_interval_for_any_mix() -> None:

@@ -124,7 +124,9 @@ def test_minimal_record_fills_documented_defaults() -> None:
     )
     dumped = json.loads(record.model_dump_json())
     assert dumped["schema_version"] == SCHEMA_VERSION
-    assert dumped["attempts"] == [] and dumped["trace"] == [] and dumped["lesson_ids"] == []
+    assert dumped["attempts"] == []
+    assert dumped["trace"] == []
+    assert dumped["lesson_ids"] == []
     assert dumped["usage"] == {"tokens_in": 0, "tokens_out": 0, "llm_calls": 0, "cost_usd": 0.0}
     assert dumped["target"] == {
         "kind": "pr",
@@ -154,7 +156,8 @@ def test_round_trip_and_derived_properties() -> None:
     record = full_record()
     again = RunRecord.model_validate_json(record.model_dump_json())
     assert again == record
-    assert record.verified and not record.first_try_verified
+    assert record.verified
+    assert not record.first_try_verified
     assert record.duration_seconds == 240.0
     assert record.usage.tokens == 2000
     assert record.target.ref == "issue-12"
@@ -223,7 +226,8 @@ def test_new_enum_member_in_same_major_is_invalid_not_guessed() -> None:
         "outcome": "escalated",
     }
     parsed = parse_record(json.dumps(data))
-    assert isinstance(parsed, InvalidRecord) and parsed.run_id == "b-20260301-abc"
+    assert isinstance(parsed, InvalidRecord)
+    assert parsed.run_id == "b-20260301-abc"
 
 
 def test_grade_and_lessons_round_trip_and_filter() -> None:
