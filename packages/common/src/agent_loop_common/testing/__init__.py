@@ -5,5 +5,27 @@ from agent_loop_common.testing._hermetic import (
     block_network,
     is_loopback_address,
 )
+from agent_loop_common.testing._scripted import (
+    DEFAULT_ROUTE,
+    RecordedCall,
+    ScriptedCall,
+    ScriptedModel,
+    ScriptMismatch,
+    Turn,
+    call,
+    turn,
+)
 
-__all__ = ["NetworkAccessDenied", "block_network", "is_loopback_address"]
+__all__ = [
+    "DEFAULT_ROUTE",
+    "NetworkAccessDenied",
+    "RecordedCall",
+    "ScriptMismatch",
+    "ScriptedCall",
+    "ScriptedModel",
+    "Turn",
+    "block_network",
+    "call",
+    "is_loopback_address",
+    "turn",
+]
