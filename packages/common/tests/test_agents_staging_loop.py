@@ -9,8 +9,10 @@ from agent_loop_common.staging import (
     ChangePlan,
     ChangeStage,
     DecompositionStage,
+    Reply,
     StagingPolicy,
     decomposition_tools,
+    fix_tools,
     implementation_tools,
 )
 from agent_loop_common.testing import ScriptedModel, call, turn
@@ -211,3 +213,49 @@ async def test_agent_decomposes_a_spec_in_dependency_order() -> None:
     plan = stage.to_plan()
     assert [item.key for item in plan.items] == ["api", "cli", "docs"]
     assert plan.items[2].depends_on == ("cli", "api")
+
+
+async def test_agent_submits_a_fix_with_replies_from_model_json() -> None:
+    stage = ChangeStage()
+    model = ScriptedModel(
+        [
+            turn(tool_calls=[call("stage_file", path="src/a.py", content="fixed\n")]),
+            # a malformed reply fails argument conversion: the model is told and may retry
+            turn(
+                tool_calls=[
+                    call(
+                        "submit_fix", summary="s", replies=[{"comment_id": "abc", "reply": "x"}]
+                    ).expecting("Error executing tool `submit_fix`", "comment_id")
+                ]
+            ),
+            turn(
+                tool_calls=[
+                    call(
+                        "submit_fix", summary="s", replies=[{"comment_id": 99, "reply": "x"}]
+                    ).expecting("not one of the feedback comments")
+                ]
+            ),
+            turn(
+                tool_calls=[
+                    call(
+                        "submit_fix",
+                        summary="Renamed the helper.",
+                        replies=[{"comment_id": 11, "reply": "Renamed as asked."}],
+                    ).expecting("with 1 reply(ies)")
+                ]
+            ),
+            turn("Fixed."),
+        ]
+    )
+    agent = Agent(
+        name="reviewer",
+        model="m",
+        tools=fix_tools(stage, StagingPolicy(), known_comment_ids={11}),
+        call_llm=model,
+        parallel_tool_calls=False,
+    )
+    run = await run_agent(agent, "Address the feedback on PR #4")
+    assert run.result.error == ""
+    model.assert_finished()
+    assert stage.to_plan().replies == (Reply(comment_id=11, reply="Renamed as asked."),)
+    assert [s.ok for s in run.tool_steps] == [True, False, False, True]
