@@ -1,0 +1,74 @@
+"""One readable error for a bad configuration, naming each variable and what to set.
+
+pydantic's ``ValidationError`` speaks in field names and locations; a person starting an
+agent needs the environment variable, what was wrong with it, and what it is for. Values
+of secret variables are never echoed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+__all__ = ["ConfigError", "describe_validation_error"]
+
+
+class ConfigError(ValueError):
+    """The configuration is missing or invalid; the message lists every problem.
+
+    Attributes:
+        problems: One line per problem, each starting with the variable's name.
+    """
+
+    def __init__(self, problems: Iterable[str]) -> None:
+        self.problems = tuple(problems)
+        count = len(self.problems)
+        lines = [
+            f"agent-loop configuration is invalid ({count} problem{'s' if count != 1 else ''}):",
+            *(f"  - {p}" for p in self.problems),
+            "Set these environment variables (see docs/configuration.md) and start again.",
+        ]
+        super().__init__("\n".join(lines))
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def describe_validation_error(
+    error: ValidationError,
+    *,
+    env_names: Mapping[str, str],
+    meanings: Mapping[str, str],
+    secret: frozenset[str],
+) -> list[str]:
+    """One line per pydantic error: ``VARIABLE: what is wrong. What the variable is for.``
+
+    Args:
+        error: The validation error of the settings model.
+        env_names: Field name or alias -> environment variable.
+        meanings: Environment variable -> first sentence of its documentation.
+        secret: Environment variables whose values must not be shown.
+    """
+    problems: list[str] = []
+    for item in error.errors(include_url=False):
+        loc = item.get("loc", ())
+        key = str(loc[0]) if loc else ""
+        message = str(item.get("msg", "invalid")).removeprefix("Value error, ")
+        if not key or item.get("type") == "github_credentials":
+            # A check across several variables: its message names them itself.
+            problems.append(message)
+            continue
+        name = env_names.get(key, key.upper())
+        if item.get("type") == "missing":
+            what = "not set"
+        elif name in secret:
+            what = f"invalid ({message})"
+        else:
+            what = f"{_shown(item.get('input'))} is invalid: {message}"
+        meaning = meanings.get(name, "")
+        problems.append(f"{name}: {what}." + (f" {meaning}" if meaning else ""))
+    return problems

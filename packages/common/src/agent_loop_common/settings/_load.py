@@ -1,0 +1,71 @@
+"""Load settings from the environment, failing with a message a person can act on."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import AliasChoices, SecretStr, ValidationError
+
+from agent_loop_common.settings._errors import ConfigError, describe_validation_error
+from agent_loop_common.settings._model import ENV_PREFIX, Settings
+
+__all__ = ["env_var_name", "field_meaning", "load_settings"]
+
+
+def env_var_name(field_name: str) -> str:
+    """The environment variable that sets ``field_name`` (``repo`` -> ``AGENT_LOOP_REPO``)."""
+    alias = Settings.model_fields[field_name].validation_alias
+    if isinstance(alias, AliasChoices):
+        first = alias.choices[0]
+        if isinstance(first, str):
+            return first
+    if isinstance(alias, str):
+        return alias
+    return f"{ENV_PREFIX}{field_name.upper()}"
+
+
+def field_meaning(field_name: str, *, first_sentence: bool = False) -> str:
+    """A field's documentation (the docstring under it), or its first sentence."""
+    text = (Settings.model_fields[field_name].description or "").strip()
+    if first_sentence:
+        match = re.match(r"(.+?)(?<!e\.g)(?<!i\.e)([.!?])(?=\s+[A-Z`]|\s*$)", text, re.DOTALL)
+        return match.group(1) + match.group(2) if match else text
+    return text
+
+
+def _secret_variables() -> frozenset[str]:
+    return frozenset(
+        env_var_name(name)
+        for name, info in Settings.model_fields.items()
+        if info.annotation is not None and SecretStr in getattr(info.annotation, "__args__", ())
+    )
+
+
+def load_settings(env_file: str | Path | None = None, **overrides: Any) -> Settings:
+    """Read the configuration from the environment (and ``env_file`` if given).
+
+    Args:
+        env_file: An optional dotenv file; real environment variables win over it.
+        **overrides: Field values that win over the environment (for CLI flags and tests).
+
+    Raises:
+        ConfigError: One message listing every missing or invalid variable.
+    """
+    try:
+        # Passed through a dict: pyright sees only the fields, not BaseSettings' own options.
+        init: dict[str, Any] = {"_env_file": env_file, **overrides}
+        return Settings(**init)
+    except ValidationError as exc:
+        env_names: dict[str, str] = {}
+        for name in Settings.model_fields:
+            env_names[name] = env_names[env_var_name(name)] = env_var_name(name)
+        meanings = {
+            env_var_name(name): field_meaning(name, first_sentence=True)
+            for name in Settings.model_fields
+        }
+        problems = describe_validation_error(
+            exc, env_names=env_names, meanings=meanings, secret=_secret_variables()
+        )
+        raise ConfigError(problems) from None

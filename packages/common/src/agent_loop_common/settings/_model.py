@@ -1,0 +1,339 @@
+"""Every knob of agent-loop, one environment variable each, in one pydantic-settings model.
+
+The names in the GitHub ecosystem (``GITHUB_TOKEN``, ``GITHUB_API_URL``, ``GITHUB_APP_*``)
+are kept as they are so the same variables work in Actions, Flyte secrets and a shell;
+every other knob is ``AGENT_LOOP_<FIELD>``. The docstring under each field is its
+documentation: ``docs/configuration.md`` is rendered from it and a test keeps the two in
+step. Load with :func:`agent_loop_common.settings.load_settings`, which turns validation
+errors into one readable message naming each variable.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Literal, Self
+
+from pydantic import (
+    AliasChoices,
+    Field,
+    SecretStr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from agent_loop_common.settings._auth import check_github_credentials
+
+if TYPE_CHECKING:
+    from agent_loop_common.claims import BackoffPolicy
+    from agent_loop_common.llm import Budget, RetryPolicy
+    from agent_loop_common.settings._auth import GitHubCredentials
+    from agent_loop_common.staging import StagingPolicy
+
+__all__ = ["ENV_PREFIX", "Permission", "Settings"]
+
+ENV_PREFIX = "AGENT_LOOP_"
+"""Prefix of every agent-loop variable except the GitHub ones."""
+
+Permission = Literal["triage", "write", "maintain", "admin"]
+"""Repository roles that can be trusted, weakest first (GitHub's own ordering)."""
+
+_OWNER = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})"
+_NAME = r"[A-Za-z0-9._-]{1,100}"
+_REPO_RE = re.compile(rf"^{_OWNER}/{_NAME}$")
+_CRON_FIELD = re.compile(r"^[A-Za-z0-9*/,?-]+$")
+
+
+def _alias(name: str) -> AliasChoices:
+    # An unprefixed variable; populate_by_name keeps Settings(field=...) working in code.
+    return AliasChoices(name)
+
+
+class Settings(BaseSettings):
+    """agent-loop configuration, read from the environment."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        extra="ignore",
+        frozen=True,
+        populate_by_name=True,
+        use_attribute_docstrings=True,
+        validate_default=True,
+    )
+
+    # ------------------------------------------------------------ repository and GitHub
+    repo: str
+    """Target repository as `owner/name`, e.g. `octo-org/hello-world`."""
+    github_token: SecretStr | None = Field(default=None, validation_alias=_alias("GITHUB_TOKEN"))
+    """Token the agents act with (a bot account's fine-grained token or PAT). Needs contents, issues and pull requests read/write on the repository. Use this or the GitHub App variables."""
+    github_app_id: str | None = Field(default=None, validation_alias=_alias("GITHUB_APP_ID"))
+    """GitHub App id (or client id). When set, the agents act as the App and `GITHUB_TOKEN` is ignored."""
+    github_app_private_key: SecretStr | None = Field(
+        default=None, validation_alias=_alias("GITHUB_APP_PRIVATE_KEY")
+    )
+    """The App's PEM private key itself (literal `\\n` sequences are turned into newlines). Use this or `GITHUB_APP_PRIVATE_KEY_PATH`."""
+    github_app_private_key_path: Path | None = Field(
+        default=None, validation_alias=_alias("GITHUB_APP_PRIVATE_KEY_PATH")
+    )
+    """Path of a file holding the App's PEM private key."""
+    github_app_installation_id: int | None = Field(
+        default=None, validation_alias=_alias("GITHUB_APP_INSTALLATION_ID"), gt=0
+    )
+    """The App installation to act as; empty: looked up from the repository (one request)."""
+    github_api_url: str = Field(
+        default="https://api.github.com", validation_alias=_alias("GITHUB_API_URL")
+    )
+    """REST API base URL; for GitHub Enterprise Server use `https://HOST/api/v3`."""
+    github_timeout_seconds: float = Field(default=30.0, gt=0)
+    """Timeout of one GitHub request in seconds (githubkit has none by default)."""
+
+    # ------------------------------------------------------------ identity and trust
+    bot_login: str | None = None
+    """GitHub login the agents act as (`name[bot]` for an App); empty: asked from GitHub at start. Claims and agent PRs count only when written by this identity."""
+    deployment_id: str = Field(
+        default="default", pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$", max_length=40
+    )
+    """Name of this deployment (lowercase letters, digits, single dashes), written into claim markers (`agent=`) so people and logs can tell two deployments on one repository apart."""
+    trusted_min_permission: Permission = "write"
+    """Least repository permission (`triage`, `write`, `maintain`, `admin`) whose issues, comments and reviews are worked on and shown to a model."""
+    trusted_label: str | None = None
+    """Optional opt-in label: an issue or PR from anyone else is worked on once a trusted person applies this label. Empty: no opt-in."""
+    branch_prefix: str = "agent-loop/"
+    """Prefix of every branch the agents push; with the agents' identity it marks their PRs."""
+
+    # ------------------------------------------------------------ model
+    model: str = "anthropic/claude-sonnet-4-6"
+    """litellm model string for the builder, reviewer and distiller agents, e.g. `anthropic/claude-sonnet-4-6`, `openai/gpt-5`, or `openai/<name>` with `AGENT_LOOP_API_BASE`. The provider's key comes from its usual variable (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, ...)."""
+    verifier_model: str = ""
+    """litellm model string for the verifier sub-agent; empty: the same as `AGENT_LOOP_MODEL`."""
+    api_base: str | None = None
+    """Base URL of an OpenAI-compatible server (vLLM, Ollama, a LiteLLM proxy), e.g. `http://localhost:8000/v1`."""
+    max_output_tokens: int | None = Field(default=None, gt=0)
+    """Output tokens per model response; empty: a generous 32,000, or 8,192 for models litellm does not know. Always clamped to the model's published limit."""
+    llm_timeout_seconds: float = Field(default=600.0, gt=0)
+    """Timeout of one model request in seconds."""
+    llm_max_attempts: int = Field(default=4, ge=1, le=20)
+    """Requests per model call, the first included, on transient errors (rate limit, overload, 5xx, timeouts). Auth, bad-request and context-window errors are never retried."""
+    llm_retry_base_seconds: float = Field(default=2.0, ge=0)
+    """Wait before the first model retry; doubled on each further retry (with jitter)."""
+    llm_retry_cap_seconds: float = Field(default=60.0, ge=0)
+    """Longest wait between model retries, even when the provider's `Retry-After` asks for more."""
+
+    # ------------------------------------------------------------ limits and budgets
+    builder_max_turns: int = Field(default=40, ge=1)
+    """Most model turns of one builder agent attempt."""
+    reviewer_max_turns: int = Field(default=40, ge=1)
+    """Most model turns of one reviewer agent attempt."""
+    verifier_max_turns: int = Field(default=12, ge=1)
+    """Most model turns of one verifier check."""
+    distiller_max_turns: int = Field(default=20, ge=1)
+    """Most model turns of the distiller's lesson-writing agent."""
+    max_tries: int = Field(default=3, ge=1, le=10)
+    """Attempts per run in total (the first plus retries after a verifier rejection, each with the verifier's feedback)."""
+    max_tokens_per_run: int = Field(default=4_000_000, ge=0)
+    """Token budget of one run (prompt plus completion, all calls, verifier included); the run stops with outcome `budget_exceeded` when it is used up. 0: no limit."""
+    max_cost_usd_per_run: float = Field(default=10.0, ge=0)
+    """Estimated-cost budget of one run in US dollars (litellm's price table; unpriced models count 0, so keep a token budget for them). 0: no limit."""
+    claim_ttl_minutes: int = Field(default=30, ge=2)
+    """How long a claim on an issue or PR lasts before another run may take it over."""
+    backoff_base_minutes: int = Field(default=15, ge=1)
+    """Rest of a target after its first failed run; doubled after each further failure."""
+    backoff_cap_minutes: int = Field(default=1440, ge=1)
+    """Longest rest of a failing target (it is retried this often until a human steps in)."""
+
+    # ------------------------------------------------------------ staging
+    protected_paths: Annotated[tuple[str, ...], NoDecode] = ()
+    """Comma-separated globs the agents may never change, e.g. `**/*.pem,deploy/**`. Workflow files are always protected unless `AGENT_LOOP_ALLOW_WORKFLOW_CHANGES` is true."""
+    allow_workflow_changes: bool = False
+    """Let the agents change `.github/workflows/` (off: workflows run with the repository's secrets)."""
+    max_staged_files: int = Field(default=40, ge=1)
+    """Most paths one change may touch (writes and deletions together)."""
+    max_staged_file_bytes: int = Field(default=256_000, ge=1)
+    """Largest size of one staged file in bytes (UTF-8)."""
+    max_staged_total_bytes: int = Field(default=2_000_000, ge=1)
+    """Largest size of all staged file contents of one change together."""
+    max_staged_issues: int = Field(default=12, ge=1)
+    """Most sub-issues one decomposition may open."""
+
+    # ------------------------------------------------------------ schedules
+    builder_schedule: str = "*/5 * * * *"
+    """Cron schedule (5 fields, UTC) of the builder."""
+    reviewer_schedule: str = "*/5 * * * *"
+    """Cron schedule (5 fields, UTC) of the reviewer."""
+    distiller_schedule: str = "*/10 * * * *"
+    """Cron schedule (5 fields, UTC) of the distiller."""
+
+    # ------------------------------------------------------------ memory and local mode
+    home: Path = Path(".agent-loop")
+    """Folder for local state: Flyte local-mode runs and the memory stores when running on a laptop."""
+    memory_key_prefix: str = Field(
+        default="agent-loop", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+    )
+    """Prefix of every MemoryStore key; give each deployment sharing a Flyte project its own."""
+    digest_token_budget: int = Field(default=4_000, ge=100)
+    """Most tokens of the context digest (lessons and recent history) shown to the builder and reviewer."""
+    record_retention_days: int = Field(default=90, ge=1)
+    """Raw run records older than this are aged out by the distiller; their aggregates are kept."""
+    flyte_org: str = "local"
+    """Flyte organization used in local mode (MemoryStore keys are scoped by it)."""
+    flyte_project: str = "agent-loop"
+    """Flyte project used in local mode."""
+    flyte_domain: str = "development"
+    """Flyte domain used in local mode."""
+
+    # ------------------------------------------------------------ logging
+    log_format: Literal["console", "json"] = "console"
+    """`console` for people, `json` for log pipelines (one object per line)."""
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    """Least severe log level written."""
+
+    # ------------------------------------------------------------ validators
+    @field_validator("repo")
+    @classmethod
+    def _check_repo(cls, value: str) -> str:
+        value = value.strip()
+        if value.count("/") == 1 and value.split("/")[1] in {".", ".."}:
+            raise ValueError("the repository name cannot be '.' or '..'")
+        if not _REPO_RE.match(value):
+            raise ValueError("expected owner/name such as octo-org/hello-world")
+        return value
+
+    @field_validator("github_api_url")
+    @classmethod
+    def _check_api_url(cls, value: str) -> str:
+        value = value.strip().rstrip("/")
+        if not re.match(r"^https?://[^/\s]+", value):
+            raise ValueError("expected an http(s) URL such as https://api.github.com")
+        return value
+
+    @field_validator("branch_prefix")
+    @classmethod
+    def _check_branch_prefix(cls, value: str) -> str:
+        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._/-]*/$", value) or ".." in value or "//" in value:
+            raise ValueError("expected a git-safe prefix ending in '/', such as agent-loop/")
+        return value
+
+    @field_validator("builder_schedule", "reviewer_schedule", "distiller_schedule")
+    @classmethod
+    def _check_cron(cls, value: str) -> str:
+        fields = value.split()
+        if len(fields) != 5 or not all(_CRON_FIELD.match(f) for f in fields):
+            raise ValueError("expected a 5-field cron expression such as '*/5 * * * *'")
+        return " ".join(fields)
+
+    @field_validator("protected_paths", mode="before")
+    @classmethod
+    def _split_paths(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(p.strip() for p in re.split(r"[,\n]", value) if p.strip())
+        return value
+
+    @field_validator("trusted_label", "bot_login", "api_base", "github_app_id", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("github_app_private_key", mode="before")
+    @classmethod
+    def _unescape_key(cls, value: object) -> object:
+        # One-line env vars often carry a PEM key with literal "\n" separators.
+        if isinstance(value, str) and "\\n" in value and "\n" not in value:
+            return value.replace("\\n", "\n")
+        return value
+
+    @field_validator("github_app_installation_id")
+    @classmethod
+    def _check_credentials(cls, value: int | None, info: ValidationInfo) -> int | None:
+        # A field validator (not a model validator) so that a missing token is reported
+        # together with any other bad variable; the auth fields are declared before this one.
+        check_github_credentials({**info.data, "github_app_installation_id": value})
+        return value
+
+    @model_validator(mode="after")
+    def _check_cross_fields(self) -> Self:
+        if not self.verifier_model.strip():
+            object.__setattr__(self, "verifier_model", self.model)
+        if self.backoff_cap_minutes < self.backoff_base_minutes:
+            raise ValueError(
+                "AGENT_LOOP_BACKOFF_CAP_MINUTES must be at least AGENT_LOOP_BACKOFF_BASE_MINUTES"
+            )
+        return self
+
+    # ------------------------------------------------------------ derived values
+    @property
+    def owner(self) -> str:
+        """The repository owner (user or organization)."""
+        return self.repo.split("/", 1)[0]
+
+    @property
+    def repo_name(self) -> str:
+        """The repository name without its owner."""
+        return self.repo.split("/", 1)[1]
+
+    @property
+    def claim_ttl(self) -> timedelta:
+        """``AGENT_LOOP_CLAIM_TTL_MINUTES`` as a duration."""
+        return timedelta(minutes=self.claim_ttl_minutes)
+
+    def github_auth(self) -> GitHubCredentials:
+        """The credentials the GitHub facade needs: a token, or a GitHub App installation.
+
+        Reads the App's key file (``GITHUB_APP_PRIVATE_KEY_PATH``) here, not at load time,
+        so that a settings object can be built and shown without touching the key.
+        """
+        from agent_loop_common.settings._auth import github_credentials
+
+        return github_credentials(self)
+
+    def budget(self) -> Budget:
+        """The per-run token and cost budget for :func:`agent_loop_common.llm.make_call_llm`."""
+        from agent_loop_common.llm import Budget
+
+        return Budget(
+            max_tokens=self.max_tokens_per_run or None,
+            max_cost_usd=self.max_cost_usd_per_run or None,
+        )
+
+    def retry_policy(self) -> RetryPolicy:
+        """Model-call retries as configured (``AGENT_LOOP_LLM_*``)."""
+        from agent_loop_common.llm import RetryPolicy
+
+        return RetryPolicy(
+            max_attempts=self.llm_max_attempts,
+            base_delay=self.llm_retry_base_seconds,
+            max_delay=self.llm_retry_cap_seconds,
+        )
+
+    def staging_policy(self) -> StagingPolicy:
+        """What agents may stage, from the ``AGENT_LOOP_*STAGED*`` and path settings."""
+        from agent_loop_common.staging import StagingPolicy
+
+        return StagingPolicy(
+            allow_workflows=self.allow_workflow_changes,
+            protected_globs=self.protected_paths,
+            max_file_bytes=self.max_staged_file_bytes,
+            max_files=self.max_staged_files,
+            max_total_bytes=self.max_staged_total_bytes,
+            max_issues=self.max_staged_issues,
+        )
+
+    def backoff_policy(self) -> BackoffPolicy:
+        """How long a failing issue or PR rests, from ``AGENT_LOOP_BACKOFF_*``."""
+        from agent_loop_common.claims import BackoffPolicy
+
+        return BackoffPolicy(
+            base=timedelta(minutes=self.backoff_base_minutes),
+            cap=timedelta(minutes=self.backoff_cap_minutes),
+        )
+
+    def max_turns(self, role: Literal["builder", "reviewer", "verifier", "distiller"]) -> int:
+        """The turn limit of one agent role."""
+        return {
+            "builder": self.builder_max_turns,
+            "reviewer": self.reviewer_max_turns,
+            "verifier": self.verifier_max_turns,
+            "distiller": self.distiller_max_turns,
+        }[role]
