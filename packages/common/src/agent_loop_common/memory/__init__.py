@@ -1,0 +1,140 @@
+"""Shared memory over `flyte.ai.agents.MemoryStore`: layout, owners, typed helpers.
+
+What a builder or reviewer run does (I/O flat in total history):
+
+```python
+location = MemoryLocation(org="local", project="agent-loop", domain="development", root=dir)
+context = await read_context(location)            # digest + lessons, read-only handle
+...
+await write_run_record(location, record)          # O(1): appends one file
+# or, when the run claimed nothing:
+await count_idle_run(location, Role.BUILDER)
+```
+
+The distiller uses `DistillerMemory` (collect unseen records, commit in a safe order).
+See `docs/memory.md` for every key, its single writer, and why.
+"""
+
+from agent_loop_common.memory._context import (
+    ContextView,
+    open_context_read_only,
+    read_context,
+    read_context_from,
+)
+from agent_loop_common.memory._distiller import DistillerMemory, IngestBatch
+from agent_loop_common.memory._errors import (
+    AgentMemoryError,
+    LocationError,
+    NewerSchemaError,
+    StoredSchemaError,
+)
+from agent_loop_common.memory._homes import (
+    EtagCache,
+    EtagEntry,
+    ReviewedMark,
+    grade_month,
+    mark_reviewed,
+    read_etag_cache,
+    read_grades,
+    read_reviewed,
+    write_etag_cache,
+    write_grades,
+)
+from agent_loop_common.memory._layout import (
+    AGENT_READ_ONLY_PREFIXES,
+    DEFAULT_PREFIX,
+    DIGEST_PATH,
+    ETAG_PATH,
+    IDLE_PATH,
+    LEDGER_PATH,
+    LESSONS_PATH,
+    REVIEWED_PATH,
+    RUNS_DIR,
+    Keys,
+    bucket_of,
+    bucket_start,
+    buckets_between,
+    grade_path,
+    month_of,
+    rollup_path,
+    run_path,
+)
+from agent_loop_common.memory._ledger import (
+    DeferredRecord,
+    IngestLedger,
+    IngestPolicy,
+    ScanPlan,
+    plan_scan,
+)
+from agent_loop_common.memory._location import (
+    IoMeter,
+    MemoryLocation,
+    append_store,
+    open_store,
+    save_store,
+)
+from agent_loop_common.memory._rollups import fold_into_rollups, read_rollups
+from agent_loop_common.memory._runs import (
+    IdleCount,
+    RecordRef,
+    count_idle_run,
+    read_idle_count,
+    write_run_record,
+)
+
+__all__ = [
+    "AGENT_READ_ONLY_PREFIXES",
+    "DEFAULT_PREFIX",
+    "DIGEST_PATH",
+    "ETAG_PATH",
+    "IDLE_PATH",
+    "LEDGER_PATH",
+    "LESSONS_PATH",
+    "REVIEWED_PATH",
+    "RUNS_DIR",
+    "AgentMemoryError",
+    "ContextView",
+    "DeferredRecord",
+    "DistillerMemory",
+    "EtagCache",
+    "EtagEntry",
+    "IdleCount",
+    "IngestBatch",
+    "IngestLedger",
+    "IngestPolicy",
+    "IoMeter",
+    "Keys",
+    "LocationError",
+    "MemoryLocation",
+    "NewerSchemaError",
+    "RecordRef",
+    "ReviewedMark",
+    "ScanPlan",
+    "StoredSchemaError",
+    "append_store",
+    "bucket_of",
+    "bucket_start",
+    "buckets_between",
+    "count_idle_run",
+    "fold_into_rollups",
+    "grade_month",
+    "grade_path",
+    "mark_reviewed",
+    "month_of",
+    "open_context_read_only",
+    "open_store",
+    "plan_scan",
+    "read_context",
+    "read_context_from",
+    "read_etag_cache",
+    "read_grades",
+    "read_idle_count",
+    "read_reviewed",
+    "read_rollups",
+    "rollup_path",
+    "run_path",
+    "save_store",
+    "write_etag_cache",
+    "write_grades",
+    "write_run_record",
+]

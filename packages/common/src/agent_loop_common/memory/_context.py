@@ -1,0 +1,53 @@
+"""The context key: digest and lessons, read by every agent run, written by the distiller.
+
+Agents open it with `read_only_prefixes=AGENT_READ_ONLY_PREFIXES`, so even a handle
+that leaked into a tool cannot write `context/`; and they never save it. The key holds
+only the current digest and lessons (bounded by the distiller's budget), so reading it
+costs the same at any history size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flyte.ai.agents import MemoryStore
+
+from agent_loop_common.memory._docs import read_doc
+from agent_loop_common.memory._layout import (
+    AGENT_READ_ONLY_PREFIXES,
+    DIGEST_PATH,
+    LESSONS_PATH,
+)
+from agent_loop_common.memory._location import MemoryLocation, open_store
+from agent_loop_common.records import LessonBook
+
+__all__ = ["ContextView", "open_context_read_only", "read_context", "read_context_from"]
+
+
+@dataclass(frozen=True, slots=True)
+class ContextView:
+    """What an agent run gets from memory."""
+
+    digest: str
+    """`context/digest.md`: the distiller's budgeted summary (untrusted context)."""
+    lessons: LessonBook
+    """`context/lessons.json`: itemized lessons with ids to quote in the run record."""
+
+
+async def open_context_read_only(location: MemoryLocation) -> MemoryStore:
+    """Open the context key with `context/` read-only (the agents' handle)."""
+    return await open_store(
+        location, location.keys.context, read_only_prefixes=AGENT_READ_ONLY_PREFIXES
+    )
+
+
+async def read_context_from(store: MemoryStore) -> ContextView:
+    """Read digest and lessons from an opened context store."""
+    digest = await store.read_text.aio(DIGEST_PATH, default="")
+    lessons = await read_doc(store, LESSONS_PATH, LessonBook) or LessonBook()
+    return ContextView(digest=digest, lessons=lessons)
+
+
+async def read_context(location: MemoryLocation) -> ContextView:
+    """Download the context key read-only and return digest and lessons."""
+    return await read_context_from(await open_context_read_only(location))
