@@ -1,4 +1,11 @@
-"""Test doubles shared by every package: GitHub emulator, scripted model, network guard."""
+"""Test doubles shared by every package: GitHub emulator, scripted model, network guard.
+
+The GitHub emulator needs the `testing` extra (dulwich, starlette, uvicorn); its names
+are imported on first use, so the pytest plugin and the scripted model work in an
+environment without that extra.
+"""
+
+from typing import TYPE_CHECKING, Any
 
 from agent_loop_common.testing._hermetic import (
     NetworkAccessDenied,
@@ -16,16 +23,61 @@ from agent_loop_common.testing._scripted import (
     turn,
 )
 
+if TYPE_CHECKING:
+    from agent_loop_common.testing._emulator import GitHubEmulator
+    from agent_loop_common.testing._emulator_faults import Fault, LoggedRequest
+    from agent_loop_common.testing._emulator_refname import is_valid_ref_name
+    from agent_loop_common.testing._emulator_schema import SchemaMismatch, assert_matches_schema
+    from agent_loop_common.testing._emulator_views import (
+        CommitView,
+        EmulatedComment,
+        EmulatedIssue,
+        EmulatedPull,
+    )
+
+_LAZY = {
+    "GitHubEmulator": "agent_loop_common.testing._emulator",
+    "Fault": "agent_loop_common.testing._emulator_faults",
+    "LoggedRequest": "agent_loop_common.testing._emulator_faults",
+    "is_valid_ref_name": "agent_loop_common.testing._emulator_refname",
+    "SchemaMismatch": "agent_loop_common.testing._emulator_schema",
+    "assert_matches_schema": "agent_loop_common.testing._emulator_schema",
+    "CommitView": "agent_loop_common.testing._emulator_views",
+    "EmulatedComment": "agent_loop_common.testing._emulator_views",
+    "EmulatedIssue": "agent_loop_common.testing._emulator_views",
+    "EmulatedPull": "agent_loop_common.testing._emulator_views",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import the emulator's names on first use (they need the `testing` extra)."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "DEFAULT_ROUTE",
+    "CommitView",
+    "EmulatedComment",
+    "EmulatedIssue",
+    "EmulatedPull",
+    "Fault",
+    "GitHubEmulator",
+    "LoggedRequest",
     "NetworkAccessDenied",
     "RecordedCall",
+    "SchemaMismatch",
     "ScriptMismatch",
     "ScriptedCall",
     "ScriptedModel",
     "Turn",
+    "assert_matches_schema",
     "block_network",
     "call",
     "is_loopback_address",
+    "is_valid_ref_name",
     "turn",
 ]

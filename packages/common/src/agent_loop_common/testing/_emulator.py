@@ -1,0 +1,427 @@
+"""`GitHubEmulator`: a stateful, faithful stand-in for one GitHub repository.
+
+Tests and the offline demo talk to it through githubkit exactly as they would talk to
+GitHub: in process with `transport()` (ASGI, no sockets) or over real HTTP on loopback
+with `serve()`. The seeding helpers stand in for the humans and CI around the agents
+(people filing issues, labelling, reviewing, pushing; CI reporting checks); the
+inspection helpers let a test look at the result without going through the API.
+
+```python
+emulator = GitHubEmulator()
+emulator.seed_files({"README.md": "hello\\n"})
+number = emulator.add_issue("Fix the widget", labels=["agent"])
+gh = GitHub(TokenAuthStrategy(emulator.bot_token), base_url="http://emulator",
+            async_transport=emulator.transport())
+```
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Generator, Iterable, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+
+from agent_loop_common.testing import _emulator_ops_issues as issues
+from agent_loop_common.testing import _emulator_ops_pulls as pulls
+from agent_loop_common.testing._emulator_app import EmulatorApp
+from agent_loop_common.testing._emulator_auth import RateLimiter
+from agent_loop_common.testing._emulator_faults import (
+    Fault,
+    FaultBook,
+    LoggedRequest,
+    TimeoutTransport,
+)
+from agent_loop_common.testing._emulator_git import MODE_EXEC, MODE_FILE, TreeWrite
+from agent_loop_common.testing._emulator_server import serve_app
+from agent_loop_common.testing._emulator_state import PERMISSIONS, AppRec, State, UserRec
+from agent_loop_common.testing._emulator_views import (
+    CommitView,
+    EmulatedComment,
+    EmulatedIssue,
+    EmulatedPull,
+    comment_view,
+    commit_view,
+    issue_view,
+    pull_view,
+)
+
+__all__ = ["GitHubEmulator"]
+
+_START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+class GitHubEmulator:
+    """One emulated repository with its users, issues, PRs, checks and git objects.
+
+    Every write moves the emulated clock one second from `start`, and ids come from one
+    counter, so runs are reproducible. The owner (admin) and the agents' bot identity
+    (`agent-loop[bot]`, type Bot, write) exist from the start.
+    """
+
+    def __init__(
+        self,
+        owner: str = "acme",
+        name: str = "widgets",
+        *,
+        default_branch: str = "main",
+        page_size_default: int = 30,
+        start: datetime = _START,
+        rate_limit: int = 5000,
+        bot_login: str = "agent-loop[bot]",
+    ) -> None:
+        st = State(owner, name, default_branch, page_size_default, start, created_at=start)
+        st.repo_id = st.new_id()
+        self._st = st
+        self._faults = FaultBook()
+        self._limiter = RateLimiter(limit=rate_limit)
+        self._app = EmulatorApp(st, self._faults, self._limiter)
+        self.owner_token = self.add_user(owner, permission="admin")
+        self.bot_login = bot_login
+        self.bot_token = self.add_user(bot_login, permission="write", type="Bot")
+
+    # ------------------------------------------------------------------ identity
+    @property
+    def full_name(self) -> str:
+        return self._st.full_name
+
+    @property
+    def owner(self) -> str:
+        return self._st.owner
+
+    @property
+    def name(self) -> str:
+        return self._st.name
+
+    @property
+    def default_branch(self) -> str:
+        return self._st.default_branch
+
+    @property
+    def bot(self) -> str:
+        """The agents' login (`agent-loop[bot]` unless chosen otherwise)."""
+        return self.bot_login
+
+    def add_user(self, login: str, *, permission: str = "write", type: str = "User") -> str:
+        """Create a user with a repository role; returns the user's token."""
+        if permission not in PERMISSIONS:
+            raise ValueError(f"permission must be one of {PERMISSIONS}, got {permission!r}")
+        with self._st.lock:
+            st = self._st
+            user = UserRec(login, st.new_id(), type, permission, st.now)
+            st.users[login] = user
+            token = f"ghp_emulator{user.id:06d}{login.replace('[bot]', 'bot')}"
+            st.tokens[token] = login
+            return token
+
+    def set_permission(self, login: str, permission: str) -> None:
+        if permission not in PERMISSIONS:
+            raise ValueError(f"permission must be one of {PERMISSIONS}, got {permission!r}")
+        with self._st.lock:
+            self._st.user(login).permission = permission
+
+    def token_for(self, login: str) -> str:
+        with self._st.lock:
+            return next(t for t, who in self._st.tokens.items() if who == login)
+
+    def register_app(self, app_id: int, public_key_pem: str, *, slug: str = "agent-loop") -> int:
+        """Register a GitHub App key; returns the installation id on this repository.
+
+        JWTs signed with the matching private key authenticate as the App, and the
+        installation tokens it mints act as the user `{slug}[bot]`.
+        """
+        login = f"{slug}[bot]"
+        if login not in self._st.users:
+            self.add_user(login, permission="write", type="Bot")
+        with self._st.lock:
+            st = self._st
+            installation_id = st.new_id()
+            st.apps[app_id] = AppRec(app_id, slug, public_key_pem, installation_id, st.now)
+            return installation_id
+
+    # ------------------------------------------------------------------ git seeding
+    def _commit_files(
+        self,
+        branch: str,
+        files: Mapping[str, str | bytes | None],
+        author: str,
+        message: str,
+        modes: Mapping[str, int] | None = None,
+    ) -> str:
+        with self._st.lock:
+            st = self._st
+            git = st.git
+            parent = git.refs.get(f"refs/heads/{branch}") or git.refs.get(
+                f"refs/heads/{st.default_branch}"
+            )
+            writes: list[TreeWrite] = []
+            for path, content in files.items():
+                if content is None:
+                    writes.append(TreeWrite(path, MODE_FILE, None))
+                    continue
+                data = content.encode() if isinstance(content, str) else content
+                writes.append(
+                    TreeWrite(path, (modes or {}).get(path, MODE_FILE), git.add_blob(data))
+                )
+            tree = git.write_tree(git.commit_tree(parent) if parent else None, writes)
+            st.tick()
+            who = st.identity(author)
+            sha = git.add_commit(
+                tree=tree,
+                parents=[parent] if parent else [],
+                message=message,
+                author=who,
+                committer=who,
+            )
+            git.refs[f"refs/heads/{branch}"] = sha
+            return sha
+
+    def seed_files(
+        self, files: Mapping[str, str | bytes], *, message: str = "seed", branch: str | None = None
+    ) -> str:
+        """Commit files (by the owner) on a branch (default branch by default)."""
+        return self._commit_files(branch or self._st.default_branch, files, self._st.owner, message)
+
+    def seed_from_dir(
+        self, path: str | os.PathLike[str], *, message: str = "seed", branch: str | None = None
+    ) -> str:
+        """Commit every file under a folder (`.git` skipped, exec bits kept)."""
+        root = Path(path)
+        files: dict[str, str | bytes | None] = {}
+        modes: dict[str, int] = {}
+        for file in sorted(root.rglob("*")):
+            if file.is_file() and ".git" not in file.relative_to(root).parts:
+                rel = file.relative_to(root).as_posix()
+                files[rel] = file.read_bytes()
+                if os.access(file, os.X_OK):
+                    modes[rel] = MODE_EXEC
+        return self._commit_files(
+            branch or self._st.default_branch, files, self._st.owner, message, modes
+        )
+
+    def push(
+        self, branch: str, files: Mapping[str, str | bytes | None], *, author: str, message: str
+    ) -> str:
+        """A person's push: one commit on `branch` (created from the default branch if
+        missing); a `None` content deletes the file. Returns the new commit sha."""
+        return self._commit_files(branch, files, author, message)
+
+    # ------------------------------------------------------------------ conversation
+    def add_issue(
+        self, title: str, body: str = "", *, author: str | None = None, labels: Iterable[str] = ()
+    ) -> int:
+        with self._st.lock:
+            return issues.create_issue(
+                self._st, title, body, author or self._st.owner, labels
+            ).number
+
+    def add_comment(self, number: int, body: str, *, author: str) -> int:
+        with self._st.lock:
+            return issues.create_comment(self._st, number, body, author).id
+
+    def edit_comment(self, comment_id: int, body: str) -> None:
+        with self._st.lock:
+            issues.edit_comment(self._st, comment_id, body)
+
+    def label_issue(self, number: int, label: str, *, actor: str) -> None:
+        """Apply a label as `actor` (records the `labeled` event with that actor)."""
+        with self._st.lock:
+            issues.add_labels(self._st, number, [label], actor)
+
+    def unlabel_issue(self, number: int, label: str, *, actor: str) -> None:
+        with self._st.lock:
+            issues.remove_label(self._st, number, label, actor)
+
+    def close_issue(self, number: int, *, by: str | None = None) -> None:
+        with self._st.lock:
+            st = self._st
+            issues.set_state(st, issues.get_issue(st, number), "closed", by or st.owner)
+
+    def open_pull(
+        self,
+        head: str,
+        *,
+        title: str,
+        body: str = "",
+        base: str | None = None,
+        author: str | None = None,
+        draft: bool = False,
+    ) -> int:
+        """Open a PR as a person would (same 422 rules as the API)."""
+        with self._st.lock:
+            st = self._st
+            return pulls.open_pull(
+                st,
+                title=title,
+                body=body,
+                head=head,
+                base=base or st.default_branch,
+                author=author or st.owner,
+                draft=draft,
+            ).number
+
+    def add_review(
+        self,
+        pr: int,
+        *,
+        author: str,
+        state: str = "COMMENTED",
+        body: str = "",
+        comments: Sequence[tuple[str, int, str]] = (),
+    ) -> int:
+        """A submitted review; `comments` are `(path, line, body)` on the PR diff."""
+        with self._st.lock:
+            return pulls.add_review(
+                self._st, pr, author=author, state=state, body=body, comments=list(comments)
+            ).id
+
+    def add_review_comment_reply(self, pr: int, comment_id: int, body: str, *, author: str) -> int:
+        with self._st.lock:
+            return pulls.add_review_comment(
+                self._st, pr, author=author, body=body, in_reply_to=comment_id
+            ).id
+
+    def set_check_run(
+        self,
+        sha: str,
+        name: str,
+        *,
+        status: str = "completed",
+        conclusion: str | None = "failure",
+        title: str = "",
+        summary: str = "",
+        text: str = "",
+    ) -> int:
+        """CI reports a check run on a commit (a new run; the latest per name counts)."""
+        with self._st.lock:
+            return pulls.set_check_run(
+                self._st,
+                sha,
+                name,
+                status=status,
+                conclusion=conclusion,
+                title=title,
+                summary=summary,
+                text=text,
+            ).id
+
+    def set_status(self, sha: str, context: str, state: str, description: str = "") -> int:
+        with self._st.lock:
+            return pulls.set_status(
+                self._st, sha, context, state, description or None, None, self._st.owner
+            ).id
+
+    def merge_pull(self, number: int, *, by: str | None = None, method: str = "merge") -> str:
+        with self._st.lock:
+            return pulls.merge_pull(self._st, number, by or self._st.owner, method=method)
+
+    def close_pull(self, number: int, *, by: str | None = None) -> None:
+        with self._st.lock:
+            st = self._st
+            issue, _ = pulls.get_pull(st, number)
+            issues.set_state(st, issue, "closed", by or st.owner)
+
+    # ------------------------------------------------------------------ serving
+    @property
+    def app(self) -> object:
+        """The ASGI app (Starlette), for embedding in another server."""
+        return self._app.app
+
+    def transport(self) -> httpx.AsyncBaseTransport:
+        """An in-process transport for `httpx.AsyncClient` / githubkit `async_transport`."""
+        inner = httpx.ASGITransport(app=self._app.app)
+        return TimeoutTransport(inner, self._faults, self._app.log, self._st.lock)
+
+    @contextmanager
+    def serve(self) -> Generator[str]:
+        """Serve over HTTP on 127.0.0.1 (ephemeral port); yields the base URL."""
+        with serve_app(self._app.app, self._app.closing) as url:
+            yield url
+
+    def inject_fault(
+        self,
+        method: str,
+        path_regex: str,
+        *,
+        status: int | None = 500,
+        times: int = 1,
+        headers: Mapping[str, str] | None = None,
+        delay: float = 0.0,
+        timeout: bool = False,
+        body: object = None,
+    ) -> Fault:
+        """Make the next `times` matching requests fail (or stall); see `_emulator_faults`."""
+        fault = Fault(
+            method.upper(),
+            re.compile(path_regex),
+            status,
+            times,
+            dict(headers or {}),
+            delay,
+            timeout,
+            body,
+        )
+        return self._faults.add(fault)
+
+    def clear_faults(self) -> None:
+        self._faults.clear()
+
+    # ------------------------------------------------------------------ inspection
+    @property
+    def requests(self) -> list[LoggedRequest]:
+        """Every answered request so far: `(method, path, status)`, in order."""
+        with self._st.lock:
+            return list(self._app.log)
+
+    def clear_requests(self) -> None:
+        with self._st.lock:
+            self._app.log.clear()
+
+    def rate_limit_remaining(self, login: str) -> int:
+        with self._st.lock:
+            return self._limiter.remaining(login)
+
+    def issue(self, number: int) -> EmulatedIssue:
+        with self._st.lock:
+            return issue_view(issues.get_issue(self._st, number))
+
+    def comments(self, number: int) -> list[EmulatedComment]:
+        with self._st.lock:
+            found = [c for c in self._st.comments.values() if c.issue == number]
+            return [comment_view(c) for c in sorted(found, key=lambda c: c.id)]
+
+    def pull(self, number: int) -> EmulatedPull:
+        with self._st.lock:
+            issue, _ = pulls.get_pull(self._st, number)
+            return pull_view(self._st, issue)
+
+    def ref_sha(self, ref: str) -> str | None:
+        """The sha of `heads/main` (or `refs/heads/main`), None when the ref is missing."""
+        name = ref if ref.startswith("refs/") else f"refs/{ref}"
+        with self._st.lock:
+            return self._st.git.refs.get(name)
+
+    def refs(self, prefix: str = "refs/") -> dict[str, str]:
+        with self._st.lock:
+            return {n: s for n, s in sorted(self._st.git.refs.items()) if n.startswith(prefix)}
+
+    def file_at(self, ref: str, path: str) -> bytes | None:
+        """File content at a branch, tag, `heads/x` ref or sha; None when absent."""
+        with self._st.lock:
+            git = self._st.git
+            sha = git.resolve(ref)
+            item = git.lookup(git.commit_tree(sha), path) if sha else None
+            blob = git.blob(item.sha) if item else None
+            return blob.data if blob is not None else None
+
+    def log(self, commit_or_ref: str) -> list[CommitView]:
+        """First-parent history, newest first."""
+        with self._st.lock:
+            sha = self._st.git.resolve(commit_or_ref)
+            if sha is None:
+                raise KeyError(f"no commit or ref {commit_or_ref!r}")
+            return [commit_view(self._st, s) for s in self._st.git.first_parent_log(sha)]

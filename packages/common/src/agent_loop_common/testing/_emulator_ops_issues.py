@@ -1,0 +1,190 @@
+"""Issue, comment and label operations, shared by the REST routes and the seeding helpers.
+
+Every write moves the clock one second and bumps the issue's `updated_at`, and label and
+state changes leave the events GitHub records (`labeled`, `unlabeled`, `closed`,
+`reopened`), because the agents decide trust from who applied a label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from agent_loop_common.testing._emulator_errors import ApiError
+from agent_loop_common.testing._emulator_state import CommentRec, EventRec, IssueRec, State
+
+__all__ = [
+    "add_labels",
+    "create_comment",
+    "create_issue",
+    "edit_comment",
+    "get_comment",
+    "get_issue",
+    "record_event",
+    "remove_label",
+    "set_labels",
+    "set_state",
+    "update_issue",
+]
+
+
+def get_issue(st: State, number: int) -> IssueRec:
+    if number not in st.issues:
+        raise ApiError(404, "Not Found")
+    return st.issues[number]
+
+
+def get_comment(st: State, comment_id: int) -> CommentRec:
+    if comment_id not in st.comments:
+        raise ApiError(404, "Not Found")
+    return st.comments[comment_id]
+
+
+def record_event(
+    st: State,
+    issue: IssueRec,
+    event: str,
+    actor: str,
+    *,
+    label: str | None = None,
+    commit_id: str | None = None,
+) -> EventRec:
+    rec = EventRec(st.new_id(), issue.number, event, actor, st.now, label, commit_id)
+    st.events.append(rec)
+    return rec
+
+
+def create_issue(
+    st: State, title: str, body: str | None, author: str, labels: Iterable[str] = ()
+) -> IssueRec:
+    if not title.strip():
+        raise ApiError(
+            422,
+            "Validation Failed",
+            errors=[{"resource": "Issue", "field": "title", "code": "missing_field"}],
+        )
+    st.user(author)
+    now = st.tick()
+    issue = IssueRec(st.next_number, st.new_id(), title, body, author, now, now)
+    st.next_number += 1
+    st.issues[issue.number] = issue
+    for name in labels:
+        if name not in issue.labels:
+            issue.labels.append(st.label(name).name)
+            record_event(st, issue, "labeled", author, label=name)
+    return issue
+
+
+def create_comment(st: State, number: int, body: str, author: str) -> CommentRec:
+    issue = get_issue(st, number)
+    if not body:
+        raise ApiError(
+            422,
+            "Validation Failed",
+            errors=[{"resource": "IssueComment", "field": "body", "code": "missing_field"}],
+        )
+    st.user(author)
+    now = st.tick()
+    comment = CommentRec(st.new_id(), number, body, author, now, now)
+    st.comments[comment.id] = comment
+    issue.updated_at = now
+    return comment
+
+
+def edit_comment(st: State, comment_id: int, body: str) -> CommentRec:
+    comment = get_comment(st, comment_id)
+    comment.body = body
+    comment.updated_at = st.tick()
+    st.issues[comment.issue].updated_at = comment.updated_at
+    return comment
+
+
+def add_labels(st: State, number: int, labels: Iterable[str], actor: str) -> IssueRec:
+    issue = get_issue(st, number)
+    now = st.tick()
+    for name in labels:
+        label = st.label(name)
+        if label.name not in issue.labels:
+            issue.labels.append(label.name)
+            record_event(st, issue, "labeled", actor, label=label.name)
+            issue.updated_at = now
+    return issue
+
+
+def remove_label(st: State, number: int, name: str, actor: str) -> IssueRec:
+    issue = get_issue(st, number)
+    match = next((n for n in issue.labels if n.lower() == name.lower()), None)
+    if match is None:
+        raise ApiError(404, "Label does not exist")
+    issue.labels.remove(match)
+    issue.updated_at = st.tick()
+    record_event(st, issue, "unlabeled", actor, label=match)
+    return issue
+
+
+def set_labels(st: State, number: int, labels: Iterable[str], actor: str) -> IssueRec:
+    issue = get_issue(st, number)
+    wanted = [st.label(name).name for name in labels]
+    for name in [n for n in issue.labels if n not in wanted]:
+        remove_label(st, number, name, actor)
+    return add_labels(st, number, [n for n in wanted if n not in issue.labels], actor)
+
+
+def set_state(
+    st: State, issue: IssueRec, state: str, actor: str, reason: str | None = None
+) -> None:
+    if state not in ("open", "closed"):
+        raise ApiError(
+            422,
+            "Validation Failed",
+            errors=[{"resource": "Issue", "field": "state", "code": "invalid", "value": state}],
+        )
+    if state == issue.state:
+        return
+    if state == "open" and issue.pull is not None and issue.pull.merged_at is not None:
+        raise ApiError(
+            422,
+            "Validation Failed",
+            errors=[
+                {
+                    "resource": "PullRequest",
+                    "code": "custom",
+                    "message": "state cannot be changed. The pull request has been merged.",
+                }
+            ],
+        )
+    now = st.tick()
+    issue.state = state
+    issue.updated_at = now
+    if state == "closed":
+        issue.closed_at, issue.closed_by = now, actor
+        issue.state_reason = reason or ("completed" if issue.pull is None else None)
+        record_event(st, issue, "closed", actor)
+    else:
+        issue.closed_at, issue.closed_by = None, None
+        issue.state_reason = "reopened" if issue.pull is None else None
+        record_event(st, issue, "reopened", actor)
+
+
+def update_issue(
+    st: State,
+    number: int,
+    actor: str,
+    *,
+    title: str | None = None,
+    body: str | None = None,
+    state: str | None = None,
+    state_reason: str | None = None,
+    labels: list[str] | None = None,
+) -> IssueRec:
+    issue = get_issue(st, number)
+    if title is not None or body is not None:
+        issue.updated_at = st.tick()
+        if title is not None:
+            issue.title = title
+        if body is not None:
+            issue.body = body
+    if labels is not None:
+        set_labels(st, number, labels, actor)
+    if state is not None:
+        set_state(st, issue, state, actor, state_reason)
+    return issue
