@@ -1,0 +1,77 @@
+"""The async GitHub facade every agent uses (over githubkit).
+
+One `GitHub` per run and repository. It returns the frozen models below (never githubkit
+types), raises the typed errors below (never githubkit or httpx exceptions), retries per
+`RetryPolicy`, answers unchanged polls from an `ETagCache` with free 304s, and counts
+every request in `RequestStats`.
+
+```python
+async with GitHub("acme/widgets", auth=TokenAuth(token), base_url=api_url) as gh:
+    issues = await gh.list_issues(labels=["agent"])
+```
+"""
+
+from agent_loop_common.github._auth import AppAuth, TokenAuth
+from agent_loop_common.github._client import DEFAULT_BASE_URL, GitHub
+from agent_loop_common.github._errors import (
+    AuthError,
+    Conflict,
+    GitHubError,
+    GitHubUnavailable,
+    NotFastForward,
+    NotFound,
+    RateLimited,
+    RefExists,
+    Unprocessable,
+)
+from agent_loop_common.github._etag import ETagCache
+from agent_loop_common.github._models import (
+    CheckRun,
+    Comment,
+    CommitStatus,
+    GitCommit,
+    Issue,
+    IssueEvent,
+    PullFile,
+    PullRequest,
+    Repository,
+    Review,
+    ReviewComment,
+    TreeEntry,
+    User,
+)
+from agent_loop_common.github._retry import RetryPolicy
+from agent_loop_common.github._stats import NO_RESPONSE, RequestStats
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "NO_RESPONSE",
+    "AppAuth",
+    "AuthError",
+    "CheckRun",
+    "Comment",
+    "CommitStatus",
+    "Conflict",
+    "ETagCache",
+    "GitCommit",
+    "GitHub",
+    "GitHubError",
+    "GitHubUnavailable",
+    "Issue",
+    "IssueEvent",
+    "NotFastForward",
+    "NotFound",
+    "PullFile",
+    "PullRequest",
+    "RateLimited",
+    "RefExists",
+    "Repository",
+    "RequestStats",
+    "RetryPolicy",
+    "Review",
+    "ReviewComment",
+    "TokenAuth",
+    "TreeEntry",
+    "Unprocessable",
+    "User",
+]

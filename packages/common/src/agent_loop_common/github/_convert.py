@@ -1,0 +1,225 @@
+"""githubkit schema objects -> the facade's frozen models (the only place both meet)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal, TypeVar
+
+from githubkit.utils import Unset
+
+# githubkit_schemas is a namespace package (no __init__.py), which pyright strict reports
+# as missing stubs although every type resolves.
+from githubkit_schemas.v2026_03_10 import models as gh  # pyright: ignore[reportMissingTypeStubs]
+from pydantic import BaseModel, ConfigDict
+
+from agent_loop_common.github._models import (
+    CheckRun,
+    Comment,
+    CommitStatus,
+    GitCommit,
+    Issue,
+    IssueEvent,
+    PullFile,
+    PullRequest,
+    Repository,
+    Review,
+    ReviewComment,
+    TreeEntry,
+    User,
+)
+
+T = TypeVar("T")
+
+GHOST = User(login="ghost", id=10137, type="User")
+"""GitHub's stand-in for deleted accounts (`user: null` in API answers)."""
+
+
+def present(value: T | Unset | None) -> T | None:
+    """githubkit's "missing" (UNSET) and JSON null both become None."""
+    return None if isinstance(value, Unset) else value
+
+
+def user(u: gh.SimpleUser | gh.PrivateUser | gh.PublicUser | gh.Collaborator | None) -> User:
+    """A user, with deleted accounts mapped to `GHOST` as GitHub's web UI does."""
+    if u is None:
+        return GHOST
+    return User(login=u.login, id=u.id, type=u.type)
+
+
+def repository(r: gh.FullRepository) -> Repository:
+    return Repository(
+        full_name=r.full_name,
+        default_branch=r.default_branch,
+        private=r.private,
+        html_url=r.html_url,
+    )
+
+
+def _open_closed(state: str) -> Literal["open", "closed"]:
+    return "closed" if state == "closed" else "open"
+
+
+def issue(i: gh.Issue | gh.ReposOwnerRepoIssuesIssueNumberPatchResponse200) -> Issue:
+    labels = tuple(
+        name
+        for name in (label if isinstance(label, str) else present(label.name) for label in i.labels)
+        if name
+    )
+    return Issue(
+        number=i.number,
+        title=i.title,
+        body=present(i.body) or "",
+        state=_open_closed(i.state),
+        user=user(i.user),
+        labels=labels,
+        created_at=i.created_at,
+        updated_at=i.updated_at,
+        closed_at=i.closed_at,
+        is_pull_request=present(i.pull_request) is not None,
+        html_url=i.html_url,
+        author_association=present(i.author_association) or "NONE",
+    )
+
+
+def comment(c: gh.IssueComment) -> Comment:
+    return Comment(
+        id=c.id,
+        body=present(c.body) or "",
+        user=user(c.user),
+        created_at=c.created_at,
+        updated_at=c.updated_at,
+        html_url=c.html_url,
+    )
+
+
+class _RawLabel(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    name: str
+
+
+class _RawEvent(BaseModel):
+    """Issue events parsed leniently: githubkit's union rejects `closed`, `referenced`..."""
+
+    model_config = ConfigDict(extra="ignore")
+    id: int
+    event: str
+    actor: gh.SimpleUser | None = None
+    label: _RawLabel | None = None
+    created_at: datetime
+
+
+def issue_event(raw: Any) -> IssueEvent:
+    e = _RawEvent.model_validate(raw)
+    return IssueEvent(
+        id=e.id,
+        event=e.event,
+        actor=None if e.actor is None else user(e.actor),
+        label=None if e.label is None else e.label.name,
+        created_at=e.created_at,
+    )
+
+
+def pull(p: gh.PullRequest | gh.PullRequestSimple) -> PullRequest:
+    merged = p.merged if isinstance(p, gh.PullRequest) else p.merged_at is not None
+    return PullRequest(
+        number=p.number,
+        title=p.title,
+        body=p.body or "",
+        state=_open_closed(p.state),
+        user=user(p.user),
+        head_ref=p.head.ref,
+        head_sha=p.head.sha,
+        base_ref=p.base.ref,
+        base_sha=p.base.sha,
+        merged=merged,
+        merged_at=p.merged_at,
+        closed_at=p.closed_at,
+        draft=bool(present(p.draft)),
+        html_url=p.html_url,
+        created_at=p.created_at,
+        updated_at=p.updated_at,
+    )
+
+
+def pull_file(f: gh.DiffEntry) -> PullFile:
+    return PullFile(
+        filename=f.filename,
+        status=f.status,
+        additions=f.additions,
+        deletions=f.deletions,
+        patch=present(f.patch),
+    )
+
+
+def review(r: gh.PullRequestReview) -> Review:
+    return Review(
+        id=r.id,
+        user=user(r.user),
+        state=r.state,
+        body=r.body,
+        submitted_at=present(r.submitted_at),
+        commit_id=r.commit_id,
+    )
+
+
+def review_comment(c: gh.PullRequestReviewComment) -> ReviewComment:
+    return ReviewComment(
+        id=c.id,
+        user=user(c.user),
+        body=c.body,
+        path=c.path,
+        line=present(c.line),
+        in_reply_to_id=present(c.in_reply_to_id),
+        commit_id=c.commit_id,
+        created_at=c.created_at,
+        updated_at=c.updated_at,
+        html_url=c.html_url,
+    )
+
+
+def check_run(c: gh.CheckRun) -> CheckRun:
+    return CheckRun(
+        id=c.id,
+        name=c.name,
+        head_sha=c.head_sha,
+        status=c.status,
+        conclusion=c.conclusion,
+        output_title=c.output.title or "",
+        output_summary=c.output.summary or "",
+        output_text=c.output.text or "",
+    )
+
+
+def commit_status(s: gh.SimpleCommitStatus) -> CommitStatus:
+    return CommitStatus(
+        context=s.context,
+        state=s.state,
+        description=s.description or "",
+        target_url=s.target_url or "",
+    )
+
+
+_TREE_TYPES: dict[str, Literal["blob", "tree", "commit"]] = {
+    "blob": "blob",
+    "tree": "tree",
+    "commit": "commit",
+}
+
+
+def tree_entry(e: gh.GitTreePropTreeItems, prefix: str = "") -> TreeEntry:
+    return TreeEntry(
+        path=f"{prefix}{e.path}",
+        type=_TREE_TYPES.get(e.type, "blob"),
+        sha=e.sha,
+        size=present(e.size),
+        mode=e.mode,
+    )
+
+
+def git_commit(c: gh.GitCommit) -> GitCommit:
+    return GitCommit(
+        sha=c.sha,
+        tree_sha=c.tree.sha,
+        parents=tuple(p.sha for p in c.parents),
+        message=c.message,
+    )

@@ -1,0 +1,213 @@
+"""Git data: refs (the atomic claim step), commits, trees, files, archives, and
+multi-file commits built without a clone."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, cast
+from urllib.parse import quote
+
+from githubkit.utils import UNSET
+
+from agent_loop_common.github import _convert as conv
+from agent_loop_common.github._base import Base, retype, translated
+from agent_loop_common.github._errors import NotFastForward, NotFound, RefExists, Unprocessable
+from agent_loop_common.github._models import GitCommit, TreeEntry
+
+_KEEP_MODES = frozenset({"100755"})  # an agent editing a script must not drop its x bit
+
+
+def _short(ref: str) -> str:
+    """`refs/heads/x` or `heads/x` -> `heads/x` (the form the ref endpoints take)."""
+    return ref.removeprefix("refs/")
+
+
+def _path(path: str) -> str:
+    """Percent-encode a path segment list so `#`, `?` or spaces stay in the path."""
+    return quote(path, safe="/")
+
+
+class GitOps(Base):
+    """Low-level git operations through GitHub's git data API."""
+
+    async def get_ref(self, ref: str) -> str | None:
+        """The SHA a ref (`heads/main`) points to, or None when there is no such ref."""
+        gh = await self._gh()
+        try:
+            with translated():
+                resp = await gh.rest.git.async_get_ref(self._owner, self._name, _path(_short(ref)))
+        except NotFound:
+            return None
+        return resp.parsed_data.object_.sha
+
+    async def create_ref(self, ref: str, sha: str) -> None:
+        """Create `refs/...` at `sha`; atomic, so exactly one racer wins.
+
+        Raises:
+            RefExists: the ref already exists (another run claimed first).
+        """
+        gh = await self._gh()
+        try:
+            with translated():
+                await gh.rest.git.async_create_ref(
+                    self._owner, self._name, ref=f"refs/{_short(ref)}", sha=sha
+                )
+        except Unprocessable as exc:
+            if "already exists" in exc.github_message.lower():
+                raise retype(exc, RefExists) from None
+            raise
+
+    async def update_ref(self, ref: str, sha: str, *, force: bool = False) -> None:
+        """Move a ref; without `force` only a fast-forward succeeds (compare-and-swap).
+
+        Raises:
+            NotFastForward: `sha` does not descend from the ref's current commit.
+            NotFound: the ref does not exist.
+        """
+        gh = await self._gh()
+        try:
+            with translated():
+                await gh.rest.git.async_update_ref(
+                    self._owner, self._name, _path(_short(ref)), sha=sha, force=force
+                )
+        except Unprocessable as exc:
+            if "does not exist" in exc.github_message.lower():
+                raise retype(exc, NotFound) from None
+            raise retype(exc, NotFastForward) from None
+
+    async def delete_ref(self, ref: str) -> None:
+        """Delete a ref.
+
+        Raises:
+            NotFound: there is no such ref (GitHub answers 422 or 404).
+        """
+        gh = await self._gh()
+        try:
+            with translated():
+                await gh.rest.git.async_delete_ref(self._owner, self._name, _path(_short(ref)))
+        except Unprocessable as exc:
+            raise retype(exc, NotFound) from None
+
+    async def get_commit(self, sha: str) -> GitCommit:
+        """A commit object: its tree, parents and message."""
+        gh = await self._gh()
+        with translated():
+            resp = await gh.rest.git.async_get_commit(self._owner, self._name, sha)
+        return conv.git_commit(resp.parsed_data)
+
+    async def create_commit(self, *, message: str, tree_sha: str, parents: Sequence[str]) -> str:
+        """Create a commit object (no ref moves); returns its SHA."""
+        gh = await self._gh()
+        with translated():
+            resp = await gh.rest.git.async_create_commit(
+                self._owner, self._name, message=message, tree=tree_sha, parents=list(parents)
+            )
+        return resp.parsed_data.sha
+
+    async def get_tree(self, ref_or_sha: str, *, recursive: bool = True) -> list[TreeEntry]:
+        """Entries of a tree, given a tree SHA, commit SHA or branch name.
+
+        GitHub truncates very large recursive listings; then the tree is walked one
+        sub-tree at a time so the answer is always complete.
+        """
+        gh = await self._gh()
+        with translated():
+            resp = await gh.rest.git.async_get_tree(
+                self._owner, self._name, _path(ref_or_sha), recursive="1" if recursive else UNSET
+            )
+        tree = resp.parsed_data
+        if not (recursive and tree.truncated):
+            return [conv.tree_entry(e) for e in tree.tree]
+        return await self._walk(tree.sha, "")
+
+    async def _walk(self, tree_sha: str, prefix: str) -> list[TreeEntry]:
+        out: list[TreeEntry] = []
+        for entry in await self.get_tree(tree_sha, recursive=False):
+            entry = entry.model_copy(update={"path": prefix + entry.path})
+            out.append(entry)
+            if entry.type == "tree":
+                out.extend(await self._walk(entry.sha, entry.path + "/"))
+        return out
+
+    async def get_file(self, path: str, ref: str) -> bytes | None:
+        """A file's bytes at `ref`, or None when no file is there (missing, or a directory)."""
+        gh = await self._gh()
+        try:
+            with translated():
+                resp = await gh.rest.repos.async_get_content(
+                    self._owner, self._name, _path(path), ref=ref
+                )
+        except NotFound:
+            return None
+        raw: Any = resp.json()
+        if not isinstance(raw, dict):
+            return None  # a directory listing
+        data = cast("dict[str, Any]", raw)
+        if data.get("type") != "file":
+            return None
+        if data.get("encoding") == "base64":
+            return base64.b64decode(str(data.get("content", "")))
+        # Files over 1 MB come without content ("encoding": "none"): read the blob.
+        with translated():
+            blob = await gh.rest.git.async_get_blob(self._owner, self._name, str(data["sha"]))
+        return base64.b64decode(blob.parsed_data.content)
+
+    async def download_archive(self, ref: str) -> bytes:
+        """A gzipped tarball of the repository at `ref` (follows GitHub's redirect)."""
+        gh = await self._gh()
+        with translated():
+            resp = await gh.rest.repos.async_download_tarball_archive(
+                self._owner, self._name, _path(ref)
+            )
+        return resp.raw_response.content
+
+    async def commit_files(
+        self, *, parent_sha: str, message: str, files: Mapping[str, str | bytes | None]
+    ) -> str:
+        """Commit several file changes on top of `parent_sha`; returns the new commit SHA.
+
+        Text goes inline in the tree request, bytes as base64 blobs, None deletes (a path
+        already absent is skipped, as GitHub would refuse it). Existing executable bits
+        are kept. No ref moves: the caller decides how (fast-forward, force, new branch).
+        """
+        for path in files:
+            if not path or path.startswith("/") or ".." in path.split("/"):
+                raise ValueError(f"commit_files needs repository-relative paths, got {path!r}")
+        parent = await self.get_commit(parent_sha)
+        existing = {
+            e.path: e.mode for e in await self.get_tree(parent.tree_sha) if e.type == "blob"
+        }
+        gh = await self._gh()
+        entries: list[dict[str, Any]] = []
+        for path, content in sorted(files.items()):
+            mode: Literal["100644", "100755"] = (
+                "100755" if existing.get(path) in _KEEP_MODES else "100644"
+            )
+            entry: dict[str, Any] = {"path": path, "mode": mode, "type": "blob"}
+            if content is None:
+                if path not in existing:
+                    continue
+                entry["sha"] = None
+            elif isinstance(content, str):
+                entry["content"] = content
+            else:
+                with translated():
+                    blob = await gh.rest.git.async_create_blob(
+                        self._owner,
+                        self._name,
+                        content=base64.b64encode(content).decode("ascii"),
+                        encoding="base64",
+                    )
+                entry["sha"] = blob.parsed_data.sha
+            entries.append(entry)
+        tree_sha = parent.tree_sha
+        if entries:
+            with translated():
+                tree = await gh.rest.git.async_create_tree(
+                    self._owner,
+                    self._name,
+                    data={"base_tree": parent.tree_sha, "tree": entries},  # pyright: ignore[reportArgumentType]
+                )
+            tree_sha = tree.parsed_data.sha
+        return await self.create_commit(message=message, tree_sha=tree_sha, parents=[parent_sha])

@@ -1,0 +1,177 @@
+"""The facade's own GitHub objects: small, frozen, and free of githubkit types.
+
+Pipelines, records and tests depend on these few fields, not on githubkit's generated
+schema (hundreds of fields, renamed across API versions), so an upgrade of either side
+touches only the conversion in `_convert.py`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class User(_Frozen):
+    """A GitHub account; bots (App identities) have `type == "Bot"`."""
+
+    login: str
+    id: int
+    type: str
+
+
+class Repository(_Frozen):
+    """Repository metadata the agents need."""
+
+    full_name: str
+    default_branch: str
+    private: bool
+    html_url: str
+
+
+class Issue(_Frozen):
+    """An issue, or a pull request seen through the issues API (`is_pull_request`)."""
+
+    number: int
+    title: str
+    body: str
+    """Empty string when GitHub has no body."""
+    state: Literal["open", "closed"]
+    user: User
+    labels: tuple[str, ...]
+    created_at: datetime
+    updated_at: datetime
+    closed_at: datetime | None
+    is_pull_request: bool
+    html_url: str
+    author_association: str
+    """GitHub's relation of the author to the repository (`OWNER`, `MEMBER`, `NONE`...)."""
+
+
+class Comment(_Frozen):
+    """A comment on an issue or on a pull request's conversation."""
+
+    id: int
+    body: str
+    user: User
+    created_at: datetime
+    updated_at: datetime
+    html_url: str
+
+
+class IssueEvent(_Frozen):
+    """A timeline event; for `labeled`/`unlabeled`, `actor` applied `label`."""
+
+    id: int
+    event: str
+    actor: User | None
+    label: str | None
+    created_at: datetime
+
+
+class PullRequest(_Frozen):
+    """A pull request with its head and base."""
+
+    number: int
+    title: str
+    body: str
+    state: Literal["open", "closed"]
+    user: User
+    head_ref: str
+    head_sha: str
+    base_ref: str
+    base_sha: str
+    merged: bool
+    """Always known on `get_pull`; on listings it is derived from `merged_at`."""
+    merged_at: datetime | None
+    closed_at: datetime | None
+    draft: bool
+    html_url: str
+    created_at: datetime
+    updated_at: datetime
+
+
+class PullFile(_Frozen):
+    """One file changed by a pull request."""
+
+    filename: str
+    status: str
+    additions: int
+    deletions: int
+    patch: str | None
+    """Unified diff hunk; None for binary or very large files."""
+
+
+class Review(_Frozen):
+    """A submitted (or pending) pull request review."""
+
+    id: int
+    user: User
+    state: str
+    """`APPROVED`, `CHANGES_REQUESTED`, `COMMENTED`, `DISMISSED` or `PENDING`."""
+    body: str
+    submitted_at: datetime | None
+    commit_id: str | None
+
+
+class ReviewComment(_Frozen):
+    """An inline review comment on a pull request diff."""
+
+    id: int
+    user: User
+    body: str
+    path: str
+    line: int | None
+    in_reply_to_id: int | None
+    commit_id: str
+    created_at: datetime
+    updated_at: datetime
+    html_url: str
+
+
+class CheckRun(_Frozen):
+    """A check run on a commit, with the output a fixer needs."""
+
+    id: int
+    name: str
+    head_sha: str
+    status: str
+    conclusion: str | None
+    output_title: str
+    output_summary: str
+    output_text: str
+
+
+class CommitStatus(_Frozen):
+    """The latest commit status of one context."""
+
+    context: str
+    state: str
+    """`error`, `failure`, `pending` or `success`."""
+    description: str
+    target_url: str
+
+
+class TreeEntry(_Frozen):
+    """One entry of a git tree (paths are relative to the tree's root)."""
+
+    path: str
+    type: Literal["blob", "tree", "commit"]
+    sha: str
+    size: int | None
+    mode: str = "100644"
+    """Git file mode (`100644`, `100755`, `120000` symlink, `040000` tree, `160000`)."""
+
+
+class GitCommit(_Frozen):
+    """A git commit object."""
+
+    sha: str
+    tree_sha: str
+    parents: tuple[str, ...]
+    message: str

@@ -1,0 +1,167 @@
+"""Pull requests, their files, diff, reviews, review comments, checks and statuses."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from githubkit.utils import UNSET
+
+from agent_loop_common.github import _convert as conv
+from agent_loop_common.github._base import Base, translated
+from agent_loop_common.github._models import (
+    CheckRun,
+    CommitStatus,
+    PullFile,
+    PullRequest,
+    Review,
+    ReviewComment,
+)
+
+
+class PullOps(Base):
+    """Operations on pull requests and on the checks of a commit."""
+
+    async def list_pulls(
+        self,
+        *,
+        state: Literal["open", "closed", "all"] = "open",
+        head: str | None = None,
+        base: str | None = None,
+    ) -> list[PullRequest]:
+        """All matching pull requests, every page.
+
+        `head` is a branch name (`agent/issue-7`) or `owner:branch`; GitHub needs the
+        owner, so a bare name is qualified with this repository's owner.
+        """
+        if head is not None and ":" not in head:
+            head = f"{self._owner}:{head}"
+        gh = await self._gh()
+        paginator = gh.rest.paginate(
+            gh.rest.pulls.async_list,
+            owner=self._owner,
+            repo=self._name,
+            state=state,
+            head=UNSET if head is None else head,
+            base=UNSET if base is None else base,
+            per_page=self._per_page,
+        )
+        return [conv.pull(p) for p in await self._all(paginator)]
+
+    async def get_pull(self, n: int) -> PullRequest:
+        """One pull request (with an authoritative `merged`)."""
+        gh = await self._gh()
+        with translated():
+            resp = await gh.rest.pulls.async_get(self._owner, self._name, n)
+        return conv.pull(resp.parsed_data)
+
+    async def create_pull(
+        self, *, title: str, body: str, head: str, base: str, draft: bool = False
+    ) -> PullRequest:
+        """Open a pull request from `head` into `base` (not retried when ambiguous)."""
+        gh = await self._gh()
+        with translated():
+            resp = await gh.rest.pulls.async_create(
+                self._owner, self._name, title=title, body=body, head=head, base=base, draft=draft
+            )
+        return conv.pull(resp.parsed_data)
+
+    async def update_pull(
+        self,
+        n: int,
+        *,
+        title: str | None = None,
+        body: str | None = None,
+        state: Literal["open", "closed"] | None = None,
+    ) -> PullRequest:
+        """Change the given fields of a pull request."""
+        gh = await self._gh()
+        with translated():
+            resp = await gh.rest.pulls.async_update(
+                self._owner,
+                self._name,
+                n,
+                title=UNSET if title is None else title,
+                body=UNSET if body is None else body,
+                state=UNSET if state is None else state,
+            )
+        return conv.pull(resp.parsed_data)
+
+    async def list_pull_files(self, n: int) -> list[PullFile]:
+        """Every file the pull request changes (GitHub caps this listing at 3,000)."""
+        gh = await self._gh()
+        paginator = gh.rest.paginate(
+            gh.rest.pulls.async_list_files,
+            owner=self._owner,
+            repo=self._name,
+            pull_number=n,
+            per_page=self._per_page,
+        )
+        return [conv.pull_file(f) for f in await self._all(paginator)]
+
+    async def get_pull_diff(self, n: int) -> str:
+        """The pull request as one unified diff (`application/vnd.github.diff`)."""
+        gh = await self._gh()
+        with translated():
+            resp = await gh.rest.pulls.async_get(
+                self._owner, self._name, n, headers={"Accept": "application/vnd.github.diff"}
+            )
+        return resp.raw_response.text
+
+    async def list_reviews(self, n: int) -> list[Review]:
+        """Every review of the pull request, oldest first."""
+        gh = await self._gh()
+        paginator = gh.rest.paginate(
+            gh.rest.pulls.async_list_reviews,
+            owner=self._owner,
+            repo=self._name,
+            pull_number=n,
+            per_page=self._per_page,
+        )
+        return [conv.review(r) for r in await self._all(paginator)]
+
+    async def list_review_comments(self, n: int) -> list[ReviewComment]:
+        """Every inline review comment of the pull request, replies included."""
+        gh = await self._gh()
+        paginator = gh.rest.paginate(
+            gh.rest.pulls.async_list_review_comments,
+            owner=self._owner,
+            repo=self._name,
+            pull_number=n,
+            per_page=self._per_page,
+        )
+        return [conv.review_comment(c) for c in await self._all(paginator)]
+
+    async def reply_to_review_comment(self, n: int, comment_id: int, body: str) -> ReviewComment:
+        """Answer in the thread of a top-level review comment (not retried when ambiguous)."""
+        gh = await self._gh()
+        with translated():
+            resp = await gh.rest.pulls.async_create_reply_for_review_comment(
+                self._owner, self._name, n, comment_id, body=body
+            )
+        return conv.review_comment(resp.parsed_data)
+
+    async def list_check_runs(self, ref: str) -> list[CheckRun]:
+        """The latest check run per name on a commit (SHA, branch or tag), every page."""
+        gh = await self._gh()
+        paginator = gh.rest.paginate(
+            gh.rest.checks.async_list_for_ref,
+            map_func=lambda r: r.parsed_data.check_runs,
+            owner=self._owner,
+            repo=self._name,
+            ref=ref,
+            per_page=self._per_page,
+        )
+        return [conv.check_run(c) for c in await self._all(paginator)]
+
+    async def list_statuses(self, ref: str) -> list[CommitStatus]:
+        """The combined status' latest state per context of a commit, every page."""
+        gh = await self._gh()
+        paginator = gh.rest.paginate(
+            gh.rest.repos.async_get_combined_status_for_ref,
+            map_func=lambda r: r.parsed_data.statuses,
+            owner=self._owner,
+            repo=self._name,
+            ref=ref,
+            per_page=self._per_page,
+        )
+        return [conv.commit_status(s) for s in await self._all(paginator)]

@@ -1,0 +1,150 @@
+"""Map request URLs to GitHub route templates, and say what each route tolerates.
+
+The transports below githubkit only see URLs. Stats need a low-cardinality key
+(`GET /repos/{owner}/{repo}/issues/{issue_number}`, not one key per issue), the retry
+layer needs to know whether repeating a request can duplicate an effect, and the ETag
+layer needs to know which reads are polled. All three questions are answered here, from
+one table of the routes the facade uses.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import httpx
+
+_R = "/repos/{owner}/{repo}"
+
+# Routes the facade (and githubkit's App auth) calls. `{name+}` spans slashes
+# (refs like `heads/feature/x`, file paths); `{..._number}` and `{..._id}` are digits.
+ROUTES: tuple[str, ...] = (
+    "/user",
+    "/app",
+    "/users/{username}",
+    "/app/installations/{installation_id}/access_tokens",
+    f"{_R}/installation",
+    _R,
+    f"{_R}/issues",
+    f"{_R}/issues/comments/{{comment_id}}",
+    f"{_R}/issues/{{issue_number}}",
+    f"{_R}/issues/{{issue_number}}/comments",
+    f"{_R}/issues/{{issue_number}}/labels",
+    f"{_R}/issues/{{issue_number}}/labels/{{name}}",
+    f"{_R}/issues/{{issue_number}}/events",
+    f"{_R}/collaborators/{{username}}/permission",
+    f"{_R}/pulls",
+    f"{_R}/pulls/{{pull_number}}",
+    f"{_R}/pulls/{{pull_number}}/files",
+    f"{_R}/pulls/{{pull_number}}/reviews",
+    f"{_R}/pulls/{{pull_number}}/comments",
+    f"{_R}/pulls/{{pull_number}}/comments/{{comment_id}}/replies",
+    f"{_R}/commits/{{ref+}}/check-runs",
+    f"{_R}/commits/{{ref+}}/status",
+    f"{_R}/git/ref/{{ref+}}",
+    f"{_R}/git/refs",
+    f"{_R}/git/refs/{{ref+}}",
+    f"{_R}/git/commits",
+    f"{_R}/git/commits/{{commit_sha}}",
+    f"{_R}/git/trees",
+    f"{_R}/git/trees/{{tree_sha+}}",
+    f"{_R}/git/blobs",
+    f"{_R}/git/blobs/{{file_sha}}",
+    f"{_R}/contents/{{path+}}",
+    f"{_R}/tarball/{{ref+}}",
+)
+
+# POSTs that cannot duplicate anything when repeated: git objects are content-addressed
+# (a repeated commit at worst leaves an unreferenced twin), adding a label that is there
+# is a no-op, and a second installation token is harmless.
+_IDEMPOTENT_POSTS = frozenset(
+    {
+        f"{_R}/git/blobs",
+        f"{_R}/git/trees",
+        f"{_R}/git/commits",
+        f"{_R}/issues/{{issue_number}}/labels",
+        "/app/installations/{installation_id}/access_tokens",
+    }
+)
+
+# Reads that agents poll on every run: worth a conditional request (a 304 is free).
+POLLED_READS = frozenset(
+    {
+        f"{_R}/issues",
+        f"{_R}/issues/{{issue_number}}/comments",
+        f"{_R}/issues/{{issue_number}}/events",
+        f"{_R}/pulls",
+        f"{_R}/pulls/{{pull_number}}/reviews",
+        f"{_R}/pulls/{{pull_number}}/comments",
+        f"{_R}/commits/{{ref+}}/check-runs",
+        f"{_R}/commits/{{ref+}}/status",
+    }
+)
+
+_PARAM = re.compile(r"\{(\w+)(\+?)\}")
+_DIGITS = re.compile(r"^\d+$")
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
+def _compile(template: str) -> re.Pattern[str]:
+    out: list[str] = []
+    pos = 0
+    for match in _PARAM.finditer(template):
+        out.append(re.escape(template[pos : match.start()]))
+        name, greedy = match.group(1), match.group(2)
+        if greedy:
+            out.append(".+")
+        elif name.endswith(("_number", "_id")):
+            out.append(r"\d+")
+        else:
+            out.append("[^/]+")
+        pos = match.end()
+    out.append(re.escape(template[pos:]))
+    return re.compile("".join(out))
+
+
+_COMPILED = tuple((_compile(t), t.replace("+}", "}")) for t in ROUTES)
+
+
+@dataclass(frozen=True)
+class Router:
+    """Route templates relative to one API base URL (GHES serves under `/api/v3/`)."""
+
+    base_url: httpx.URL
+
+    def template(self, url: httpx.URL) -> str:
+        """The route template of `url`, e.g. `/repos/{owner}/{repo}/pulls/{pull_number}`.
+
+        Unknown paths keep their shape with digits and SHAs masked, and URLs on another
+        host (the archive redirect to codeload) are keyed by host alone, so the stats
+        never grow one key per object.
+        """
+        if url.host != self.base_url.host:
+            return f"//{url.host}/..."
+        # The raw path keeps `%2F` inside a label name or ref from splitting segments.
+        path = url.raw_path.decode("ascii").split("?", 1)[0]
+        prefix = self.base_url.path.rstrip("/")
+        if prefix and path.startswith(prefix + "/"):
+            path = path[len(prefix) :]
+        path = path.rstrip("/") or "/"
+        for pattern, template in _COMPILED:
+            if pattern.fullmatch(path):
+                return template
+        parts = [
+            "{n}" if _DIGITS.match(p) else "{sha}" if _SHA.match(p) else p for p in path.split("/")
+        ]
+        return "/".join(parts)
+
+    def is_idempotent(self, method: str, template: str) -> bool:
+        """Whether repeating this request after an ambiguous failure is harmless.
+
+        GET/HEAD/PUT/DELETE/PATCH set state rather than add to it. A POST that creates
+        an issue, comment, pull request, review reply or ref is not: after a timeout or
+        a 5xx GitHub may already have acted, and a blind retry would post twice (or, for
+        a claim ref, turn our own success into a 422 "already exists").
+        """
+        return method.upper() != "POST" or template in _IDEMPOTENT_POSTS
+
+    def is_polled(self, method: str, template: str) -> bool:
+        """Whether this read goes through the ETag cache."""
+        return method.upper() == "GET" and template in POLLED_READS
