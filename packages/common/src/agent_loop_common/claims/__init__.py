@@ -1,0 +1,96 @@
+"""The claim ("dibs") protocol: exactly one run works a target at a time.
+
+A run claims an issue, a pull request or a repository-level job before working it. A
+compare-and-swap on a git ref decides races (exactly one of N racers wins); a comment with
+an invisible marker tells humans (and cheap pre-checks) who holds what. Claims expire,
+are re-entrant only for the same run, and are released on every exit path. Failed targets
+rest with exponential backoff recorded on the target itself until a human touches it.
+
+Pure parts (marker grammar, state machine, backoff, run ids) do no I/O; ``Claimer`` holds
+the effects and takes the GitHub facade. The design is in ``docs/claims.md``.
+"""
+
+from agent_loop_common.claims._atomic import DEFAULT_NAMESPACE, ClaimRefs, RefHead, RefsAPI
+from agent_loop_common.claims._backoff import Backoff, BackoffPolicy, backoff_state, is_backed_off
+from agent_loop_common.claims._errors import (
+    ClaimError,
+    ClaimLost,
+    InvalidMarker,
+    InvalidRunId,
+    NotClaimed,
+)
+from agent_loop_common.claims._marker import (
+    BackoffMarker,
+    DibsMarker,
+    Kind,
+    Op,
+    format_time,
+    parse_backoff,
+    parse_dibs,
+    parse_time,
+    render_backoff,
+    render_dibs,
+    safe_text,
+)
+from agent_loop_common.claims._protocol import Claimer, ClaimsGitHub, TargetView
+from agent_loop_common.claims._runid import (
+    RUN_ID_PATTERN,
+    is_run_id,
+    new_run_id,
+    run_id_time,
+    validate_run_id,
+)
+from agent_loop_common.claims._state import (
+    ClaimState,
+    CommentLike,
+    Holder,
+    RefDecision,
+    UserLike,
+    claim_state,
+    decide_ref,
+)
+from agent_loop_common.claims._target import Claim, Target
+
+__all__ = [
+    "DEFAULT_NAMESPACE",
+    "RUN_ID_PATTERN",
+    "Backoff",
+    "BackoffMarker",
+    "BackoffPolicy",
+    "Claim",
+    "ClaimError",
+    "ClaimLost",
+    "ClaimRefs",
+    "ClaimState",
+    "Claimer",
+    "ClaimsGitHub",
+    "CommentLike",
+    "DibsMarker",
+    "Holder",
+    "InvalidMarker",
+    "InvalidRunId",
+    "Kind",
+    "NotClaimed",
+    "Op",
+    "RefDecision",
+    "RefHead",
+    "RefsAPI",
+    "Target",
+    "TargetView",
+    "UserLike",
+    "backoff_state",
+    "claim_state",
+    "decide_ref",
+    "format_time",
+    "is_backed_off",
+    "is_run_id",
+    "new_run_id",
+    "parse_backoff",
+    "parse_dibs",
+    "parse_time",
+    "render_backoff",
+    "render_dibs",
+    "run_id_time",
+    "safe_text",
+    "validate_run_id",
+]

@@ -1,0 +1,134 @@
+"""Bounded re-work: exponential backoff per target, stored as marker comments.
+
+A target whose attempt failed must not consume a run on every scheduled tick. Each failure
+posts a comment with a backoff marker (``attempts=N until=...``) on the issue or PR: every
+run reads it from there, and a human sees why the agents stopped trying and until when.
+
+A human resets the count by touching the target: a comment by anyone but the agents'
+identity after the latest backoff marker, an edit of a human comment after it, or an edit
+of the issue itself (seen as ``issue.updated_at`` later than every agent comment; the
+agents' own comments also bump ``updated_at``, hence the comparison with agent activity
+and a small ``slack`` for GitHub setting the two timestamps a moment apart). An edit that
+is followed by a later agent comment is not seen; that is a documented limit.
+
+Everything here is pure: comments and ``now`` in, values out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from agent_loop_common.claims._marker import BackoffMarker, format_time, parse_backoff
+from agent_loop_common.claims._state import CommentLike
+
+__all__ = ["Backoff", "BackoffPolicy", "backoff_state", "is_backed_off"]
+
+
+@dataclass(frozen=True, slots=True)
+class BackoffPolicy:
+    """How long a target rests after its N-th consecutive failure: ``min(cap, base * 2**(N-1))``."""
+
+    base: timedelta = timedelta(minutes=15)
+    """Rest after the first failure."""
+    cap: timedelta = timedelta(hours=24)
+    """Longest rest; failing targets are still retried this often until a human steps in."""
+
+    def __post_init__(self) -> None:
+        if self.base <= timedelta(0) or self.cap < self.base:
+            raise ValueError(f"backoff needs 0 < base <= cap, got base={self.base} cap={self.cap}")
+
+    def delay(self, attempts: int) -> timedelta:
+        """Rest after ``attempts`` consecutive failures (``attempts >= 1``)."""
+        if attempts < 1:
+            raise ValueError(f"attempts must be >= 1, got {attempts}")
+        delay = self.base
+        for _ in range(attempts - 1):  # stops doubling at the cap: at most log2(cap/base) steps
+            if delay >= self.cap:
+                break
+            delay *= 2
+        return min(delay, self.cap)
+
+    def next(self, current: Backoff | None, *, now: datetime, run: str) -> BackoffMarker:
+        """The marker to record for one more failure at ``now`` after ``current``."""
+        attempts = 1 if current is None else current.attempts + 1
+        return BackoffMarker(attempts=attempts, until=now + self.delay(attempts), run=run)
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """The backoff in force on a target: consecutive failures and when it is eligible again."""
+
+    attempts: int
+    """Consecutive failed attempts since the last human touch."""
+    until: datetime
+    """Not eligible before this time."""
+    run: str
+    """The run that recorded the latest failure."""
+    recorded_at: datetime
+    """When the latest backoff comment was posted."""
+
+    def active(self, now: datetime) -> bool:
+        """Tell whether the target is still resting at ``now``."""
+        return now < self.until
+
+    def describe(self) -> str:
+        """One line for logs and reasons."""
+        return f"{self.attempts} failed attempt(s), next try after {format_time(self.until)}"
+
+
+def backoff_state(
+    comments: Iterable[CommentLike],
+    *,
+    issue_updated_at: datetime,
+    agent_login: str,
+    slack: timedelta = timedelta(seconds=5),
+) -> Backoff | None:
+    """Return the backoff recorded on a target, or ``None`` (never failed, or reset by a human).
+
+    Args:
+        comments: all of the target's comments.
+        issue_updated_at: the issue's (or PR's) ``updated_at``.
+        agent_login: the agents' own identity; only its backoff markers count.
+        slack: how far ``issue_updated_at`` may trail the latest agent comment and still be
+            attributed to it rather than to a human edit.
+    """
+    agent = agent_login.casefold()
+    latest: tuple[datetime, BackoffMarker] | None = None
+    agent_activity: datetime | None = None
+    human_activity: datetime | None = None
+    for index, comment in enumerate(comments):
+        touched = max(comment.created_at, comment.updated_at)
+        if comment.user.login.casefold() != agent:
+            human_activity = touched if human_activity is None else max(human_activity, touched)
+            continue
+        agent_activity = touched if agent_activity is None else max(agent_activity, touched)
+        for marker in parse_backoff(comment.body, where=f"comment {index}"):
+            if latest is None or comment.created_at >= latest[0]:
+                latest = (comment.created_at, marker)
+    if latest is None or agent_activity is None:
+        return None
+    recorded_at, marker = latest
+    if human_activity is not None and human_activity > recorded_at:
+        return None
+    if issue_updated_at > max(agent_activity, recorded_at) + slack:
+        return None
+    return Backoff(
+        attempts=marker.attempts, until=marker.until, run=marker.run, recorded_at=recorded_at
+    )
+
+
+def is_backed_off(
+    comments: Iterable[CommentLike],
+    issue_updated_at: datetime,
+    agent_login: str,
+    now: datetime,
+    *,
+    slack: timedelta = timedelta(seconds=5),
+) -> bool:
+    """Tell whether a target is resting after failures at ``now`` (see ``backoff_state``)."""
+    state = backoff_state(
+        comments, issue_updated_at=issue_updated_at, agent_login=agent_login, slack=slack
+    )
+    return state is not None and state.active(now)

@@ -1,0 +1,333 @@
+"""``Claimer``: the claim protocol with its effects, over the GitHub facade.
+
+The ref decides, the comment tells: every operation first does its compare-and-swap on
+the claim ref (``ClaimRefs``) and only then writes the human-visible comment. Reads that
+need no race (is a target claimed or backed off?) use the pure state machines over the
+comments. Time comes from an injected clock so tests and the emulator agree on ``now``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+import structlog
+
+from agent_loop_common.claims._atomic import DEFAULT_NAMESPACE, ClaimRefs, RefsAPI
+from agent_loop_common.claims._backoff import Backoff, BackoffPolicy, backoff_state
+from agent_loop_common.claims._comments import backoff_body, claim_body, release_body
+from agent_loop_common.claims._errors import ClaimLost, NotClaimed
+from agent_loop_common.claims._marker import DibsMarker, Kind, Op, render_dibs
+from agent_loop_common.claims._runid import new_run_id, validate_run_id
+from agent_loop_common.claims._state import (
+    ClaimState,
+    CommentLike,
+    RefDecision,
+    UserLike,
+    claim_state,
+    decide_ref,
+)
+from agent_loop_common.claims._target import Claim, Target
+
+__all__ = ["Claimer", "ClaimsGitHub", "TargetView"]
+
+_log = structlog.get_logger(__name__)
+
+
+class _CommentWithId(CommentLike, Protocol):
+    @property
+    def id(self) -> int: ...
+
+
+class _IssueLike(Protocol):
+    @property
+    def updated_at(self) -> datetime: ...
+
+
+class _RepositoryLike(Protocol):
+    @property
+    def default_branch(self) -> str: ...
+
+
+class ClaimsGitHub(RefsAPI, Protocol):
+    """The GitHub facade methods the claim protocol uses (``agent_loop_common.github.GitHub`` fits)."""
+
+    async def viewer(self) -> UserLike: ...
+    async def repository(self) -> _RepositoryLike: ...
+    async def get_issue(self, number: int, /) -> _IssueLike: ...
+    async def list_issue_comments(self, number: int, /) -> Sequence[_CommentWithId]: ...
+    async def create_issue_comment(self, number: int, body: str, /) -> _CommentWithId: ...
+    async def update_issue_comment(self, comment_id: int, body: str, /) -> _CommentWithId: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TargetView:
+    """What the comments say about a target: its claim state and any backoff in force."""
+
+    claim: ClaimState
+    """Owner at ``now`` per the markers (the ref still decides races)."""
+    backoff: Backoff | None
+    """Backoff in force, or ``None``."""
+    now: datetime
+    """The moment this view was computed for."""
+
+    @property
+    def eligible(self) -> bool:
+        """Tell whether a run may try the target now: unclaimed and not resting."""
+        return self.claim.free and (self.backoff is None or not self.backoff.active(self.now))
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Claimer:
+    """Claims, renews and releases targets for one run, and records failed attempts.
+
+    Args:
+        github: the GitHub facade (anything with the ``ClaimsGitHub`` methods).
+        deployment: the deployment id written into markers (``agent=``).
+        role: the run's role (``builder``, ``reviewer``, ``distiller``).
+        run_id: this run's id; a fresh one by default.
+        agent_login: the agents' own identity; read from ``github.viewer()`` when omitted.
+        ttl: how long a claim (or an extend) lasts from the moment it is written.
+        skew: tolerated clock difference between runs (see ``decide_ref``).
+        policy: the backoff policy for ``record_failure``.
+        clock: returns the current aware time; ``datetime.now(UTC)`` by default.
+        namespace: claim refs live under ``refs/<namespace>/``.
+    """
+
+    def __init__(
+        self,
+        github: ClaimsGitHub,
+        *,
+        deployment: str,
+        role: str,
+        run_id: str | None = None,
+        agent_login: str | None = None,
+        ttl: timedelta = timedelta(minutes=30),
+        skew: timedelta = timedelta(seconds=60),
+        policy: BackoffPolicy | None = None,
+        clock: Callable[[], datetime] | None = None,
+        namespace: str = DEFAULT_NAMESPACE,
+    ) -> None:
+        if ttl <= 2 * skew:
+            raise ValueError(f"ttl ({ttl}) must exceed twice the clock skew margin ({skew})")
+        self._github = github
+        self._refs = ClaimRefs(github, namespace=namespace)
+        self.deployment = deployment
+        self.role = role
+        self.run_id = validate_run_id(run_id) if run_id is not None else new_run_id()
+        self._agent_login = agent_login
+        self.ttl = ttl
+        self.skew = skew
+        self.policy = policy or BackoffPolicy()
+        self._clock = clock or _utcnow
+        self._tree: str | None = None
+        self._held: dict[Target, Claim] = {}
+
+    async def agent_login(self) -> str:
+        """The agents' GitHub identity (asked once from the facade when not given)."""
+        if self._agent_login is None:
+            self._agent_login = (await self._github.viewer()).login
+        return self._agent_login
+
+    def held(self) -> tuple[Claim, ...]:
+        """The claims this run currently holds (as far as it knows)."""
+        return tuple(self._held.values())
+
+    def _marker(self, op: Op, kind: Kind, until: datetime) -> DibsMarker:
+        return DibsMarker(op, kind, self.deployment, self.role, self.run_id, until)
+
+    async def _root_tree(self) -> str:
+        """A tree for parentless claim commits: the default branch head's (no tree is built)."""
+        if self._tree is None:
+            repo = await self._github.repository()
+            head = await self._github.get_ref(f"heads/{repo.default_branch}")
+            if head is None:
+                raise LookupError(f"default branch {repo.default_branch!r} has no commit")
+            self._tree = (await self._github.get_commit(head)).tree_sha
+        return self._tree
+
+    async def observe(self, kind: Kind, key: int | str) -> TargetView:
+        """Read a target's comments (all pages) and compute its claim and backoff state."""
+        target = Target.of(kind, key)
+        now = self._clock()
+        comments = await self._github.list_issue_comments(target.number)
+        issue = await self._github.get_issue(target.number)
+        login = await self.agent_login()
+        return TargetView(
+            claim=claim_state(comments, agent_login=login, now=now, kind=kind),
+            backoff=backoff_state(comments, issue_updated_at=issue.updated_at, agent_login=login),
+            now=now,
+        )
+
+    async def claim(self, kind: Kind, key: int | str) -> Claim | None:
+        """Try to claim a target; the won ``Claim``, or ``None`` when another run holds it.
+
+        Re-entrant for this run: claiming a target it already holds renews the claim.
+        """
+        target = Target.of(kind, key)
+        head = await self._refs.read(target)
+        now = self._clock()
+        decision = decide_ref(
+            head.marker if head else None,
+            exists=head is not None,
+            run=self.run_id,
+            now=now,
+            skew=self.skew,
+        )
+        log = _log.bind(target=str(target), run=self.run_id, decision=decision.value)
+        if decision is RefDecision.HELD:
+            log.info(
+                "claims.held_by_other", holder=head.marker.run if head and head.marker else None
+            )
+            return None
+        marker = self._marker("claim", kind, now + self.ttl)
+        message = f"claim {target} for run {self.run_id}\n\n{render_dibs(marker)}"
+        if head is None:
+            sha = await self._refs.create(target, message, tree_sha=await self._root_tree())
+        else:
+            sha = await self._refs.advance(target, head, message)
+        if sha is None:
+            log.info("claims.race_lost")
+            return None
+        previous = self._held.get(target) if decision is RefDecision.REENTER else None
+        claim = Claim(
+            target=target,
+            run=self.run_id,
+            role=self.role,
+            agent=self.deployment,
+            claimed_at=previous.claimed_at if previous else now,
+            until=marker.until,
+            head=sha,
+            comment_id=previous.comment_id if previous else None,
+        )
+        self._held[target] = claim
+        log.info("claims.won", until=marker.until.isoformat())
+        if not target.has_thread:
+            return claim
+        try:
+            claim = await self._announce(claim, marker)
+        except BaseException:
+            await self._release_quietly(claim, "could not post the claim comment")
+            raise
+        self._held[target] = claim
+        return claim
+
+    async def _announce(self, claim: Claim, marker: DibsMarker) -> Claim:
+        body = claim_body(marker)
+        if claim.comment_id is None:
+            comment = await self._github.create_issue_comment(claim.target.number, body)
+        else:
+            comment = await self._github.update_issue_comment(claim.comment_id, body)
+        return dataclasses.replace(claim, comment_id=comment.id)
+
+    async def extend(self, claim: Claim) -> Claim:
+        """Renew a held claim for another ``ttl`` from now (heartbeat for long runs).
+
+        Raises:
+            ClaimLost: another run took the target over; stop writing to it.
+        """
+        current = self._held.get(claim.target, claim)
+        head = await self._refs.read(claim.target)
+        if head is None or head.sha != current.head:
+            self._held.pop(claim.target, None)
+            raise ClaimLost(f"{claim.target}: the claim ref moved, run {self.run_id} lost it")
+        marker = self._marker("extend", claim.target.kind, self._clock() + self.ttl)
+        message = f"extend {claim.target} for run {self.run_id}\n\n{render_dibs(marker)}"
+        sha = await self._refs.advance(claim.target, head, message)
+        if sha is None:
+            self._held.pop(claim.target, None)
+            raise ClaimLost(f"{claim.target}: another run moved the claim ref first")
+        renewed = dataclasses.replace(current, until=marker.until, head=sha)
+        self._held[claim.target] = renewed
+        if renewed.comment_id is not None:
+            shown = self._marker("claim", claim.target.kind, marker.until)
+            await self._github.update_issue_comment(renewed.comment_id, claim_body(shown))
+        return renewed
+
+    async def release(self, claim: Claim, note: str = "done") -> bool:
+        """Release a claim; ``False`` when it had already been lost to another run.
+
+        While the claim is live (by the skew margin) the ref is deleted: no other run may
+        move a live claim, so the delete cannot hit someone else's claim. After expiry the
+        ref is fast-forwarded to a release commit instead and left for the next claimer.
+        Releasing twice is a no-op that returns ``False``.
+        """
+        current = self._held.pop(claim.target, None)
+        if current is None or current.run != self.run_id:
+            return False
+        now = self._clock()
+        head = await self._refs.read(claim.target)
+        kept = head is not None and head.sha == current.head
+        if head is not None and kept:
+            if now + self.skew < current.until:
+                await self._refs.delete(claim.target)
+            else:
+                release = self._marker("release", claim.target.kind, now)
+                message = f"release {claim.target} by run {self.run_id}\n\n{render_dibs(release)}"
+                kept = await self._refs.advance(claim.target, head, message) is not None
+        if not kept:
+            _log.warning("claims.lost_before_release", target=str(claim.target), run=self.run_id)
+            note = f"{note} (the claim had already expired and passed to another run)"
+        if current.comment_id is not None:
+            shown = self._marker("claim", claim.target.kind, current.until)
+            body = release_body(shown, self._marker("release", claim.target.kind, now), note)
+            await self._github.update_issue_comment(current.comment_id, body)
+        _log.info("claims.released", target=str(claim.target), run=self.run_id, kept=kept)
+        return kept
+
+    async def _release_quietly(self, claim: Claim, note: str) -> None:
+        """Release on an exit path: log failures instead of masking the original outcome."""
+        try:
+            await self.release(claim, note)
+        except Exception as exc:
+            _log.warning("claims.release_failed", target=str(claim.target), error=repr(exc))
+
+    @asynccontextmanager
+    async def hold(
+        self, kind: Kind, key: int | str, *, note: str = "done"
+    ) -> AsyncGenerator[Claim, None]:
+        """Hold a target for the body of an ``async with``; released on every exit path.
+
+        The body may release early with its own note (e.g. ``"skipped: ..."``); otherwise
+        a normal exit releases with ``note`` and an exception (or cancellation) releases
+        with the error's name before propagating.
+
+        Raises:
+            NotClaimed: another run holds the target (nothing was written).
+        """
+        claim = await self.claim(kind, key)
+        if claim is None:
+            raise NotClaimed(f"{Target.of(kind, key)} is held by another run")
+        try:
+            yield claim
+        except BaseException as exc:
+            if claim.target in self._held:
+                await self._release_quietly(claim, f"stopped by {type(exc).__name__}: {exc}")
+            raise
+        if claim.target in self._held:
+            await self._release_quietly(claim, note)
+
+    async def record_failure(self, target: Target, reason: str) -> Backoff:
+        """Record a failed attempt on an issue or PR and return the backoff now in force.
+
+        Raises:
+            ValueError: repository-level targets have no thread to record it on.
+        """
+        if not target.has_thread:
+            raise ValueError(f"{target} has no comment thread to record a backoff on")
+        comments = await self._github.list_issue_comments(target.number)
+        issue = await self._github.get_issue(target.number)
+        login = await self.agent_login()
+        current = backoff_state(comments, issue_updated_at=issue.updated_at, agent_login=login)
+        marker = self.policy.next(current, now=self._clock(), run=self.run_id)
+        body = backoff_body(marker, role=self.role, reason=reason)
+        comment = await self._github.create_issue_comment(target.number, body)
+        _log.info("claims.backoff", target=str(target), attempts=marker.attempts)
+        return Backoff(marker.attempts, marker.until, marker.run, comment.created_at)
