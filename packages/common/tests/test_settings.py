@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_loop_common.github import AppAuth, TokenAuth
 from agent_loop_common.settings import (
     ConfigError,
     Settings,
@@ -112,7 +113,7 @@ ALL_VARIABLES: list[tuple[str, str, str, object]] = [
     ("AGENT_LOOP_HOME", "/var/lib/agent-loop", "home", Path("/var/lib/agent-loop")),
     ("AGENT_LOOP_MEMORY_KEY_PREFIX", "loop-prod", "memory_key_prefix", "loop-prod"),
     ("AGENT_LOOP_DIGEST_TOKEN_BUDGET", "2000", "digest_token_budget", 2000),
-    ("AGENT_LOOP_RECORD_RETENTION_DAYS", "30", "record_retention_days", 30),
+    ("AGENT_LOOP_RECORD_RETENTION_DAYS", "90", "record_retention_days", 90),
     ("AGENT_LOOP_FLYTE_ORG", "acme", "flyte_org", "acme"),
     ("AGENT_LOOP_FLYTE_PROJECT", "loops", "flyte_project", "loops"),
     ("AGENT_LOOP_FLYTE_DOMAIN", "production", "flyte_domain", "production"),
@@ -222,8 +223,6 @@ def test_secrets_never_show(minimal_env: pytest.MonkeyPatch, tmp_path: Path) -> 
     s = load_settings()
     for text in (repr(s), str(s), s.model_dump_json(), repr(s.github_auth())):
         assert "ghp_supersecret" not in text
-    assert s.github_auth().token is not None
-    assert s.github_auth().token.get_secret_value() == "ghp_supersecret"  # type: ignore[union-attr]
 
     minimal_env.setenv("GITHUB_APP_ID", "123")
     minimal_env.setenv("GITHUB_APP_PRIVATE_KEY", "not-a-pem-but-secret-material")
@@ -233,14 +232,8 @@ def test_secrets_never_show(minimal_env: pytest.MonkeyPatch, tmp_path: Path) -> 
     assert "GITHUB_APP_PRIVATE_KEY is not a PEM private key" in str(raised.value)
 
 
-def test_token_credentials(minimal_env: pytest.MonkeyPatch) -> None:
-    minimal_env.setenv("GITHUB_API_URL", "https://ghe.example.com/api/v3")
-    auth = load_settings().github_auth()
-    assert (auth.kind, auth.api_url, auth.app_id) == (
-        "token",
-        "https://ghe.example.com/api/v3",
-        None,
-    )
+def test_token_credentials_for_the_facade(minimal_env: pytest.MonkeyPatch) -> None:
+    assert load_settings().github_auth() == TokenAuth(token="ghp_supersecret")
 
 
 def test_app_credentials_from_a_key_file_win_over_a_token(
@@ -253,9 +246,7 @@ def test_app_credentials_from_a_key_file_win_over_a_token(
     minimal_env.setenv("GITHUB_APP_INSTALLATION_ID", "99")
     s = load_settings()
     auth = s.github_auth()
-    assert (auth.kind, auth.app_id, auth.installation_id, auth.token) == ("app", 4242, 99, None)
-    assert auth.private_key is not None
-    assert auth.private_key.get_secret_value() == PEM
+    assert auth == AppAuth(app_id=4242, private_key=PEM, installation_id=99)
     assert "MIIEsecret" not in repr(auth) + repr(s)
 
 
@@ -266,10 +257,7 @@ def test_app_key_with_escaped_newlines_and_no_installation_id(
     clean_env.setenv("GITHUB_APP_ID", "Iv1.abc")
     clean_env.setenv("GITHUB_APP_PRIVATE_KEY", PEM.replace("\n", "\\n"))
     auth = load_settings().github_auth()
-    assert auth.app_id == "Iv1.abc"
-    assert auth.installation_id is None
-    assert auth.private_key is not None
-    assert auth.private_key.get_secret_value() == PEM
+    assert auth == AppAuth(app_id="Iv1.abc", private_key=PEM, installation_id=None)
 
 
 @pytest.mark.parametrize(
@@ -334,6 +322,13 @@ def test_derived_objects(minimal_env: pytest.MonkeyPatch) -> None:
     assert (staging.max_files, staging.max_issues) == (40, 12)
     backoff = s.backoff_policy()
     assert (backoff.base, backoff.cap) == (timedelta(minutes=15), timedelta(hours=24))
+    location = s.memory_location(root="/tmp/flyte-data")
+    assert (location.org, location.project, location.domain) == (
+        "local",
+        "agent-loop",
+        "development",
+    )
+    assert (location.root, location.prefix) == ("/tmp/flyte-data", "agent-loop")
 
 
 def test_settings_are_immutable(minimal_env: pytest.MonkeyPatch) -> None:

@@ -12,7 +12,6 @@ The reference table in ``docs/configuration.md`` is rendered from the field docs
 that build other packages' objects import them when called.
 """
 
-from agent_loop_common.settings._auth import GitHubCredentials
 from agent_loop_common.settings._docs import render_settings_table
 from agent_loop_common.settings._errors import ConfigError
 from agent_loop_common.settings._load import env_var_name, load_settings
@@ -21,7 +20,6 @@ from agent_loop_common.settings._model import ENV_PREFIX, Permission, Settings
 __all__ = [
     "ENV_PREFIX",
     "ConfigError",
-    "GitHubCredentials",
     "Permission",
     "Settings",
     "env_var_name",

@@ -1,67 +1,48 @@
-"""The GitHub credentials a loaded configuration describes, in the facade's terms.
+"""GitHub credentials: checked when settings load, built for the facade when asked.
 
 Settings validates that exactly one way to authenticate is configured; this module turns
-it into a value the GitHub facade can use. The App key file is read here, at the moment
-credentials are needed, and secrets stay in ``SecretStr`` so no repr or log shows them.
+it into the GitHub facade's ``TokenAuth`` or ``AppAuth``. The App key file is read at the
+moment credentials are needed, not at load time.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic import SecretStr
 from pydantic_core import PydanticCustomError
 
 if TYPE_CHECKING:
+    from agent_loop_common.github import AppAuth, TokenAuth
     from agent_loop_common.settings._model import Settings
 
-__all__ = ["GitHubCredentials", "check_github_credentials", "github_credentials"]
+__all__ = ["check_github_credentials", "github_credentials"]
 
 
-@dataclass(frozen=True)
-class GitHubCredentials:
-    """How the agents authenticate to GitHub.
+def github_credentials(settings: Settings) -> TokenAuth | AppAuth:
+    """The facade's credentials from validated settings; an App wins over a token.
 
-    Attributes:
-        kind: ``"token"`` (a bot account's token) or ``"app"`` (a GitHub App installation).
-        api_url: REST API base URL (``GITHUB_API_URL``).
-        token: The token, for ``kind="token"``.
-        app_id: The App id, for ``kind="app"`` (an int when it is numeric).
-        private_key: The App's PEM private key, for ``kind="app"``.
-        installation_id: The installation to act as; ``None`` looks it up by repository.
+    Imports the GitHub facade (and githubkit) only when called, so loading settings stays
+    cheap. The facade's auth values keep their secrets out of ``repr``.
     """
+    from agent_loop_common.github import AppAuth, TokenAuth
 
-    kind: Literal["token", "app"]
-    api_url: str
-    token: SecretStr | None = None
-    app_id: int | str | None = None
-    private_key: SecretStr | None = None
-    installation_id: int | None = None
-
-
-def github_credentials(settings: Settings) -> GitHubCredentials:
-    """Credentials from validated settings; an App wins over a token when both are set."""
     if settings.github_app_id is not None:
         if settings.github_app_private_key is not None:
-            key = settings.github_app_private_key
+            key = settings.github_app_private_key.get_secret_value()
         else:
             assert settings.github_app_private_key_path is not None  # checked at load time
-            key = SecretStr(settings.github_app_private_key_path.read_text(encoding="utf-8"))
+            key = settings.github_app_private_key_path.read_text(encoding="utf-8")
         app_id = settings.github_app_id
-        return GitHubCredentials(
-            kind="app",
-            api_url=settings.github_api_url,
+        return AppAuth(
             app_id=int(app_id) if app_id.isdigit() else app_id,
             private_key=key,
             installation_id=settings.github_app_installation_id,
         )
     assert settings.github_token is not None  # checked at load time
-    return GitHubCredentials(
-        kind="token", api_url=settings.github_api_url, token=settings.github_token
-    )
+    return TokenAuth(token=settings.github_token.get_secret_value())
 
 
 def check_github_credentials(values: Mapping[str, Any]) -> None:

@@ -29,8 +29,9 @@ from agent_loop_common.settings._auth import check_github_credentials
 
 if TYPE_CHECKING:
     from agent_loop_common.claims import BackoffPolicy
+    from agent_loop_common.github import AppAuth, TokenAuth
     from agent_loop_common.llm import Budget, RetryPolicy
-    from agent_loop_common.settings._auth import GitHubCredentials
+    from agent_loop_common.memory import MemoryLocation
     from agent_loop_common.staging import StagingPolicy
 
 __all__ = ["ENV_PREFIX", "Permission", "Settings"]
@@ -169,14 +170,12 @@ class Settings(BaseSettings):
     # ------------------------------------------------------------ memory and local mode
     home: Path = Path(".agent-loop")
     """Folder for local state: Flyte local-mode runs and the memory stores when running on a laptop."""
-    memory_key_prefix: str = Field(
-        default="agent-loop", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
-    )
-    """Prefix of every MemoryStore key; give each deployment sharing a Flyte project its own."""
+    memory_key_prefix: str = Field(default="agent-loop", pattern=r"^[a-z0-9][a-z0-9-]{0,40}$")
+    """Prefix of every MemoryStore key (lowercase letters, digits, dashes); give each loop sharing a Flyte project its own."""
     digest_token_budget: int = Field(default=4_000, ge=100)
     """Most tokens of the context digest (lessons and recent history) shown to the builder and reviewer."""
-    record_retention_days: int = Field(default=90, ge=1)
-    """Raw run records older than this are aged out by the distiller; their aggregates are kept."""
+    record_retention_days: int = Field(default=30, ge=1)
+    """Raw run records older than this are no longer read by the distiller (aged out); their aggregates are kept."""
     flyte_org: str = "local"
     """Flyte organization used in local mode (MemoryStore keys are scoped by it)."""
     flyte_project: str = "agent-loop"
@@ -278,15 +277,32 @@ class Settings(BaseSettings):
         """``AGENT_LOOP_CLAIM_TTL_MINUTES`` as a duration."""
         return timedelta(minutes=self.claim_ttl_minutes)
 
-    def github_auth(self) -> GitHubCredentials:
-        """The credentials the GitHub facade needs: a token, or a GitHub App installation.
+    def github_auth(self) -> TokenAuth | AppAuth:
+        """The credentials for ``agent_loop_common.github.GitHub(auth=...)``.
 
-        Reads the App's key file (``GITHUB_APP_PRIVATE_KEY_PATH``) here, not at load time,
+        A ``TokenAuth``, or an ``AppAuth`` when ``GITHUB_APP_ID`` is set. Reads the App's key file (``GITHUB_APP_PRIVATE_KEY_PATH``) here, not at load time,
         so that a settings object can be built and shown without touching the key.
         """
         from agent_loop_common.settings._auth import github_credentials
 
         return github_credentials(self)
+
+    def memory_location(self, root: str | None = None) -> MemoryLocation:
+        """Where the memory stores live: the Flyte org/project/domain and key prefix set here.
+
+        Args:
+            root: Storage root; in local mode the ``raw_data_path`` given to
+                ``flyte.with_runcontext``. ``None``: resolved from the running task.
+        """
+        from agent_loop_common.memory import MemoryLocation
+
+        return MemoryLocation(
+            org=self.flyte_org,
+            project=self.flyte_project,
+            domain=self.flyte_domain,
+            root=root,
+            prefix=self.memory_key_prefix,
+        )
 
     def budget(self) -> Budget:
         """The per-run token and cost budget for :func:`agent_loop_common.llm.make_call_llm`."""
