@@ -279,3 +279,16 @@ async def test_disabled_model_requests_refuse_before_importing_litellm() -> None
     assert proc.returncode == 0, err.decode()
     assert "refused: model requests are disabled" in out.decode()
     assert "'anthropic/claude-sonnet-4-6'" in out.decode()
+
+
+def test_ensure_within_stops_once_and_stays_stopped() -> None:
+    usage = UsageMeter()
+    budget = Budget(max_cost_usd=1.0)
+    usage.ensure_within(budget)
+    usage.ensure_within(None)
+    usage.record("m", prompt_tokens=1, completion_tokens=1, cost_usd=1.0)
+    with pytest.raises(BudgetExceeded, match=r"estimated cost \$1.0000, limit \$1.00"):
+        usage.ensure_within(budget)
+    assert usage.exceeded is not None
+    with pytest.raises(BudgetExceeded):
+        usage.ensure_within(None)  # a stopped run stays stopped whatever budget is passed

@@ -22,7 +22,6 @@ from flyte.ai.agents import LLMCallable, LLMMessage
 from agent_loop_common.llm import _litellm
 from agent_loop_common.llm._convert import from_litellm_response, to_litellm_messages, usage_tokens
 from agent_loop_common.llm._errors import (
-    BudgetExceeded,
     ErrorKind,
     ModelCallFailed,
     ModelRequestsDisabled,
@@ -118,11 +117,7 @@ def make_call_llm(
         if agent_model != model and agent_model not in warned_models:
             warned_models.add(agent_model)
             _log.warning("llm.model_mismatch", agent_model=agent_model, using=model)
-        if usage.exceeded is not None:
-            raise BudgetExceeded(usage.exceeded)
-        if budget is not None and (reason := budget.exceeded_by(usage)) is not None:
-            usage.exceeded = reason
-            raise BudgetExceeded(reason)
+        usage.ensure_within(budget)
         if not model_requests_allowed() and not uses_offline_model(
             model, extras, _litellm.offline_providers()
         ):

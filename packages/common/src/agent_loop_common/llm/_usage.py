@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_loop_common.llm._errors import BudgetExceeded
+
 __all__ = ["Budget", "ModelUsage", "UsageMeter"]
 
 
@@ -94,6 +96,18 @@ class UsageMeter:
     def cost_known(self) -> bool:
         """True when every call was priced, so ``cost_usd`` is a full estimate."""
         return self.unpriced_calls == 0
+
+    def ensure_within(self, budget: Budget | None) -> None:
+        """Raise :class:`BudgetExceeded` if the run was stopped or ``budget`` is used up.
+
+        Called before every model call (the real one and test doubles alike); the first
+        refusal stores its reason on :attr:`exceeded`, and later calls repeat it.
+        """
+        if self.exceeded is not None:
+            raise BudgetExceeded(self.exceeded)
+        if budget is not None and (reason := budget.exceeded_by(self)) is not None:
+            self.exceeded = reason
+            raise BudgetExceeded(reason)
 
     def record(
         self, model: str, *, prompt_tokens: int, completion_tokens: int, cost_usd: float | None
