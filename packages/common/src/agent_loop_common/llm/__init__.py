@@ -4,11 +4,16 @@ Importing this package does not import litellm (about 10 s): that happens on the
 real call. Typical use in a pipeline:
 
 ```python
-usage = UsageMeter()
-call_llm = make_call_llm(model=settings.model, usage=usage, budget=settings.budget())
-agent = Agent(model=settings.model, call_llm=call_llm, ...)
-result = await agent.run.aio(task)
-record.usage = usage.as_dict()          # and outcome budget_exceeded if usage.exceeded
+usage = UsageMeter()                       # one per pipeline run, shared by every agent
+call_llm = make_call_llm(
+    model=settings.model, api_base=settings.api_base, usage=usage,
+    budget=settings.budget(), retry=settings.retry_policy(),
+    max_tokens=settings.max_output_tokens, timeout=settings.llm_timeout_seconds,
+)
+agent = Agent(model=settings.model, call_llm=call_llm, parallel_tool_calls=False, ...)
+result = await agent.run.aio(task)         # a BudgetExceeded ends up in result.error
+outcome = "budget_exceeded" if usage.exceeded else ...
+record_usage = usage.as_dict()             # tokens, calls, retries, cost, cost_known
 ```
 """
 
