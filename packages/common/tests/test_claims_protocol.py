@@ -362,3 +362,52 @@ async def test_a_create_applied_despite_a_lost_answer_counts_as_won(repo: Repo) 
     assert claim is not None
     assert not transport.armed
     assert repo.emu.ref_sha(REF.format(repo.issue)) == claim.head
+
+
+async def test_hold_releases_when_the_run_is_cancelled(repo: Repo) -> None:
+    import asyncio
+
+    claimer = repo.claimer()
+    entered = asyncio.Event()
+
+    async def work() -> None:
+        async with claimer.hold("issue", repo.issue):
+            entered.set()
+            await asyncio.Event().wait()  # a run stuck until the scheduler cancels it
+
+    task = asyncio.create_task(work())
+    await entered.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert repo.emu.ref_sha(REF.format(repo.issue)) is None
+    assert "stopped by CancelledError" in repo.bot_comments(repo.issue)[0]
+
+
+async def test_request_costs(repo: Repo) -> None:
+    """Requests per operation, so their budget is known (printed with -s)."""
+    holder, other = repo.claimer(), repo.claimer()
+
+    def cost(before: int) -> int:
+        return len(repo.emu.requests) - before
+
+    start = len(repo.emu.requests)
+    claim = await holder.claim("issue", repo.issue)
+    first = cost(start)
+    start = len(repo.emu.requests)
+    assert await other.claim("issue", repo.issue) is None
+    refused = cost(start)
+    assert claim is not None
+    start = len(repo.emu.requests)
+    claim = await holder.extend(claim)
+    extend = cost(start)
+    start = len(repo.emu.requests)
+    await holder.release(claim)
+    release = cost(start)
+    start = len(repo.emu.requests)
+    assert await holder.claim("issue", repo.issue) is not None
+    again = cost(start)
+    print(
+        f"claim: first {first} (3 for the root tree), refused {refused}, extend {extend}, release {release}, again {again}"
+    )
+    assert (first, refused, extend, release, again) == (7, 2, 3, 3, 4)

@@ -32,7 +32,8 @@ from agent_loop_common.claims._marker import (
     render_dibs,
     safe_text,
 )
-from agent_loop_common.claims._protocol import Claimer, ClaimsGitHub, TargetView
+from agent_loop_common.claims._ports import ClaimsGitHub
+from agent_loop_common.claims._protocol import Claimer, TargetView
 from agent_loop_common.claims._runid import (
     RUN_ID_PATTERN,
     is_run_id,

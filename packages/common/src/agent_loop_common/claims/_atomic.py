@@ -89,9 +89,13 @@ class ClaimRefs:
         """The full ref name, e.g. ``refs/agent-loop/claims/issue-4``."""
         return f"refs/{target.ref_name(self._namespace)}"
 
+    async def sha(self, target: Target) -> str | None:
+        """The commit the claim ref points at; ``None`` when the target has no ref."""
+        return await self._github.get_ref(target.ref_name(self._namespace))
+
     async def read(self, target: Target) -> RefHead | None:
         """Read the claim ref and its head commit; ``None`` when the target has no ref."""
-        sha = await self._github.get_ref(target.ref_name(self._namespace))
+        sha = await self.sha(target)
         if sha is None:
             return None
         commit = await self._github.get_commit(sha)
@@ -116,18 +120,23 @@ class ClaimRefs:
             _log.info("claims.ref_create_applied_despite_error", ref=self.ref(target))
         return sha
 
-    async def advance(self, target: Target, head: RefHead, message: str) -> str | None:
-        """Fast-forward the ref from ``head`` to a new child commit; ``None`` when it moved.
+    async def advance(
+        self, target: Target, parent: str, message: str, *, tree_sha: str
+    ) -> str | None:
+        """Fast-forward the ref from ``parent`` to a new child commit; ``None`` when it moved.
 
-        A deleted ref also counts as moved (the 404/422 of updating a missing ref).
+        No read is needed first: the non-forced update is the compare-and-swap. If anyone
+        moved the ref since ``parent`` (a takeover writes its own child of ``parent``; a
+        fresh claim after a delete is parentless), the child is not a descendant of the
+        new head and GitHub refuses it. A deleted ref also counts as moved.
         """
         sha = await self._github.create_commit(
-            message=message, tree_sha=head.tree_sha, parents=(head.sha,)
+            message=message, tree_sha=tree_sha, parents=(parent,)
         )
         try:
             await self._github.update_ref(target.ref_name(self._namespace), sha, force=False)
         except (NotFastForward, NotFound):
-            _log.info("claims.ref_advance_lost", ref=self.ref(target), expected=head.sha)
+            _log.info("claims.ref_advance_lost", ref=self.ref(target), expected=parent)
             return None
         except GitHubUnavailable:
             if await self._github.get_ref(target.ref_name(self._namespace)) != sha:

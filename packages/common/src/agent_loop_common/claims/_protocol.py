@@ -9,25 +9,23 @@ comments. Time comes from an injected clock so tests and the emulator agree on `
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
 
 import structlog
 
-from agent_loop_common.claims._atomic import DEFAULT_NAMESPACE, ClaimRefs, RefsAPI
+from agent_loop_common.claims._atomic import DEFAULT_NAMESPACE, ClaimRefs
 from agent_loop_common.claims._backoff import Backoff, BackoffPolicy, backoff_state
 from agent_loop_common.claims._comments import backoff_body, claim_body, release_body
 from agent_loop_common.claims._errors import ClaimLost, NotClaimed
 from agent_loop_common.claims._marker import DibsMarker, Kind, Op, render_dibs
+from agent_loop_common.claims._ports import ClaimsGitHub
 from agent_loop_common.claims._runid import new_run_id, validate_run_id
 from agent_loop_common.claims._state import (
     ClaimState,
-    CommentLike,
     RefDecision,
-    UserLike,
     claim_state,
     decide_ref,
 )
@@ -36,32 +34,6 @@ from agent_loop_common.claims._target import Claim, Target
 __all__ = ["Claimer", "ClaimsGitHub", "TargetView"]
 
 _log = structlog.get_logger(__name__)
-
-
-class _CommentWithId(CommentLike, Protocol):
-    @property
-    def id(self) -> int: ...
-
-
-class _IssueLike(Protocol):
-    @property
-    def updated_at(self) -> datetime: ...
-
-
-class _RepositoryLike(Protocol):
-    @property
-    def default_branch(self) -> str: ...
-
-
-class ClaimsGitHub(RefsAPI, Protocol):
-    """The GitHub facade methods the claim protocol uses (``agent_loop_common.github.GitHub`` fits)."""
-
-    async def viewer(self) -> UserLike: ...
-    async def repository(self) -> _RepositoryLike: ...
-    async def get_issue(self, number: int, /) -> _IssueLike: ...
-    async def list_issue_comments(self, number: int, /) -> Sequence[_CommentWithId]: ...
-    async def create_issue_comment(self, number: int, body: str, /) -> _CommentWithId: ...
-    async def update_issue_comment(self, comment_id: int, body: str, /) -> _CommentWithId: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +101,7 @@ class Claimer:
         self._clock = clock or _utcnow
         self._tree: str | None = None
         self._held: dict[Target, Claim] = {}
+        self._trees: dict[Target, str] = {}  # tree of each held claim commit, for its children
 
     async def agent_login(self) -> str:
         """The agents' GitHub identity (asked once from the facade when not given)."""
@@ -137,7 +110,7 @@ class Claimer:
         return self._agent_login
 
     def held(self) -> tuple[Claim, ...]:
-        """The claims this run currently holds (as far as it knows)."""
+        """The claims this run has won and not released yet (a lost one stays until released)."""
         return tuple(self._held.values())
 
     def _marker(self, op: Op, kind: Kind, until: datetime) -> DibsMarker:
@@ -190,9 +163,11 @@ class Claimer:
         marker = self._marker("claim", kind, now + self.ttl)
         message = f"claim {target} for run {self.run_id}\n\n{render_dibs(marker)}"
         if head is None:
-            sha = await self._refs.create(target, message, tree_sha=await self._root_tree())
+            tree = await self._root_tree()
+            sha = await self._refs.create(target, message, tree_sha=tree)
         else:
-            sha = await self._refs.advance(target, head, message)
+            tree = head.tree_sha
+            sha = await self._refs.advance(target, head.sha, message, tree_sha=tree)
         if sha is None:
             log.info("claims.race_lost")
             return None
@@ -208,6 +183,7 @@ class Claimer:
             comment_id=previous.comment_id if previous else None,
         )
         self._held[target] = claim
+        self._trees[target] = tree
         log.info("claims.won", until=marker.until.isoformat())
         if not target.has_thread:
             return claim
@@ -233,17 +209,17 @@ class Claimer:
         Raises:
             ClaimLost: another run took the target over; stop writing to it.
         """
-        current = self._held.get(claim.target, claim)
-        head = await self._refs.read(claim.target)
-        if head is None or head.sha != current.head:
-            self._held.pop(claim.target, None)
-            raise ClaimLost(f"{claim.target}: the claim ref moved, run {self.run_id} lost it")
+        current = self._held.get(claim.target)
+        tree = self._trees.get(claim.target)
+        if current is None or tree is None:
+            raise ClaimLost(
+                f"{claim.target}: run {self.run_id} does not hold it (released or lost)"
+            )
         marker = self._marker("extend", claim.target.kind, self._clock() + self.ttl)
         message = f"extend {claim.target} for run {self.run_id}\n\n{render_dibs(marker)}"
-        sha = await self._refs.advance(claim.target, head, message)
-        if sha is None:
-            self._held.pop(claim.target, None)
-            raise ClaimLost(f"{claim.target}: another run moved the claim ref first")
+        sha = await self._refs.advance(claim.target, current.head, message, tree_sha=tree)
+        if sha is None:  # stays in `held()` so that `release` records the loss on the comment
+            raise ClaimLost(f"{claim.target}: the claim ref moved, run {self.run_id} lost it")
         renewed = dataclasses.replace(current, until=marker.until, head=sha)
         self._held[claim.target] = renewed
         if renewed.comment_id is not None:
@@ -260,18 +236,19 @@ class Claimer:
         Releasing twice is a no-op that returns ``False``.
         """
         current = self._held.pop(claim.target, None)
-        if current is None or current.run != self.run_id:
+        tree = self._trees.pop(claim.target, None)
+        if current is None or tree is None:
             return False
         now = self._clock()
-        head = await self._refs.read(claim.target)
-        kept = head is not None and head.sha == current.head
-        if head is not None and kept:
-            if now + self.skew < current.until:
+        if now + self.skew < current.until:
+            kept = await self._refs.sha(claim.target) == current.head
+            if kept:
                 await self._refs.delete(claim.target)
-            else:
-                release = self._marker("release", claim.target.kind, now)
-                message = f"release {claim.target} by run {self.run_id}\n\n{render_dibs(release)}"
-                kept = await self._refs.advance(claim.target, head, message) is not None
+        else:
+            release = self._marker("release", claim.target.kind, now)
+            message = f"release {claim.target} by run {self.run_id}\n\n{render_dibs(release)}"
+            advanced = await self._refs.advance(claim.target, current.head, message, tree_sha=tree)
+            kept = advanced is not None
         if not kept:
             _log.warning("claims.lost_before_release", target=str(claim.target), run=self.run_id)
             note = f"{note} (the claim had already expired and passed to another run)"
