@@ -36,6 +36,7 @@ from urllib.parse import quote
 from agent_loop_common.memory import (
     LEDGER_PATH,
     DistillerMemory,
+    IngestBatch,
     IngestLedger,
     IngestPolicy,
     MemoryLocation,
@@ -47,7 +48,6 @@ from agent_loop_common.memory import (
     save_store,
     write_run_record,
 )
-from agent_loop_common.memory._distiller import IngestBatch
 from agent_loop_common.records import (
     Attempt,
     Lesson,
