@@ -127,7 +127,11 @@ class Claimer:
         return self._tree
 
     async def observe(self, kind: Kind, key: int | str) -> TargetView:
-        """Read a target's comments (all pages) and compute its claim and backoff state."""
+        """Read an issue's or PR's comments (all pages): its claim and backoff state.
+
+        Raises:
+            ValueError: a repository-level target (no thread; only its ref tells).
+        """
         target = Target.of(kind, key)
         now = self._clock()
         comments = await self._github.list_issue_comments(target.number)
@@ -274,7 +278,8 @@ class Claimer:
 
         The body may release early with its own note (e.g. ``"skipped: ..."``); otherwise
         a normal exit releases with ``note`` and an exception (or cancellation) releases
-        with the error's name before propagating.
+        with the error's type name (never its message: the comment is public) before
+        propagating.
 
         Raises:
             NotClaimed: another run holds the target (nothing was written).
@@ -286,13 +291,19 @@ class Claimer:
             yield claim
         except BaseException as exc:
             if claim.target in self._held:
-                await self._release_quietly(claim, f"stopped by {type(exc).__name__}: {exc}")
+                # Only the type goes into the public comment: messages may carry paths,
+                # model output or URLs. The full error is in the run's logs and record.
+                _log.warning("claims.hold_exit_on_error", target=str(claim.target), error=repr(exc))
+                await self._release_quietly(claim, f"stopped by {type(exc).__name__}")
             raise
         if claim.target in self._held:
             await self._release_quietly(claim, note)
 
     async def record_failure(self, target: Target, reason: str) -> Backoff:
         """Record a failed attempt on an issue or PR and return the backoff now in force.
+
+        ``reason`` is posted publicly on the target (defused and shortened); keep secrets
+        and raw model output out of it.
 
         Raises:
             ValueError: repository-level targets have no thread to record it on.
