@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         EmulatedIssue,
         EmulatedPull,
     )
+    from agent_loop_common.testing._facade import emulator_client, instant_retry
 
 _LAZY = {
     "GitHubEmulator": "agent_loop_common.testing._emulator",
@@ -46,6 +47,8 @@ _LAZY = {
     "EmulatedComment": "agent_loop_common.testing._emulator_views",
     "EmulatedIssue": "agent_loop_common.testing._emulator_views",
     "EmulatedPull": "agent_loop_common.testing._emulator_views",
+    "emulator_client": "agent_loop_common.testing._facade",
+    "instant_retry": "agent_loop_common.testing._facade",
 }
 
 
@@ -77,6 +80,8 @@ __all__ = [
     "assert_matches_schema",
     "block_network",
     "call",
+    "emulator_client",
+    "instant_retry",
     "is_loopback_address",
     "is_valid_ref_name",
     "turn",
