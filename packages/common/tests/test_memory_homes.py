@@ -8,19 +8,18 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
+from agent_loop_common.github import ETagCache
 from agent_loop_common.memory import (
-    EtagCache,
-    EtagEntry,
     MemoryLocation,
     ReviewedMark,
     fold_into_rollups,
     grade_month,
     mark_reviewed,
-    read_etag_cache,
+    read_etag_state,
     read_grades,
     read_reviewed,
     read_rollups,
-    write_etag_cache,
+    write_etag_state,
     write_grades,
 )
 from agent_loop_common.records import (
@@ -41,27 +40,15 @@ def location(tmp_path: pathlib.Path) -> MemoryLocation:
     return MemoryLocation(org="o", project="p", domain="d", root=str(tmp_path / "mem"))
 
 
-async def test_etag_cache_is_saved_only_when_changed(location: MemoryLocation) -> None:
-    empty = await read_etag_cache(location, Role.BUILDER)
-    assert empty == EtagCache()
-    entry = EtagEntry(etag='W/"1"', body="[]", stored_at=NOW)
-    cache = empty.put("https://api/x", entry)
-    assert await write_etag_cache(location, Role.BUILDER, cache, previous=empty)
-    location.meter.reset()
-    loaded = await read_etag_cache(location, Role.BUILDER)
-    assert loaded == cache
-    assert not await write_etag_cache(location, Role.BUILDER, loaded, previous=loaded)
-    assert location.meter.uploads == 0
-    assert await read_etag_cache(location, Role.REVIEWER) == EtagCache()
-
-
-def test_etag_cache_evicts_the_oldest_beyond_its_cap() -> None:
-    cache = EtagCache()
-    for i in range(5):
-        cache = cache.put(
-            f"u{i}", EtagEntry(etag=str(i), stored_at=NOW + timedelta(seconds=i)), max_entries=3
-        )
-    assert sorted(cache.entries) == ["u2", "u3", "u4"]
+async def test_etag_state_round_trips_the_facades_cache(location: MemoryLocation) -> None:
+    assert await read_etag_state(location, Role.BUILDER) is None
+    cache = ETagCache()
+    cache.put("https://api/x", 'W/"1"', "[]", None)
+    await write_etag_state(location, Role.BUILDER, cache.dump())
+    loaded = ETagCache.load(await read_etag_state(location, Role.BUILDER))
+    assert loaded.get("https://api/x") == ('W/"1"', "[]", None)
+    assert not loaded.changed
+    assert await read_etag_state(location, Role.REVIEWER) is None
 
 
 async def test_reviewed_marks_are_per_pr(location: MemoryLocation) -> None:

@@ -29,15 +29,13 @@ from agent_loop_common.memory._errors import (
     StoredSchemaError,
 )
 from agent_loop_common.memory._homes import (
-    EtagCache,
-    EtagEntry,
     ReviewedMark,
     grade_month,
     mark_reviewed,
-    read_etag_cache,
+    read_etag_state,
     read_grades,
     read_reviewed,
-    write_etag_cache,
+    write_etag_state,
     write_grades,
 )
 from agent_loop_common.memory._layout import (
@@ -96,8 +94,6 @@ __all__ = [
     "ContextView",
     "DeferredRecord",
     "DistillerMemory",
-    "EtagCache",
-    "EtagEntry",
     "IdleCount",
     "IngestBatch",
     "IngestLedger",
@@ -126,7 +122,7 @@ __all__ = [
     "plan_scan",
     "read_context",
     "read_context_from",
-    "read_etag_cache",
+    "read_etag_state",
     "read_grades",
     "read_idle_count",
     "read_reviewed",
@@ -134,7 +130,7 @@ __all__ = [
     "rollup_path",
     "run_path",
     "save_store",
-    "write_etag_cache",
+    "write_etag_state",
     "write_grades",
     "write_run_record",
 ]

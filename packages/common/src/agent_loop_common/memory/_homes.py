@@ -6,11 +6,13 @@ Back-off is not here: it lives on GitHub with the claims (see
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC
+from typing import Any, cast
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeInt
+from pydantic import AwareDatetime, BaseModel, ConfigDict, NonNegativeInt
 
 from agent_loop_common.memory._docs import read_doc, write_doc
 from agent_loop_common.memory._layout import ETAG_PATH, REVIEWED_PATH, grade_path, month_of
@@ -23,73 +25,46 @@ from agent_loop_common.memory._location import (
 from agent_loop_common.records import Grade, Outcome, Role
 
 __all__ = [
-    "EtagCache",
-    "EtagEntry",
     "ReviewedMark",
     "grade_month",
     "mark_reviewed",
-    "read_etag_cache",
+    "read_etag_state",
     "read_grades",
     "read_reviewed",
-    "write_etag_cache",
+    "write_etag_state",
     "write_grades",
 ]
 
 
-class EtagEntry(BaseModel):
-    """One conditional-request validator and the body it validates."""
+async def read_etag_state(location: MemoryLocation, role: Role) -> dict[str, Any] | None:
+    """The saved ETag cache of `role` (the GitHub facade's `ETagCache.dump()`), if any.
 
-    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
-
-    etag: str
-    """The `ETag` response header, sent back as `If-None-Match`."""
-    last_modified: str = ""
-    """The `Last-Modified` header, if any."""
-    body: str = ""
-    """The response body to reuse when GitHub answers 304 (empty if the caller keeps none)."""
-    stored_at: AwareDatetime
-    """When the entry was stored; the oldest entries are evicted first."""
-
-
-class EtagCache(BaseModel):
-    """A role's `etags/cache.json`: URL -> validator, capped in size."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
-
-    schema_version: str = "1.0"
-    """Same versioning rule as `RunRecord`."""
-    entries: dict[str, EtagEntry] = Field(default_factory=dict[str, EtagEntry])
-    """Cached validators by request URL."""
-
-    def put(self, url: str, entry: EtagEntry, *, max_entries: int = 500) -> EtagCache:
-        """Return a cache with `entry` stored, evicting the oldest beyond `max_entries`."""
-        entries = {**self.entries, url: entry}
-        if len(entries) > max_entries:
-            keep = sorted(entries.items(), key=lambda kv: kv[1].stored_at)[-max_entries:]
-            entries = dict(keep)
-        return EtagCache(entries=entries)
-
-
-async def read_etag_cache(location: MemoryLocation, role: Role) -> EtagCache:
-    """The ETag cache of `role` (empty when none was saved)."""
+    The facade owns the cache's format; memory only gives it a home that survives the
+    fresh container every scheduled run starts in. Unreadable content reads as `None`
+    (a lost cache costs one full poll, never a run).
+    """
     store = await open_store(location, location.keys.etags(role))
-    return await read_doc(store, ETAG_PATH, EtagCache) or EtagCache()
+    text = await store.read_text.aio(ETAG_PATH, default="")
+    if not text.strip():
+        return None
+    try:
+        loaded: Any = json.loads(text)
+    except ValueError:
+        return None
+    return cast("dict[str, Any]", loaded) if isinstance(loaded, dict) else None
 
 
-async def write_etag_cache(
-    location: MemoryLocation, role: Role, cache: EtagCache, *, previous: EtagCache | None
-) -> bool:
-    """Save `cache` if it differs from `previous` (what was read); returns whether it saved.
+async def write_etag_state(location: MemoryLocation, role: Role, state: Mapping[str, Any]) -> None:
+    """Save `role`'s ETag cache; call only when the facade's cache says it `changed`.
 
     Parallel runs of one role share the key: the last saver wins the whole file, which
     only costs a cache miss later.
     """
-    if previous is not None and cache == previous:
-        return False
     store = append_store(location, location.keys.etags(role))
-    await write_doc(store, ETAG_PATH, cache, actor=role.value)
+    await store.write_text.aio(
+        ETAG_PATH, json.dumps(state, separators=(",", ":")), actor=role.value
+    )
     await save_store(location, store)
-    return True
 
 
 class ReviewedMark(BaseModel):
