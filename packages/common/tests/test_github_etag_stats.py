@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from agent_loop_common.github import NO_RESPONSE, ETagCache, GitHub, RequestStats, TokenAuth
-from agent_loop_common.github._routes import Router
+from agent_loop_common.github._routes import POLLED_READS, ROUTES, Router
 from agent_loop_common.testing import instant_retry
 
 
@@ -180,3 +180,8 @@ async def test_a_304_on_page_one_still_walks_page_two() -> None:
     assert [e.event for e in first] == [e.event for e in second] == ["closed", "reopened"]
     assert seen == [("1", 200), ("2", 200), ("1", 304), ("2", 304)]
     assert gh.stats.not_modified == 2
+
+
+def test_polled_reads_are_templates_the_router_produces() -> None:
+    produced = {t.replace("+}", "}") for t in ROUTES}
+    assert produced >= POLLED_READS

@@ -123,6 +123,30 @@ async def test_unchanged_polls_are_304s_counted_apart(emu: GitHubEmulator) -> No
     assert gh.stats.by_route()[COMMENTS] == {200: 4, 304: 5}
 
 
+async def test_every_polled_read_is_a_304_when_unchanged(emu: GitHubEmulator) -> None:
+    sha = emu.push("agent/x", {"a.txt": "a\n"}, author="acme", message="a")
+    pr = emu.open_pull("agent/x", title="PR")
+    emu.add_review(pr, author="acme", comments=[("a.txt", 1, "hm")])
+    emu.set_check_run(sha, "tests")
+    emu.set_status(sha, "ci", "success")
+    gh = emulator_client(emu)
+
+    async def poll() -> None:
+        await gh.list_issues()
+        await gh.list_pulls()
+        await gh.list_issue_comments(pr)
+        await gh.list_issue_events(pr)
+        await gh.list_reviews(pr)
+        await gh.list_review_comments(pr)
+        await gh.list_check_runs(sha)
+        await gh.list_statuses(sha)
+
+    await poll()
+    assert gh.stats.not_modified == 0
+    await poll()
+    assert gh.stats.not_modified == gh.stats.total // 2 == 8
+
+
 async def test_etag_cache_survives_a_run_through_dump_and_load(emu: GitHubEmulator) -> None:
     emu.add_issue("One", author="acme", labels=["agent"])
     first_run = emulator_client(emu)

@@ -58,7 +58,8 @@ ROUTES: tuple[str, ...] = (
 # (a repeated commit at worst leaves an unreferenced twin), adding a label that is there
 # is a no-op, and a second installation token is harmless.
 _IDEMPOTENT_POSTS = frozenset(
-    {
+    t.replace("+}", "}")
+    for t in {
         f"{_R}/git/blobs",
         f"{_R}/git/trees",
         f"{_R}/git/commits",
@@ -69,7 +70,8 @@ _IDEMPOTENT_POSTS = frozenset(
 
 # Reads that agents poll on every run: worth a conditional request (a 304 is free).
 POLLED_READS = frozenset(
-    {
+    t.replace("+}", "}")
+    for t in {
         f"{_R}/issues",
         f"{_R}/issues/{{issue_number}}/comments",
         f"{_R}/issues/{{issue_number}}/events",
