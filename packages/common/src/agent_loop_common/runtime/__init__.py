@@ -1,0 +1,25 @@
+"""The spine every pipeline shares: a run's effects (`Runtime`) and its record (`RunScope`).
+
+```python
+async with open_runtime(settings, Role.BUILDER) as rt:
+    record = await run_scoped(rt, body)   # body(scope) claims, works, scope.finish(...)
+```
+
+`use_model(provider)` installs an in-process model (scripted, replayed) for Flyte local
+mode: the offline demo and the end-to-end tests.
+"""
+
+from agent_loop_common.runtime._models import ModelProvider, installed_model, model_for, use_model
+from agent_loop_common.runtime._runtime import Runtime, open_runtime
+from agent_loop_common.runtime._scope import RunScope, run_scoped
+
+__all__ = [
+    "ModelProvider",
+    "RunScope",
+    "Runtime",
+    "installed_model",
+    "model_for",
+    "open_runtime",
+    "run_scoped",
+    "use_model",
+]

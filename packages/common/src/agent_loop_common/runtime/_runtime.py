@@ -1,0 +1,134 @@
+"""The effects one pipeline run works with, built once at the edge from settings.
+
+Pipelines take a `Runtime` instead of reaching for globals, so the same code runs in a
+Flyte task on a cluster, in Flyte's local mode, and in a plain async test against the
+GitHub emulator and a scripted model: only what `open_runtime` is given differs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import httpx
+import structlog
+from flyte.ai.agents import LLMCallable
+
+from agent_loop_common.claims import Claimer, new_run_id
+from agent_loop_common.github import ETagCache, GitHub, RetryPolicy
+from agent_loop_common.llm import Budget, UsageMeter
+from agent_loop_common.memory import MemoryLocation, read_etag_state, write_etag_state
+from agent_loop_common.records import Role
+from agent_loop_common.runtime._models import installed_model, model_for
+from agent_loop_common.settings import Settings
+
+__all__ = ["Runtime", "open_runtime"]
+
+_log = structlog.get_logger(__name__)
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class Runtime:
+    """Everything one run of one role needs; closed by `open_runtime` when the run ends."""
+
+    settings: Settings
+    """The validated configuration of this deployment."""
+    role: Role
+    """Which pipeline runs."""
+    run_id: str
+    """Unique id of this run (also in claim markers and the run record)."""
+    github: GitHub
+    """The GitHub facade, counting requests for the record."""
+    claimer: Claimer
+    """Claims, releases and back-offs for this run."""
+    memory: MemoryLocation
+    """Where the shared memory lives."""
+    usage: UsageMeter = field(default_factory=UsageMeter)
+    """Tokens, calls and cost of every model call of the run."""
+    budget: Budget = field(default_factory=Budget)
+    """The per-run limits the model calls are checked against."""
+    clock: Callable[[], datetime] = _utcnow
+    """The current aware time (the emulator's clock in tests)."""
+
+    def call_llm(self, purpose: str = "agent") -> LLMCallable:
+        """A `call_llm` for one agent of this run (`"agent"` or `"verifier"`)."""
+        return model_for(self.settings, self.role, purpose, self.usage, self.budget)
+
+    @property
+    def model_name(self) -> str:
+        """The model string recorded on the run (`"installed"` for an in-process model)."""
+        return "installed" if installed_model() is not None else self.settings.model
+
+
+@asynccontextmanager
+async def open_runtime(
+    settings: Settings,
+    role: Role,
+    *,
+    run_id: str | None = None,
+    memory_root: str | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+    clock: Callable[[], datetime] | None = None,
+    github_retry: RetryPolicy | None = None,
+) -> AsyncGenerator[Runtime]:
+    """Build a run's effects; on exit persist the ETag cache (if it changed) and close.
+
+    Args:
+        settings: The configuration (`load_settings()`).
+        role: The pipeline's role.
+        run_id: Use this id instead of a fresh one (tests, replays).
+        memory_root: Storage root of the memory; `None` inside a Flyte task (resolved
+            from the task's raw data path), a folder in plain async code.
+        transport: An httpx transport for GitHub (the emulator in-process); `None` for HTTP.
+        clock: Time source; `datetime.now(UTC)` by default.
+        github_retry: GitHub retry policy (tests pass one that does not sleep).
+    """
+    memory = settings.memory_location(memory_root)
+    etag_state = await read_etag_state(memory, role)
+    etags = ETagCache.load(etag_state) if etag_state is not None else ETagCache()
+    github = GitHub(
+        settings.repo,
+        auth=settings.github_auth(),
+        base_url=settings.github_api_url,
+        transport=transport,
+        timeout=settings.github_timeout_seconds,
+        etags=etags,
+        retry=github_retry,
+    )
+    run = run_id or new_run_id()
+    claimer = Claimer(
+        github,
+        deployment=settings.deployment_id,
+        role=role.value,
+        run_id=run,
+        agent_login=settings.bot_login,
+        ttl=settings.claim_ttl,
+        policy=settings.backoff_policy(),
+        clock=clock,
+    )
+    runtime = Runtime(
+        settings=settings,
+        role=role,
+        run_id=run,
+        github=github,
+        claimer=claimer,
+        memory=memory,
+        budget=settings.budget(),
+        clock=clock or _utcnow,
+    )
+    try:
+        yield runtime
+    finally:
+        try:
+            if etags.changed:
+                await write_etag_state(memory, role, etags.dump())
+                etags.mark_saved()
+        except Exception as exc:  # a lost cache costs one full poll later, never the run
+            _log.warning("runtime.etag_save_failed", error=repr(exc))
+        await github.aclose()

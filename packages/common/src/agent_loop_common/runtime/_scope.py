@@ -1,0 +1,167 @@
+"""A run's record as it is being made, and the guarantee that it ends recorded.
+
+Every pipeline (builder, reviewer, distiller) has the same outer shape: time its stages
+(as `flyte.group`s, so a run's timeline reads as phases), collect attempts, trace and
+links, and on *every* exit path release what it claimed and write exactly one
+`RunRecord`, or, when it claimed nothing, only bump the cheap idle counter. That shape
+lives here once; the pipelines fill in the body.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import flyte
+import structlog
+
+from agent_loop_common.claims import ClaimLost
+from agent_loop_common.llm import BudgetExceeded
+from agent_loop_common.memory import count_idle_run, write_run_record
+from agent_loop_common.records import (
+    Attempt,
+    GitHubUsage,
+    Links,
+    Outcome,
+    RunRecord,
+    Target,
+    TraceStep,
+    Usage,
+)
+from agent_loop_common.runtime._runtime import Runtime
+
+__all__ = ["RunScope", "run_scoped"]
+
+_log = structlog.get_logger(__name__)
+
+_MAX_ERROR_CHARS = 4_000
+
+
+@dataclass
+class RunScope:
+    """Mutable notes of one run, turned into its `RunRecord` at the end."""
+
+    runtime: Runtime
+    started_at: datetime
+    target: Target | None = None
+    """Set as soon as the run claims something: from then on a record is owed."""
+    outcome: Outcome | None = None
+    error: str = ""
+    attempts: list[Attempt] = field(default_factory=list[Attempt])
+    trace: list[TraceStep] = field(default_factory=list[TraceStep])
+    links: Links = field(default_factory=Links)
+    lesson_ids: list[str] = field(default_factory=list[str])
+    stage_seconds: dict[str, float] = field(default_factory=dict[str, float])
+
+    @asynccontextmanager
+    async def stage(self, name: str) -> AsyncGenerator[None]:
+        """Time a phase and show it as a group in the Flyte run's timeline."""
+        started = time.perf_counter()
+        try:
+            with flyte.group(name):
+                yield
+        finally:
+            elapsed = time.perf_counter() - started
+            self.stage_seconds[name] = round(self.stage_seconds.get(name, 0.0) + elapsed, 4)
+
+    def finish(self, outcome: Outcome, error: str = "") -> None:
+        """Set how the run ended (the last call wins)."""
+        self.outcome = outcome
+        self.error = error[:_MAX_ERROR_CHARS]
+
+    def record(self) -> RunRecord:
+        """The run's record as of now."""
+        if self.target is None:
+            raise ValueError("a run that claimed nothing has no record")
+        rt = self.runtime
+        stats = rt.github.stats
+        usage = rt.usage
+        return RunRecord(
+            run_id=rt.run_id,
+            role=rt.role,
+            deployment=rt.settings.deployment_id,
+            target=self.target,
+            outcome=self.outcome or Outcome.ERROR,
+            started_at=self.started_at,
+            finished_at=rt.clock(),
+            attempts=self.attempts,
+            model=rt.model_name,
+            usage=Usage(
+                tokens_in=usage.prompt_tokens,
+                tokens_out=usage.completion_tokens,
+                llm_calls=usage.llm_calls,
+                cost_usd=usage.cost_usd,
+            ),
+            github=GitHubUsage(
+                requests=stats.total,
+                not_modified=stats.not_modified,
+                by_route={
+                    route: sum(counts.values()) for route, counts in stats.by_route().items()
+                },
+            ),
+            stage_seconds=self.stage_seconds,
+            trace=self.trace,
+            links=self.links,
+            error=self.error,
+            lesson_ids=self.lesson_ids,
+        )
+
+
+async def run_scoped(
+    runtime: Runtime, body: Callable[[RunScope], Awaitable[None]]
+) -> RunRecord | None:
+    """Run a pipeline body so that it always ends recorded and released.
+
+    The body sets `scope.target` once it holds a claim and `scope.finish(...)` when it
+    knows the outcome. Whatever happens (return, exception, budget stop, lost claim),
+    claims still held are released, and the record is written (or, for a run that
+    claimed nothing, the idle counter bumped). Errors never escape: a scheduled run
+    must not crash the schedule. Only cancellation propagates, after cleanup.
+
+    Returns:
+        The written record, or `None` when the run claimed nothing.
+    """
+    scope = RunScope(runtime=runtime, started_at=runtime.clock())
+    try:
+        await body(scope)
+    except BudgetExceeded as exc:
+        scope.finish(Outcome.BUDGET_EXCEEDED, str(exc))
+    except ClaimLost as exc:
+        scope.finish(Outcome.LOST_CLAIM, str(exc))
+    except Exception as exc:
+        _log.exception("run.error", role=runtime.role.value, run_id=runtime.run_id)
+        scope.finish(Outcome.ERROR, f"{type(exc).__name__}: {exc}")
+    finally:
+        await _release_all(runtime)
+    if runtime.usage.exceeded and scope.outcome not in (Outcome.ERROR, None):
+        scope.finish(Outcome.BUDGET_EXCEEDED, runtime.usage.exceeded)
+    return await _persist(runtime, scope)
+
+
+async def _release_all(runtime: Runtime) -> None:
+    for claim in runtime.claimer.held():
+        try:
+            await runtime.claimer.release(claim, "run ended")
+        except Exception as exc:  # the claim expires by itself; never hide the outcome
+            _log.warning("run.release_failed", target=str(claim.target), error=repr(exc))
+
+
+async def _persist(runtime: Runtime, scope: RunScope) -> RunRecord | None:
+    if scope.target is None:
+        if scope.outcome is Outcome.ERROR:
+            _log.error("run.failed_before_claim", role=runtime.role.value, error=scope.error)
+        await count_idle_run(runtime.memory, runtime.role, now=runtime.clock())
+        return None
+    record = scope.record()
+    await write_run_record(runtime.memory, record, now=runtime.clock())
+    _log.info(
+        "run.recorded",
+        role=runtime.role.value,
+        run_id=runtime.run_id,
+        outcome=record.outcome.value,
+        target=f"{record.target.kind.value}#{record.target.number}",
+    )
+    return record

@@ -1,0 +1,137 @@
+"""The run spine: every exit path releases what was claimed and leaves the right trace
+in memory (a record when something was claimed, only the idle counter otherwise)."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from collections.abc import AsyncGenerator
+
+import pytest
+
+from agent_loop_common.llm import BudgetExceeded
+from agent_loop_common.memory import MemoryLocation, bucket_of, run_path
+from agent_loop_common.records import Outcome, Role, RunRecord, Target, TargetKind
+from agent_loop_common.runtime import RunScope, Runtime, open_runtime, run_scoped
+from agent_loop_common.settings import Settings, load_settings
+from agent_loop_common.testing import GitHubEmulator, instant_retry
+from agent_loop_common.testing._facade import EMULATOR_BASE_URL
+
+
+@pytest.fixture
+def emulator() -> GitHubEmulator:
+    emu = GitHubEmulator()
+    emu.seed_files({"README.md": "# widgets\n"})
+    return emu
+
+
+@pytest.fixture
+def settings(emulator: GitHubEmulator, tmp_path: pathlib.Path) -> Settings:
+    return load_settings(
+        repo=emulator.full_name,
+        github_token=emulator.bot_token,
+        github_api_url=EMULATOR_BASE_URL,
+        home=tmp_path / "home",
+    )
+
+
+@pytest.fixture
+async def runtime(
+    settings: Settings, emulator: GitHubEmulator, tmp_path: pathlib.Path
+) -> AsyncGenerator[Runtime]:
+    async with open_runtime(
+        settings,
+        Role.BUILDER,
+        memory_root=str(tmp_path / "mem"),
+        transport=emulator.transport(),
+        github_retry=instant_retry(),
+    ) as rt:
+        yield rt
+
+
+def _stored(location: MemoryLocation, record: RunRecord) -> RunRecord:
+    key = location.keys.runs(bucket_of(record.finished_at))
+    path = pathlib.Path(location.remote_path(key)) / run_path(record.run_id)
+    return RunRecord.model_validate(json.loads(path.read_text()))
+
+
+async def _claim_issue(scope: RunScope, number: int) -> None:
+    claim = await scope.runtime.claimer.claim("issue", number)
+    assert claim is not None
+    scope.target = Target(kind=TargetKind.ISSUE, number=number, title="t")
+
+
+async def test_success_writes_one_record_and_releases(
+    runtime: Runtime, emulator: GitHubEmulator
+) -> None:
+    number = emulator.add_issue("Add a widget", "please")
+
+    async def body(scope: RunScope) -> None:
+        await _claim_issue(scope, number)
+        async with scope.stage("build"):
+            assert emulator.ref_sha(f"agent-loop/claims/issue-{number}") is not None
+        scope.finish(Outcome.OPENED_PR)
+
+    record = await run_scoped(runtime, body)
+    assert record is not None
+    assert record.outcome is Outcome.OPENED_PR
+    assert "build" in record.stage_seconds
+    assert record.github.requests > 0
+    assert _stored(runtime.memory, record) == record
+    assert emulator.ref_sha(f"agent-loop/claims/issue-{number}") is None
+    assert runtime.claimer.held() == ()
+
+
+async def test_an_error_after_claiming_is_recorded_and_released(
+    runtime: Runtime, emulator: GitHubEmulator
+) -> None:
+    number = emulator.add_issue("Broken", "")
+
+    async def body(scope: RunScope) -> None:
+        await _claim_issue(scope, number)
+        raise RuntimeError("the model said something odd")
+
+    record = await run_scoped(runtime, body)
+    assert record is not None
+    assert record.outcome is Outcome.ERROR
+    assert record.error == "RuntimeError: the model said something odd"
+    assert emulator.ref_sha(f"agent-loop/claims/issue-{number}") is None
+
+
+async def test_budget_stop_is_its_own_outcome(runtime: Runtime, emulator: GitHubEmulator) -> None:
+    number = emulator.add_issue("Big", "")
+
+    async def body(scope: RunScope) -> None:
+        await _claim_issue(scope, number)
+        raise BudgetExceeded("token budget of 10 reached")
+
+    record = await run_scoped(runtime, body)
+    assert record is not None
+    assert record.outcome is Outcome.BUDGET_EXCEEDED
+
+
+async def test_a_run_that_claimed_nothing_leaves_no_record(runtime: Runtime) -> None:
+    async def body(scope: RunScope) -> None:
+        scope.finish(Outcome.SKIPPED)
+
+    assert await run_scoped(runtime, body) is None
+    runs_root = pathlib.Path(runtime.memory.remote_path("x")).parent
+    assert not list(runs_root.glob("*-runs-*"))
+
+
+async def test_etag_cache_survives_to_the_next_run(
+    settings: Settings, emulator: GitHubEmulator, tmp_path: pathlib.Path
+) -> None:
+    emulator.add_issue("One", "")
+    requests_per_run: list[tuple[int, int]] = []
+    for _ in range(2):
+        async with open_runtime(
+            settings,
+            Role.BUILDER,
+            memory_root=str(tmp_path / "mem"),
+            transport=emulator.transport(),
+            github_retry=instant_retry(),
+        ) as rt:
+            await rt.github.list_issues()
+            requests_per_run.append((rt.github.stats.total, rt.github.stats.not_modified))
+    assert requests_per_run == [(1, 0), (1, 1)]
