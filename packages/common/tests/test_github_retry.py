@@ -139,6 +139,13 @@ async def test_exhausted_server_errors_explain_request_answer_and_remedy(
     assert "a later run can retry" in text
 
 
+async def test_unavailable_with_retry_after_waits_as_asked(clock: FakeTime) -> None:
+    handler, _ = scripted(err(503, "maintenance", **{"Retry-After": "9"}), ref_ok())
+    gh = client(handler, clock)
+    assert await gh.get_ref("heads/main") == SHA
+    assert clock.sleeps == [9.0]
+
+
 async def test_backoff_is_capped_by_max_delay(clock: FakeTime) -> None:
     handler, _ = scripted(err(500))
     gh = client(handler, clock, max_attempts=6, base_delay=1.0, max_delay=5.0)

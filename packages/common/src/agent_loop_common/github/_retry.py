@@ -13,8 +13,8 @@ What is retried, and when:
   `max_delay` (or than what is left of `max_total`) we stop at once with `RateLimited`
   rather than sleep less than asked and be refused again.
 - **refused connections / pool timeouts**: nothing was sent; any method is retried.
-- **5xx, read/write timeouts, dropped connections**: GitHub may have acted. Retried for
-  idempotent requests only (see `Router.is_idempotent`). A create (issue, comment, PR,
+- **5xx, read/write timeouts, dropped connections**: GitHub may have acted. Retried (after
+  `Retry-After` when a 503 sends one) for idempotent requests only (see `Router.is_idempotent`). A create (issue, comment, PR,
   reply, ref) fails fast with `GitHubUnavailable` saying it may have been applied: the
   scheduled pipeline re-reads state on its next run, which is cheaper than a duplicate
   public comment or a claim ref we created but then read as "someone else's".
@@ -97,11 +97,11 @@ def classify_response(
     status: int, headers: httpx.Headers, content: bytes, now: float
 ) -> Failure | None:
     """Retryable failure carried by a response, or None to hand it to the caller."""
+    retry_after = _seconds(headers.get("retry-after"), now)
     if status >= 500 and status != 501:
-        return Failure("server", ambiguous=True)
+        return Failure("server", ambiguous=True, wait=retry_after)  # 503 may say when
     if status not in (403, 429):
         return None
-    retry_after = _seconds(headers.get("retry-after"), now)
     reset_at: datetime | None = None
     wait = retry_after
     if headers.get("x-ratelimit-remaining") == "0":
