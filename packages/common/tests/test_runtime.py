@@ -7,12 +7,21 @@ import json
 import pathlib
 from collections.abc import AsyncGenerator
 
+import flyte
 import pytest
 
 from agent_loop_common.llm import BudgetExceeded
 from agent_loop_common.memory import MemoryLocation, bucket_of, run_path
 from agent_loop_common.records import Outcome, Role, RunRecord, Target, TargetKind
-from agent_loop_common.runtime import RunScope, Runtime, open_runtime, run_scoped
+from agent_loop_common.runtime import (
+    RunScope,
+    Runtime,
+    local_memory,
+    local_raw_data_path,
+    open_runtime,
+    run_scoped,
+    run_task,
+)
 from agent_loop_common.settings import Settings, load_settings
 from agent_loop_common.testing import GitHubEmulator, instant_retry
 from agent_loop_common.testing._facade import EMULATOR_BASE_URL
@@ -135,3 +144,17 @@ async def test_etag_cache_survives_to_the_next_run(
             await rt.github.list_issues()
             requests_per_run.append((rt.github.stats.total, rt.github.stats.not_modified))
     assert requests_per_run == [(1, 0), (1, 1)]
+
+
+_probe_env = flyte.TaskEnvironment(name="runtime-probe")
+
+
+@_probe_env.task
+async def _probe(x: int) -> dict[str, int]:
+    return {"x": x * 2}
+
+
+def test_run_task_runs_in_local_mode_under_the_home(settings: Settings) -> None:
+    assert run_task(settings, _probe, x=21) == {"x": 42}
+    assert local_raw_data_path(settings).is_dir()
+    assert local_memory(settings).root == str(local_raw_data_path(settings))

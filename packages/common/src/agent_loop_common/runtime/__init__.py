@@ -9,6 +9,12 @@ async with open_runtime(settings, Role.BUILDER) as rt:
 mode: the offline demo and the end-to-end tests.
 """
 
+from agent_loop_common.runtime._local import (
+    github_from_settings,
+    local_memory,
+    local_raw_data_path,
+    run_task,
+)
 from agent_loop_common.runtime._models import ModelProvider, installed_model, model_for, use_model
 from agent_loop_common.runtime._runtime import Runtime, open_runtime
 from agent_loop_common.runtime._scope import RunScope, run_scoped
@@ -17,9 +23,13 @@ __all__ = [
     "ModelProvider",
     "RunScope",
     "Runtime",
+    "github_from_settings",
     "installed_model",
+    "local_memory",
+    "local_raw_data_path",
     "model_for",
     "open_runtime",
     "run_scoped",
+    "run_task",
     "use_model",
 ]

@@ -1,0 +1,71 @@
+"""Firing one agent task: in Flyte's local mode on this machine, or on a deployed cluster.
+
+Local mode runs the very task a cluster runs, in this process, with durable local
+persistence under `AGENT_LOOP_HOME`, so `agent-loop run`, `python -m agent_loop_<role>`,
+the offline demo and the end-to-end tests all go through the same code path.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+import flyte
+
+from agent_loop_common.github import GitHub
+from agent_loop_common.memory import MemoryLocation
+from agent_loop_common.settings import Settings
+
+__all__ = ["github_from_settings", "local_memory", "local_raw_data_path", "run_task"]
+
+
+def local_raw_data_path(settings: Settings) -> pathlib.Path:
+    """Where local runs keep Flyte's raw data, and with it the memory stores."""
+    return (settings.home / "flyte-data").resolve()
+
+
+def local_memory(settings: Settings) -> MemoryLocation:
+    """The memory of local runs, for reading outside a task (`agent-loop status`)."""
+    return settings.memory_location(str(local_raw_data_path(settings)))
+
+
+def github_from_settings(settings: Settings) -> GitHub:
+    """A GitHub facade for a write action (a durable sub-task builds its own client)."""
+    return GitHub(
+        settings.repo,
+        auth=settings.github_auth(),
+        base_url=settings.github_api_url,
+        timeout=settings.github_timeout_seconds,
+    )
+
+
+def run_task(settings: Settings, task: Any, *, remote: bool = False, **inputs: Any) -> Any:
+    """Run `task` once and return its output.
+
+    Args:
+        settings: Supplies the Flyte org/project/domain and the local home.
+        task: A task of an agent's `TaskEnvironment`.
+        remote: Fire the deployed task on the cluster configured for the `flyte` CLI
+            (`flyte.init_from_config()`), wait for it, and return its output.
+        **inputs: The task's inputs.
+    """
+    if remote:
+        flyte.init_from_config()
+        run = flyte.run(task, **inputs)
+        run.wait()
+        return _single(run.outputs())
+    raw = local_raw_data_path(settings)
+    raw.mkdir(parents=True, exist_ok=True)
+    flyte.init(
+        org=settings.flyte_org,
+        project=settings.flyte_project,
+        domain=settings.flyte_domain,
+        local_persistence=True,
+    )
+    run = flyte.with_runcontext(mode="local", raw_data_path=str(raw)).run(task, **inputs)
+    return _single(run.outputs())
+
+
+def _single(outputs: tuple[Any, ...]) -> Any:
+    """A one-output task's value (the SDK wraps outputs in a tuple-like object)."""
+    return outputs[0] if len(outputs) == 1 else outputs
