@@ -187,6 +187,8 @@ def check_run(c: gh.CheckRun) -> CheckRun:
         output_title=c.output.title or "",
         output_summary=c.output.summary or "",
         output_text=c.output.text or "",
+        started_at=c.started_at,
+        completed_at=c.completed_at,
     )
 
 
@@ -196,6 +198,7 @@ def commit_status(s: gh.SimpleCommitStatus) -> CommitStatus:
         state=s.state,
         description=s.description or "",
         target_url=s.target_url or "",
+        updated_at=s.updated_at,
     )
 
 

@@ -145,6 +145,11 @@ class CheckRun(_Frozen):
     output_title: str
     output_summary: str
     output_text: str
+    started_at: datetime | None = None
+    """When the run started (GitHub's clock)."""
+    completed_at: datetime | None = None
+    """When the run completed; `None` while queued or in progress. With `started_at`
+    it tells a failure that arrived after a given moment from one seen before it."""
 
 
 class CommitStatus(_Frozen):
@@ -155,6 +160,8 @@ class CommitStatus(_Frozen):
     """`error`, `failure`, `pending` or `success`."""
     description: str
     target_url: str
+    updated_at: datetime | None = None
+    """When this context last changed state (GitHub's clock)."""
 
 
 class TreeEntry(_Frozen):
