@@ -90,6 +90,7 @@ ALL_VARIABLES: list[tuple[str, str, str, object]] = [
     ("AGENT_LOOP_REVIEWER_MAX_TURNS", "42", "reviewer_max_turns", 42),
     ("AGENT_LOOP_VERIFIER_MAX_TURNS", "13", "verifier_max_turns", 13),
     ("AGENT_LOOP_DISTILLER_MAX_TURNS", "21", "distiller_max_turns", 21),
+    ("AGENT_LOOP_REVIEWER_MAX_CHECK_FIXES", "5", "reviewer_max_check_fixes", 5),
     ("AGENT_LOOP_MAX_TRIES", "2", "max_tries", 2),
     ("AGENT_LOOP_MAX_TOKENS_PER_RUN", "500000", "max_tokens_per_run", 500_000),
     ("AGENT_LOOP_MAX_COST_USD_PER_RUN", "2.5", "max_cost_usd_per_run", 2.5),

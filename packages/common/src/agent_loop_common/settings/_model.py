@@ -132,6 +132,8 @@ class Settings(BaseSettings):
     """Most model turns of one verifier check."""
     distiller_max_turns: int = Field(default=20, ge=1)
     """Most model turns of the distiller's lesson-writing agent."""
+    reviewer_max_check_fixes: int = Field(default=3, ge=0)
+    """Most reviewer attempts per pull request at fixing its failing checks (CI check runs and statuses); after that the reviewer says on the PR that it stopped, and only a person's feedback or push brings it back. 0: never act on failing checks."""
     max_tries: int = Field(default=3, ge=1, le=10)
     """Attempts per run in total (the first plus retries after a verifier rejection, each with the verifier's feedback)."""
     max_tokens_per_run: int = Field(default=4_000_000, ge=0)
