@@ -62,6 +62,10 @@ class Metrics(BaseModel):
     """merged / (merged + closed_unmerged): share of decided PRs that were merged."""
     closed_unmerged_rate: float | None = _Rate
     """closed_unmerged / (merged + closed_unmerged); the two rates sum to 1."""
+    decompositions: NonNegativeInt = 0
+    """Graded decompositions (builder runs that opened sub-issues)."""
+    sub_issue_completion_rate: float | None = _Rate
+    """sub_issues_closed / sub_issues: share of the agents' sub-issues closed so far."""
 
 
 def _ratio(numerator: float, denominator: float) -> float | None:
@@ -90,6 +94,8 @@ def summarize(tally: Tally, grades: GradeTally | None = None) -> Metrics:
         open_prs=g.open,
         merged_rate=_ratio(g.merged, decided),
         closed_unmerged_rate=_ratio(g.closed_unmerged, decided),
+        decompositions=g.decompositions,
+        sub_issue_completion_rate=_ratio(g.sub_issues_closed, g.sub_issues),
     )
 
 

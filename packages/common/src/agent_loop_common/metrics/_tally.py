@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, NonNegativeFloat, NonNegativeInt
 
-from agent_loop_common.records import Grade, GradeState, Outcome, RunRecord
+from agent_loop_common.records import Grade, GradeState, Outcome, RunRecord, TargetKind
 
 __all__ = [
     "IDLE_OUTCOMES",
@@ -132,6 +132,12 @@ class GradeTally(BaseModel):
     """Grades in state `open`."""
     review_rounds: NonNegativeInt = 0
     """Sum of review rounds over all graded PRs."""
+    decompositions: NonNegativeInt = 0
+    """Decomposition grades (`target.kind == "issue"`); not counted in the PR states."""
+    sub_issues: NonNegativeInt = 0
+    """Sub-issues opened by those decompositions."""
+    sub_issues_closed: NonNegativeInt = 0
+    """Of those, the ones closed so far."""
 
     def __add__(self, other: GradeTally) -> GradeTally:
         """Field-wise sum."""
@@ -141,9 +147,18 @@ class GradeTally(BaseModel):
 
 
 def tally_grades(grades: Iterable[Grade]) -> GradeTally:
-    """Count grades. Give each PR once (its latest grade)."""
+    """Count grades. Give each PR once (its latest grade).
+
+    PR grades count towards the PR states and review rounds; decomposition grades
+    (`target.kind == "issue"`) count only towards the sub-issue figures.
+    """
     counts = dict.fromkeys(GradeTally.model_fields, 0)
     for g in grades:
+        if g.target.kind is TargetKind.ISSUE:
+            counts["decompositions"] += 1
+            counts["sub_issues"] += len(set(g.sub_issues))
+            counts["sub_issues_closed"] += len(set(g.sub_issues_closed) & set(g.sub_issues))
+            continue
         counts["graded"] += 1
         counts["review_rounds"] += g.review_rounds
         match g.state:

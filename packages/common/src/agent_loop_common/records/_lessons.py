@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeInt
 
 from agent_loop_common.records._parts import Role
 
@@ -26,6 +26,15 @@ class Lesson(BaseModel):
     """When the lesson was first written."""
     updated_at: AwareDatetime
     """When the lesson was last edited."""
+    source_refs: list[str] = Field(default_factory=list[str])
+    """Issues and pull requests those runs worked on or opened (`issue-12`, `pr-15`), so a
+    human can check the lesson against what happened (since 1.1)."""
+    hits: NonNegativeInt = 0
+    """How many runs have backed the lesson so far (evidence added, confirmed or merged in);
+    0 in books written before 1.1."""
+    last_seen_at: AwareDatetime | None = None
+    """When evidence last backed the lesson; a lesson unseen for long expires (since 1.1;
+    `None`: use `updated_at`)."""
 
 
 class LessonBook(BaseModel):
@@ -33,8 +42,9 @@ class LessonBook(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
 
-    schema_version: str = "1.0"
-    """Same versioning rule as `RunRecord`."""
+    schema_version: str = "1.1"
+    """Same versioning rule as `RunRecord` (1.1 added the lessons' provenance refs, hits
+    and last-seen time)."""
     lessons: list[Lesson] = Field(default_factory=list[Lesson])
     """Current lessons, most useful first."""
 
