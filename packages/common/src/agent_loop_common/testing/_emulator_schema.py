@@ -34,7 +34,8 @@ def _walk(data: object, value: object, path: str, allowed_extra: frozenset[str])
         by_alias = {(info.alias or name): name for name, info in fields.items()}
         obj = cast("dict[str, object]", data)
         extra = sorted(set(obj) - set(by_alias) - allowed_extra)
-        if extra:
+        # A schema with additionalProperties becomes a model that allows extra keys.
+        if extra and type(value).model_config.get("extra") != "allow":
             raise SchemaMismatch(f"{path}: keys not in {type(value).__name__}: {extra}")
         for key, item in obj.items():
             if key in by_alias:
