@@ -103,6 +103,32 @@ async def test_build_commit_and_move_refs(
     assert missing.value.response.status_code == 404
 
 
+async def test_tree_deletes_need_an_existing_path(
+    emulator: GitHubEmulator, gh: GitHub[TokenAuthStrategy]
+) -> None:
+    base = emulator.log("main")[0].tree
+    entry = {"path": "src/app.py", "mode": "100644", "type": "blob", "sha": None}
+    tree = (
+        await gh.rest.git.async_create_tree("acme", "widgets", base_tree=base, tree=[entry])
+    ).parsed_data
+    assert [t.path for t in tree.tree] == ["README.md"]
+    with pytest.raises(RequestFailed) as info:
+        await gh.rest.git.async_create_tree(
+            "acme", "widgets", base_tree=base, tree=[{**entry, "path": "nope.txt"}]
+        )
+    assert info.value.response.status_code == 422
+    with pytest.raises(RequestFailed) as neither:
+        await gh.rest.git.async_create_tree(
+            "acme",
+            "widgets",
+            base_tree=base,
+            tree=[{"path": "x", "mode": "100644", "type": "blob"}],
+        )
+    assert neither.value.response.json()["message"].startswith(
+        "Must supply either tree.sha or tree.content"
+    )
+
+
 async def test_ten_racing_claims_have_one_winner(
     emulator: GitHubEmulator, gh: GitHub[TokenAuthStrategy]
 ) -> None:

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+import jwt
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 from githubkit_schemas.latest import models as m
 
 from agent_loop_common.testing import GitHubEmulator, SchemaMismatch, assert_matches_schema
@@ -106,9 +110,18 @@ async def test_issues_comments_labels(client: httpx.AsyncClient) -> None:
         json={"body": "edited"},
     )
     await _ok(client, "GET", f"{REPO}/issues/{n}/comments", list[m.IssueComment])
+    await _ok(client, "GET", f"{REPO}/issues/comments/{comment.id}", m.IssueComment)
     await _ok(client, "POST", f"{REPO}/issues/{n}/labels", list[m.Label], json={"labels": ["y"]})
+    await _ok(
+        client, "PUT", f"{REPO}/issues/{n}/labels", list[m.Label], json={"labels": ["x", "y", "z"]}
+    )
+    await _ok(client, "GET", f"{REPO}/issues/{n}/labels", list[m.Label])
     await _ok(client, "DELETE", f"{REPO}/issues/{n}/labels/y", list[m.Label])
     await _ok(client, "GET", f"{REPO}/labels", list[m.Label])
+    await _ok(
+        client, "POST", f"{REPO}/labels", m.Label, json={"name": "triaged", "color": "#00ff00"}
+    )
+    assert (await client.delete(f"{REPO}/issues/comments/{comment.id}")).status_code == 204
 
 
 _EVENT_MODELS: dict[str, Any] = {
@@ -174,6 +187,44 @@ async def test_pulls_reviews_checks(emulator: GitHubEmulator, client: httpx.Asyn
     merged = await _ok(client, "PUT", f"{REPO}/pulls/2/merge", m.PullRequestMergeResult, json={})
     assert merged.merged is True
     await _ok(client, "GET", f"{REPO}/pulls/2", m.PullRequest)
+
+
+async def test_check_runs_through_the_api_need_an_app(
+    emulator: GitHubEmulator, client: httpx.AsyncClient
+) -> None:
+    head = emulator.ref_sha("heads/feature")
+    denied = await client.post(f"{REPO}/check-runs", json={"name": "ci", "head_sha": head})
+    assert denied.status_code == 403
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    public = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    installation_id = emulator.register_app(99, public.decode(), slug="ci-app")
+    now = int(time.time())
+    app_jwt = jwt.encode({"iss": "99", "iat": now - 60, "exp": now + 500}, key, algorithm="RS256")
+    minted = await client.post(
+        f"/app/installations/{installation_id}/access_tokens",
+        headers={"Authorization": f"Bearer {app_jwt}"},
+    )
+    installation = {"Authorization": f"token {minted.json()['token']}"}
+    run = await _ok(
+        client,
+        "POST",
+        f"{REPO}/check-runs",
+        m.CheckRun,
+        headers=installation,
+        json={"name": "ci", "head_sha": head, "status": "in_progress"},
+    )
+    done = await _ok(
+        client,
+        "PATCH",
+        f"{REPO}/check-runs/{run.id}",
+        m.CheckRun,
+        headers=installation,
+        json={"conclusion": "success", "output": {"title": "t", "summary": "s"}},
+    )
+    assert (done.status, done.conclusion, done.output.summary) == ("completed", "success", "s")
+    await _ok(client, "GET", f"{REPO}/check-runs/{run.id}", m.CheckRun)
 
 
 async def test_contents_and_git_data(emulator: GitHubEmulator, client: httpx.AsyncClient) -> None:

@@ -32,6 +32,9 @@ from agent_loop_common.testing._emulator_state import State
 __all__ = ["ROUTES", "commit_json", "ref_json"]
 
 _DOCS = "https://docs.github.com/rest/git"
+_SHA_OR_CONTENT = (
+    "Must supply either tree.sha or tree.content. Request will be rejected if both are present."
+)
 
 
 def _not_empty(st: State) -> None:
@@ -184,10 +187,10 @@ def _tree_write(st: State, raw: object) -> TreeWrite:
         raise ApiError(422, f"Must supply a valid tree.mode for {path!r}")
     if "content" in entry and entry.get("content") is not None:
         if "sha" in entry and entry["sha"] is not None:
-            raise ApiError(422, "Must supply either tree.sha or tree.content, not both")
+            raise ApiError(422, _SHA_OR_CONTENT)
         return TreeWrite(path, mode, st.git.add_blob(str(entry["content"]).encode()))
     if "sha" not in entry:
-        raise ApiError(422, "Must supply tree.sha or tree.content")
+        raise ApiError(422, _SHA_OR_CONTENT)
     sha = entry["sha"]
     if sha is None:
         return TreeWrite(path, mode, None)
@@ -209,6 +212,11 @@ def create_tree(st: State, ctx: Ctx) -> Reply:
     if base is not None and (not isinstance(base, str) or st.git.tree(base.lower()) is None):
         raise ApiError(422, "base_tree is not a valid tree oid")
     writes = [_tree_write(st, e) for e in cast("list[object]", entries)]
+    for write in writes:
+        # GitHub refuses to delete (sha: null) a path the base tree does not have.
+        missing = base is None or st.git.lookup(base.lower(), write.path) is None
+        if write.sha is None and missing:
+            raise ApiError(422, "GitRPC::BadObjectState")
     sha = st.git.write_tree(base.lower() if isinstance(base, str) else None, writes)
     return Reply(
         201,
