@@ -3,28 +3,57 @@
 `common` never defines a `TaskEnvironment` (each agent's deploy would pick it up). It
 only builds the image spec and the secret list, so the three agents declare them the
 same way while each keeps its own image (from its own exported lock) and its own deploy.
+
+Secrets are read from the deploying shell's environment when `env.py` is imported (the
+spec is fixed at deploy time, as the cron schedules are):
+
+- GitHub: `AGENT_LOOP_GITHUB_AUTH=token` (default) injects the Flyte secret `github-token`
+  as `GITHUB_TOKEN`; `app` injects `github-app-id` and `github-app-private-key` as
+  `GITHUB_APP_ID` and `GITHUB_APP_PRIVATE_KEY`.
+- Model: the key variable of the provider of `AGENT_LOOP_MODEL` (and of
+  `AGENT_LOOP_VERIFIER_MODEL` when it names another provider), e.g. `ANTHROPIC_API_KEY`,
+  injected from the secret named after it (`anthropic-api-key`).
+  `AGENT_LOOP_MODEL_KEY_ENV` overrides the variable; `none` injects no model key (a
+  local OpenAI-compatible server that wants none).
 """
 
 from __future__ import annotations
 
 import os
 import pathlib
+from collections.abc import Mapping
 
 import flyte
 
 __all__ = [
-    "MODEL_KEY_ENV_DEFAULT",
+    "DEFAULT_MODEL",
+    "IMAGE_PREFIX",
     "PYTHON_VERSION",
     "agent_image",
     "agent_secrets",
+    "image_name",
+    "model_key_envs",
     "requirements_lock",
+    "secret_key",
 ]
 
 PYTHON_VERSION = (3, 11)
 """Pinned interpreter of every agent image (the version CI checks here)."""
 
-MODEL_KEY_ENV_DEFAULT = "ANTHROPIC_API_KEY"
-"""Env var the model key is injected as; set `AGENT_LOOP_MODEL_KEY_ENV` for other providers."""
+IMAGE_PREFIX = "agent-loop-"
+"""Each agent's image is named `agent-loop-<agent>`, so no two agents share a tag."""
+
+DEFAULT_MODEL = "anthropic/claude-sonnet-4-6"
+"""Same default as `Settings.model`: its provider decides the default key variable."""
+
+_PROVIDER_KEYS = {
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openai": "OPENAI_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+    "together_ai": "TOGETHERAI_API_KEY",
+    "xai": "XAI_API_KEY",
+}
+"""litellm providers whose key variable is not simply `<PROVIDER>_API_KEY`, or common ones."""
 
 
 def requirements_lock(package_dir: pathlib.Path) -> pathlib.Path:
@@ -32,25 +61,57 @@ def requirements_lock(package_dir: pathlib.Path) -> pathlib.Path:
     return package_dir / "requirements.lock.txt"
 
 
+def image_name(agent: str) -> str:
+    """Image name of one agent (its own name: the SDK's default name is shared)."""
+    return f"{IMAGE_PREFIX}{agent}"
+
+
 def agent_image(agent: str, package_dir: pathlib.Path) -> flyte.Image:
     """The image of one agent: Debian base, pinned Python, that agent's locked deps only.
 
     The workspace code (the agent and `common`) travels in Flyte's code bundle, so a
-    change to one agent's dependencies changes only that agent's image identity.
+    change to one agent's dependencies changes only that agent's image identity (the tag
+    hashes the lock's content, not its path).
     """
     return flyte.Image.from_debian_base(
-        python_version=PYTHON_VERSION, name=f"agent-loop-{agent}"
+        python_version=PYTHON_VERSION, name=image_name(agent)
     ).with_requirements(requirements_lock(package_dir))
 
 
-def agent_secrets() -> list[flyte.Secret]:
-    """GitHub credentials and the model key, injected as the env vars settings read.
+def secret_key(env_var: str) -> str:
+    """Flyte secret key for an env var: `ANTHROPIC_API_KEY` -> `anthropic-api-key`."""
+    return env_var.lower().replace("_", "-")
 
-    The model key's variable depends on the provider (`ANTHROPIC_API_KEY`,
-    `OPENAI_API_KEY`, ...): read from `AGENT_LOOP_MODEL_KEY_ENV` at deploy time.
-    """
-    model_key_env = os.environ.get("AGENT_LOOP_MODEL_KEY_ENV", MODEL_KEY_ENV_DEFAULT)
+
+def _provider_key(model: str) -> str:
+    provider, _, rest = model.partition("/")
+    if not rest:  # a bare model name: litellm infers the provider from the family
+        provider = "openai" if model.startswith(("gpt", "o1", "o3", "o4")) else "anthropic"
+        provider = "gemini" if model.startswith("gemini") else provider
+    return _PROVIDER_KEYS.get(provider, f"{provider.upper().replace('-', '_')}_API_KEY")
+
+
+def model_key_envs(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Env vars holding the model keys the agents need, for the configured model(s)."""
+    env = os.environ if environ is None else environ
+    override = env.get("AGENT_LOOP_MODEL_KEY_ENV", "").strip()
+    if override:
+        return [] if override.lower() == "none" else [override]
+    models = [
+        env.get("AGENT_LOOP_MODEL") or DEFAULT_MODEL,
+        env.get("AGENT_LOOP_VERIFIER_MODEL", ""),
+    ]
+    keys = [_provider_key(m.strip()) for m in models if m.strip()]
+    return list(dict.fromkeys(keys))
+
+
+def agent_secrets(environ: Mapping[str, str] | None = None) -> list[flyte.Secret]:
+    """GitHub credentials and the model key(s), injected as the env vars settings read."""
+    env = os.environ if environ is None else environ
+    auth = env.get("AGENT_LOOP_GITHUB_AUTH", "token").strip().lower()
+    if auth not in ("token", "app"):
+        raise ValueError(f"AGENT_LOOP_GITHUB_AUTH must be 'token' or 'app', not {auth!r}")
+    github = ["GITHUB_APP_ID", "GITHUB_APP_PRIVATE_KEY"] if auth == "app" else ["GITHUB_TOKEN"]
     return [
-        flyte.Secret(key="github-token", as_env_var="GITHUB_TOKEN"),
-        flyte.Secret(key="model-api-key", as_env_var=model_key_env),
+        flyte.Secret(key=secret_key(var), as_env_var=var) for var in [*github, *model_key_envs(env)]
     ]

@@ -1,0 +1,169 @@
+"""What one agent's deploy holds, and the rules it must keep (pure: data in, findings out).
+
+A `DeploySpec` is the driver's report on one agent package: the environments it
+declares, each image's identity (name and content tag) and rendered Dockerfile, the
+files of the code bundle with their hashes, every task's serialized triggers, and the
+version derived from all of that. `check_spec` lists what breaks independent deployment:
+another agent, tests or any file outside the agent and `common` in the bundle, a trigger
+that does not serialize, an image that is not the agent's own or that installs test-only
+packages.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_loop_common.deploy import IMAGE_PREFIX, PYTHON_VERSION
+
+__all__ = ["AGENTS", "DeploySpec", "Workspace", "check_spec", "is_test_path"]
+
+AGENTS = ("builder", "reviewer", "distiller")
+"""The agent packages, each deployed on its own."""
+
+_TEST_DIRS = frozenset({"tests", "test", "testing"})
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """Where the members live: `<root>/<members>/<name>/src`, one of them `common`."""
+
+    root: pathlib.Path
+    agents: tuple[str, ...] = AGENTS
+    common: str = "common"
+    members: str = "packages"
+    distribution_prefix: str = "agent-loop-"
+
+    def package_dir(self, member: str) -> pathlib.Path:
+        return self.root / self.members / member
+
+    def src_dir(self, member: str) -> pathlib.Path:
+        return self.package_dir(member) / "src"
+
+    def lock_path(self, agent: str) -> pathlib.Path:
+        """The agent's exported lock, which its image installs."""
+        return self.package_dir(agent) / "requirements.lock.txt"
+
+    def distribution(self, member: str) -> str:
+        return f"{self.distribution_prefix}{member}"
+
+    def allowed_prefixes(self, agent: str) -> tuple[str, ...]:
+        """Root-relative prefixes a bundled file of `agent` may start with."""
+        return tuple(f"{self.members}/{m}/src/" for m in (agent, self.common))
+
+    def check_agent(self, agent: str) -> None:
+        if agent not in self.agents:
+            raise ValueError(f"unknown agent {agent!r}: expected one of {', '.join(self.agents)}")
+
+
+def is_test_path(path: str) -> bool:
+    """True for test code: a `tests`/`testing` dir, `test_*.py`, `*_test.py`, `conftest.py`."""
+    parts = path.split("/")
+    name = parts[-1]
+    return (
+        any(p in _TEST_DIRS for p in parts[:-1])
+        or name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+    )
+
+
+@dataclass(frozen=True)
+class DeploySpec:
+    """The driver's report on one agent, with the views the checks and tests compare."""
+
+    agent: str
+    report: dict[str, Any] = field(repr=False)
+
+    @property
+    def version(self) -> str:
+        return str(self.report["version"])
+
+    @property
+    def env_names(self) -> list[str]:
+        return [e["name"] for e in self.report["envs"]]
+
+    @property
+    def images(self) -> dict[str, dict[str, Any]]:
+        return {e["name"]: e["image"] for e in self.report["envs"]}
+
+    @property
+    def bundle(self) -> dict[str, str]:
+        """Root-relative path -> sha256 of every file the code bundle holds."""
+        return {f["path"]: f["sha256"] for f in self.report["bundle"]["files"]}
+
+    @property
+    def triggers(self) -> dict[str, list[dict[str, Any]]]:
+        """Task name -> its triggers, serialized as deploy sends them."""
+        return {t["name"]: t["triggers"] for e in self.report["envs"] for t in e["tasks"]}
+
+    def identity(self) -> dict[str, Any]:
+        """Everything that must stay put when another agent changes."""
+        return {
+            "version": self.version,
+            "images": {name: image["identity"] for name, image in self.images.items()},
+            "bundle": self.bundle,
+            "triggers": self.triggers,
+        }
+
+
+def _file_findings(ws: Workspace, agent: str, paths: list[str], what: str) -> list[str]:
+    allowed = ws.allowed_prefixes(agent)
+    others = {f"{ws.members}/{a}/": a for a in ws.agents if a != agent}
+    findings: list[str] = []
+    for path in paths:
+        other = next((name for prefix, name in others.items() if path.startswith(prefix)), None)
+        if other is not None:
+            findings.append(f"{what} {path}: code of the {other} agent")
+        elif is_test_path(path):
+            findings.append(f"{what} {path}: test code")
+        elif not path.startswith(allowed):
+            findings.append(f"{what} {path}: outside {agent} and {ws.common}")
+    return findings
+
+
+def _image_findings(ws: Workspace, agent: str, env: str, image: dict[str, Any]) -> list[str]:
+    if image.get("error"):
+        return [f"env {env}: image {image.get('name')} cannot be described: {image['error']}"]
+    findings: list[str] = []
+    if image.get("name") != f"{IMAGE_PREFIX}{agent}":
+        findings.append(f"env {env}: image {image.get('identity')} is not {IMAGE_PREFIX}{agent}")
+    pinned = ".".join(str(v) for v in PYTHON_VERSION)
+    if image.get("python") != pinned:
+        findings.append(f"env {env}: image Python {image.get('python')} is not the pinned {pinned}")
+    lock = ws.lock_path(agent).relative_to(ws.root).as_posix()
+    if [item["path"] for item in image.get("locks", [])] != [lock]:
+        findings.append(f"env {env}: image does not install exactly {lock}")
+    findings.extend(
+        f"{item['path']} pins test-only {', '.join(item['testing_packages'])}"
+        for item in image.get("locks", [])
+        if item["testing_packages"]
+    )
+    return findings
+
+
+def check_spec(ws: Workspace, spec: DeploySpec) -> list[str]:
+    """Every way `spec` breaks the agent's independent deploy (empty: deployable)."""
+    agent, report = spec.agent, spec.report
+    findings = [f"cannot import {e['module']}: {e['error']}" for e in report["load_errors"]]
+    if spec.env_names != [agent]:
+        findings.append(f"declares environments {spec.env_names}, expected only [{agent!r}]")
+    findings += _file_findings(ws, agent, report["modules"], "deploy imports")
+    findings += _file_findings(ws, agent, sorted(spec.bundle), "bundle holds")
+    if not any(p.startswith(ws.allowed_prefixes(agent)[0]) for p in spec.bundle):
+        findings.append(f"bundle holds no file of {agent}")
+    triggers = 0
+    for env in report["envs"]:
+        findings += _image_findings(ws, agent, env["name"], env["image"])
+        for task in env["tasks"]:
+            findings += task["trigger_errors"]
+            triggers += len(task["triggers"])
+    if not triggers and not any(t["trigger_errors"] for e in report["envs"] for t in e["tasks"]):
+        findings.append("no task declares a trigger: the agent would never run on its own")
+    dry_run = report.get("dry_run")
+    if dry_run is not None and sorted(dry_run["bundle_members"]) != sorted(spec.bundle):
+        findings.append("the dry-run's code bundle differs from the listed bundle files")
+    if report.get("error"):
+        findings.append(f"deploy failed: {report['error']}")
+    return findings

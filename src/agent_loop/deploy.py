@@ -1,0 +1,271 @@
+"""Deploy one agent on its own, and validate every agent's deploy offline (CI).
+
+Each agent package deploys alone: its `TaskEnvironment`, tasks and cron trigger, its
+own image (from `packages/<agent>/requirements.lock.txt`), and a code bundle holding only
+that agent and `common`, versioned by a hash of the bundled files and the env spec. The
+agent is loaded in a fresh interpreter (`_deploy_driver`), so nothing this CLI imported
+ends up in the bundle. See docs/deploy.md.
+
+    agent-loop deploy builder --dry-run        # offline: validate and serialize
+    agent-loop deploy builder --config c.yaml  # build the image, upload, register
+    python -m agent_loop.deploy validate       # CI: every agent, plus stale locks
+    python -m agent_loop.deploy lock           # rewrite the exported locks
+
+Errors: `DeployError`, with `DriverError` (the driver crashed before reporting).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TextIO
+
+from agent_loop._deploy_lock import LockError, lock_drift, write_locks
+from agent_loop._deploy_spec import AGENTS, DeploySpec, Workspace, check_spec, is_test_path
+
+__all__ = [
+    "AGENTS",
+    "OFFLINE_CONFIG",
+    "ROOT",
+    "DeployError",
+    "DeploySpec",
+    "DriverError",
+    "Validation",
+    "Workspace",
+    "check_spec",
+    "deploy_agent",
+    "inspect_agent",
+    "is_test_path",
+    "lock_drift",
+    "main",
+    "validate_agent",
+    "write_locks",
+]
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+"""The workspace root (this module is installed editable from `<root>/src/agent_loop`)."""
+
+OFFLINE_CONFIG = ROOT / "infra" / "flyte" / "offline.yaml"
+"""Flyte config of dry runs: a dead loopback endpoint, so nothing leaves the machine."""
+
+_DIFF_LINES = 30
+"""Lines of a stale lock's diff shown in a finding."""
+
+_DRIVER = pathlib.Path(__file__).with_name("_deploy_driver.py")
+
+Mode = Literal["inspect", "dry-run", "deploy"]
+
+
+class DeployError(RuntimeError):
+    """A deploy could not be validated or carried out."""
+
+
+class DriverError(DeployError):
+    """The driver process failed before writing its report."""
+
+
+@dataclass
+class Validation:
+    """One agent's offline validation: the spec, what is wrong with it, how long it took."""
+
+    agent: str
+    spec: DeploySpec | None
+    findings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.spec is not None and not self.findings
+
+
+def _hidden_dirs(ws: Workspace, agent: str) -> list[str]:
+    """Source dirs on `sys.path` the agent must not see: other members, the root CLI."""
+    keep = {ws.src_dir(agent), ws.src_dir(ws.common)}
+    roots = {ws.root, ROOT}
+    members = [r / ws.members / m / "src" for r in roots for m in (*ws.agents, ws.common)]
+    return sorted(str(d) for d in [*members, *(r / "src" for r in roots)] if d not in keep)
+
+
+def _run_driver(
+    ws: Workspace,
+    agent: str,
+    *,
+    mode: Mode,
+    config: pathlib.Path | None,
+    version: str | None = None,
+) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="agent-loop-deploy-") as tmp:
+        report = pathlib.Path(tmp) / "report.json"
+        args = {
+            "root": str(ws.root),
+            "agent": agent,
+            "src_dirs": [str(ws.src_dir(agent)), str(ws.src_dir(ws.common))],
+            "hide": _hidden_dirs(ws, agent),
+            "config": str(config) if config else None,
+            "mode": mode,
+            "version": version,
+            "report": str(report),
+        }
+        # TMPDIR: the dry run's local bundle copies land here and go with it.
+        env = {**os.environ, "TMPDIR": tmp, "PYTHONDONTWRITEBYTECODE": "1"}
+        source = _DRIVER.read_text(encoding="utf-8")
+        proc = subprocess.run(
+            [sys.executable, "-c", source, json.dumps(args)],
+            cwd=ws.root,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if proc.returncode != 0 or not report.exists():
+            raise DriverError(f"loading {agent} failed:\n{proc.stderr.strip()[-4000:]}")
+        return json.loads(report.read_text(encoding="utf-8"))
+
+
+def inspect_agent(
+    agent: str,
+    *,
+    ws: Workspace | None = None,
+    config: pathlib.Path | None = None,
+    dry_run: bool = True,
+) -> DeploySpec:
+    """Load `agent` alone and describe its deploy; `dry_run` also serializes every task."""
+    ws = ws or Workspace(ROOT)
+    ws.check_agent(agent)
+    mode: Mode = "dry-run" if dry_run else "inspect"
+    return DeploySpec(agent, _run_driver(ws, agent, mode=mode, config=config or OFFLINE_CONFIG))
+
+
+def validate_agent(
+    agent: str, *, ws: Workspace | None = None, config: pathlib.Path | None = None
+) -> Validation:
+    """CI's check of one agent: fresh exported lock, then an offline dry run and its rules."""
+    ws = ws or Workspace(ROOT)
+    start = time.perf_counter()
+    findings: list[str] = []
+    try:
+        drift = lock_drift(ws, agent)
+    except LockError as exc:
+        drift, findings = "", [str(exc)]
+    if drift:
+        rel = ws.lock_path(agent).relative_to(ws.root).as_posix()
+        lines = drift.splitlines()
+        shown = "\n".join(
+            lines[:_DIFF_LINES]
+            + ([f"... {len(lines) - _DIFF_LINES} more lines"] if len(lines) > _DIFF_LINES else [])
+        )
+        findings.append(f"{rel} is stale (run `python -m agent_loop.deploy lock`):\n{shown}")
+    try:
+        spec: DeploySpec | None = inspect_agent(agent, ws=ws, config=config)
+    except DriverError as exc:
+        spec, findings = None, [*findings, str(exc)]
+    if spec is not None:
+        findings += check_spec(ws, spec)
+    return Validation(agent, spec, findings, time.perf_counter() - start)
+
+
+def _summary(spec: DeploySpec, out: TextIO) -> None:
+    print(f"{spec.agent}: version {spec.version}", file=out)
+    for env, image in spec.images.items():
+        print(f"  env {env}: image {image['identity']} (Python {image['python']})", file=out)
+    for task, triggers in spec.triggers.items():
+        names = ", ".join(t["name"] for t in triggers) or "no trigger"
+        print(f"  task {task}: {names}", file=out)
+    print(f"  bundle: {len(spec.bundle)} files", file=out)
+
+
+def deploy_agent(
+    agent: str,
+    *,
+    dry_run: bool,
+    config: pathlib.Path | None,
+    root: pathlib.Path | None = None,
+    out: TextIO | None = None,
+) -> int:
+    """Deploy one agent (`agent-loop deploy`); 0 on success, 1 when refused or failed.
+
+    A dry run validates offline (against `config`, or the dead-endpoint offline config).
+    A real deploy first runs the same checks, refuses on any finding, then builds the
+    image with the config's builder, uploads the bundle and registers the env, tasks and
+    trigger under the validated version (flyte's own config discovery when `config` is None).
+    """
+    stream = out or sys.stdout
+    ws = Workspace(root or ROOT)
+    validation = validate_agent(agent, ws=ws, config=config if dry_run else None)
+    if validation.spec is not None:
+        _summary(validation.spec, stream)
+    for finding in validation.findings:
+        print(f"  ! {finding}", file=stream)
+    if not validation.ok or validation.spec is None:
+        print(f"{agent}: not deployable ({len(validation.findings)} finding(s))", file=stream)
+        return 1
+    if dry_run:
+        print(f"{agent}: dry run ok in {validation.seconds:.1f}s", file=stream)
+        return 0
+    try:
+        report = _run_driver(
+            ws, agent, mode="deploy", config=config, version=validation.spec.version
+        )
+    except DriverError as exc:
+        print(f"{agent}: deploy failed: {exc}", file=stream)
+        return 1
+    if report.get("error"):
+        print(f"{agent}: deploy failed: {report['error']}", file=stream)
+        return 1
+    for task in report["deployed"]["tasks"]:
+        print(
+            f"  deployed {task['name']} {task['version']} triggers {task['triggers']}", file=stream
+        )
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m agent_loop.deploy", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    validate = commands.add_parser("validate", help="offline validation of each agent's deploy")
+    validate.add_argument("agents", nargs="*", metavar="agent", help=f"default: {' '.join(AGENTS)}")
+    validate.add_argument("--spec", type=pathlib.Path, help="also write each spec as JSON here")
+    commands.add_parser("lock", help="rewrite packages/<agent>/requirements.lock.txt")
+    deploy = commands.add_parser("deploy", help="same as `agent-loop deploy`")
+    deploy.add_argument("agent", choices=AGENTS)
+    deploy.add_argument("--dry-run", action="store_true")
+    deploy.add_argument("--config", type=pathlib.Path)
+    args = parser.parse_args(argv)
+
+    if args.command == "lock":
+        for path in write_locks(Workspace(ROOT)):
+            print(f"wrote {path.relative_to(ROOT)}")
+        return 0
+    if args.command == "deploy":
+        return deploy_agent(args.agent, dry_run=args.dry_run, config=args.config)
+    unknown = sorted(set(args.agents) - set(AGENTS))
+    if unknown:
+        parser.error(f"unknown agent(s) {', '.join(unknown)}: expected {', '.join(AGENTS)}")
+    failed = 0
+    for agent in args.agents or AGENTS:
+        result = validate_agent(agent)
+        status = "ok" if result.ok else "FAILED"
+        print(f"{agent}: {status} in {result.seconds:.1f}s")
+        if result.spec is not None:
+            _summary(result.spec, sys.stdout)
+            if args.spec:
+                args.spec.mkdir(parents=True, exist_ok=True)
+                (args.spec / f"{agent}.json").write_text(
+                    json.dumps(result.spec.report, indent=1, sort_keys=True), encoding="utf-8"
+                )
+        for finding in result.findings:
+            print(f"  ! {finding}")
+        failed += not result.ok
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""The deploy driver on a throwaway workspace: what a broken agent package looks like.
+
+Each test writes a small workspace in tmp (the real `agent_loop_common.deploy`, two
+sample agents `alpha` and `beta`) and loads one agent in a fresh interpreter, as
+`agent-loop deploy` and CI do. Only one of them runs the full offline dry run.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from concurrent.futures import ThreadPoolExecutor
+
+from agent_loop.deploy import ROOT, Workspace, check_spec, inspect_agent
+
+AGENTS = ("alpha", "beta")
+ENV = '''"""Sample {agent} environment."""
+
+import pathlib
+from datetime import datetime
+
+import flyte
+from agent_loop_common.deploy import agent_image, agent_secrets
+{imports}
+PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[2]
+env = flyte.TaskEnvironment(
+    name="{agent}", image=agent_image("{agent}", PACKAGE_DIR), secrets=agent_secrets()
+)
+
+
+@env.task(
+    report=True,
+    triggers=[
+        flyte.Trigger(
+            name="{agent}_schedule",
+            automation=flyte.Cron("*/5 * * * *"),
+            inputs={{"{bound}": flyte.TriggerTime}},
+        )
+    ],
+)
+async def {agent}_tick(trigger_time: datetime | None = None) -> dict[str, str]:
+    return {{}}
+'''
+
+
+def _sample(tmp: pathlib.Path, *, imports: str = "", bound: str = "trigger_time") -> Workspace:
+    common = tmp / "packages/common/src/agent_loop_common"
+    common.mkdir(parents=True)
+    for name in ("__init__.py", "deploy.py"):
+        source = ROOT / "packages/common/src/agent_loop_common" / name
+        (common / name).write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+    for agent in AGENTS:
+        package = tmp / f"packages/{agent}"
+        src = package / f"src/sample_{agent}"
+        src.mkdir(parents=True)
+        (package / "tests").mkdir()
+        (package / "tests/fixtures.py").write_text("ISSUE = 1\n", encoding="utf-8")
+        (package / "requirements.lock.txt").write_text("flyte==2.12.1\n", encoding="utf-8")
+        (src / "__init__.py").write_text(f'"""sample_{agent}."""\n', encoding="utf-8")
+        (src / "helpers.py").write_text("VALUE = 1\n", encoding="utf-8")
+        env = ENV.format(
+            agent=agent,
+            imports=imports if agent == "alpha" else "",
+            bound=bound if agent == "alpha" else "trigger_time",
+        )
+        (src / "env.py").write_text(env, encoding="utf-8")
+    return Workspace(tmp, agents=AGENTS)
+
+
+def test_a_clean_agent_dry_runs_offline_with_only_itself_and_common(tmp_path: pathlib.Path) -> None:
+    ws = _sample(tmp_path)
+    spec = inspect_agent("alpha", ws=ws)
+
+    assert check_spec(ws, spec) == []
+    assert sorted(spec.bundle) == [
+        "packages/alpha/src/sample_alpha/__init__.py",
+        "packages/alpha/src/sample_alpha/env.py",
+        "packages/alpha/src/sample_alpha/helpers.py",
+        "packages/common/src/agent_loop_common/__init__.py",
+        "packages/common/src/agent_loop_common/deploy.py",
+    ]
+    image = spec.images["alpha"]
+    assert image["identity"].startswith("agent-loop-alpha:")
+    assert "--requirement requirements.txt" in image["dockerfile"]
+    assert "FROM ghcr.io/flyteorg/flyte:py3.11-" in image["dockerfile"]
+    [trigger] = spec.triggers["alpha.alpha_tick"]
+    assert trigger["automation_spec"]["schedule"]["kickoff_time_input_arg"] == "trigger_time"
+    [task] = spec.report["dry_run"]["tasks"]
+    assert task["name"] == "alpha.alpha_tick"
+    assert task["version"] == spec.version
+    assert task["image"].endswith(image["identity"])
+    sys_path = task["env"]["_F_SYS_PATH"].split(":")
+    assert sys_path[:2] == ["./packages/alpha/src", "./packages/common/src"]
+    assert not any("beta" in p for p in sys_path)
+
+
+def _findings(ws: Workspace) -> list[str]:
+    return check_spec(ws, inspect_agent("alpha", ws=ws, dry_run=False))
+
+
+def test_broken_packages_are_refused(tmp_path: pathlib.Path) -> None:
+    cases = {
+        "trigger": _sample(tmp_path / "trigger", bound="when"),
+        "sibling": _sample(tmp_path / "sibling", imports="import sample_beta\n"),
+        "bundled_sibling": _sample(
+            tmp_path / "bundled_sibling",
+            imports="from packages.beta.src.sample_beta import helpers\n",
+        ),
+        "tests": _sample(tmp_path / "tests", imports="from packages.alpha.tests import fixtures\n"),
+    }
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        found = dict(zip(cases, pool.map(_findings, cases.values()), strict=True))
+
+    assert found["trigger"] == [
+        "alpha.alpha_tick: trigger 'alpha_schedule': For a scheduled trigger, the TriggerTime "
+        "input 'when' must be an input to the task, but not found in task alpha.alpha_tick. "
+        "Available inputs: ['trigger_time']"
+    ]
+    # Another agent is off the path, as it is in the image: the import itself fails.
+    assert found["sibling"][0] == (
+        "cannot import sample_alpha.env: ModuleNotFoundError: No module named 'sample_beta'"
+    )
+    beta = "packages/beta/src/sample_beta/helpers.py"
+    assert f"bundle holds {beta}: code of the beta agent" in found["bundled_sibling"]
+    assert f"deploy imports {beta}: code of the beta agent" in found["bundled_sibling"]
+    fixtures = "packages/alpha/tests/fixtures.py"
+    assert f"bundle holds {fixtures}: test code" in found["tests"]

@@ -1,0 +1,56 @@
+"""Secrets every agent env declares: GitHub credentials, and the key named for the provider."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_loop_common.deploy import agent_secrets, model_key_envs, secret_key
+
+
+def _pairs(environ: dict[str, str]) -> list[tuple[str, str | None]]:
+    return [(s.key, s.as_env_var) for s in agent_secrets(environ)]
+
+
+def test_default_is_a_github_token_and_the_default_models_key() -> None:
+    assert _pairs({}) == [
+        ("github-token", "GITHUB_TOKEN"),
+        ("anthropic-api-key", "ANTHROPIC_API_KEY"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("environ", "keys"),
+    [
+        ({"AGENT_LOOP_MODEL": "openai/gpt-5"}, ["OPENAI_API_KEY"]),
+        ({"AGENT_LOOP_MODEL": "gpt-4o"}, ["OPENAI_API_KEY"]),
+        ({"AGENT_LOOP_MODEL": "gemini/gemini-2.5-pro"}, ["GEMINI_API_KEY"]),
+        ({"AGENT_LOOP_MODEL": "mistral/mistral-large"}, ["MISTRAL_API_KEY"]),
+        ({"AGENT_LOOP_MODEL": "together_ai/x"}, ["TOGETHERAI_API_KEY"]),
+        (
+            {
+                "AGENT_LOOP_MODEL": "anthropic/claude-sonnet-4-6",
+                "AGENT_LOOP_VERIFIER_MODEL": "openai/o3",
+            },
+            ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"],
+        ),
+        ({"AGENT_LOOP_VERIFIER_MODEL": "anthropic/claude-haiku"}, ["ANTHROPIC_API_KEY"]),
+        ({"AGENT_LOOP_MODEL_KEY_ENV": "VLLM_KEY", "AGENT_LOOP_MODEL": "openai/x"}, ["VLLM_KEY"]),
+        ({"AGENT_LOOP_MODEL_KEY_ENV": "none"}, []),
+    ],
+)
+def test_the_model_key_follows_the_provider(environ: dict[str, str], keys: list[str]) -> None:
+    assert model_key_envs(environ) == keys
+
+
+def test_github_app_credentials() -> None:
+    pairs = _pairs({"AGENT_LOOP_GITHUB_AUTH": "app", "AGENT_LOOP_MODEL_KEY_ENV": "none"})
+    assert pairs == [
+        ("github-app-id", "GITHUB_APP_ID"),
+        ("github-app-private-key", "GITHUB_APP_PRIVATE_KEY"),
+    ]
+    with pytest.raises(ValueError, match="'token' or 'app'"):
+        agent_secrets({"AGENT_LOOP_GITHUB_AUTH": "oauth"})
+
+
+def test_secret_key() -> None:
+    assert secret_key("OPENAI_API_KEY") == "openai-api-key"
