@@ -1,0 +1,160 @@
+"""The reviewer's writes to GitHub, as plain functions over a GitHub facade.
+
+The Flyte tasks in `env.py` (durable, tracked actions) and the plain-async path used by
+tests both call these very functions; only where the facade comes from differs. Their
+inputs and outputs are pydantic models so they cross a task boundary as they are.
+
+Pushing is a compare-and-swap: the commit is built on the head the pass reviewed, the
+branch is checked to still point there, and the ref is moved without force, which GitHub
+refuses unless it is a fast-forward. If anyone pushed in between, nothing is
+overwritten: the result says `pushed=False` with the head found.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from agent_loop_common.github import GitHub, NotFastForward
+from agent_loop_reviewer._comments import no_changes_body, quote_reply_body
+from agent_loop_reviewer._markers import PassMarker
+
+__all__ = [
+    "FixCommit",
+    "NoChangesNote",
+    "PostedReplies",
+    "PushResult",
+    "ReplyBatch",
+    "ReplyPost",
+    "post_no_changes",
+    "post_note",
+    "post_replies",
+    "push_fix",
+]
+
+_MODEL = ConfigDict(frozen=True, extra="forbid")
+
+
+class FixCommit(BaseModel):
+    """One verified fix to push onto a PR's head branch."""
+
+    model_config = _MODEL
+
+    pr: int
+    branch: str
+    """The PR's head branch (without `refs/heads/`)."""
+    parent_sha: str
+    """The head the pass reviewed; the branch must still point here."""
+    message: str
+    files: dict[str, str | None]
+    """Path -> full new content, `None` to delete."""
+
+
+class PushResult(BaseModel):
+    """What came of a push."""
+
+    model_config = _MODEL
+
+    pushed: bool
+    sha: str = ""
+    """The new head commit when pushed."""
+    found_head: str = ""
+    """The branch head found when the push was refused (someone pushed meanwhile)."""
+
+
+async def push_fix(github: GitHub, fix: FixCommit) -> PushResult:
+    """Commit `fix` on its parent and fast-forward the branch to it, never forcing."""
+    ref = f"heads/{fix.branch}"
+    current = await github.get_ref(ref)
+    if current != fix.parent_sha:
+        return PushResult(pushed=False, found_head=current or "")
+    sha = await github.commit_files(parent_sha=fix.parent_sha, message=fix.message, files=fix.files)
+    try:
+        await github.update_ref(ref, sha, force=False)
+    except NotFastForward:
+        return PushResult(pushed=False, found_head=await github.get_ref(ref) or "")
+    return PushResult(pushed=True, sha=sha)
+
+
+class ReplyPost(BaseModel):
+    """A reply to one feedback item."""
+
+    model_config = _MODEL
+
+    kind: Literal["comment", "review", "review_comment"]
+    comment_id: int
+    thread_id: int | None = None
+    """For inline comments: the thread's top-level comment (GitHub answers only those)."""
+    author: str
+    url: str = ""
+    quote: str = ""
+    reply: str
+
+
+class ReplyBatch(BaseModel):
+    """The replies of a pushed fix and the one summary comment after them."""
+
+    model_config = _MODEL
+
+    pr: int
+    replies: list[ReplyPost]
+    summary: str
+    """The rendered summary comment (with its pass marker)."""
+
+
+class PostedReplies(BaseModel):
+    """URLs of what was posted."""
+
+    model_config = _MODEL
+
+    reply_urls: list[str]
+    summary_url: str
+
+
+async def post_replies(github: GitHub, batch: ReplyBatch) -> PostedReplies:
+    """Reply in each inline thread, quote-reply to conversation items, then summarise."""
+    urls: list[str] = []
+    for item in batch.replies:
+        if item.kind == "review_comment":
+            thread = item.thread_id or item.comment_id
+            posted = await github.reply_to_review_comment(batch.pr, thread, item.reply)
+            urls.append(posted.html_url)
+        else:
+            body = quote_reply_body(
+                author=item.author, url=item.url, quote=item.quote, reply=item.reply
+            )
+            urls.append((await github.create_issue_comment(batch.pr, body)).html_url)
+    summary = await github.create_issue_comment(batch.pr, batch.summary)
+    return PostedReplies(reply_urls=urls, summary_url=summary.html_url)
+
+
+class NoChangesNote(BaseModel):
+    """A pass that found nothing to change on the head it reviewed."""
+
+    model_config = _MODEL
+
+    pr: int
+    head_sha: str
+    reason: str
+    run_id: str
+    checks: bool = False
+    """Whether the pass worked on failing checks (counts as a check-fix attempt)."""
+    stop: str = ""
+    """The note that check fixing stopped, when this pass says it."""
+
+
+async def post_no_changes(github: GitHub, note: NoChangesNote) -> str:
+    """Post the short comment naming the head commit reviewed; returns its URL."""
+    marker = PassMarker(
+        head=note.head_sha, run=note.run_id, checks=note.checks, stop=bool(note.stop)
+    )
+    body = no_changes_body(
+        head=note.head_sha, reason=note.reason, run_id=note.run_id, marker=marker, stop=note.stop
+    )
+    return (await github.create_issue_comment(note.pr, body)).html_url
+
+
+async def post_note(github: GitHub, pr: int, body: str) -> str:
+    """Post a rendered pass comment (a rejected fix, or that check fixing stopped)."""
+    return (await github.create_issue_comment(pr, body)).html_url

@@ -1,0 +1,146 @@
+"""One reviewer tick: select -> claim -> review -> verify -> push -> reply -> record.
+
+The Flyte-free core. `run_reviewer_tick` picks the first agent PR that needs a pass,
+claims it, re-reads it under the claim (another run may have just done the pass), lets
+the agent review and the verifier judge, and writes through `ReviewWrites`. Every exit
+path ends recorded and released (`run_scoped`); a tick that finds nothing to do claims
+nothing, calls no model and only bumps the idle counter.
+
+A pass concludes in one of these ways, each leaving one marked comment on the PR and
+the head reviewed in memory, except a conflict (the new head gets a pass of its own) and
+an error (the PR rests with a backoff and is tried again later):
+
+| outcome          | on GitHub                                           |
+|------------------|-----------------------------------------------------|
+| `pushed_fix`     | one commit (compare-and-swap), replies, a summary   |
+| `reviewed_clean` | "no changes" comment naming the head (own review)   |
+| `commented`      | "no changes" answering feedback, or "checks stopped"|
+| `rejected`       | comment: no fix passed verification, nothing pushed |
+| `conflict`       | nothing: someone pushed during the run              |
+"""
+
+from __future__ import annotations
+
+import structlog
+
+from agent_loop_common.claims import Claim, ClaimLost
+from agent_loop_common.memory import read_context
+from agent_loop_common.records import Links, Outcome, Role, RunRecord, Target, TargetKind
+from agent_loop_common.runtime import RunScope, Runtime, run_scoped
+from agent_loop_reviewer._candidates import Candidate, agent_pulls, examine
+from agent_loop_reviewer._conclude import conclude
+from agent_loop_reviewer._prompts import PassPrompt
+from agent_loop_reviewer._review import review_pass
+from agent_loop_reviewer._snapshot import Trust
+from agent_loop_reviewer._tools import HeadFiles
+from agent_loop_reviewer._writes import DirectWrites, ReviewWrites
+
+__all__ = ["run_reviewer_tick"]
+
+_log = structlog.get_logger(__name__)
+
+
+async def run_reviewer_tick(
+    runtime: Runtime, pr: int | None = None, *, writes: ReviewWrites | None = None
+) -> RunRecord | None:
+    """Run one reviewer tick; the run's record, or `None` when nothing needed a pass.
+
+    Args:
+        runtime: The run's effects (`open_runtime(settings, Role.REVIEWER, ...)`).
+        pr: Only consider this PR (still only if it is an agent PR that needs a pass).
+        writes: How to write to GitHub; the run's own facade by default.
+    """
+    if runtime.role is not Role.REVIEWER:
+        raise ValueError(f"the reviewer needs a reviewer runtime, got {runtime.role.value}")
+    chosen = writes or DirectWrites(runtime.github)
+
+    async def body(scope: RunScope) -> None:
+        await _tick(scope, pr, chosen)
+
+    return await run_scoped(runtime, body)
+
+
+async def _tick(scope: RunScope, only: int | None, writes: ReviewWrites) -> None:
+    rt = scope.runtime
+    async with scope.stage("select"):
+        agent_login = await rt.claimer.agent_login()
+        trust = Trust(
+            rt.github,
+            min_permission=rt.settings.trusted_min_permission,
+            agent_login=agent_login,
+        )
+        pulls = await agent_pulls(rt, agent_login, only)
+    for pull in pulls:
+        async with scope.stage("select"):
+            candidate = await examine(rt, pull, agent_login=agent_login, trust=trust)
+        if candidate is None:
+            continue
+        async with scope.stage("claim"):
+            claim = await rt.claimer.claim("pr", pull.number)
+        if claim is None:
+            continue
+        scope.target = Target(
+            kind=TargetKind.PR,
+            number=pull.number,
+            title=pull.title,
+            url=pull.html_url,
+            created_at=pull.created_at,
+        )
+        scope.links = Links(pr_url=pull.html_url)
+        await _guarded_pass(scope, claim, agent_login, trust, writes)
+        return
+    _log.info("reviewer.idle", agent_prs=len(pulls))
+
+
+async def _guarded_pass(
+    scope: RunScope, claim: Claim, agent_login: str, trust: Trust, writes: ReviewWrites
+) -> None:
+    """The pass under the claim; a failure also rests the PR (backoff) before it propagates."""
+    try:
+        await _pass(scope, claim, agent_login, trust, writes)
+    except ClaimLost:
+        raise
+    except Exception as exc:
+        try:
+            await scope.runtime.claimer.record_failure(
+                claim.target, f"the reviewer pass stopped with {type(exc).__name__}"
+            )
+        except Exception as inner:  # the record still tells; never mask the first error
+            _log.warning("reviewer.backoff_failed", error=repr(inner))
+        raise
+
+
+async def _pass(
+    scope: RunScope, claim: Claim, agent_login: str, trust: Trust, writes: ReviewWrites
+) -> None:
+    rt = scope.runtime
+    number = claim.target.number
+    async with scope.stage("claim"):
+        pulls = await agent_pulls(rt, agent_login, number)
+        fresh: Candidate | None = None
+        if pulls:
+            fresh = await examine(rt, pulls[0], agent_login=agent_login, trust=trust, full=True)
+    if fresh is None:
+        scope.finish(Outcome.SKIPPED, "the PR needed no pass any more once claimed")
+        return
+    a = fresh.assessment
+    if a.only_stop_note:
+        await conclude(scope, claim, fresh, None, writes)
+        return
+    async with scope.stage("review"):
+        context = await read_context(rt.memory)
+        lessons = context.lessons.for_role(Role.REVIEWER)
+        files = await rt.github.list_pull_files(number)
+    if context.digest.strip():
+        scope.lesson_ids = [lesson.id for lesson in lessons]
+    prompt = PassPrompt(
+        pull=fresh.pull,
+        files=files,
+        assessment=a,
+        max_check_fixes=rt.settings.reviewer_max_check_fixes,
+        digest=context.digest,
+        digest_token_budget=rt.settings.digest_token_budget,
+    )
+    head = HeadFiles(rt.github, fresh.pull.head_sha)
+    result = await review_pass(scope, prompt, head)
+    await conclude(scope, claim, fresh, result, writes)
