@@ -33,29 +33,19 @@ from agent_loop_common.testing._emulator_auth import RateLimiter
 from agent_loop_common.testing._emulator_faults import (
     Fault,
     FaultBook,
-    LoggedRequest,
     TimeoutTransport,
 )
 from agent_loop_common.testing._emulator_git import MODE_EXEC, MODE_FILE, TreeWrite
+from agent_loop_common.testing._emulator_inspect import EmulatorInspection
 from agent_loop_common.testing._emulator_server import serve_app
 from agent_loop_common.testing._emulator_state import PERMISSIONS, AppRec, State, UserRec
-from agent_loop_common.testing._emulator_views import (
-    CommitView,
-    EmulatedComment,
-    EmulatedIssue,
-    EmulatedPull,
-    comment_view,
-    commit_view,
-    issue_view,
-    pull_view,
-)
 
 __all__ = ["GitHubEmulator"]
 
 _START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-class GitHubEmulator:
+class GitHubEmulator(EmulatorInspection):
     """One emulated repository with its users, issues, PRs, checks and git objects.
 
     Every write moves the emulated clock one second from `start`, and ids come from one
@@ -369,59 +359,3 @@ class GitHubEmulator:
 
     def clear_faults(self) -> None:
         self._faults.clear()
-
-    # ------------------------------------------------------------------ inspection
-    @property
-    def requests(self) -> list[LoggedRequest]:
-        """Every answered request so far: `(method, path, status)`, in order."""
-        with self._st.lock:
-            return list(self._app.log)
-
-    def clear_requests(self) -> None:
-        with self._st.lock:
-            self._app.log.clear()
-
-    def rate_limit_remaining(self, login: str) -> int:
-        with self._st.lock:
-            return self._limiter.remaining(login)
-
-    def issue(self, number: int) -> EmulatedIssue:
-        with self._st.lock:
-            return issue_view(issues.get_issue(self._st, number))
-
-    def comments(self, number: int) -> list[EmulatedComment]:
-        with self._st.lock:
-            found = [c for c in self._st.comments.values() if c.issue == number]
-            return [comment_view(c) for c in sorted(found, key=lambda c: c.id)]
-
-    def pull(self, number: int) -> EmulatedPull:
-        with self._st.lock:
-            issue, _ = pulls.get_pull(self._st, number)
-            return pull_view(self._st, issue)
-
-    def ref_sha(self, ref: str) -> str | None:
-        """The sha of `heads/main` (or `refs/heads/main`), None when the ref is missing."""
-        name = ref if ref.startswith("refs/") else f"refs/{ref}"
-        with self._st.lock:
-            return self._st.git.refs.get(name)
-
-    def refs(self, prefix: str = "refs/") -> dict[str, str]:
-        with self._st.lock:
-            return {n: s for n, s in sorted(self._st.git.refs.items()) if n.startswith(prefix)}
-
-    def file_at(self, ref: str, path: str) -> bytes | None:
-        """File content at a branch, tag, `heads/x` ref or sha; None when absent."""
-        with self._st.lock:
-            git = self._st.git
-            sha = git.resolve(ref)
-            item = git.lookup(git.commit_tree(sha), path) if sha else None
-            blob = git.blob(item.sha) if item else None
-            return blob.data if blob is not None else None
-
-    def log(self, commit_or_ref: str) -> list[CommitView]:
-        """First-parent history, newest first."""
-        with self._st.lock:
-            sha = self._st.git.resolve(commit_or_ref)
-            if sha is None:
-                raise KeyError(f"no commit or ref {commit_or_ref!r}")
-            return [commit_view(self._st, s) for s in self._st.git.first_parent_log(sha)]

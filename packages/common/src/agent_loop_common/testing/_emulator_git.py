@@ -254,7 +254,18 @@ class GitStore:
         return seen
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
-        return ancestor in self.ancestors(descendant)
+        """Walk back from `descendant` until `ancestor` shows up (fast-forward checks stop
+        at the first parent in the common case, whatever the history length)."""
+        seen: set[str] = set()
+        todo = [descendant]
+        while todo:
+            sha = todo.pop()
+            if sha == ancestor:
+                return True
+            if sha not in seen:
+                seen.add(sha)
+                todo.extend(self.parents(sha))
+        return False
 
     def merge_base(self, a: str, b: str) -> str | None:
         """The best common ancestor: the newest commit reachable from both."""
