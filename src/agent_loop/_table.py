@@ -1,0 +1,86 @@
+"""Plain-text tables and small formatters for terminal output.
+
+The CLI prints to terminals, CI logs and the README alike, so tables are plain text
+(no colour codes, no box-drawing that breaks in narrow logs) and every cell is cut to a
+width so one long issue title cannot push the rest of a row off screen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+__all__ = ["clip", "fmt_duration", "fmt_money", "fmt_rate", "fmt_time", "render_table"]
+
+
+def clip(text: str, width: int) -> str:
+    """`text` on one line, cut to `width` characters with an ellipsis when longer."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= width else flat[: max(0, width - 1)] + "…"
+
+
+def render_table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    *,
+    max_cell: int = 48,
+    indent: str = "  ",
+) -> str:
+    """Render rows under headers with aligned columns; numbers are right-aligned."""
+    cells = [[clip(str(v), max_cell) for v in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in cells:
+        for i, value in enumerate(row):
+            widths[i] = max(widths[i], len(value))
+    numeric = [
+        all(_is_number(row[i]) for row in cells) and bool(cells) for i in range(len(headers))
+    ]
+
+    def line(values: Sequence[str]) -> str:
+        parts = [
+            v.rjust(widths[i]) if numeric[i] else v.ljust(widths[i]) for i, v in enumerate(values)
+        ]
+        return (indent + "  ".join(parts)).rstrip()
+
+    out = [line(list(headers)), line(["-" * w for w in widths])]
+    out.extend(line(row) for row in cells)
+    return "\n".join(out)
+
+
+def _is_number(text: str) -> bool:
+    stripped = text.replace(",", "").replace("$", "").replace("%", "").replace("s", "")
+    try:
+        float(stripped)
+    except ValueError:
+        return text in ("", "-")
+    return True
+
+
+def fmt_rate(value: float | None) -> str:
+    """A rate in [0, 1] as a percentage; `-` when unknown (empty denominator)."""
+    return "-" if value is None else f"{value * 100:.0f}%"
+
+
+def fmt_money(value: float | None) -> str:
+    """US dollars with cents (four decimals below one cent)."""
+    if value is None:
+        return "-"
+    return f"${value:.4f}" if 0 < value < 0.01 else f"${value:.2f}"
+
+
+def fmt_duration(seconds: float | None) -> str:
+    """A duration as `1.2s`, `3m04s` or `2h05m`."""
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+def fmt_time(moment: datetime) -> str:
+    """A UTC timestamp to the second, as `2026-01-01 10:00:03`."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")

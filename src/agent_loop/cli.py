@@ -1,0 +1,240 @@
+"""`agent-loop`: the offline demo, one agent tick, the memory's status, deploys.
+
+```text
+agent-loop demo [--home DIR]                       offline, no credentials
+agent-loop run builder [--issue N] [--remote]      one tick against your repository
+agent-loop run reviewer [--pr N] [--remote]
+agent-loop run distiller [--remote]
+agent-loop status [--home DIR] [--limit N]         runs, metrics, lessons
+agent-loop deploy builder|reviewer|distiller [--dry-run] [--config FILE]
+```
+
+Exit codes: 0 done, 1 the work failed, 2 bad usage or configuration. A configuration
+problem prints the settings' own message (each variable, what is wrong, what it is for)
+and never a traceback: a person fixing their environment needs the variable's name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO, cast
+
+from agent_loop.agents import AGENTS, AgentName, run_agent_once
+from agent_loop_common.logs import configure_logging
+from agent_loop_common.settings import ConfigError, Settings, load_settings
+
+__all__ = ["EXIT_CONFIG", "EXIT_FAILED", "build_parser", "main"]
+
+EXIT_FAILED = 1
+"""The command ran but its work failed (a task error, a failed deploy)."""
+EXIT_CONFIG = 2
+"""Bad usage or configuration: nothing was attempted."""
+
+_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for tests and for generating help text)."""
+    parser = argparse.ArgumentParser(
+        prog="agent-loop",
+        description=(
+            "Three scheduled AI agents on Flyte: the builder turns issues into verified "
+            "pull requests, the reviewer answers review feedback with verified fixes, and "
+            "the distiller learns lessons from the graded history."
+        ),
+        epilog="Start with `agent-loop demo`: offline, no credentials needed.",
+    )
+    parser.add_argument(
+        "--log-level", choices=_LEVELS, help="log level (default: AGENT_LOOP_LOG_LEVEL or INFO)"
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    demo = commands.add_parser(
+        "demo",
+        help="run the whole loop offline against an emulated GitHub with a replayed model",
+        description=(
+            "Run builder -> reviewer -> distiller in Flyte local mode against a GitHub "
+            "emulator on 127.0.0.1, with a replayed (scripted) model: no credentials, "
+            "no network. Memory and reports go to a fresh demo folder."
+        ),
+    )
+    demo.add_argument(
+        "--home",
+        type=Path,
+        default=Path(".agent-loop") / "demo",
+        help="demo folder, emptied first (default: .agent-loop/demo)",
+    )
+    demo.add_argument(
+        "--quiet", action="store_true", help="only the summary, not the step-by-step progress"
+    )
+
+    run = commands.add_parser(
+        "run",
+        help="run one tick of an agent in Flyte local mode (or --remote on a cluster)",
+        description=(
+            "Run one tick of an agent against the configured repository and model. Local "
+            "by default (Flyte local mode, memory under AGENT_LOOP_HOME); --remote fires "
+            "the deployed task on the cluster configured for the flyte CLI."
+        ),
+    )
+    agents = run.add_subparsers(dest="agent", metavar="AGENT", required=True)
+    for agent in AGENTS:
+        sub = agents.add_parser(agent, help=f"one {agent} tick")
+        if agent == "builder":
+            sub.add_argument("--issue", type=_positive, help="work on this issue only")
+        elif agent == "reviewer":
+            sub.add_argument("--pr", type=_positive, help="review this pull request only")
+        sub.add_argument(
+            "--remote", action="store_true", help="fire the deployed task on the Flyte cluster"
+        )
+
+    status = commands.add_parser(
+        "status", help="recent runs, metrics and lessons from the local memory"
+    )
+    status.add_argument(
+        "--home", type=Path, help="local state folder (default: AGENT_LOOP_HOME or .agent-loop)"
+    )
+    status.add_argument("--limit", type=_positive, default=15, help="runs to show (default 15)")
+
+    deploy = commands.add_parser(
+        "deploy",
+        help="deploy one agent (its environment, task and trigger) to a Flyte cluster",
+    )
+    deploy.add_argument("agent", choices=AGENTS)
+    deploy.add_argument(
+        "--dry-run", action="store_true", help="validate and show what would be deployed"
+    )
+    deploy.add_argument("--config", type=Path, help="Flyte config file (default: flyte's own)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `agent-loop` console script; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    command = cast(str, args.command)
+    level = cast(str | None, args.log_level)
+    quiet_by_default = command in ("demo", "status")
+    configure_logging("console", level or ("WARNING" if quiet_by_default else "INFO"))
+    try:
+        if command == "demo":
+            return _demo(args)
+        if command == "run":
+            return _run(args, level)
+        if command == "status":
+            return _status(args)
+        return _deploy(args)
+    except ConfigError as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_CONFIG
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _load(level: str | None, **overrides: Any) -> Settings:
+    settings = load_settings(**overrides)
+    configure_logging(settings.log_format, level or settings.log_level)
+    return settings
+
+
+def _run(args: argparse.Namespace, level: str | None) -> int:
+    agent = cast(AgentName, args.agent)
+    target = cast(int | None, getattr(args, "issue", None) or getattr(args, "pr", None))
+    remote = bool(args.remote)
+    settings = _load(level)
+    where = "on the Flyte cluster" if remote else f"in Flyte local mode (home: {settings.home})"
+    what = f" on #{target}" if target else ""
+    _say(f"agent-loop: one {agent} tick{what} for {settings.repo} {where}, model {settings.model}")
+    try:
+        summary = run_agent_once(agent, settings, target=target, remote=remote)
+    except ConfigError:
+        raise
+    except Exception as exc:
+        if level == "DEBUG":
+            raise
+        print(f"agent-loop: the {agent} tick failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print("Run again with --log-level DEBUG for the full trace.", file=sys.stderr)
+        return EXIT_FAILED
+    _print_summary(agent, summary, sys.stdout)
+    return 0
+
+
+def _print_summary(agent: str, summary: dict[str, Any], out: TextIO) -> None:
+    if not summary:
+        print(f"{agent}: idle tick, nothing to do.", file=out)
+        return
+    print(f"{agent}: {summary.get('outcome', 'done')}", file=out)
+    for key, value in summary.items():
+        if key == "outcome" or value in (None, "", [], {}):
+            continue
+        shown = value if isinstance(value, str | int | float) else json.dumps(value, default=str)
+        print(f"  {key}: {shown}", file=out)
+
+
+def _memory_settings(home: Path | None) -> Settings:
+    """Settings for reading memory only: GitHub variables are not needed for that."""
+    overrides: dict[str, Any] = {}
+    if home is not None:
+        overrides["home"] = home
+    if not os.environ.get("AGENT_LOOP_REPO", "").strip():
+        overrides["repo"] = "local/unset"
+    if not (os.environ.get("GITHUB_TOKEN") or os.environ.get("GITHUB_APP_ID")):
+        overrides["github_token"] = "unused-by-status"  # noqa: S105 (status never calls GitHub)
+    return load_settings(**overrides)
+
+
+def _status(args: argparse.Namespace) -> int:
+    from agent_loop.status import StatusError, read_snapshot, render_status
+    from agent_loop_common.runtime import local_memory
+
+    settings = _memory_settings(cast(Path | None, args.home))
+    try:
+        snapshot = asyncio.run(read_snapshot(local_memory(settings)))
+    except StatusError as exc:
+        print(f"agent-loop status: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    print(render_status(snapshot, limit=cast(int, args.limit)))
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from agent_loop.demo import DemoError, run_demo
+
+    try:
+        result = run_demo(cast(Path, args.home), out=sys.stdout, progress=not args.quiet)
+    except DemoError as exc:
+        print(f"agent-loop demo: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    return 0 if result.ok else EXIT_FAILED
+
+
+def _deploy(args: argparse.Namespace) -> int:
+    try:
+        from agent_loop.deploy import (  # pyright: ignore[reportMissingImports]
+            deploy_agent,  # pyright: ignore[reportUnknownVariableType]
+        )
+    except ImportError:
+        print("agent-loop deploy: deployment support is not installed.", file=sys.stderr)
+        return EXIT_FAILED
+    code = deploy_agent(args.agent, dry_run=bool(args.dry_run), config=args.config)
+    return int(cast(int, code))
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)

@@ -1,0 +1,249 @@
+"""How the demo tells its story: progress as it happens, then what the loop produced.
+
+The results are read back the way a person would look: through the GitHub API (the
+owner's view of PRs, diffs, sub-issues, replies) and from memory (records, metrics,
+lessons), not from the demo's own notes, so what is shown is what is there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from flyte.ai.agents import LLMMessage
+
+from agent_loop._table import clip, fmt_duration
+from agent_loop.status import MemorySnapshot, lessons_table, metrics_table, runs_table
+from agent_loop_common.github import GitHub, PullRequest
+from agent_loop_common.testing import GitHubEmulator, emulator_client
+
+__all__ = ["Narrator", "show_results"]
+
+_DIFF_LINES = 40
+_NUMBER = re.compile(r"/(?:pull|issues)/(\d+)")
+_DIBS = "agent-loop:dibs"
+
+
+def _numbers(text: str) -> list[str]:
+    return [f"#{n}" for n in _NUMBER.findall(text)]
+
+
+def _short_args(arguments: Mapping[str, Any]) -> str:
+    for key in ("path", "title", "key", "directory", "reason", "summary"):
+        value = arguments.get(key)
+        if isinstance(value, str) and value:
+            return clip(value, 70)
+    return ""
+
+
+class Narrator:
+    """Prints the demo's progress and results to `out`."""
+
+    def __init__(self, out: TextIO, *, progress: bool = True) -> None:
+        self.out = out
+        self.progress = progress
+        self._ticks: dict[str, int] = {}
+
+    def line(self, text: str = "") -> None:
+        print(text, file=self.out, flush=True)
+
+    def act(self, title: str) -> None:
+        self.line()
+        self.line(f"== {title}")
+
+    def section(self, title: str) -> None:
+        self.line()
+        self.line(f"-- {title}")
+
+    def note(self, text: str) -> None:
+        self.line(f"   {text}")
+
+    def intro(
+        self, url: str, emulator: GitHubEmulator, home: Path, issues: Mapping[str, int]
+    ) -> None:
+        self.line("agent-loop demo: the whole loop, offline, with a REPLAYED model")
+        self.line(f"   GitHub:  an emulator of {emulator.full_name} at {url} (loopback only)")
+        self.line("   model:   replayed from a script (no AI is called, no credentials used)")
+        self.line(f"   flyte:   local mode; memory and runs under {home}")
+        listed = ", ".join(f"#{n} {emulator.issue(n).title!r}" for n in issues.values())
+        self.line(f"   issues filed by @{emulator.owner} an hour ago: {listed}")
+
+    def tick_start(self, agent: str) -> None:
+        self._ticks[agent] = self._ticks.get(agent, 0) + 1
+        if self.progress:
+            self.line(f"-> {agent} tick {self._ticks[agent]}")
+
+    def model_step(self, episode: str, kind: str, reply: LLMMessage) -> None:
+        """A replayed model reply, as one line per tool call (or the verdict)."""
+        if not self.progress:
+            return
+        who = "verifier" if kind == "verifier" else episode.split(":")[0]
+        for tool_call in reply.tool_calls:
+            args = tool_call.get("arguments", {})
+            shown = _short_args(args if isinstance(args, dict) else {})
+            self.line(f"     {who:<9} {tool_call.get('name', '?')}  {shown}".rstrip())
+        if not reply.tool_calls and kind == "verifier":
+            verdict = _verdict_line(reply.content or "")
+            self.line(f"     verifier  {verdict}")
+
+    def tick_end(self, agent: str, summary: Mapping[str, Any], seconds: float) -> None:
+        if not summary:
+            self.line(f"   {agent}: idle, nothing to do ({fmt_duration(seconds)})")
+            return
+        made = _numbers(str(summary.get("pr_url", ""))) + _numbers(
+            str(summary.get("issue_urls", ""))
+        )
+        what = f" -> {', '.join(made)}" if made else ""
+        target = str(summary.get("target", "")).replace("#", " #")
+        error = f"  error: {clip(str(summary['error']), 100)}" if summary.get("error") else ""
+        self.line(
+            f"   {agent}: {summary.get('outcome', '?')} on {target}{what} "
+            f"({fmt_duration(seconds)}){error}"
+        )
+
+    def outro(self, seconds: float, problems: Sequence[str], home: Path) -> None:
+        self.act("Done")
+        self.note(f"The demo took {fmt_duration(seconds)}.")
+        if problems:
+            self.note("It did NOT go as scripted:")
+            for problem in problems:
+                self.note(f"  - {clip(problem, 300)}")
+        self.note("The model was REPLAYED: its answers were scripted for this sample project,")
+        self.note("while the agents, verifier, GitHub writes, claims and memory were real.")
+        self.note("To run the agents with a real model on your own repository:")
+        self.note("  export AGENT_LOOP_REPO=you/your-repo GITHUB_TOKEN=...  ANTHROPIC_API_KEY=...")
+        self.note("  export AGENT_LOOP_MODEL=anthropic/claude-sonnet-4-6   # or openai/gpt-5, ...")
+        self.note("  uv run agent-loop run builder --issue 42")
+        self.note(f"Look at this demo's memory again: uv run agent-loop status --home {home}")
+
+
+def _verdict_line(text: str) -> str:
+    start = text.rfind("{")
+    try:
+        verdict: Any = json.loads(text[start:]) if start >= 0 else None
+    except ValueError:
+        verdict = None
+    if not isinstance(verdict, dict):
+        return clip(text, 100)
+    mark = "verified" if verdict.get("verified") is True else "REJECTED"
+    return f"{mark}: {clip(str(verdict.get('notes', '')), 90)}"
+
+
+async def _commit_diff(gh: GitHub, sha: str) -> list[str]:
+    """The unified diff a commit made against its first parent (what a merge brought in)."""
+    commit = await gh.get_commit(sha)
+    if not commit.parents:
+        return []
+    parent = commit.parents[0]
+    before = {e.path: e.sha for e in await gh.get_tree(parent) if e.type == "blob"}
+    after = {e.path: e.sha for e in await gh.get_tree(sha) if e.type == "blob"}
+    lines: list[str] = []
+    for path in sorted(set(before) | set(after)):
+        if before.get(path) == after.get(path):
+            continue
+        old = (await gh.get_file(path, parent) or b"").decode("utf-8", "replace")
+        new = (await gh.get_file(path, sha) or b"").decode("utf-8", "replace")
+        lines += difflib.unified_diff(
+            old.splitlines(),
+            new.splitlines(),
+            f"a/{path}" if path in before else "/dev/null",
+            f"b/{path}" if path in after else "/dev/null",
+            lineterm="",
+        )
+    return lines
+
+
+async def _pull_lines(gh: GitHub, emulator: GitHubEmulator, pull: PullRequest) -> list[str]:
+    state = "merged" if pull.merged else pull.state
+    lines = [f"PR #{pull.number} {pull.title!r} [{state}] {pull.head_ref} by @{pull.user.login}"]
+    fixes = re.findall(r"(?:Fixes|Closes|Resolves) #\d+", pull.body)
+    if fixes:
+        lines[0] += f" ({', '.join(fixes)})"
+    diff = (await gh.get_pull_diff(pull.number)).splitlines()
+    merge_sha = emulator.pull(pull.number).merge_commit_sha if pull.merged else None
+    if not diff and merge_sha:
+        lines[0] += f", merged as {merge_sha[:7]}"
+        diff = await _commit_diff(gh, merge_sha)
+    shown = diff[:_DIFF_LINES]
+    lines += [f"   | {d}" for d in shown]
+    if len(diff) > len(shown):
+        lines.append(f"   | ... {len(diff) - len(shown)} more diff lines")
+    return lines
+
+
+async def _github_sections(emulator: GitHubEmulator, narrator: Narrator) -> None:
+    async with emulator_client(emulator, token=emulator.owner_token) as gh:
+        pulls = sorted(await gh.list_pulls(state="all"), key=lambda p: p.number)
+        issues = [i for i in await gh.list_issues(state="all") if not i.is_pull_request]
+        narrator.section(f"Pull requests ({len(pulls)}), with their diffs as merged or proposed")
+        for pull in pulls:
+            for line in await _pull_lines(gh, emulator, pull):
+                narrator.note(line)
+        subs = [i for i in issues if i.user.login == emulator.bot_login]
+        narrator.section(f"Sub-issues filed by the builder ({len(subs)})")
+        for issue in sorted(subs, key=lambda i: i.number):
+            deps = re.findall(r"depends on ((?:#\d+(?:, )?)+)", issue.body)
+            after = f"  depends on {deps[0]}" if deps else ""
+            narrator.note(f"#{issue.number} {issue.title!r} [{issue.state}]{after}")
+        specs = [i for i in issues if i.state == "closed" and i.user.login != emulator.bot_login]
+        for spec in specs:
+            narrator.note(f"#{spec.number} {spec.title!r} was closed with the list of sub-issues")
+        narrator.section("Review fixes and replies")
+        for pull in pulls:
+            await _review_lines(gh, emulator, pull, narrator)
+
+
+async def _review_lines(
+    gh: GitHub, emulator: GitHubEmulator, pull: PullRequest, narrator: Narrator
+) -> None:
+    replies = [c for c in await gh.list_review_comments(pull.number) if c.in_reply_to_id]
+    comments = [
+        c
+        for c in await gh.list_issue_comments(pull.number)
+        if c.user.login == emulator.bot_login and _DIBS not in c.body
+    ]
+    commits = [c for c in emulator.log(pull.head_sha)[:3] if "review" in c.message.lower()]
+    if not (replies or comments or commits):
+        return
+    narrator.note(f"PR #{pull.number} {pull.title!r}:")
+    for commit in commits[:1]:
+        narrator.note(f"   commit {commit.sha[:7]}: {clip(commit.message.splitlines()[0], 90)}")
+    for reply in replies:
+        narrator.note(f"   reply to comment {reply.in_reply_to_id}: {clip(reply.body, 90)}")
+    for comment in comments[-1:]:
+        narrator.note(f"   comment: {clip(comment.body, 110)}")
+
+
+def show_results(
+    narrator: Narrator,
+    emulator: GitHubEmulator,
+    snapshot: MemorySnapshot,
+    reports: Mapping[str, Sequence[Path]],
+    home: Path,
+) -> None:
+    """Print the PRs and diffs, sub-issues, review fixes, lessons, metrics and reports."""
+    narrator.act("What the loop produced")
+    asyncio.run(_github_sections(emulator, narrator))
+    narrator.section(f"Runs recorded in memory ({len(snapshot.records)})")
+    narrator.line(runs_table(snapshot.records, limit=20))
+    narrator.section("Metrics (from the run records and the distiller's grades)")
+    narrator.line(metrics_table(snapshot.metrics))
+    narrator.section(f"Lessons the distiller learned ({len(snapshot.lessons.lessons)})")
+    if snapshot.lessons.lessons:
+        narrator.line(lessons_table(snapshot.lessons.lessons))
+    if snapshot.digest.strip():
+        narrator.note(
+            f"digest for the next runs: {len(snapshot.digest)} characters, first line: "
+            f"{clip(snapshot.digest.strip().splitlines()[0], 80)!r}"
+        )
+    narrator.section("Flyte reports (open in a browser)")
+    for agent, paths in reports.items():
+        for path in paths:
+            narrator.note(f"{agent:<9} {path}")
+    narrator.note(f"memory: {snapshot.location.root}")
+    narrator.note(f"demo folder: {home}")

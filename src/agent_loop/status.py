@@ -1,0 +1,301 @@
+"""`agent-loop status`: recent runs, metrics and lessons, read from local memory.
+
+Local runs keep their memory under `AGENT_LOOP_HOME/flyte-data` (see
+`agent_loop_common.runtime.local_memory`). MemoryStore has no key listing, but a local
+root is a folder, so the keys are found by listing it; everything inside a key is read
+through the public memory helpers, with the records' versioning rule (a record of an
+unknown major version is counted, never misread).
+
+A deployed loop keeps its memory in the cluster's bucket: its view is the distiller's
+Flyte report (Metrics, Lessons, Runs and Memory tabs), not this command.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from agent_loop._table import (
+    clip,
+    fmt_duration,
+    fmt_money,
+    fmt_rate,
+    fmt_time,
+    render_table,
+)
+from agent_loop_common.memory import (
+    DIGEST_PATH,
+    IdleCount,
+    MemoryLocation,
+    open_store,
+    read_context,
+    read_grades,
+    read_idle_count,
+)
+from agent_loop_common.metrics import Metrics, compute_metrics
+from agent_loop_common.records import (
+    Grade,
+    Lesson,
+    LessonBook,
+    ParsedRecord,
+    Role,
+    RunRecord,
+    TargetKind,
+    parse_record,
+)
+
+__all__ = [
+    "MemorySnapshot",
+    "StatusError",
+    "lessons_table",
+    "metrics_table",
+    "read_snapshot",
+    "render_status",
+    "runs_table",
+]
+
+
+class StatusError(RuntimeError):
+    """The memory cannot be read from here (not a local folder)."""
+
+
+@dataclass(frozen=True)
+class MemorySnapshot:
+    """What the local memory holds, as read at one moment."""
+
+    location: MemoryLocation
+    records: list[RunRecord] = field(default_factory=list[RunRecord])
+    """Every readable run record, newest first."""
+    unreadable: int = 0
+    """Record files that are invalid or of an unknown major version (kept, not shown)."""
+    grades: list[Grade] = field(default_factory=list[Grade])
+    """The distiller's grades of agent PRs."""
+    lessons: LessonBook = field(default_factory=LessonBook)
+    """Current lessons (the distiller's)."""
+    digest: str = ""
+    """The context digest the builder and reviewer read."""
+    idle: list[IdleCount] = field(default_factory=list[IdleCount])
+    """Idle-run counters (runs that found nothing to claim), newest day first."""
+
+    @property
+    def metrics(self) -> Metrics:
+        """Headline metrics over every record and grade in the snapshot."""
+        return compute_metrics(self.records, self.grades)
+
+    @property
+    def empty(self) -> bool:
+        """Whether the memory holds nothing at all yet."""
+        return not (self.records or self.unreadable or self.lessons.lessons or self.idle)
+
+
+def _keys_folder(location: MemoryLocation) -> pathlib.Path:
+    if location.root is None or "://" in location.root:
+        raise StatusError(
+            "status reads the memory of local runs (a folder under AGENT_LOOP_HOME); "
+            f"this memory lives at {location.root or 'the running task`s bucket'}. "
+            "For a deployed loop, open the distiller's Flyte report instead."
+        )
+    return pathlib.Path(location.remote_path(location.keys.context)).parent
+
+
+def _suffixes(folder: pathlib.Path, prefix: str) -> list[str]:
+    if not folder.is_dir():
+        return []
+    return sorted(
+        p.name.removeprefix(prefix) for p in folder.iterdir() if p.name.startswith(prefix)
+    )
+
+
+async def _read_records(
+    location: MemoryLocation, buckets: Sequence[str]
+) -> tuple[list[RunRecord], int]:
+    records: list[RunRecord] = []
+    unreadable = 0
+    for bucket in buckets:
+        store = await open_store(location, location.keys.runs(bucket))
+        for path in store.list_paths("runs"):
+            parsed = parse_record(await store.read_text.aio(path))
+            if isinstance(parsed, ParsedRecord):
+                records.append(parsed.record)
+            else:
+                unreadable += 1
+    records.sort(key=lambda r: r.finished_at, reverse=True)
+    return records, unreadable
+
+
+async def _read_idle(location: MemoryLocation, names: Sequence[str]) -> list[IdleCount]:
+    out: list[IdleCount] = []
+    for name in names:
+        role_name, _, day_text = name.rpartition("-")
+        try:
+            role = Role(role_name)
+            day = datetime.strptime(day_text, "%Y%m%d").replace(tzinfo=UTC).date()
+        except ValueError:
+            continue
+        count = await read_idle_count(location, role, day)
+        if count.count:
+            out.append(count)
+    out.sort(key=lambda c: (c.day, c.role.value), reverse=True)
+    return out
+
+
+async def read_snapshot(location: MemoryLocation) -> MemorySnapshot:
+    """Read every record, grade, lesson, the digest and idle counters of a local memory.
+
+    Raises:
+        StatusError: The location is not a local folder.
+    """
+    folder = _keys_folder(location)
+    prefix = location.prefix
+    buckets = [b for b in _suffixes(folder, f"{prefix}-runs-") if b.isdigit() and len(b) == 10]
+    records, unreadable = await _read_records(location, buckets)
+    grades: list[Grade] = []
+    for month in _suffixes(folder, f"{prefix}-grades-"):
+        if month.isdigit():
+            grades.extend(await read_grades(location, month))
+    context = await read_context(location)
+    idle = await _read_idle(location, _suffixes(folder, f"{prefix}-idle-"))
+    return MemorySnapshot(
+        location=location,
+        records=records,
+        unreadable=unreadable,
+        grades=grades,
+        lessons=context.lessons,
+        digest=context.digest,
+        idle=idle,
+    )
+
+
+def _target(record: RunRecord) -> str:
+    t = record.target
+    if t.number is None:
+        label = t.kind.value
+    else:
+        label = f"{'PR' if t.kind is TargetKind.PR else 'issue'} #{t.number}"
+    return f"{label} {t.title}".strip()
+
+
+def _tries(record: RunRecord) -> str:
+    return "".join("✓" if a.verified else "✗" for a in record.attempts) or "-"
+
+
+def _link(record: RunRecord) -> str:
+    if record.links.pr_url:
+        return record.links.pr_url
+    if record.links.issue_urls:
+        return f"{len(record.links.issue_urls)} issue(s)"
+    return clip(record.error, 40) if record.error else ""
+
+
+def runs_table(records: Sequence[RunRecord], limit: int = 15) -> str:
+    """The most recent runs, one row each."""
+    rows = [
+        [
+            fmt_time(r.finished_at),
+            r.role.value,
+            clip(_target(r), 40),
+            r.outcome.value,
+            _tries(r),
+            f"{r.usage.tokens:,}",
+            str(r.github.requests),
+            fmt_duration(r.duration_seconds),
+            _link(r),
+        ]
+        for r in records[:limit]
+    ]
+    headers = [
+        "finished (UTC)",
+        "role",
+        "target",
+        "outcome",
+        "tries",
+        "tokens",
+        "gh req",
+        "took",
+        "result",
+    ]
+    return render_table(headers, rows, max_cell=60)
+
+
+def metrics_table(metrics: Metrics) -> str:
+    """Headline metrics, each with what it is computed over."""
+    m = metrics
+    rows = [
+        ["runs recorded", str(m.runs), "runs that claimed something"],
+        ["PRs opened", str(m.opened_prs), "builder runs that opened a PR"],
+        ["success rate", fmt_rate(m.success_rate), "delivered / runs that did the work"],
+        ["verified", fmt_rate(m.verification_rate), "some try passed / runs with tries"],
+        [
+            "verified first try",
+            fmt_rate(m.first_try_verification_rate),
+            "try 1 passed / runs with tries",
+        ],
+        ["error rate", fmt_rate(m.error_rate), "errors / runs"],
+        ["tokens", f"{m.tokens:,}", "all roles, prompt + completion"],
+        ["cost", fmt_money(m.cost_usd), "estimated, all roles"],
+        ["cost per PR", fmt_money(m.cost_per_opened_pr), "all roles / PRs opened"],
+        [
+            "issue to PR",
+            fmt_duration(m.mean_issue_to_pr_seconds),
+            "mean, issue created -> PR opened",
+        ],
+        ["graded PRs", str(m.graded_prs), f"{m.open_prs} still open"],
+        ["merged", fmt_rate(m.merged_rate), "merged / decided (merged + closed)"],
+        [
+            "review rounds per PR",
+            "-" if m.review_rounds_per_pr is None else f"{m.review_rounds_per_pr:.1f}",
+            "graded PRs",
+        ],
+    ]
+    return render_table(["metric", "value", "over"], rows, max_cell=60)
+
+
+def lessons_table(lessons: Sequence[Lesson]) -> str:
+    """Lessons with their audience and provenance."""
+    rows = [
+        [
+            lesson.id,
+            ",".join(r.value for r in lesson.roles) or "all",
+            lesson.text,
+            f"{len(lesson.source_run_ids)} run(s)",
+        ]
+        for lesson in lessons
+    ]
+    return render_table(["id", "for", "lesson", "learned from"], rows, max_cell=70)
+
+
+def render_status(snapshot: MemorySnapshot, *, limit: int = 15) -> str:
+    """The whole `agent-loop status` page."""
+    where = snapshot.location.root or "?"
+    if snapshot.empty:
+        return (
+            f"No runs recorded yet in {where}.\n"
+            "Run one with `agent-loop run builder` (or try `agent-loop demo`)."
+        )
+    out: list[str] = [f"Memory: {where}", ""]
+    shown = min(limit, len(snapshot.records))
+    out.append(f"Recent runs ({shown} of {len(snapshot.records)})")
+    out.append(runs_table(snapshot.records, limit) if snapshot.records else "  (none)")
+    if snapshot.unreadable:
+        out.append(
+            f"  {snapshot.unreadable} record file(s) are invalid or of a newer schema: kept, not shown."
+        )
+    if snapshot.idle:
+        idle = ", ".join(
+            f"{c.role.value} {c.count} on {c.day.isoformat()}" for c in snapshot.idle[:6]
+        )
+        out.append(f"  Idle runs (nothing to claim): {idle}")
+    out += ["", "Metrics", metrics_table(snapshot.metrics), ""]
+    if snapshot.lessons.lessons:
+        out.append(f"Lessons ({len(snapshot.lessons.lessons)})")
+        out.append(lessons_table(snapshot.lessons.lessons))
+    else:
+        out.append("Lessons: none yet (the distiller writes them from graded runs).")
+    if snapshot.digest.strip():
+        out.append(
+            f"Context digest: {len(snapshot.digest)} characters "
+            f"({DIGEST_PATH} in {snapshot.location.keys.context})"
+        )
+    return "\n".join(out)
