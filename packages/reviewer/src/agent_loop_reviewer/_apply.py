@@ -23,8 +23,10 @@ from agent_loop_reviewer._markers import PassMarker
 __all__ = [
     "FixCommit",
     "NoChangesNote",
+    "Posted",
     "PostedReplies",
     "PushResult",
+    "Receipt",
     "ReplyBatch",
     "ReplyPost",
     "post_no_changes",
@@ -34,6 +36,19 @@ __all__ = [
 ]
 
 _MODEL = ConfigDict(frozen=True, extra="forbid")
+
+
+class Receipt(BaseModel):
+    """What every write returns besides its result: the GitHub requests it made.
+
+    A durable sub-task talks to GitHub through its own facade, so its requests would be
+    missing from the run's record; the task fills this in and the tick adds it to the
+    run's counts (`requests_by_route` has the shape of `RequestStats.by_route()`).
+    """
+
+    model_config = _MODEL
+
+    requests_by_route: dict[str, dict[int, int]] = {}
 
 
 class FixCommit(BaseModel):
@@ -51,10 +66,8 @@ class FixCommit(BaseModel):
     """Path -> full new content, `None` to delete."""
 
 
-class PushResult(BaseModel):
+class PushResult(Receipt):
     """What came of a push."""
-
-    model_config = _MODEL
 
     pushed: bool
     sha: str = ""
@@ -103,10 +116,8 @@ class ReplyBatch(BaseModel):
     """The rendered summary comment (with its pass marker)."""
 
 
-class PostedReplies(BaseModel):
+class PostedReplies(Receipt):
     """URLs of what was posted."""
-
-    model_config = _MODEL
 
     reply_urls: list[str]
     summary_url: str
@@ -144,17 +155,23 @@ class NoChangesNote(BaseModel):
     """The note that check fixing stopped, when this pass says it."""
 
 
-async def post_no_changes(github: GitHub, note: NoChangesNote) -> str:
-    """Post the short comment naming the head commit reviewed; returns its URL."""
+class Posted(Receipt):
+    """One posted comment."""
+
+    url: str
+
+
+async def post_no_changes(github: GitHub, note: NoChangesNote) -> Posted:
+    """Post the short comment naming the head commit reviewed."""
     marker = PassMarker(
         head=note.head_sha, run=note.run_id, checks=note.checks, stop=bool(note.stop)
     )
     body = no_changes_body(
         head=note.head_sha, reason=note.reason, run_id=note.run_id, marker=marker, stop=note.stop
     )
-    return (await github.create_issue_comment(note.pr, body)).html_url
+    return Posted(url=(await github.create_issue_comment(note.pr, body)).html_url)
 
 
-async def post_note(github: GitHub, pr: int, body: str) -> str:
+async def post_note(github: GitHub, pr: int, body: str) -> Posted:
     """Post a rendered pass comment (a rejected fix, or that check fixing stopped)."""
-    return (await github.create_issue_comment(pr, body)).html_url
+    return Posted(url=(await github.create_issue_comment(pr, body)).html_url)

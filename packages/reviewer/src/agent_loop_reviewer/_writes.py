@@ -16,6 +16,7 @@ from agent_loop_reviewer import _apply
 from agent_loop_reviewer._apply import (
     FixCommit,
     NoChangesNote,
+    Posted,
     PostedReplies,
     PushResult,
     ReplyBatch,
@@ -35,11 +36,11 @@ class ReviewWrites(Protocol):
         """Reply to each addressed item, then post the summary comment."""
         ...
 
-    async def post_no_changes(self, note: NoChangesNote) -> str:
+    async def post_no_changes(self, note: NoChangesNote) -> Posted:
         """Post the short comment naming the head commit reviewed."""
         ...
 
-    async def post_note(self, pr: int, body: str) -> str:
+    async def post_note(self, pr: int, body: str) -> Posted:
         """Post another pass comment (rejected fix, check fixing stopped)."""
         ...
 
@@ -56,8 +57,8 @@ class DirectWrites:
     async def post_replies(self, batch: ReplyBatch) -> PostedReplies:
         return await _apply.post_replies(self.github, batch)
 
-    async def post_no_changes(self, note: NoChangesNote) -> str:
+    async def post_no_changes(self, note: NoChangesNote) -> Posted:
         return await _apply.post_no_changes(self.github, note)
 
-    async def post_note(self, pr: int, body: str) -> str:
+    async def post_note(self, pr: int, body: str) -> Posted:
         return await _apply.post_note(self.github, pr, body)

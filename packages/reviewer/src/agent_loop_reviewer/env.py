@@ -13,11 +13,12 @@ from __future__ import annotations
 import os
 import pathlib
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import flyte
 
 from agent_loop_common.deploy import agent_image, agent_secrets
+from agent_loop_common.github import GitHub, RequestStats
 from agent_loop_common.records import Role
 from agent_loop_common.runtime import github_from_settings, open_runtime
 from agent_loop_common.settings import load_settings
@@ -25,8 +26,10 @@ from agent_loop_reviewer import _apply
 from agent_loop_reviewer._apply import (
     FixCommit,
     NoChangesNote,
+    Posted,
     PostedReplies,
     PushResult,
+    Receipt,
     ReplyBatch,
 )
 from agent_loop_reviewer._pipeline import run_reviewer_tick
@@ -59,48 +62,71 @@ env = flyte.TaskEnvironment(
 )
 
 
+_R = TypeVar("_R", bound=Receipt)
+
+
+def _receipt(result: _R, github: GitHub) -> _R:
+    """`result` with the requests this sub-task's facade made, for the run's record."""
+    return result.model_copy(update={"requests_by_route": github.stats.by_route()})
+
+
 @env.task
 async def push_fix(fix: FixCommit) -> PushResult:
     """Push one verified commit onto the PR branch by compare-and-swap (never forced)."""
     async with github_from_settings(load_settings()) as github:
-        return await _apply.push_fix(github, fix)
+        return _receipt(await _apply.push_fix(github, fix), github)
 
 
 @env.task
 async def post_replies(batch: ReplyBatch) -> PostedReplies:
     """Reply to each addressed feedback item, then post the one summary comment."""
     async with github_from_settings(load_settings()) as github:
-        return await _apply.post_replies(github, batch)
+        return _receipt(await _apply.post_replies(github, batch), github)
 
 
 @env.task
-async def post_no_changes(note: NoChangesNote) -> str:
+async def post_no_changes(note: NoChangesNote) -> Posted:
     """Post the short comment naming the head commit that needed no change."""
     async with github_from_settings(load_settings()) as github:
-        return await _apply.post_no_changes(github, note)
+        return _receipt(await _apply.post_no_changes(github, note), github)
 
 
 @env.task
-async def post_note(pr: int, body: str) -> str:
+async def post_note(pr: int, body: str) -> Posted:
     """Post another pass comment: a fix that failed verification, or check fixing stopped."""
     async with github_from_settings(load_settings()) as github:
-        return await _apply.post_note(github, pr, body)
+        return _receipt(await _apply.post_note(github, pr, body), github)
 
 
 class TaskWrites:
-    """`ReviewWrites` as durable actions of the running tick."""
+    """`ReviewWrites` as durable actions of the running tick.
+
+    Each action's GitHub requests are added to `stats` (the run's facade counts), so
+    the run record counts every request of the tick, sub-tasks included.
+    """
+
+    def __init__(self, stats: RequestStats) -> None:
+        self._stats = stats
+
+    def _count(self, result: _R) -> _R:
+        for route, statuses in result.requests_by_route.items():
+            method, _, template = route.partition(" ")
+            for status, n in statuses.items():
+                for _ in range(n):
+                    self._stats.record(method, template, int(status))
+        return result
 
     async def push_fix(self, fix: FixCommit) -> PushResult:
-        return await push_fix(fix)
+        return self._count(await push_fix(fix))
 
     async def post_replies(self, batch: ReplyBatch) -> PostedReplies:
-        return await post_replies(batch)
+        return self._count(await post_replies(batch))
 
-    async def post_no_changes(self, note: NoChangesNote) -> str:
-        return await post_no_changes(note)
+    async def post_no_changes(self, note: NoChangesNote) -> Posted:
+        return self._count(await post_no_changes(note))
 
-    async def post_note(self, pr: int, body: str) -> str:
-        return await post_note(pr, body)
+    async def post_note(self, pr: int, body: str) -> Posted:
+        return self._count(await post_note(pr, body))
 
 
 @env.task(
@@ -123,6 +149,6 @@ async def reviewer_tick(
     """
     settings = load_settings()
     async with open_runtime(settings, Role.REVIEWER) as runtime:
-        record = await run_reviewer_tick(runtime, pr, writes=TaskWrites())
+        record = await run_reviewer_tick(runtime, pr, writes=TaskWrites(runtime.github.stats))
     await flyte.report.log.aio(report_html(record), do_flush=True)
     return summary(record)

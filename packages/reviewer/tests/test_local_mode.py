@@ -1,0 +1,93 @@
+"""The scheduled task itself in Flyte local mode: `reviewer_tick` against the emulator
+served on loopback, writes as durable sub-tasks, memory under AGENT_LOOP_HOME."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from agent_loop_common.records import Outcome
+from agent_loop_common.runtime import local_memory, run_task
+from agent_loop_common.settings import load_settings
+from agent_loop_common.testing import ScriptedModel, call, emulator_client, turn
+from agent_loop_common.verify import VERIFIER_MARKER
+from agent_loop_reviewer import REVIEWER_MARKER, run_once
+from agent_loop_reviewer.env import reviewer_tick
+
+pytestmark = pytest.mark.slow
+
+
+def test_reviewer_tick_pushes_a_verified_fix_in_local_mode(kit, monkeypatch) -> None:
+    emu = kit.emulator
+    number = asyncio.run(kit.open_pr())
+    old_head = emu.pull(number).head_sha
+    emu.add_review(number, author="alice", comments=[("src/calc.py", 2, "Should be a + b.")])
+
+    async def inline_id() -> int:
+        async with emulator_client(emu) as gh:
+            (comment,) = await gh.list_review_comments(number)
+        return comment.id
+
+    comment_id = asyncio.run(inline_id())
+    model = ScriptedModel(
+        routes={
+            REVIEWER_MARKER: [
+                turn(
+                    tool_calls=[call("stage_file", path="src/calc.py", content=kit.FIXED)],
+                    expect_in_messages=[f"[new] inline comment id={comment_id}"],
+                ),
+                turn(
+                    tool_calls=[
+                        call(
+                            "submit_fix",
+                            summary="add() adds.",
+                            replies=[{"comment_id": comment_id, "reply": "Fixed."}],
+                        )
+                    ]
+                ),
+                turn("Done."),
+            ],
+            VERIFIER_MARKER: [turn('{"verified": true, "notes": "Correct."}')],
+        }
+    )
+    kit.install(model)
+    with emu.serve() as url:
+        monkeypatch.setenv("GITHUB_API_URL", url)
+        monkeypatch.setenv("GITHUB_TOKEN", emu.bot_token)
+        monkeypatch.setenv("AGENT_LOOP_REPO", emu.full_name)
+        monkeypatch.setenv("AGENT_LOOP_HOME", str(kit.tmp_path / "home"))
+        settings = load_settings()
+        summary = run_task(settings, reviewer_tick, pr=number)
+        model.assert_finished()
+
+        idle = ScriptedModel()
+        kit.install(idle)
+        assert run_once(settings=settings) == {}
+        idle.assert_finished()
+        assert idle.calls == []
+
+    assert summary["outcome"] == Outcome.PUSHED_FIX.value
+    assert summary["target"]["number"] == number
+    assert summary["links"]["pr_url"].endswith(f"/pull/{number}")
+    assert summary["llm_calls"] == 4
+    new_head = emu.pull(number).head_sha
+    assert emu.log(new_head)[0].parents == (old_head,)
+    assert emu.file_at(kit.BRANCH, "src/calc.py") == kit.FIXED.encode()
+    assert any(c.body.startswith("🔧") for c in emu.comments(number))
+
+    record = kit.stored(summary["run_id"], local_memory(settings))
+    assert record.outcome is Outcome.PUSHED_FIX
+    assert [a.verified for a in record.attempts] == [True]
+    assert record.github.requests == summary["github_requests"]
+    assert {"select", "claim", "review", "verify", "push", "reply", "record"} <= set(
+        record.stage_seconds
+    )
+    # The durable sub-tasks' own requests are counted on the run's record too.
+    assert record.github.by_route["POST /repos/{owner}/{repo}/git/trees"] == 1
+    assert (
+        record.github.by_route[
+            "POST /repos/{owner}/{repo}/pulls/{pull_number}/comments/{comment_id}/replies"
+        ]
+        == 1
+    )
