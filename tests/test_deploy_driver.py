@@ -98,29 +98,33 @@ def _findings(ws: Workspace) -> list[str]:
 
 
 def test_broken_packages_are_refused(tmp_path: pathlib.Path) -> None:
-    cases = {
-        "trigger": _sample(tmp_path / "trigger", bound="when"),
-        "sibling": _sample(tmp_path / "sibling", imports="import sample_beta\n"),
-        "bundled_sibling": _sample(
-            tmp_path / "bundled_sibling",
-            imports="from packages.beta.src.sample_beta import helpers\n",
-        ),
-        "tests": _sample(tmp_path / "tests", imports="from packages.alpha.tests import fixtures\n"),
-    }
+    offenders = (
+        "from packages.beta.src.sample_beta import helpers\n"  # another agent, by path
+        "from packages.alpha.tests import fixtures\n"  # the package's own tests
+        "import sample_beta\n"  # another agent: off the path, as in the image
+    )
+    cases = [
+        _sample(tmp_path / "trigger", bound="when"),
+        _sample(tmp_path / "bundle", imports=offenders),
+    ]
     with ThreadPoolExecutor(max_workers=2) as pool:
-        found = dict(zip(cases, pool.map(_findings, cases.values()), strict=True))
+        trigger, bundle = pool.map(_findings, cases)
 
-    assert found["trigger"] == [
+    assert trigger == [
         "alpha.alpha_tick: trigger 'alpha_schedule': For a scheduled trigger, the TriggerTime "
         "input 'when' must be an input to the task, but not found in task alpha.alpha_tick. "
         "Available inputs: ['trigger_time']"
     ]
-    # Another agent is off the path, as it is in the image: the import itself fails.
-    assert found["sibling"][0] == (
-        "cannot import sample_alpha.env: ModuleNotFoundError: No module named 'sample_beta'"
-    )
-    beta = "packages/beta/src/sample_beta/helpers.py"
-    assert f"bundle holds {beta}: code of the beta agent" in found["bundled_sibling"]
-    assert f"deploy imports {beta}: code of the beta agent" in found["bundled_sibling"]
-    fixtures = "packages/alpha/tests/fixtures.py"
-    assert f"bundle holds {fixtures}: test code" in found["tests"]
+    beta, fixtures = "packages/beta/src/sample_beta", "packages/alpha/tests/fixtures.py"
+    offending = [
+        f"{fixtures}: test code",
+        f"{beta}/__init__.py: code of the beta agent",
+        f"{beta}/helpers.py: code of the beta agent",
+    ]
+    assert bundle == [
+        "cannot import sample_alpha.env: ModuleNotFoundError: No module named 'sample_beta'",
+        "declares environments [], expected only ['alpha']",
+        *(f"deploy imports {o}" for o in offending),
+        *(f"bundle holds {o}" for o in offending),
+        "no task declares a trigger: the agent would never run on its own",
+    ]

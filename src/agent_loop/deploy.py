@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
@@ -249,16 +250,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = sorted(set(args.agents) - set(AGENTS))
     if unknown:
         parser.error(f"unknown agent(s) {', '.join(unknown)}: expected {', '.join(AGENTS)}")
+    agents = args.agents or list(AGENTS)
+    # Each agent loads in its own process: validate them side by side.
+    with ThreadPoolExecutor(max_workers=min(len(agents), os.cpu_count() or 1)) as pool:
+        results = list(pool.map(validate_agent, agents))
     failed = 0
-    for agent in args.agents or AGENTS:
-        result = validate_agent(agent)
+    for result in results:
         status = "ok" if result.ok else "FAILED"
-        print(f"{agent}: {status} in {result.seconds:.1f}s")
+        print(f"{result.agent}: {status} in {result.seconds:.1f}s")
         if result.spec is not None:
             _summary(result.spec, sys.stdout)
             if args.spec:
                 args.spec.mkdir(parents=True, exist_ok=True)
-                (args.spec / f"{agent}.json").write_text(
+                (args.spec / f"{result.agent}.json").write_text(
                     json.dumps(result.spec.report, indent=1, sort_keys=True), encoding="utf-8"
                 )
         for finding in result.findings:
