@@ -12,6 +12,7 @@ import pathlib
 from collections.abc import Awaitable, Callable, Generator
 
 import pytest
+import structlog
 from flyte.ai.agents import LLMCallable
 
 from agent_loop_builder import run_builder_tick
@@ -24,6 +25,13 @@ from agent_loop_common.testing import GitHubEmulator, ScriptedModel, instant_ret
 from agent_loop_common.testing._facade import EMULATOR_BASE_URL
 
 Tick = Callable[..., Awaitable[RunRecord | None]]
+
+
+@pytest.fixture(autouse=True)
+def captured_logs() -> Generator[list[dict[str, object]]]:
+    """Keep log events as data: rendering tracebacks of expected failures costs seconds."""
+    with structlog.testing.capture_logs() as logs:
+        yield logs
 
 
 @pytest.fixture

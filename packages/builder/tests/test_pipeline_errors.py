@@ -1,0 +1,177 @@
+"""Failures mid-run: recorded, claim released, issue rested, nothing half-written."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from flyte.ai.agents import LLMCallable, LLMMessage
+
+from agent_loop_common.records import Outcome, Role
+from agent_loop_common.runtime import use_model
+from agent_loop_common.testing import GitHubEmulator, ScriptedModel, Turn, call, turn
+from agent_loop_common.verify import VERIFIER_MARKER
+
+CONTENT = "def make_widget(name):\n    return {'name': name, 'ok': True}\n"
+
+
+def _change() -> list[Turn]:
+    return [
+        turn(tool_calls=[call("stage_file", path="src/widgets/core.py", content=CONTENT)]),
+        turn(
+            tool_calls=[
+                call("submit_implementation", title="Mark widgets ok", body="b", summary="s")
+            ]
+        ),
+        turn("Done."),
+    ]
+
+
+def _passes() -> dict[str, list[Turn]]:
+    return {VERIFIER_MARKER: [turn('{"verified": true, "notes": "fine"}')]}
+
+
+def _assert_released_and_rested(emulator: GitHubEmulator, number: int) -> None:
+    assert emulator.ref_sha(f"agent-loop/claims/issue-{number}") is None
+    assert emulator.refs("refs/heads/agent-loop/") == {}
+    assert any("agent-loop:backoff v1 attempts=1" in c.body for c in emulator.comments(number))
+
+
+async def test_a_failed_pull_request_create_is_recorded_and_cleaned_up(
+    emulator: GitHubEmulator,
+    tick: Callable[..., Any],
+    install: Callable[[ScriptedModel], ScriptedModel],
+    stored: Callable[..., Any],
+) -> None:
+    number = emulator.add_issue("Mark widgets ok", "Widgets should say they are ok.")
+    emulator.inject_fault("POST", r"/pulls$", status=500, times=10)
+    model = install(ScriptedModel(_change(), routes=_passes()))
+
+    record = await tick()
+
+    model.assert_finished()
+    assert record is not None
+    assert record.outcome is Outcome.ERROR
+    assert record.error.startswith("GitHubUnavailable")
+    assert [a.verified for a in record.attempts] == [True]
+    assert record.trace
+    assert record.links.pr_url == ""
+    assert stored(record) == record
+    _assert_released_and_rested(emulator, number)
+    assert all(not i.is_pull_request for i in map(emulator.issue, range(1, number + 1)))
+    assert "stopped by" not in emulator.comments(number)[0].body
+    assert "run ended" in emulator.comments(number)[0].body
+
+
+async def test_a_builder_model_error_is_a_failed_run(
+    emulator: GitHubEmulator,
+    tick: Callable[..., Any],
+    install: Callable[[ScriptedModel], ScriptedModel],
+) -> None:
+    number = emulator.add_issue("Mark widgets ok", "")
+    model = install(ScriptedModel([turn(error=RuntimeError("provider is down"))]))
+
+    record = await tick()
+
+    model.assert_finished()
+    assert record is not None
+    assert record.outcome is Outcome.ERROR
+    assert "provider is down" in record.error
+    assert record.attempts == []
+    assert any(not step.ok for step in record.trace)
+    _assert_released_and_rested(emulator, number)
+
+
+async def test_a_verifier_model_error_is_not_a_verdict(
+    emulator: GitHubEmulator,
+    tick: Callable[..., Any],
+    install: Callable[[ScriptedModel], ScriptedModel],
+) -> None:
+    number = emulator.add_issue("Mark widgets ok", "")
+    model = install(
+        ScriptedModel(_change(), routes={VERIFIER_MARKER: [turn(error=RuntimeError("overloaded"))]})
+    )
+
+    record = await tick()
+
+    model.assert_finished()
+    assert record is not None
+    assert record.outcome is Outcome.ERROR
+    assert record.error.startswith("VerifierError")
+    assert [(a.verified, "overloaded" in a.notes) for a in record.attempts] == [(False, True)]
+    bodies = [c.body for c in emulator.comments(number)]
+    assert not any("verification" in b for b in bodies)
+    _assert_released_and_rested(emulator, number)
+
+
+async def test_the_budget_stops_a_run(
+    emulator: GitHubEmulator,
+    tick: Callable[..., Any],
+    install: Callable[[ScriptedModel], ScriptedModel],
+) -> None:
+    number = emulator.add_issue("Mark widgets ok", "")
+    install(ScriptedModel(_change()[:1]))
+
+    record = await tick(max_tokens_per_run=100)
+
+    assert record is not None
+    assert record.outcome is Outcome.BUDGET_EXCEEDED
+    assert record.usage.tokens == 120
+    _assert_released_and_rested(emulator, number)
+
+
+async def test_skip_issue_comments_and_rests(
+    emulator: GitHubEmulator,
+    tick: Callable[..., Any],
+    install: Callable[[ScriptedModel], ScriptedModel],
+) -> None:
+    number = emulator.add_issue("Make it better", "Somehow.")
+    model = install(
+        ScriptedModel(
+            [turn(tool_calls=[call("skip_issue", reason="Too vague: which part?")]), turn("ok")]
+        )
+    )
+
+    record = await tick()
+
+    model.assert_finished()
+    assert record is not None
+    assert record.outcome is Outcome.SKIPPED
+    assert record.error == "declined by the builder: Too vague: which part?"
+    assert any("Too vague: which part?" in c.body for c in emulator.comments(number))
+    _assert_released_and_rested(emulator, number)
+    emulator.add_comment(number, "The colour part.", author="acme")
+    again = install(ScriptedModel([turn(tool_calls=[call("skip_issue", reason="x")]), turn("ok")]))
+    assert (await tick()) is not None
+    again.assert_finished()
+
+
+async def test_an_agent_pull_request_that_appears_mid_run_wins(
+    emulator: GitHubEmulator, tick: Callable[..., Any]
+) -> None:
+    number = emulator.add_issue("Mark widgets ok", "")
+    scripted = ScriptedModel(_change(), routes=_passes())
+
+    async def racing(
+        model: str, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> LLMMessage:
+        if VERIFIER_MARKER in system and not emulator.refs("refs/heads/agent-loop/"):
+            branch = f"agent-loop/issue-{number}-other-run"
+            emulator.push(branch, {"z.txt": "z\n"}, author=emulator.bot, message="z")
+            emulator.open_pull(branch, title="From another deployment", author=emulator.bot)
+        return await scripted(model, system, messages, tools)
+
+    def provide(role: Role, purpose: str, usage: Any, budget: Any) -> LLMCallable:
+        return racing
+
+    with use_model(provide):
+        record = await tick()
+
+    scripted.assert_finished()
+    assert record is not None
+    assert record.outcome is Outcome.SKIPPED
+    assert "appeared during the run" in record.error
+    assert list(emulator.refs("refs/heads/agent-loop/")) == [
+        f"refs/heads/agent-loop/issue-{number}-other-run"
+    ]
+    assert emulator.ref_sha(f"agent-loop/claims/issue-{number}") is None
