@@ -1,10 +1,10 @@
-"""Secrets every agent env declares: GitHub credentials, and the key named for the provider."""
+"""What every agent env injects: GitHub credentials, the key named for the provider, settings."""
 
 from __future__ import annotations
 
 import pytest
 
-from agent_loop_common.deploy import agent_secrets, model_key_envs, secret_key
+from agent_loop_common.deploy import agent_env_vars, agent_secrets, model_key_envs, secret_key
 
 
 def _pairs(environ: dict[str, str]) -> list[tuple[str, str | None]]:
@@ -54,3 +54,33 @@ def test_github_app_credentials() -> None:
 
 def test_secret_key() -> None:
     assert secret_key("OPENAI_API_KEY") == "openai-api-key"
+
+
+def test_env_vars_forward_settings_but_never_secrets_or_local_paths() -> None:
+    environ = {
+        "AGENT_LOOP_REPO": "acme/widgets",
+        "GITHUB_API_URL": "https://ghe.example.com/api/v3",
+        "AGENT_LOOP_MAX_COST_USD_PER_RUN": "2.5",
+        "AGENT_LOOP_MODEL": "openai/gpt-5",
+        "AGENT_LOOP_BOT_LOGIN": "",
+        "GITHUB_TOKEN": "ghp_secret",
+        "OPENAI_API_KEY": "sk-secret",
+        "GITHUB_APP_PRIVATE_KEY": "pem",
+        "GITHUB_APP_PRIVATE_KEY_PATH": "/home/me/key.pem",
+        "AGENT_LOOP_HOME": "/home/me/.agent-loop",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "HOME": "/home/me",
+    }
+    assert agent_env_vars(environ) == {
+        "AGENT_LOOP_REPO": "acme/widgets",
+        "GITHUB_API_URL": "https://ghe.example.com/api/v3",
+        "AGENT_LOOP_MAX_COST_USD_PER_RUN": "2.5",
+        "AGENT_LOOP_MODEL": "openai/gpt-5",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
+
+
+def test_an_app_id_injected_as_a_secret_is_not_also_an_env_var() -> None:
+    environ = {"AGENT_LOOP_GITHUB_AUTH": "app", "GITHUB_APP_ID": "123", "AGENT_LOOP_REPO": "a/b"}
+    assert agent_env_vars(environ) == {"AGENT_LOOP_REPO": "a/b"}
+    assert agent_env_vars({"GITHUB_APP_ID": "123"}) == {"GITHUB_APP_ID": "123"}

@@ -15,12 +15,17 @@ spec is fixed at deploy time, as the cron schedules are):
   injected from the secret named after it (`anthropic-api-key`).
   `AGENT_LOOP_MODEL_KEY_ENV` overrides the variable; `none` injects no model key (a
   local OpenAI-compatible server that wants none).
+
+Every other setting set in the deploying shell (`AGENT_LOOP_REPO`, `GITHUB_API_URL`,
+budgets...) reaches the tasks as a plain env var through `agent_env_vars()`: a scheduled
+run has no shell of its own, so what the deployer configured is what the cluster runs.
 """
 
 from __future__ import annotations
 
 import os
 import pathlib
+import typing
 from collections.abc import Mapping
 
 import flyte
@@ -29,6 +34,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "IMAGE_PREFIX",
     "PYTHON_VERSION",
+    "agent_env_vars",
     "agent_image",
     "agent_secrets",
     "image_name",
@@ -115,3 +121,36 @@ def agent_secrets(environ: Mapping[str, str] | None = None) -> list[flyte.Secret
     return [
         flyte.Secret(key=secret_key(var), as_env_var=var) for var in [*github, *model_key_envs(env)]
     ]
+
+
+_LOCAL_ONLY = frozenset({"AGENT_LOOP_HOME", "GITHUB_APP_PRIVATE_KEY_PATH"})
+"""Settings naming paths on the deploying machine: meaningless in a container."""
+
+_FORWARDED_EXTRA = ("LITELLM_LOCAL_MODEL_COST_MAP",)
+"""Not settings, but read in the container when set: litellm's bundled price table."""
+
+
+def agent_env_vars(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The non-secret settings set in the deploying shell, for `TaskEnvironment(env_vars=...)`.
+
+    Secrets (`SecretStr` settings and whatever `agent_secrets` injects) are never copied:
+    they reach the container only as Flyte secrets.
+    """
+    from pydantic import SecretStr
+
+    from agent_loop_common.settings import Settings, env_var_name
+
+    env = os.environ if environ is None else environ
+    secret = {s.as_env_var for s in agent_secrets(env)}
+    names: list[str] = []
+    for field, info in Settings.model_fields.items():
+        annotation = info.annotation
+        if annotation is SecretStr or SecretStr in typing.get_args(annotation):
+            continue
+        names.append(env_var_name(field))
+    names.extend(_FORWARDED_EXTRA)
+    return {
+        name: env[name]
+        for name in names
+        if env.get(name) and name not in secret and name not in _LOCAL_ONLY
+    }
