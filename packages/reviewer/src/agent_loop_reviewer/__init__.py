@@ -15,8 +15,6 @@ async with open_runtime(settings, Role.REVIEWER) as runtime:
 
 from __future__ import annotations
 
-from typing import Any
-
 from agent_loop_common.settings import Settings, load_settings
 from agent_loop_reviewer._apply import (
     FixCommit,
@@ -73,7 +71,7 @@ __all__ = [
 
 def run_once(
     *, pr: int | None = None, remote: bool = False, settings: Settings | None = None
-) -> dict[str, Any]:
+) -> dict[str, str]:
     """Fire one reviewer tick and return its summary (`{}` when nothing needed a pass).
 
     Args:
@@ -86,5 +84,5 @@ def run_once(
     from agent_loop_reviewer.env import reviewer_tick
 
     chosen = settings or load_settings()
-    result: dict[str, Any] = run_task(chosen, reviewer_tick, remote=remote, pr=pr)
+    result: dict[str, str] = run_task(chosen, reviewer_tick, remote=remote, pr=pr)
     return result

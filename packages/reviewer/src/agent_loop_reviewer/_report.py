@@ -7,7 +7,6 @@ is HTML-escaped before it reaches the Flyte report.
 from __future__ import annotations
 
 from html import escape
-from typing import Any
 
 from agent_loop_common.records import RunRecord
 
@@ -16,25 +15,26 @@ __all__ = ["report_html", "summary"]
 _TRACE_ROWS = 60
 
 
-def summary(record: RunRecord | None) -> dict[str, Any]:
-    """The task's output: run id, outcome, target and links; `{}` for an idle tick."""
+def summary(record: RunRecord | None) -> dict[str, str]:
+    """The task's output: `{}` for an idle tick; else run id, outcome, target, links, error,
+    tries, model calls and GitHub requests (strings only: a flat, portable task output,
+    the same shape as the builder's)."""
     if record is None:
         return {}
-    return {
+    t = record.target
+    out = {
         "run_id": record.run_id,
         "outcome": record.outcome.value,
-        "target": {
-            "kind": record.target.kind.value,
-            "number": record.target.number,
-            "title": record.target.title,
-            "url": record.target.url,
-        },
-        "links": {"pr_url": record.links.pr_url},
-        "attempts": len(record.attempts),
-        "llm_calls": record.usage.llm_calls,
-        "github_requests": record.github.requests,
-        "error": record.error,
+        "target": f"{t.kind.value}#{t.number}" if t.number is not None else t.kind.value,
+        "tries": str(len(record.attempts)),
+        "llm_calls": str(record.usage.llm_calls),
+        "github_requests": str(record.github.requests),
     }
+    if record.links.pr_url:
+        out["pr_url"] = record.links.pr_url
+    if record.error:
+        out["error"] = record.error
+    return out
 
 
 def report_html(record: RunRecord | None) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import pathlib
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import flyte
 
@@ -141,7 +141,7 @@ class TaskWrites:
 )
 async def reviewer_tick(
     trigger_time: datetime | None = None, pr: int | None = None
-) -> dict[str, Any]:
+) -> dict[str, str]:
     """One reviewer tick: give the first agent PR that needs it (or `pr`) a review pass.
 
     Returns the summary (`{}` when idle): run id, outcome, target, links, error, and

@@ -1,0 +1,83 @@
+"""Entry points: `python -m agent_loop_reviewer`, the task's summary and its HTML report."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Generator
+from datetime import UTC, datetime
+
+import pytest
+import structlog
+
+from agent_loop_common.records import Outcome, Role, RunRecord, Target, TargetKind, TraceStep
+from agent_loop_reviewer import report_html, summary
+from agent_loop_reviewer.__main__ import main
+from agent_loop_reviewer.env import SCHEDULE, env, reviewer_tick
+
+
+@pytest.fixture
+def restore_logging() -> Generator[None]:
+    """`main` configures logging for the process (onto pytest's captured streams)."""
+    config = structlog.get_config()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    structlog.configure(**config)
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+def test_a_config_error_exits_2_naming_the_variable(monkeypatch, capsys) -> None:
+    for name in ("AGENT_LOOP_REPO", "GITHUB_TOKEN", "GITHUB_APP_ID"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir("/")  # no .env file around
+    assert main([]) == 2
+    assert "AGENT_LOOP_REPO" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("restore_logging")
+def test_one_idle_tick_from_the_command_line(kit, monkeypatch, capsys) -> None:
+    emu = kit.emulator
+    with emu.serve() as url:
+        monkeypatch.setenv("GITHUB_API_URL", url)
+        monkeypatch.setenv("GITHUB_TOKEN", emu.bot_token)
+        monkeypatch.setenv("AGENT_LOOP_REPO", emu.full_name)
+        monkeypatch.setenv("AGENT_LOOP_HOME", str(kit.tmp_path / "home"))
+        assert main(["--pr", "1"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"outcome": "idle"}
+
+
+def test_the_environment_and_schedule() -> None:
+    assert env.name == "reviewer"
+    (trigger,) = reviewer_tick.triggers
+    assert trigger.name == "reviewer_schedule"
+    assert trigger.automation.expression == SCHEDULE == "*/5 * * * *"  # type: ignore[union-attr]
+    assert set(trigger.inputs or {}) == {"trigger_time"}
+    assert reviewer_tick.report
+
+
+def test_summary_and_report_escape_what_others_wrote() -> None:
+    now = datetime(2026, 3, 1, tzinfo=UTC)
+    record = RunRecord(
+        run_id="20260301T120000Z-0123abcd",
+        role=Role.REVIEWER,
+        target=Target(kind=TargetKind.PR, number=7, title="<script>x</script>", url="https://g/7"),
+        outcome=Outcome.ERROR,
+        started_at=now,
+        finished_at=now,
+        trace=[TraceStep(tool="read_file", args='{"path": "<b>"}', ok=False, ms=3)],
+        error="<img src=x>",
+    )
+    out = summary(record)
+    assert out["outcome"] == "error"
+    assert out["target"] == "pr#7"
+    assert out["error"] == "<img src=x>"
+    assert summary(None) == {}
+    html = report_html(record)
+    assert "<script>" not in html
+    assert "&lt;script&gt;" in html
+    assert "<img" not in html
+    assert "&lt;b&gt;" in html
+    assert "nothing claimed" in report_html(None)
