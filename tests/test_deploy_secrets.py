@@ -76,7 +76,6 @@ def test_env_vars_forward_settings_but_never_secrets_or_local_paths() -> None:
         "GITHUB_API_URL": "https://ghe.example.com/api/v3",
         "AGENT_LOOP_MAX_COST_USD_PER_RUN": "2.5",
         "AGENT_LOOP_MODEL": "openai/gpt-5",
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     }
 
 

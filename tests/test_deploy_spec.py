@@ -161,3 +161,15 @@ def test_identity_is_what_another_agents_change_must_not_move() -> None:
 def test_unknown_agents_are_refused() -> None:
     with pytest.raises(ValueError, match="unknown agent 'planner'"):
         WS.check_agent("planner")
+
+
+def test_settings_of_the_deploying_shell_must_reach_the_tasks() -> None:
+    report = _report()
+    report["envs"][0]["env_vars"] = {"AGENT_LOOP_REPO": "acme/widgets", "GITHUB_API_URL": "old"}
+    spec = DeploySpec("builder", report)
+    expected = {"AGENT_LOOP_REPO": "acme/widgets", "GITHUB_API_URL": "new", "AGENT_LOOP_MODEL": "m"}
+    assert check_spec(WS, spec, expected_env=expected) == [
+        "env builder does not forward AGENT_LOOP_MODEL, GITHUB_API_URL to its tasks "
+        "(declare TaskEnvironment(env_vars=agent_env_vars()))"
+    ]
+    assert check_spec(WS, spec, expected_env={"AGENT_LOOP_REPO": "acme/widgets"}) == []

@@ -12,6 +12,7 @@ packages.
 from __future__ import annotations
 
 import pathlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,8 +144,25 @@ def _image_findings(ws: Workspace, agent: str, env: str, image: dict[str, Any]) 
     return findings
 
 
-def check_spec(ws: Workspace, spec: DeploySpec) -> list[str]:
-    """Every way `spec` breaks the agent's independent deploy (empty: deployable)."""
+def _env_var_findings(env: dict[str, Any], expected: Mapping[str, str]) -> list[str]:
+    declared = env.get("env_vars", {})
+    missing = sorted(k for k, v in expected.items() if declared.get(k) != v)
+    if not missing:
+        return []
+    return [
+        f"env {env['name']} does not forward {', '.join(missing)} to its tasks "
+        "(declare TaskEnvironment(env_vars=agent_env_vars()))"
+    ]
+
+
+def check_spec(
+    ws: Workspace, spec: DeploySpec, expected_env: Mapping[str, str] | None = None
+) -> list[str]:
+    """Every way `spec` breaks the agent's independent deploy (empty: deployable).
+
+    `expected_env`: settings the tasks must receive (`agent_env_vars()` of the deploying
+    shell); a scheduled run has nothing else to read them from.
+    """
     agent, report = spec.agent, spec.report
     findings = [f"cannot import {e['module']}: {e['error']}" for e in report["load_errors"]]
     if spec.env_names != [agent]:
@@ -156,6 +174,7 @@ def check_spec(ws: Workspace, spec: DeploySpec) -> list[str]:
     triggers = 0
     for env in report["envs"]:
         findings += _image_findings(ws, agent, env["name"], env["image"])
+        findings += _env_var_findings(env, expected_env or {})
         for task in env["tasks"]:
             findings += task["trigger_errors"]
             triggers += len(task["triggers"])

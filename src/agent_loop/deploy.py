@@ -31,6 +31,7 @@ from typing import Any, Literal, TextIO
 
 from agent_loop._deploy_lock import LockError, lock_drift, write_locks
 from agent_loop._deploy_spec import AGENTS, DeploySpec, Workspace, check_spec, is_test_path
+from agent_loop_common.deploy import agent_env_vars
 
 __all__ = [
     "AGENTS",
@@ -169,7 +170,7 @@ def validate_agent(
     except DriverError as exc:
         spec, findings = None, [*findings, str(exc)]
     if spec is not None:
-        findings += check_spec(ws, spec)
+        findings += check_spec(ws, spec, expected_env=agent_env_vars())
     return Validation(agent, spec, findings, time.perf_counter() - start)
 
 

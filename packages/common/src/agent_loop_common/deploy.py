@@ -126,9 +126,6 @@ def agent_secrets(environ: Mapping[str, str] | None = None) -> list[flyte.Secret
 _LOCAL_ONLY = frozenset({"AGENT_LOOP_HOME", "GITHUB_APP_PRIVATE_KEY_PATH"})
 """Settings naming paths on the deploying machine: meaningless in a container."""
 
-_FORWARDED_EXTRA = ("LITELLM_LOCAL_MODEL_COST_MAP",)
-"""Not settings, but read in the container when set: litellm's bundled price table."""
-
 
 def agent_env_vars(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The non-secret settings set in the deploying shell, for `TaskEnvironment(env_vars=...)`.
@@ -148,7 +145,6 @@ def agent_env_vars(environ: Mapping[str, str] | None = None) -> dict[str, str]:
         if annotation is SecretStr or SecretStr in typing.get_args(annotation):
             continue
         names.append(env_var_name(field))
-    names.extend(_FORWARDED_EXTRA)
     return {
         name: env[name]
         for name in names
