@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from flyte.ai.agents import LLMCallable, LLMMessage
 
 from agent_loop_common.records import Outcome, Role
@@ -146,19 +147,39 @@ async def test_skip_issue_comments_and_rests(
     again.assert_finished()
 
 
-async def test_an_agent_pull_request_that_appears_mid_run_wins(
-    emulator: GitHubEmulator, tick: Callable[..., Any]
+def _open_agent_pull(emulator: GitHubEmulator, number: int) -> None:
+    branch = f"agent-loop/issue-{number}-other-run"
+    emulator.push(branch, {"z.txt": "z\n"}, author=emulator.bot, message="z")
+    emulator.open_pull(branch, title="From another deployment", author=emulator.bot)
+
+
+def _close(emulator: GitHubEmulator, number: int) -> None:
+    emulator.close_issue(number)
+
+
+@pytest.mark.parametrize(
+    ("meanwhile", "reason"),
+    [
+        (_open_agent_pull, "an agent pull request for #1 appeared during the run"),
+        (_close, "#1 was closed during the run"),
+    ],
+)
+async def test_work_overtaken_during_the_run_is_not_applied(
+    emulator: GitHubEmulator,
+    tick: Callable[..., Any],
+    meanwhile: Callable[[GitHubEmulator, int], None],
+    reason: str,
 ) -> None:
     number = emulator.add_issue("Mark widgets ok", "")
     scripted = ScriptedModel(_change(), routes=_passes())
+    happened: list[bool] = []
 
     async def racing(
         model: str, system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
     ) -> LLMMessage:
-        if VERIFIER_MARKER in system and not emulator.refs("refs/heads/agent-loop/"):
-            branch = f"agent-loop/issue-{number}-other-run"
-            emulator.push(branch, {"z.txt": "z\n"}, author=emulator.bot, message="z")
-            emulator.open_pull(branch, title="From another deployment", author=emulator.bot)
+        if VERIFIER_MARKER in system and not happened:
+            meanwhile(emulator, number)  # while the verifier thinks
+            happened.append(True)
         return await scripted(model, system, messages, tools)
 
     def provide(role: Role, purpose: str, usage: Any, budget: Any) -> LLMCallable:
@@ -170,8 +191,7 @@ async def test_an_agent_pull_request_that_appears_mid_run_wins(
     scripted.assert_finished()
     assert record is not None
     assert record.outcome is Outcome.SKIPPED
-    assert "appeared during the run" in record.error
-    assert list(emulator.refs("refs/heads/agent-loop/")) == [
-        f"refs/heads/agent-loop/issue-{number}-other-run"
-    ]
+    assert record.error == reason
+    assert not any("issue-1-mark" in ref for ref in emulator.refs("refs/heads/"))
     assert emulator.ref_sha(f"agent-loop/claims/issue-{number}") is None
+    assert not any("backoff" in c.body for c in emulator.comments(number))

@@ -16,6 +16,7 @@ import pathlib
 from datetime import datetime
 
 import flyte
+import structlog
 
 from agent_loop_builder import apply
 from agent_loop_builder.apply import FiledIssues, OpenedPull, PullRequestSpec, SubIssuesSpec
@@ -36,6 +37,8 @@ __all__ = [
     "open_pull_request",
     "post_feedback",
 ]
+
+_log = structlog.get_logger(__name__)
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[2]
 """`packages/builder`: where the image's exported lock lives."""
@@ -105,6 +108,9 @@ async def builder_tick(
     the GitHub requests the tick made.
     """
     settings = load_settings()
+    _log.info(
+        "builder.tick", trigger_time=trigger_time.isoformat() if trigger_time else None, issue=issue
+    )
     async with open_runtime(settings, Role.BUILDER) as runtime:
         record = await run_builder_tick(runtime, issue, writes=TaskWrites())
     await flyte.report.log.aio(report_html(record), do_flush=True)

@@ -202,17 +202,32 @@ class _Work:
         self.scope.lesson_ids.extend(ids)
         return block
 
+    async def _overtaken(self, *, check_pulls: bool) -> bool:
+        """Right before writing: renew the claim, then make sure the work is still wanted.
+
+        The build can take many minutes; meanwhile a person may close the issue, or
+        another deployment may open an agent PR for it. Either ends the run as skipped.
+        """
+        await self.heartbeat(force=True)
+        number = self.issue.number
+        reason = ""
+        if (await self.scope.runtime.github.get_issue(number)).state != "open":
+            reason = f"#{number} was closed during the run"
+        elif check_pulls and number in await self.finder.agent_pr_issues(fresh=True):
+            reason = f"an agent pull request for #{number} appeared during the run"
+        if not reason:
+            return False
+        self.scope.finish(Outcome.SKIPPED, reason)
+        await self._release("skipped: " + reason)
+        return True
+
     async def _open_pull(self, result: BuildResult, snapshot: BaseSnapshot) -> None:
         rt, issue = self.scope.runtime, self.issue
         plan = result.change
         assert plan is not None
         async with self.scope.stage("apply"):
             rt.settings.staging_policy().check_files(plan.files)
-            await self.heartbeat(force=True)
-            if issue.number in await self.finder.agent_pr_issues(fresh=True):
-                reason = f"an agent pull request for #{issue.number} appeared during the run"
-                self.scope.finish(Outcome.SKIPPED, reason)
-                await self._release("skipped: " + reason)
+            if await self._overtaken(check_pulls=True):
                 return
             spec = PullRequestSpec(
                 issue=issue.number,
@@ -242,7 +257,8 @@ class _Work:
         plan = result.decomposition
         assert plan is not None
         async with self.scope.stage("apply"):
-            await self.heartbeat(force=True)
+            if await self._overtaken(check_pulls=False):
+                return
             spec = SubIssuesSpec(
                 spec_issue=issue.number,
                 items=plan.items,
