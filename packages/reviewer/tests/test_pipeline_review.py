@@ -150,3 +150,29 @@ async def test_a_lower_trust_bar_lets_triage_feedback_in(kit, trusted_min_permis
     model.assert_finished()
     assert record is not None
     assert record.outcome is Outcome.COMMENTED
+
+
+async def test_idle_ticks_are_conditional_polls_that_cost_no_rate_limit(kit) -> None:
+    emu = kit.emulator
+    settings = kit.settings.model_copy(update={"bot_login": emu.bot})
+    for branch in ("agent-loop/a", "agent-loop/b"):
+        await kit.open_pr(branch=branch)
+    kit.install(clean_review())
+    async with kit.runtime(settings) as rt:
+        assert await run_reviewer_tick(rt) is not None
+    kit.install(clean_review())
+    async with kit.runtime(settings) as rt:
+        assert await run_reviewer_tick(rt) is not None
+
+    idle = ScriptedModel()
+    kit.install(idle)
+    costs = []
+    for _ in range(2):
+        async with kit.runtime(settings) as rt:
+            assert await run_reviewer_tick(rt) is None
+            costs.append((rt.github.stats.total, rt.github.stats.billable))
+    idle.assert_finished()
+    # One PR listing plus five listings per agent PR (comments, reviews, inline comments,
+    # check runs, statuses); once the ETags are warm every one is a free 304.
+    assert costs[1] == (1 + 5 * 2, 0)
+    assert costs[0][0] == 11
