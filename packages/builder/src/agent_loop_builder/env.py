@@ -22,7 +22,7 @@ from agent_loop_builder import apply
 from agent_loop_builder.apply import FiledIssues, OpenedPull, PullRequestSpec, SubIssuesSpec
 from agent_loop_builder.pipeline import run_builder_tick
 from agent_loop_builder.report import report_html, summarize
-from agent_loop_common.deploy import agent_image, agent_secrets
+from agent_loop_common.deploy import agent_env_vars, agent_image, agent_secrets
 from agent_loop_common.records import Role
 from agent_loop_common.runtime import github_from_settings, open_runtime
 from agent_loop_common.settings import load_settings
@@ -52,6 +52,8 @@ env = flyte.TaskEnvironment(
     name="builder",
     image=agent_image("builder", PACKAGE_DIR),
     secrets=_SECRETS,
+    # A scheduled run has no shell: the deploying shell's settings travel with the env.
+    env_vars=agent_env_vars(),
 )
 
 
