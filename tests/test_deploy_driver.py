@@ -2,15 +2,17 @@
 
 Each test writes a small workspace in tmp (the real `agent_loop_common.deploy`, two
 sample agents `alpha` and `beta`) and loads one agent in a fresh interpreter, as
-`agent-loop deploy` and CI do. Only one of them runs the full offline dry run.
+`agent-loop deploy` and CI do. The last one dry-runs the real builder through
+`deploy_agent`, the function behind `agent-loop deploy builder --dry-run`.
 """
 
 from __future__ import annotations
 
+import io
 import pathlib
 from concurrent.futures import ThreadPoolExecutor
 
-from agent_loop.deploy import ROOT, Workspace, check_spec, inspect_agent
+from agent_loop.deploy import ROOT, Workspace, check_spec, deploy_agent, inspect_agent
 
 AGENTS = ("alpha", "beta")
 ENV = '''"""Sample {agent} environment."""
@@ -128,3 +130,12 @@ def test_broken_packages_are_refused(tmp_path: pathlib.Path) -> None:
         *(f"bundle holds {o}" for o in offending),
         "no task declares a trigger: the agent would never run on its own",
     ]
+
+
+def test_agent_loop_deploy_dry_run_of_the_real_builder() -> None:
+    out = io.StringIO()
+    assert deploy_agent("builder", dry_run=True, config=None, out=out) == 0, out.getvalue()
+    text = out.getvalue()
+    assert "env builder: image agent-loop-builder:" in text
+    assert "task builder.builder_tick: builder_schedule" in text
+    assert text.rstrip().splitlines()[-1].startswith("builder: dry run ok in ")
