@@ -1,0 +1,120 @@
+"""A failed distillation commits nothing: the ledger stays, the next pass retries."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from agent_loop_common.memory import read_context
+from agent_loop_common.records import Outcome
+from agent_loop_common.testing import ScriptedModel, call, turn
+from agent_loop_distiller import PassKind
+
+
+def good_script() -> ScriptedModel:
+    return ScriptedModel(
+        [
+            turn(
+                tool_calls=[
+                    call(
+                        "add_lesson",
+                        text="Check the README before changing public names.",
+                        evidence_run_ids=["b-1"],
+                        roles=[],
+                    ).expecting("Added")
+                ]
+            ),
+            turn(tool_calls=[call("finish", summary="One lesson.")]),
+            turn("Done."),
+        ]
+    )
+
+
+async def test_a_model_failure_leaves_the_ledger_and_the_next_pass_succeeds(
+    kit: Any, install: Any, run_pass: Any, location: Any
+) -> None:
+    await kit.write(kit.record("b-1", outcome=Outcome.REJECTED, notes=[(False, "Renamed X.")]))
+    ledger_key = location.keys.ledger
+    failing = install(ScriptedModel([turn(error=RuntimeError("provider down"))]))
+
+    failed = await run_pass()
+
+    failing.assert_finished()
+    assert failed.kind is PassKind.FAILED
+    assert failed.record is not None
+    assert failed.record.outcome is Outcome.ERROR
+    assert "provider down" in failed.record.error
+    assert failed.record.attempts[0].verified is False
+    assert kit.key_files(ledger_key) == {}  # never written
+    assert (await read_context(location)).lessons.lessons == []
+
+    # One failure: the next tick retries the same records at once, and succeeds.
+    model = install(good_script())
+    retried = await run_pass()
+
+    model.assert_finished()
+    assert retried.kind is PassKind.DISTILLED
+    assert retried.ingested == 2  # b-1 and the failed distiller run's own record
+    (lesson,) = (await read_context(location)).lessons.lessons
+    assert lesson.source_run_ids == ["b-1"]
+
+
+async def test_edits_without_finish_are_rejected_and_not_committed(
+    kit: Any, install: Any, run_pass: Any, location: Any
+) -> None:
+    await kit.write(kit.record("b-1", outcome=Outcome.REJECTED, notes=[(False, "No test.")]))
+    install(good_script())
+    assert (await run_pass()).kind is PassKind.DISTILLED
+    await kit.write(kit.record("b-2", outcome=Outcome.REJECTED, notes=[(False, "No test.")]))
+    ledger_before = kit.key_files(location.keys.ledger)
+    model = install(
+        ScriptedModel(
+            [
+                turn(
+                    tool_calls=[
+                        call(
+                            "add_lesson",
+                            text="Always add tests.",
+                            evidence_run_ids=["b-2"],
+                            roles=["builder"],
+                        )
+                    ]
+                ),
+                turn("I am done."),  # never called finish
+            ]
+        )
+    )
+
+    result = await run_pass()
+
+    model.assert_finished()
+    assert result.record is not None
+    assert result.record.outcome is Outcome.REJECTED
+    assert "without calling finish" in result.record.error
+    assert kit.key_files(location.keys.ledger) == ledger_before
+    assert all(
+        lesson.text != "Always add tests."
+        for lesson in (await read_context(location)).lessons.lessons
+    )
+
+
+async def test_repeated_failures_back_off_instead_of_burning_tokens(
+    kit: Any, install: Any, run_pass: Any
+) -> None:
+    await kit.write(kit.record("b-1", outcome=Outcome.REJECTED, notes=[(False, "x")]))
+    install(ScriptedModel([turn(error=RuntimeError("down")), turn(error=RuntimeError("down"))]))
+    assert (await run_pass()).kind is PassKind.FAILED
+    assert (await run_pass()).kind is PassKind.FAILED  # the immediate retry
+    idle = install(ScriptedModel([], name="must wait"))
+
+    waiting = await run_pass()
+
+    assert waiting.kind is PassKind.BACKED_OFF
+    assert waiting.record is None
+    assert idle.calls == []
+    # After the back-off (15 minutes for the second failure) it tries again.
+    later = datetime.now(UTC) + timedelta(minutes=16)
+    model = install(good_script())
+    retried = await run_pass(clock=lambda: later)
+    model.assert_finished()
+    assert retried.kind is PassKind.DISTILLED

@@ -1,0 +1,209 @@
+"""Grades follow what humans did on GitHub, show up in metrics, and cost nothing when idle;
+two passes at once write the context once."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from typing import Any
+
+from agent_loop_common.memory import month_of, read_context, read_grades
+from agent_loop_common.metrics import compute_metrics
+from agent_loop_common.records import GradeState, Outcome
+from agent_loop_common.testing import ScriptedModel, call, turn
+from agent_loop_distiller import PassKind
+from agent_loop_distiller.report import render_metrics
+
+
+def finish_only(expect: str = "") -> ScriptedModel:
+    return ScriptedModel(
+        [
+            turn(
+                tool_calls=[call("finish", summary="Nothing to change.")],
+                expect_in_messages=[expect] if expect else [],
+            ),
+            turn("Done."),
+        ]
+    )
+
+
+def one_lesson(run_id: str) -> ScriptedModel:
+    return ScriptedModel(
+        [
+            turn(
+                tool_calls=[
+                    call(
+                        "add_lesson",
+                        text="Keep pull requests small.",
+                        evidence_run_ids=[run_id],
+                        roles=[],
+                    ).expecting("Added")
+                ]
+            ),
+            turn(tool_calls=[call("finish", summary="One lesson.")]),
+            turn("Done."),
+        ]
+    )
+
+
+async def grades_now(location: Any) -> dict[int, Any]:
+    month = month_of(datetime.now(UTC).date())
+    return {g.target.number: g for g in await read_grades(location, month)}
+
+
+async def test_merged_and_closed_prs_are_graded_and_show_in_metrics(
+    kit: Any, install: Any, run_pass: Any, location: Any, emulator: Any, runtimes: Any
+) -> None:
+    merged_pr = kit.agent_pr(1, "Add widget sizes")
+    closed_pr = kit.agent_pr(2, "Rename the widget module")
+    await kit.write(
+        kit.record("b-1", number=1, title="Add widget sizes", pr_url=kit.pr_url(merged_pr))
+    )
+    await kit.write(
+        kit.record("b-2", number=2, title="Rename the widget module", pr_url=kit.pr_url(closed_pr))
+    )
+    install(one_lesson("b-1"))
+    first = await run_pass()
+    assert first.kind is PassKind.DISTILLED
+    grades = await grades_now(location)
+    assert {n: g.state for n, g in grades.items()} == {
+        merged_pr: GradeState.OPEN,
+        closed_pr: GradeState.OPEN,
+    }
+
+    emulator.merge_pull(merged_pr)
+    emulator.close_pull(closed_pr)
+    # No new builder or reviewer record: the decisions on GitHub are the news.
+    model = install(
+        finish_only(
+            expect=f"PR #{closed_pr} for issue #2 (builder run b-2): closed WITHOUT merging"
+        )
+    )
+    second = await run_pass()
+
+    model.assert_finished()
+    assert second.kind is PassKind.DISTILLED
+    grades = await grades_now(location)
+    assert grades[merged_pr].state is GradeState.MERGED
+    assert grades[closed_pr].state is GradeState.CLOSED_UNMERGED
+    metrics = compute_metrics([], grades.values())
+    assert metrics.merged_rate == 0.5
+    assert metrics.closed_unmerged_rate == 0.5
+    assert second.report is not None
+    html = render_metrics(second.report)
+    assert "merged_rate" in html
+    assert "50.0%" in html
+    digest = (await read_context(location)).digest
+    assert f'PR #{merged_pr} "Add widget sizes": merged' in digest
+    assert f'PR #{closed_pr} "Rename the widget module": closed without merge' in digest
+
+    # Nothing changed since: the one listing is a free 304 and nothing else happens.
+    idle_model = install(ScriptedModel([], name="must not be called"))
+    third = await run_pass()
+    assert third.kind is PassKind.IDLE
+    assert idle_model.calls == []
+    stats = runtimes[-1].github.stats
+    assert (stats.total, stats.not_modified) == (1, 1)
+
+
+async def test_sub_issues_completed_are_graded(
+    kit: Any, install: Any, run_pass: Any, location: Any, emulator: Any
+) -> None:
+    parent = emulator.add_issue("Big feature")
+    subs = [emulator.add_issue(f"Part {i}") for i in (1, 2)]
+    await kit.write(
+        kit.record(
+            "b-split",
+            number=parent,
+            title="Big feature",
+            outcome=Outcome.OPENED_ISSUES,
+            issue_urls=[kit.issue_url(n) for n in subs],
+        )
+    )
+    install(finish_only())
+    await run_pass()
+    grade = (await grades_now(location))[parent]
+    assert (grade.state, grade.sub_issues, grade.sub_issues_closed) == (GradeState.OPEN, subs, [])
+
+    for n in subs:
+        emulator.close_issue(n)
+    install(
+        finish_only(
+            expect=f"issue #{parent} (builder run b-split): every one of its 2 sub-issues was closed"
+        )
+    )
+    await run_pass()
+
+    grade = (await grades_now(location))[parent]
+    assert grade.state is GradeState.MERGED
+    assert grade.sub_issues_closed == subs
+    assert compute_metrics([], [grade]).sub_issue_completion_rate == 1.0
+    assert "(2 of 2 closed)" in (await read_context(location)).digest
+
+
+async def test_review_rounds_count_each_reviewer_run_once(
+    kit: Any, install: Any, run_pass: Any, location: Any
+) -> None:
+    from agent_loop_common.records import Role, TargetKind
+
+    pr = kit.agent_pr(5, "Fix totals")
+    await kit.write(kit.record("b-5", number=5, pr_url=kit.pr_url(pr)))
+    for run in ("r-1", "r-2"):
+        await kit.write(
+            kit.record(
+                run, role=Role.REVIEWER, kind=TargetKind.PR, number=pr,
+                outcome=Outcome.PUSHED_FIX,
+            )
+        )  # fmt: skip
+    await kit.write(
+        kit.record(
+            "r-clean", role=Role.REVIEWER, kind=TargetKind.PR, number=pr,
+            outcome=Outcome.REVIEWED_CLEAN,
+        )
+    )  # fmt: skip
+    install(finish_only())
+    await run_pass()
+    grade = (await grades_now(location))[pr]
+    assert grade.review_rounds == 2
+    assert grade.review_run_ids == ["r-1", "r-2"]
+
+
+async def test_two_concurrent_passes_write_the_context_once(
+    kit: Any, install: Any, run_pass: Any, location: Any, runtimes: Any
+) -> None:
+    await kit.write(kit.record("b-1", outcome=Outcome.REJECTED, notes=[(False, "No test.")]))
+    model = install(one_lesson("b-1"))
+
+    results = await asyncio.gather(run_pass(), run_pass())
+
+    model.assert_finished()  # exactly one distillation's turns were used
+    kinds = sorted(r.kind.value for r in results)
+    assert kinds.count(PassKind.DISTILLED.value) == 1
+    assert set(kinds) <= {PassKind.DISTILLED.value, PassKind.BUSY.value, PassKind.IDLE.value}
+    (lesson,) = (await read_context(location)).lessons.lessons
+    assert lesson.source_run_ids == ["b-1"]
+    assert sum(r.record is not None for r in results) == 1
+    winner = next(r.record.run_id for r in results if r.record is not None)
+    (loser,) = [rt for rt in runtimes if rt.run_id != winner]
+    assert loser.memory.meter.uploads == 1  # its idle counter only
+
+
+async def test_a_pass_stops_while_another_distiller_holds_the_claim(
+    kit: Any, install: Any, run_pass: Any, emulator: Any, runtimes: Any
+) -> None:
+    from agent_loop_common.claims import Claimer
+    from agent_loop_common.testing import emulator_client
+
+    await kit.write(kit.record("b-1", outcome=Outcome.REJECTED, notes=[(False, "No test.")]))
+    other = Claimer(emulator_client(emulator), deployment="default", role="distiller")
+    assert await other.claim("repo", "distiller") is not None
+    before = kit.snapshot(kit.root)
+    model = install(ScriptedModel([], name="must not be called"))
+
+    result = await run_pass()
+
+    assert result.kind is PassKind.BUSY
+    assert result.record is None
+    assert model.calls == []
+    assert kit.snapshot(kit.root) == before
+    assert runtimes[-1].memory.meter.uploads == 1
