@@ -279,3 +279,27 @@ async def test_a_failed_model_call_rests_the_pr(kit) -> None:
         assert await run_reviewer_tick(rt) is None  # resting, though its head is unreviewed
     idle.assert_finished()
     assert idle.calls == []
+
+
+async def test_the_token_budget_stops_the_pass_as_budget_exceeded(kit) -> None:
+    emu = kit.emulator
+    number = await kit.open_pr()
+    settings = kit.settings.model_copy(update={"max_tokens_per_run": 150})
+    model = ScriptedModel(
+        routes={
+            REVIEWER_MARKER: [
+                turn(tool_calls=[call("stage_file", path="src/calc.py", content=kit.FIXED)]),
+                turn(tool_calls=[call("submit_fix", summary="Fix add.", replies=[])]),
+            ],
+        }
+    )
+    kit.install(model)
+    async with kit.runtime(settings) as rt:
+        record = await run_reviewer_tick(rt)
+    model.assert_finished()  # the third call was refused before it used a turn
+    assert record is not None
+    assert record.outcome is Outcome.BUDGET_EXCEEDED
+    assert record.usage.llm_calls == 2
+    assert record.attempts == []
+    assert emu.ref_sha(f"heads/{kit.BRANCH}") == emu.pull(number).head_sha
+    assert any("agent-loop:backoff" in c.body for c in emu.comments(number))

@@ -23,7 +23,7 @@ from agent_loop_common.llm import BudgetExceeded
 from agent_loop_common.records import Attempt
 from agent_loop_common.runtime import RunScope, Runtime
 from agent_loop_common.staging import ChangePlan, ChangeStage, fix_tools
-from agent_loop_common.verify import make_verifier_agent, run_verifier
+from agent_loop_common.verify import VerifierError, make_verifier_agent, run_verifier
 from agent_loop_reviewer._prompts import (
     PassPrompt,
     render_pass_prompt,
@@ -114,15 +114,20 @@ async def review_pass(scope: RunScope, prompt: PassPrompt, head: HeadFiles) -> R
         plan = stage.to_plan()
         originals = {path: await head.text(path) for path in plan.files}
         async with scope.stage("verify"):
-            verdict = await run_verifier(
-                verifier,
-                plan,
-                request=render_request(prompt),
-                request_label=f"feedback on PR #{prompt.pull.number}",
-                originals=originals,
-                context=f"{prompt.pull.title}\n\n{prompt.pull.body}",
-                trace=scope.trace,
-            )
+            try:
+                verdict = await run_verifier(
+                    verifier,
+                    plan,
+                    request=render_request(prompt),
+                    request_label=f"feedback on PR #{prompt.pull.number}",
+                    originals=originals,
+                    context=f"{prompt.pull.title}\n\n{prompt.pull.body}",
+                    trace=scope.trace,
+                )
+            except VerifierError:
+                if rt.usage.exceeded:  # the budget stopped the verifier: say so, not "error"
+                    raise BudgetExceeded(rt.usage.exceeded) from None
+                raise
         scope.attempts.append(
             _attempt(number, verdict.verified, verdict.notes, stage, rt, tokens_before)
         )
