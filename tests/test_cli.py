@@ -113,8 +113,8 @@ def test_run_arguments_reach_the_agent(
     code, out, err = _run(["run", "builder", "--issue", "7", "--remote"], capsys)
     assert code == 0
     assert seen == [("builder", 7, True)]
-    assert "builder: opened_pr" in out
-    assert "pr_url: http://x/pull/4" in out
+    assert "builder: opened_pr on ? -> http://x/pull/4" in out
+    assert "run_id: r1" in out
     assert "one builder tick on #7 for acme/widgets on the Flyte cluster" in err
 
 

@@ -2,9 +2,9 @@
 
 ```text
 agent-loop demo [--home DIR]                       offline, no credentials
-agent-loop run builder [--issue N] [--remote]      one tick against your repository
-agent-loop run reviewer [--pr N] [--remote]
-agent-loop run distiller [--remote]
+agent-loop run builder [--issue N] [--remote] [--json]   one tick on your repository
+agent-loop run reviewer [--pr N] [--remote] [--json]
+agent-loop run distiller [--remote] [--json]
 agent-loop status [--home DIR] [--limit N]         runs, metrics, lessons
 agent-loop deploy builder|reviewer|distiller [--dry-run] [--config FILE]
 ```
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO, cast
 
-from agent_loop.agents import AGENTS, AgentName, run_agent_once
+from agent_loop.agents import AGENTS, AgentName, TickSummary, run_agent_once
 from agent_loop_common.logs import configure_logging
 from agent_loop_common.settings import ConfigError, Settings, load_settings
 
@@ -103,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--remote", action="store_true", help="fire the deployed task on the Flyte cluster"
         )
+        sub.add_argument(
+            "--json", action="store_true", help="print the tick's summary as one JSON line"
+        )
 
     status = commands.add_parser(
         "status", help="recent runs, metrics and lessons from the local memory"
@@ -133,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging("console", level or ("WARNING" if quiet_by_default else "INFO"))
     try:
         if command == "demo":
-            return _demo(args)
+            return _demo(args, level)
         if command == "run":
             return _run(args, level)
         if command == "status":
@@ -171,17 +174,27 @@ def _run(args: argparse.Namespace, level: str | None) -> int:
         print(f"agent-loop: the {agent} tick failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         print("Run again with --log-level DEBUG for the full trace.", file=sys.stderr)
         return EXIT_FAILED
-    _print_summary(agent, summary, sys.stdout)
+    if args.json:
+        print(json.dumps(summary, default=str, sort_keys=True))
+    else:
+        _print_summary(agent, summary, sys.stdout)
     return 0
 
 
 def _print_summary(agent: str, summary: dict[str, Any], out: TextIO) -> None:
-    if not summary:
+    tick = TickSummary(summary)
+    if tick.idle:
         print(f"{agent}: idle tick, nothing to do.", file=out)
         return
-    print(f"{agent}: {summary.get('outcome', 'done')}", file=out)
+    made = f" -> {', '.join(tick.links)}" if tick.links else ""
+    print(f"{agent}: {tick.outcome or 'done'} on {tick.target or '?'}{made}", file=out)
     for key, value in summary.items():
-        if key == "outcome" or value in (None, "", [], {}):
+        if key in ("outcome", "target", "links", "pr_url", "issue_urls") or value in (
+            None,
+            "",
+            [],
+            {},
+        ):
             continue
         shown = value if isinstance(value, str | int | float) else json.dumps(value, default=str)
         print(f"  {key}: {shown}", file=out)
@@ -213,11 +226,16 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _demo(args: argparse.Namespace) -> int:
+def _demo(args: argparse.Namespace, level: str | None) -> int:
     from agent_loop.demo import DemoError, run_demo
 
     try:
-        result = run_demo(cast(Path, args.home), out=sys.stdout, progress=not args.quiet)
+        result = run_demo(
+            cast(Path, args.home),
+            out=sys.stdout,
+            progress=not args.quiet,
+            log_level=level or "WARNING",
+        )
     except DemoError as exc:
         print(f"agent-loop demo: {exc}", file=sys.stderr)
         return EXIT_FAILED

@@ -29,11 +29,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from agent_loop import demo_project as project
 from agent_loop import demo_scripts as scripts
-from agent_loop.agents import AgentName, run_agent_once
+from agent_loop.agents import AgentName, TickSummary, run_agent_once
 from agent_loop.demo_model import ReplayModel
 from agent_loop.demo_show import Narrator, show_results
 from agent_loop.reports import ReportFinder
@@ -61,10 +61,10 @@ class DemoResult:
 
     home: Path
     seconds: float = 0.0
-    summaries: list[tuple[AgentName, dict[str, Any]]] = field(
-        default_factory=list[tuple[AgentName, dict[str, Any]]]
+    ticks: list[tuple[AgentName, TickSummary]] = field(
+        default_factory=list[tuple[AgentName, TickSummary]]
     )
-    """Every tick's summary, in order (`{}` for an idle tick)."""
+    """Every tick's summary, in order."""
     problems: list[str] = field(default_factory=list[str])
     """Replay mismatches, failed ticks: empty when the story went as scripted."""
     reports: list[Path] = field(default_factory=list[Path])
@@ -92,7 +92,9 @@ def _prepare_home(home: Path) -> Path:
 
 
 @contextmanager
-def demo_environment(emulator: GitHubEmulator, url: str, home: Path) -> Generator[Settings]:
+def demo_environment(
+    emulator: GitHubEmulator, url: str, home: Path, *, log_level: str = "WARNING"
+) -> Generator[Settings]:
     """The demo's configuration in the environment (tasks read it there), restored after.
 
     Every `GITHUB_*` and `AGENT_LOOP_*` variable of the caller is set aside, so a real
@@ -111,6 +113,8 @@ def demo_environment(emulator: GitHubEmulator, url: str, home: Path) -> Generato
             "AGENT_LOOP_HOME": str(home),
             "AGENT_LOOP_ALLOW_MODEL_REQUESTS": "0",
             "AGENT_LOOP_DEPLOYMENT_ID": "demo",
+            # Tasks that configure logging themselves read it here: keep the story readable.
+            "AGENT_LOOP_LOG_LEVEL": log_level,
         }
     )
     try:
@@ -139,50 +143,98 @@ class _Story:
         self.say = narrator
         self.model = ReplayModel(scripts.builder_episodes(), on_step=narrator.model_step)
         self.reports = ReportFinder()
-        self.summaries: list[tuple[AgentName, dict[str, Any]]] = []
+        self.ticks: list[tuple[AgentName, TickSummary]] = []
         self.problems: list[str] = []
 
-    def tick(self, agent: AgentName) -> dict[str, Any]:
+    def tick(self, agent: AgentName) -> TickSummary:
         started = time.perf_counter()
         self.say.tick_start(agent)
         with self.reports.watch(agent):
             try:
-                summary = run_agent_once(agent, self.settings)
+                raw = run_agent_once(agent, self.settings)
             except Exception as exc:  # a failed tick is part of the story's result
-                self.problems.append(f"{agent} tick failed: {type(exc).__name__}: {exc}")
-                summary = {"outcome": "error", "error": str(exc)}
-        self.summaries.append((agent, summary))
-        self.say.tick_end(agent, summary, time.perf_counter() - started)
-        if summary.get("error"):
-            self.problems.append(f"{agent} run {summary.get('run_id', '?')}: {summary['error']}")
-        return summary
+                raw = {"outcome": "error", "error": f"{type(exc).__name__}: {exc}"}
+        tick = TickSummary(raw)
+        self.ticks.append((agent, tick))
+        self.say.tick_end(agent, tick, time.perf_counter() - started)
+        if tick.error:
+            self.problems.append(f"{agent} run {tick.run_id or '?'}: {tick.error}")
+        return tick
 
-    def until_idle(self, agent: AgentName) -> list[dict[str, Any]]:
-        done: list[dict[str, Any]] = []
+    def until_idle(self, agent: AgentName) -> list[TickSummary]:
+        done: list[TickSummary] = []
         for _ in range(_MAX_TICKS):
-            summary = self.tick(agent)
-            if not summary or summary.get("outcome") == "error":
+            tick = self.tick(agent)
+            if tick.idle or tick.outcome == "error":
                 return done
-            done.append(summary)
+            done.append(tick)
         self.problems.append(f"the {agent} was still busy after {_MAX_TICKS} ticks")
         return done
 
-    def run_ids(self) -> dict[str, str]:
-        """`"<agent>:<target>"` -> run id of every tick that recorded a run."""
-        return {
-            f"{agent}:{summary.get('target', '')}": str(summary["run_id"])
-            for agent, summary in self.summaries
-            if summary.get("run_id")
-        }
+    def run_id(self, agent: AgentName, target: str) -> str:
+        """The run id of `agent`'s run on `target` (`issue #2`, `PR #4`)."""
+        for who, tick in self.ticks:
+            if who == agent and tick.target == target and tick.run_id:
+                return tick.run_id
+        self.problems.append(f"no {agent} run on {target} was recorded")
+        return "?"
 
 
-def _owner_review(emulator: GitHubEmulator, title: str) -> tuple[int, int]:
+class _Acts(_Story):
+    """The three acts of the story (see the module docstring)."""
+
+    def __init__(
+        self,
+        emulator: GitHubEmulator,
+        settings: Settings,
+        narrator: Narrator,
+        issues: dict[str, int],
+    ) -> None:
+        super().__init__(emulator, settings, narrator)
+        self.issues = issues
+        self.feature_pr: int | None = None
+
+    def build(self) -> None:
+        self.say.act("1. The builder works through the issues, one per tick")
+        self.until_idle("builder")
+
+    def review(self) -> None:
+        self.say.act("2. The owner reviews the feature PR; the reviewer reviews every agent PR")
+        found = _owner_review(self.emulator, scripts.FEATURE_PR_TITLE)
+        if found is None:
+            self.problems.append(f"no open PR titled {scripts.FEATURE_PR_TITLE!r} to review")
+            return
+        self.feature_pr, comment_id = found
+        owner = self.emulator.owner
+        self.say.note(f"@{owner} commented on PR #{self.feature_pr}: {project.REVIEW_COMMENT!r}")
+        self.model.add(*scripts.reviewer_episodes(comment_id))
+        self.until_idle("reviewer")
+
+    def distill(self) -> None:
+        self.say.act("3. The owner merges the bug fix; the distiller grades and learns")
+        merged = _merge(self.emulator, scripts.BUG_PR_TITLE)
+        if merged is None:
+            self.problems.append(f"no open PR titled {scripts.BUG_PR_TITLE!r} to merge")
+            return
+        self.say.note(f"@{self.emulator.owner} merged PR #{merged}")
+        self.model.add(
+            scripts.distiller_episode(
+                rejected_run=self.run_id("builder", f"issue #{self.issues['bug']}"),
+                review_fix_run=self.run_id("reviewer", f"PR #{self.feature_pr}"),
+            )
+        )
+        self.tick("distiller")
+
+
+def _owner_review(emulator: GitHubEmulator, title: str) -> tuple[int, int] | None:
     """The owner's inline review comment on the PR titled `title`: (PR, comment id)."""
 
-    async def find() -> tuple[int, int]:
+    async def find() -> tuple[int, int] | None:
         async with emulator_client(emulator, token=emulator.owner_token) as owner:
             pulls = await owner.list_pulls(state="open")
-            pr = next(p.number for p in pulls if p.title == title)
+            pr = next((p.number for p in pulls if p.title == title), None)
+            if pr is None:
+                return None
             emulator.add_review(
                 pr,
                 author=emulator.owner,
@@ -195,26 +247,34 @@ def _owner_review(emulator: GitHubEmulator, title: str) -> tuple[int, int]:
     return asyncio.run(find())
 
 
-def _merge(emulator: GitHubEmulator, title: str) -> int:
+def _merge(emulator: GitHubEmulator, title: str) -> int | None:
     """The owner merges the open PR titled `title`; returns its number."""
 
-    async def find() -> int:
+    async def find() -> int | None:
         async with emulator_client(emulator, token=emulator.owner_token) as owner:
             pulls = await owner.list_pulls(state="open")
-            return next(p.number for p in pulls if p.title == title)
+            return next((p.number for p in pulls if p.title == title), None)
 
     pr = asyncio.run(find())
-    emulator.merge_pull(pr, by=emulator.owner)
+    if pr is not None:
+        emulator.merge_pull(pr, by=emulator.owner)
     return pr
 
 
-def run_demo(home: Path, *, out: TextIO = sys.stdout, progress: bool = True) -> DemoResult:
+def run_demo(
+    home: Path,
+    *,
+    out: TextIO = sys.stdout,
+    progress: bool = True,
+    log_level: str = "WARNING",
+) -> DemoResult:
     """Run the whole story and print it; see the module docstring.
 
     Args:
         home: The demo folder (emptied first; it must be new, empty or a demo folder).
         out: Where the story is printed.
         progress: Print each model step and tick as it happens (else only the results).
+        log_level: Log level of the agents' own logs (they go to stderr).
 
     Raises:
         DemoError: `home` holds something that is not a previous demo.
@@ -227,33 +287,23 @@ def run_demo(home: Path, *, out: TextIO = sys.stdout, progress: bool = True) -> 
     emulator = GitHubEmulator(start=datetime.now(UTC) - timedelta(hours=1))
     issues = seed(emulator)
     result = DemoResult(home=home, emulator=emulator)
-    with emulator.serve() as url, demo_environment(emulator, url, home) as settings:
+    with (
+        emulator.serve() as url,
+        demo_environment(emulator, url, home, log_level=log_level) as settings,
+    ):
         narrator.intro(url, emulator, home, issues)
-        story = _Story(emulator, settings, narrator)
+        story = _Acts(emulator, settings, narrator, issues)
         with use_model(story.model):
-            narrator.act("1. The builder works through the issues, one per tick")
-            story.until_idle("builder")
-            narrator.act("2. The owner reviews the feature PR; the reviewer reviews every agent PR")
-            pr, comment_id = _owner_review(emulator, scripts.FEATURE_PR_TITLE)
-            narrator.note(f"@{emulator.owner} commented on PR #{pr}: {project.REVIEW_COMMENT!r}")
-            story.model.add(*scripts.reviewer_episodes(comment_id))
-            story.until_idle("reviewer")
-            narrator.act("3. The owner merges the bug fix; the distiller grades and learns")
-            merged = _merge(emulator, scripts.BUG_PR_TITLE)
-            narrator.note(f"@{emulator.owner} merged PR #{merged}")
-            runs = story.run_ids()
-            story.model.add(
-                scripts.distiller_episode(
-                    rejected_run=runs.get(f"builder:issue#{issues['bug']}", "?"),
-                    review_fix_run=runs.get(f"reviewer:pr#{pr}", "?"),
-                )
-            )
-            story.tick("distiller")
+            for act in (story.build, story.review, story.distill):
+                act()
+                if story.problems:
+                    narrator.note("The story went off script; skipping the rest.")
+                    break
         story.problems += story.model.problems()
         snapshot = asyncio.run(read_snapshot(local_memory(settings)))
         result.seconds = time.perf_counter() - started
         show_results(narrator, emulator, snapshot, story.reports.found, home)
-    result.summaries = story.summaries
+    result.ticks = story.ticks
     result.problems = story.problems
     result.reports = story.reports.all()
     narrator.outro(result.seconds, result.problems, home)

@@ -18,23 +18,29 @@ from typing import Any, TextIO
 from flyte.ai.agents import LLMMessage
 
 from agent_loop._table import clip, fmt_duration
+from agent_loop.agents import TickSummary
 from agent_loop.status import MemorySnapshot, lessons_table, metrics_table, runs_table
 from agent_loop_common.github import GitHub, PullRequest
 from agent_loop_common.testing import GitHubEmulator, emulator_client
 
 __all__ = ["Narrator", "show_results"]
 
-_DIFF_LINES = 40
-_NUMBER = re.compile(r"/(?:pull|issues)/(\d+)")
+_DIFF_LINES = 32
 _DIBS = "agent-loop:dibs"
 
 
-def _numbers(text: str) -> list[str]:
-    return [f"#{n}" for n in _NUMBER.findall(text)]
-
-
 def _short_args(arguments: Mapping[str, Any]) -> str:
-    for key in ("path", "title", "key", "directory", "reason", "summary"):
+    for key in (
+        "path",
+        "title",
+        "key",
+        "text",
+        "lesson_id",
+        "run_id",
+        "directory",
+        "reason",
+        "summary",
+    ):
         value = arguments.get(key)
         if isinstance(value, str) and value:
             return clip(value, 70)
@@ -91,18 +97,15 @@ class Narrator:
             verdict = _verdict_line(reply.content or "")
             self.line(f"     verifier  {verdict}")
 
-    def tick_end(self, agent: str, summary: Mapping[str, Any], seconds: float) -> None:
-        if not summary:
+    def tick_end(self, agent: str, tick: TickSummary, seconds: float) -> None:
+        if tick.idle:
             self.line(f"   {agent}: idle, nothing to do ({fmt_duration(seconds)})")
             return
-        made = _numbers(str(summary.get("pr_url", ""))) + _numbers(
-            str(summary.get("issue_urls", ""))
-        )
-        what = f" -> {', '.join(made)}" if made else ""
-        target = str(summary.get("target", "")).replace("#", " #")
-        error = f"  error: {clip(str(summary['error']), 100)}" if summary.get("error") else ""
+        made_numbers = [n for n in tick.made if n != tick.target_number]
+        made = f" -> {', '.join(f'#{n}' for n in made_numbers)}" if made_numbers else ""
+        error = f"  error: {clip(tick.error, 100)}" if tick.error else ""
         self.line(
-            f"   {agent}: {summary.get('outcome', '?')} on {target}{what} "
+            f"   {agent}: {tick.outcome or '?'} on {tick.target or '?'}{made} "
             f"({fmt_duration(seconds)}){error}"
         )
 
@@ -164,7 +167,11 @@ async def _pull_lines(gh: GitHub, emulator: GitHubEmulator, pull: PullRequest) -
     fixes = re.findall(r"(?:Fixes|Closes|Resolves) #\d+", pull.body)
     if fixes:
         lines[0] += f" ({', '.join(fixes)})"
-    diff = (await gh.get_pull_diff(pull.number)).splitlines()
+    diff = [
+        line
+        for line in (await gh.get_pull_diff(pull.number)).splitlines()
+        if not line.startswith(("diff --git ", "index ", "new file mode "))
+    ]
     merge_sha = emulator.pull(pull.number).merge_commit_sha if pull.merged else None
     if not diff and merge_sha:
         lines[0] += f", merged as {merge_sha[:7]}"
@@ -232,10 +239,11 @@ def show_results(
     narrator.section(f"Runs recorded in memory ({len(snapshot.records)})")
     narrator.line(runs_table(snapshot.records, limit=20))
     narrator.section("Metrics (from the run records and the distiller's grades)")
+    narrator.note("Tokens are counted from the replayed text; the cost is 0: no model was called.")
     narrator.line(metrics_table(snapshot.metrics))
     narrator.section(f"Lessons the distiller learned ({len(snapshot.lessons.lessons)})")
     if snapshot.lessons.lessons:
-        narrator.line(lessons_table(snapshot.lessons.lessons))
+        narrator.line(lessons_table(snapshot.lessons.lessons, width=100))
     if snapshot.digest.strip():
         narrator.note(
             f"digest for the next runs: {len(snapshot.digest)} characters, first line: "

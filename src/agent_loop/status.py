@@ -252,7 +252,7 @@ def metrics_table(metrics: Metrics) -> str:
     return render_table(["metric", "value", "over"], rows, max_cell=60)
 
 
-def lessons_table(lessons: Sequence[Lesson]) -> str:
+def lessons_table(lessons: Sequence[Lesson], *, width: int = 70) -> str:
     """Lessons with their audience and provenance."""
     rows = [
         [
@@ -263,7 +263,7 @@ def lessons_table(lessons: Sequence[Lesson]) -> str:
         ]
         for lesson in lessons
     ]
-    return render_table(["id", "for", "lesson", "learned from"], rows, max_cell=70)
+    return render_table(["id", "for", "lesson", "learned from"], rows, max_cell=width)
 
 
 def render_status(snapshot: MemorySnapshot, *, limit: int = 15) -> str:

@@ -1,0 +1,140 @@
+"""`agent-loop demo` end to end: the story goes as scripted, and what it makes is real.
+
+The demo runs the real agents in Flyte local mode against the served emulator with the
+replayed model. These tests check its account (each tick's outcome, the results it
+prints, the reports it points at) and the work itself: the code on every PR head passes
+the sample project's own tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from agent_loop import cli
+from agent_loop.demo import DEMO_MARKER, DemoResult, run_demo
+from agent_loop_common.testing import GitHubEmulator, emulator_client
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[DemoResult, str]:
+    out = io.StringIO()
+    result = run_demo(tmp_path_factory.mktemp("demo") / "home", out=out)
+    return result, out.getvalue()
+
+
+def test_the_story_goes_as_scripted(demo: tuple[DemoResult, str]) -> None:
+    result, text = demo
+    assert result.problems == []
+    assert result.ok
+    outcomes = [(agent, tick.outcome, tick.target) for agent, tick in result.ticks]
+    assert outcomes == [
+        ("builder", "opened_pr", "issue #1"),
+        ("builder", "opened_pr", "issue #2"),
+        ("builder", "opened_issues", "issue #3"),
+        ("builder", "opened_pr", "issue #6"),
+        ("builder", "", ""),
+        ("reviewer", "pushed_fix", "PR #4"),
+        ("reviewer", "reviewed_clean", "PR #5"),
+        ("reviewer", "reviewed_clean", "PR #9"),
+        ("reviewer", "", ""),
+        ("distiller", "distilled", "repo"),
+    ]
+    # progress as it happened, then the results
+    assert (
+        "verifier  REJECTED: The fix in src/widgets/inventory.py is right, but there is no test"
+        in text
+    )
+    assert "builder: opened_issues on issue #3 -> #6, #7, #8" in text
+    assert "#7 'Export an inventory to CSV' [open]  depends on #6" in text
+    assert "+        return round(total, 2)" in text  # the review fix, in PR #4's diff
+    assert "reply to comment" in text
+    assert "Lessons the distiller learned (2)" in text
+    assert "runs recorded         8" in text
+    # it says plainly that the model was replayed, and how to use a real one
+    assert "REPLAYED" in text
+    assert "uv run agent-loop run builder" in text
+    assert "ANTHROPIC_API_KEY" in text
+    # the Flyte reports it points at exist: one per tick
+    assert len(result.reports) >= len(result.ticks)
+    for report in result.reports:
+        assert report.name == "report.html"
+        assert str(report) in text
+        assert report.is_file()
+
+
+async def _files_at(emulator: GitHubEmulator, ref: str) -> dict[str, bytes]:
+    async with emulator_client(emulator, token=emulator.owner_token) as gh:
+        entries = [e for e in await gh.get_tree(ref) if e.type == "blob"]
+        return {e.path: await gh.get_file(e.path, ref) or b"" for e in entries}
+
+
+def test_the_code_on_every_pr_head_passes_its_tests(
+    demo: tuple[DemoResult, str], tmp_path: pathlib.Path
+) -> None:
+    result, _ = demo
+    emulator = result.emulator
+    assert emulator is not None
+    heads = {
+        "main (bug fix merged)": "main",
+        "PR #4": emulator.pull(4).head_sha,
+        "PR #9": emulator.pull(9).head_sha,
+    }
+    for name, ref in heads.items():
+        checkout = tmp_path / name.split()[0].replace("#", "pr")
+        for path, data in asyncio.run(_files_at(emulator, ref)).items():
+            target = checkout / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+            cwd=checkout,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, f"{name}: {done.stdout[-2000:]}"
+        assert " passed" in done.stdout
+
+
+def test_status_reads_the_demo_memory(
+    demo: tuple[DemoResult, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    result, _ = demo
+    assert cli.main(["status", "--home", str(result.home)]) == 0
+    out = capsys.readouterr().out
+    assert "Recent runs (8 of 8)" in out
+    assert "pushed_fix" in out
+    assert "Lessons (2)" in out
+
+
+def test_the_demo_command_refuses_a_folder_that_is_not_a_demo(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    assert cli.main(["demo", "--home", str(tmp_path), "--quiet"]) == cli.EXIT_FAILED
+    assert "is not empty and is not a demo folder" in capsys.readouterr().err
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_the_demo_command_runs_quietly_and_empties_its_own_folder(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "demo"
+    home.mkdir()
+    (home / DEMO_MARKER).write_text("")
+    (home / "stale.txt").write_text("from an earlier demo")
+    assert cli.main(["demo", "--home", str(home), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert not (home / "stale.txt").exists()
+    assert "-> builder tick" not in out  # --quiet: no step-by-step progress
+    assert "builder: opened_pr on issue #1 -> #4" in out
+    assert "The demo took" in out
