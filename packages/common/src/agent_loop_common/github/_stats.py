@@ -9,6 +9,7 @@ kept apart because they do not count against the primary rate limit.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
@@ -28,6 +29,16 @@ class RequestStats:
     def record(self, method: str, template: str, status: int) -> None:
         """Count one attempt (`status` is `NO_RESPONSE` when none came back)."""
         self._counts[(f"{method.upper()} {template}", status)] += 1
+
+    def merge(self, by_route: Mapping[str, Mapping[int, int]]) -> None:
+        """Add counts made by another facade, given in the shape of `by_route()`.
+
+        A durable sub-task (a Flyte action) builds its own facade; merging its counts
+        into the run's keeps one run's record honest about every request it caused.
+        """
+        for route, statuses in by_route.items():
+            for status, n in statuses.items():
+                self._counts[(route, int(status))] += n
 
     @property
     def total(self) -> int:
