@@ -56,6 +56,7 @@ def test_the_environment_and_schedule() -> None:
     assert trigger.automation.expression == SCHEDULE == "*/5 * * * *"  # type: ignore[union-attr]
     assert set(trigger.inputs or {}) == {"trigger_time"}
     assert reviewer_tick.report
+    assert "AGENT_LOOP_HOME" not in (env.env_vars or {})  # local paths never travel
 
 
 def test_summary_and_report_escape_what_others_wrote() -> None:

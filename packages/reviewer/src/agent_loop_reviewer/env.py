@@ -17,7 +17,7 @@ from typing import TypeVar
 
 import flyte
 
-from agent_loop_common.deploy import agent_image, agent_secrets
+from agent_loop_common.deploy import agent_env_vars, agent_image, agent_secrets
 from agent_loop_common.github import GitHub, RequestStats
 from agent_loop_common.records import Role
 from agent_loop_common.runtime import github_from_settings, open_runtime
@@ -59,6 +59,8 @@ env = flyte.TaskEnvironment(
     name="reviewer",
     image=agent_image("reviewer", PACKAGE_DIR),
     secrets=_SECRETS,
+    # A scheduled run has no shell: the deploying shell's settings travel with the env.
+    env_vars=agent_env_vars(),
 )
 
 
