@@ -118,6 +118,8 @@ def _run_driver(
         }
         # TMPDIR: the dry run's local bundle copies land here and go with it.
         env = {**os.environ, "TMPDIR": tmp, "PYTHONDONTWRITEBYTECODE": "1"}
+        if mode != "deploy":
+            env["DO_NOT_TRACK"] = "1"  # flyte's telemetry: an offline check sends nothing
         source = _DRIVER.read_text(encoding="utf-8")
         proc = subprocess.run(
             [sys.executable, "-c", source, json.dumps(args)],
