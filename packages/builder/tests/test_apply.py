@@ -65,5 +65,5 @@ async def test_file_sub_issues_resumes_without_duplicates(emulator: GitHubEmulat
     assert f"depends on #{earlier}" in (emulator.issue(earlier + 1).body or "")
     assert emulator.issue(spec_issue).state == "closed"
     assert f"#{earlier + 1} B (depends on #{earlier})" in emulator.comments(spec_issue)[-1].body
-    url = await post_feedback(github, spec_issue, "thanks")
-    assert url.endswith(str(emulator.comments(spec_issue)[-1].id))
+    posted = await post_feedback(github, spec_issue, "thanks")
+    assert posted.url.endswith(str(emulator.comments(spec_issue)[-1].id))

@@ -22,7 +22,9 @@ from agent_loop_builder.apply import (
     DirectWrites,
     FiledIssues,
     OpenedPull,
+    Posted,
     PullRequestSpec,
+    Receipt,
     SubIssuesSpec,
 )
 from agent_loop_builder.build import BuildFailed, BuildResult
@@ -42,7 +44,9 @@ __all__ = [
     "DirectWrites",
     "FiledIssues",
     "OpenedPull",
+    "Posted",
     "PullRequestSpec",
+    "Receipt",
     "Refusal",
     "RefusalCode",
     "SubIssuesSpec",

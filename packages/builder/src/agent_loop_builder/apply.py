@@ -28,7 +28,9 @@ __all__ = [
     "DirectWrites",
     "FiledIssues",
     "OpenedPull",
+    "Posted",
     "PullRequestSpec",
+    "Receipt",
     "SubIssuesSpec",
     "file_sub_issues",
     "open_pull_request",
@@ -57,10 +59,22 @@ class PullRequestSpec(BaseModel):
     """Path -> full new content, `None` to delete (already policy-checked)."""
 
 
-class OpenedPull(BaseModel):
-    """The pull request that now carries the change."""
+class Receipt(BaseModel):
+    """A write's result, with the GitHub requests it made when it ran as its own action.
+
+    A durable task builds its own facade, so the run's facade never sees those
+    requests; `env.TaskWrites` merges `requests_by_route` (the shape of
+    `RequestStats.by_route()`) into the run's counts. Empty for in-process writes, which
+    the run's facade counted already.
+    """
 
     model_config = _FROZEN
+
+    requests_by_route: dict[str, dict[int, int]] = {}
+
+
+class OpenedPull(Receipt):
+    """The pull request that now carries the change."""
 
     number: int
     url: str
@@ -79,13 +93,17 @@ class SubIssuesSpec(BaseModel):
     deployment: str
 
 
-class FiledIssues(BaseModel):
+class FiledIssues(Receipt):
     """The sub-issues filed, in filing order."""
-
-    model_config = _FROZEN
 
     numbers: tuple[int, ...]
     urls: tuple[str, ...]
+
+
+class Posted(Receipt):
+    """A comment the builder posted."""
+
+    url: str
 
 
 async def open_pull_request(github: GitHub, spec: PullRequestSpec) -> OpenedPull:
@@ -156,10 +174,10 @@ async def file_sub_issues(github: GitHub, spec: SubIssuesSpec) -> FiledIssues:
     return FiledIssues(numbers=tuple(n for _, n in filed), urls=tuple(urls))
 
 
-async def post_feedback(github: GitHub, issue: int, body: str) -> str:
-    """Post a comment on an issue; returns its URL."""
+async def post_feedback(github: GitHub, issue: int, body: str) -> Posted:
+    """Post a comment on an issue."""
     comment = await github.create_issue_comment(issue, body)
-    return comment.html_url
+    return Posted(url=comment.html_url)
 
 
 class BuilderWrites(Protocol):
@@ -169,7 +187,7 @@ class BuilderWrites(Protocol):
 
     async def file_sub_issues(self, spec: SubIssuesSpec) -> FiledIssues: ...
 
-    async def post_feedback(self, issue: int, body: str) -> str: ...
+    async def post_feedback(self, issue: int, body: str) -> Posted: ...
 
 
 class DirectWrites:
@@ -184,5 +202,5 @@ class DirectWrites:
     async def file_sub_issues(self, spec: SubIssuesSpec) -> FiledIssues:
         return await file_sub_issues(self.github, spec)
 
-    async def post_feedback(self, issue: int, body: str) -> str:
+    async def post_feedback(self, issue: int, body: str) -> Posted:
         return await post_feedback(self.github, issue, body)
