@@ -54,6 +54,7 @@ def settings(emulator: GitHubEmulator, tmp_path: pathlib.Path) -> Settings:
         github_api_url=EMULATOR_BASE_URL,
         home=tmp_path / "home",
         digest_token_budget=400,
+        record_retention_days=2,  # a first pass scans the whole window: keep tests quick
     )
 
 
