@@ -143,18 +143,21 @@ class _Story:
         self.say = narrator
         self.model = ReplayModel(scripts.builder_episodes(), on_step=narrator.model_step)
         self.reports = ReportFinder()
+        self.report_paths: list[tuple[str, Path]] = []
         self.ticks: list[tuple[AgentName, TickSummary]] = []
         self.problems: list[str] = []
 
     def tick(self, agent: AgentName) -> TickSummary:
         started = time.perf_counter()
         self.say.tick_start(agent)
-        with self.reports.watch(agent):
+        with self.reports.watch() as reports:
             try:
                 raw = run_agent_once(agent, self.settings)
             except Exception as exc:  # a failed tick is part of the story's result
                 raw = {"outcome": "error", "error": f"{type(exc).__name__}: {exc}"}
         tick = TickSummary(raw)
+        label = f"{agent} {tick.target or 'idle tick'}"
+        self.report_paths += [(label, path) for path in reports]
         self.ticks.append((agent, tick))
         self.say.tick_end(agent, tick, time.perf_counter() - started)
         if tick.error:
@@ -302,9 +305,9 @@ def run_demo(
         story.problems += story.model.problems()
         snapshot = asyncio.run(read_snapshot(local_memory(settings)))
         result.seconds = time.perf_counter() - started
-        show_results(narrator, emulator, snapshot, story.reports.found, home)
+        show_results(narrator, emulator, snapshot, story.report_paths, home)
     result.ticks = story.ticks
     result.problems = story.problems
-    result.reports = story.reports.all()
+    result.reports = [path for _, path in story.report_paths]
     narrator.outro(result.seconds, result.problems, home)
     return result

@@ -230,7 +230,7 @@ def show_results(
     narrator: Narrator,
     emulator: GitHubEmulator,
     snapshot: MemorySnapshot,
-    reports: Mapping[str, Sequence[Path]],
+    reports: Sequence[tuple[str, Path]],
     home: Path,
 ) -> None:
     """Print the PRs and diffs, sub-issues, review fixes, lessons, metrics and reports."""
@@ -250,8 +250,8 @@ def show_results(
             f"{clip(snapshot.digest.strip().splitlines()[0], 80)!r}"
         )
     narrator.section("Flyte reports (open in a browser)")
-    for agent, paths in reports.items():
-        for path in paths:
-            narrator.note(f"{agent:<9} {path}")
+    width = max((len(label) for label, _ in reports), default=0)
+    for label, path in reports:
+        narrator.note(f"{label:<{width}}  {path}")
     narrator.note(f"memory: {snapshot.location.root}")
     narrator.note(f"demo folder: {home}")

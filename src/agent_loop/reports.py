@@ -26,8 +26,6 @@ class ReportFinder:
 
     def __init__(self, root: Path = LOCAL_METADATA_ROOT) -> None:
         self.root = root
-        self.found: dict[str, list[Path]] = {}
-        """Label (the agent) -> its reports, in the order they were written."""
 
     def _reports_since(self, since: float) -> set[Path]:
         if not self.root.is_dir():
@@ -43,17 +41,13 @@ class ReportFinder:
         return out
 
     @contextmanager
-    def watch(self, label: str) -> Generator[None]:
-        """Attribute the reports that appear during the block to `label`."""
+    def watch(self) -> Generator[list[Path]]:
+        """Yield a list that, when the block ends, holds the reports it wrote (oldest first)."""
         since = time.time() - 1.0
         before = self._reports_since(since)
+        found: list[Path] = []
         try:
-            yield
+            yield found
         finally:
             new = self._reports_since(since) - before
-            ordered = sorted(new, key=lambda p: p.stat().st_mtime)
-            self.found.setdefault(label, []).extend(ordered)
-
-    def all(self) -> list[Path]:
-        """Every report found, label by label."""
-        return [path for paths in self.found.values() for path in paths]
+            found.extend(sorted(new, key=lambda p: p.stat().st_mtime))
