@@ -219,3 +219,15 @@ def test_two_ticks_at_once_distil_once(
     assert outcomes.count(Outcome.DISTILLED.value) == 1
     (lesson,) = asyncio.run(read_context(location)).lessons.lessons
     assert lesson.source_run_ids == ["b-1"]
+
+
+def test_python_m_runs_one_pass_and_prints_its_summary(
+    served: GitHubEmulator, settings: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agent_loop_distiller.__main__ import main
+
+    assert main([]) == 0
+    # An empty memory: the first pass ever sets the ledger's watermark, with no model.
+    assert '"pass": "bookkeeping"' in capsys.readouterr().out
+    assert main([]) == 0
+    assert '"pass": "idle"' in capsys.readouterr().out

@@ -28,7 +28,7 @@ class Series:
 
 
 def _legend(series: Sequence[Series]) -> str:
-    items = []
+    items: list[str] = []
     x = _LEFT
     for s in series:
         items.append(
