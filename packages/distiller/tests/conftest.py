@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import pytest
+import structlog
 from flyte.ai.agents import LLMCallable
 
 from agent_loop_common.llm import Budget, UsageMeter
@@ -37,6 +38,14 @@ from agent_loop_common.testing._facade import EMULATOR_BASE_URL
 from agent_loop_distiller import DistillerOptions, PassResult, run_distiller_pass
 
 Pass = Callable[..., Awaitable[PassResult]]
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Generator[None]:
+    """`python -m` configures structlog for the process; give the next test it back."""
+    saved = structlog.get_config()
+    yield
+    structlog.configure(**saved)
 
 
 @pytest.fixture

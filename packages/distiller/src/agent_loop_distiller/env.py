@@ -17,7 +17,6 @@ import flyte
 import flyte.report
 
 from agent_loop_common.deploy import agent_image, agent_secrets
-from agent_loop_common.logs import configure_logging
 from agent_loop_common.records import Role
 from agent_loop_common.runtime import open_runtime
 from agent_loop_common.settings import load_settings
@@ -87,7 +86,6 @@ async def publish_report(result: PassResult, run_id: str) -> None:
 async def distiller_tick(trigger_time: datetime | None = None) -> dict[str, str]:
     """One distiller pass: ingest, grade, distil, commit, report."""
     settings = load_settings()
-    configure_logging(settings.log_format, settings.log_level)
     async with open_runtime(settings, Role.DISTILLER) as runtime:
         result = await run_distiller_pass(runtime)
         run_id = runtime.run_id

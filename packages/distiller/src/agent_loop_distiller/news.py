@@ -91,7 +91,7 @@ def plan_peek(
     learn: int,
     deferred: int,
     buckets_scanned: int,
-    listing_changed: bool,
+    grades_changed: bool,
     housekeeping_buckets: int,
     retry: datetime | None,
     now: datetime,
@@ -102,14 +102,14 @@ def plan_peek(
         learn: New records of the builder and reviewer.
         deferred: Records newly left un-ingested (to be counted in the ledger).
         buckets_scanned: How many hourly buckets the pass had to look at.
-        listing_changed: GitHub's open list changed since the last look (grades may).
+        grades_changed: A read-only regrade found grades that changed on GitHub.
         housekeeping_buckets: Scan span that calls for a bookkeeping commit.
         retry: When a failed distillation may be retried (`None`: no wait).
         now: The pass's time.
     """
     if learn:
         return PassKind.BACKED_OFF if retry is not None and now < retry else None
-    if listing_changed or deferred:
+    if grades_changed or deferred:
         return None
     if buckets_scanned > housekeeping_buckets:
         return None

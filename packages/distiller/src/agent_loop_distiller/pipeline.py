@@ -7,8 +7,9 @@ async with open_runtime(settings, Role.DISTILLER) as runtime:
 
 A pass first looks without writing anything: it collects unseen records (the ledger,
 the open buckets) and, only when there are none, asks GitHub with one conditional
-request whether any issue or PR opened or closed. Nothing new means no claim, no model
-call and no write beyond the idle counter (`PassKind.IDLE`).
+request whether any issue or PR opened or closed (a free `304` when not), regrading
+read-only when something did. Nothing new means no claim, no model call and no write
+beyond the idle counter (`PassKind.IDLE`).
 
 Otherwise it claims the repository-level target `distiller` (a compare-and-swap on a git
 ref, so two passes never write the context at once; the loser stops as `BUSY`),
@@ -58,7 +59,7 @@ from agent_loop_common.runtime import RunScope, Runtime, run_scoped
 from agent_loop_distiller.digest import render_digest
 from agent_loop_distiller.distill import distill
 from agent_loop_distiller.errors import DistillationFailed, EditsRejected
-from agent_loop_distiller.grading import GradingResult, follow_up, open_numbers_of
+from agent_loop_distiller.grading import GradingResult, follow_up
 from agent_loop_distiller.lessons import Edit, LessonLimits, expire_stale, refresh_from_usage
 from agent_loop_distiller.news import (
     Backoff,
@@ -94,8 +95,9 @@ class DistillerOptions:
     """Lessons unseen for longer expire; `None`: the record retention window."""
     housekeeping_buckets: int = 24
     """Commit the ledger without news once a pass has to scan more hourly buckets than this."""
-    backoff: Backoff = field(default_factory=Backoff)
-    """Waits between failed distillations of the same records."""
+    backoff: Backoff | None = None
+    """Waits between failed distillations of the same records; `None`: the settings'
+    back-off (`AGENT_LOOP_BACKOFF_BASE_MINUTES`, `AGENT_LOOP_BACKOFF_CAP_MINUTES`)."""
     report_days: int = 30
     """Days of rollups the report's Metrics tab covers."""
     prompt_chars: int = 60_000
@@ -147,6 +149,15 @@ def _retention(runtime: Runtime) -> int:
     return runtime.settings.record_retention_days
 
 
+def _backoff(runtime: Runtime, opts: DistillerOptions) -> Backoff:
+    if opts.backoff is not None:
+        return opts.backoff
+    s = runtime.settings
+    return Backoff(
+        base=timedelta(minutes=s.backoff_base_minutes), cap=timedelta(minutes=s.backoff_cap_minutes)
+    )
+
+
 async def _collect(runtime: Runtime, now: datetime) -> tuple[DistillerMemory, IngestBatch]:
     memory = await DistillerMemory.open(
         runtime.memory, IngestPolicy(retention_days=_retention(runtime))
@@ -168,18 +179,21 @@ async def _peek(runtime: Runtime, scope: RunScope, opts: DistillerOptions, now: 
     async with scope.stage("ingest"):
         memory, batch = await _collect(runtime, now)
     learn = learnable(batch.records)
-    listing_changed = False
+    grades_changed = False
     if not learn and not batch.deferred:
+        # One conditional listing; only when GitHub changed, a read-only regrade.
         async with scope.stage("grade"):
-            _, unchanged = await open_numbers_of(runtime.github)
-        listing_changed = not unchanged
+            grading = await follow_up(
+                runtime.github, runtime.memory, [], now, retention_days=_retention(runtime)
+            )
+        grades_changed = bool(grading.changed)
     stop = plan_peek(
         learn=len(learn),
         deferred=len(batch.deferred),
         buckets_scanned=batch.buckets_scanned,
-        listing_changed=listing_changed,
+        grades_changed=grades_changed,
         housekeeping_buckets=opts.housekeeping_buckets,
-        retry=retry_at(failure_streak(batch.records), opts.backoff),
+        retry=retry_at(failure_streak(batch.records), _backoff(runtime, opts)),
         now=now,
     )
     return _Peek(memory, batch, stop)
@@ -289,7 +303,7 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
     book, out.expired = expire_stale(book, now, max_age)
     work = _Work(memory, batch, context, grading, book)
     out.lessons = context.lessons
-    retry = retry_at(failure_streak(batch.records), opts.backoff)
+    retry = retry_at(failure_streak(batch.records), _backoff(runtime, opts))
     if (records or grading.decided) and (retry is None or now >= retry):
         out.kind = PassKind.DISTILLED
         try:
