@@ -90,10 +90,14 @@ def run_pass(
     """One distiller pass in-process, with a fresh runtime as a schedule would start."""
 
     async def run(
-        *, clock: Callable[[], datetime] | None = None, options: DistillerOptions | None = None
+        *,
+        clock: Callable[[], datetime] | None = None,
+        options: DistillerOptions | None = None,
+        **overrides: object,
     ) -> PassResult:
+        config = settings.model_copy(update=overrides) if overrides else settings
         async with open_runtime(
-            settings,
+            config,
             Role.DISTILLER,
             memory_root=memory_root,
             transport=emulator.transport(),

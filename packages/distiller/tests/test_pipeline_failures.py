@@ -118,3 +118,26 @@ async def test_repeated_failures_back_off_instead_of_burning_tokens(
     retried = await run_pass(clock=lambda: later)
     model.assert_finished()
     assert retried.kind is PassKind.DISTILLED
+
+
+async def test_a_budget_stop_is_recorded_as_such_and_commits_nothing(
+    kit: Any, install: Any, run_pass: Any, location: Any
+) -> None:
+    await kit.write(kit.record("b-1", outcome=Outcome.REJECTED, notes=[(False, "x")]))
+    model = install(
+        ScriptedModel(
+            [
+                turn(tool_calls=[call("read_record", run_id="b-1")], prompt_tokens=900),
+                turn("never reached: the budget refuses the second call"),
+            ]
+        )
+    )
+
+    result = await run_pass(max_tokens_per_run=500)
+
+    assert model.errors == []
+    assert model.remaining() == {"": 1}
+    assert result.record is not None
+    assert result.record.outcome is Outcome.BUDGET_EXCEEDED
+    assert kit.key_files(location.keys.ledger) == {}
+    assert (await read_context(location)).lessons.lessons == []

@@ -207,3 +207,22 @@ async def test_a_pass_stops_while_another_distiller_holds_the_claim(
     assert model.calls == []
     assert kit.snapshot(kit.root) == before
     assert runtimes[-1].memory.meter.uploads == 1
+
+
+async def test_github_activity_that_changes_no_grade_does_not_claim(
+    kit: Any, install: Any, run_pass: Any, emulator: Any, runtimes: Any
+) -> None:
+    pr = kit.agent_pr(1, "Add sizes")
+    await kit.write(kit.record("b-1", number=1, title="Add sizes", pr_url=kit.pr_url(pr)))
+    install(finish_only())
+    assert (await run_pass()).kind is PassKind.DISTILLED
+    emulator.add_issue("Someone files a new issue")  # the open list changes; no grade does
+    before = kit.snapshot(kit.root)
+    install(ScriptedModel([], name="must not be called"))
+
+    result = await run_pass()
+
+    assert result.kind is PassKind.IDLE
+    routes = runtimes[-1].github.stats.by_route()
+    assert routes == {"GET /repos/{owner}/{repo}/issues": {200: 1}}  # no claim, no PR reads
+    assert kit.snapshot(kit.root) == before
