@@ -27,15 +27,7 @@ from agent_loop_distiller.errors import (
     ModelFailed,
 )
 from agent_loop_distiller.grading import GradingResult, follow_up, regrade
-from agent_loop_distiller.lessons import (
-    Edit,
-    Evidence,
-    LessonEditor,
-    LessonLimits,
-    expire_stale,
-    rank_lessons,
-    refresh_from_usage,
-)
+from agent_loop_distiller.lessons import Edit, Evidence, LessonEditor, LessonLimits
 from agent_loop_distiller.news import Backoff, PassKind
 from agent_loop_distiller.pipeline import (
     CLAIM_KEY,
@@ -46,6 +38,7 @@ from agent_loop_distiller.pipeline import (
 )
 from agent_loop_distiller.prompts import DISTILLER_MARKER
 from agent_loop_distiller.tools import lesson_tools
+from agent_loop_distiller.upkeep import expire_stale, rank_lessons, refresh_from_usage
 
 if TYPE_CHECKING:
     from agent_loop_common.settings import Settings

@@ -14,7 +14,7 @@ from datetime import datetime
 
 from agent_loop_common.agents import strip_hidden
 from agent_loop_common.records import Grade, GradeState, LessonBook, TargetKind
-from agent_loop_distiller.lessons import hits_of, rank_lessons
+from agent_loop_distiller.upkeep import hits_of, rank_lessons
 
 __all__ = [
     "LESSON_SHARE",

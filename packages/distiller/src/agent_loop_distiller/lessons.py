@@ -7,8 +7,7 @@ not the model's to write: the editor derives each lesson's source runs, the issu
 PRs they touched, its hit count and last-seen time from the evidence run ids, which must
 name records the pass actually read.
 
-Upkeep that needs no model (`refresh_from_usage`, `expire_stale`, `rank_lessons`) is
-plain functions, so a pass is reproducible from its inputs.
+Upkeep that needs no model (ranking, freshness, expiry) lives in `upkeep`.
 """
 
 from __future__ import annotations
@@ -17,12 +16,12 @@ import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Literal
 
-from agent_loop_common.metrics import SUCCESS_OUTCOMES
-from agent_loop_common.records import Lesson, LessonBook, Outcome, Role, RunRecord
+from agent_loop_common.records import Lesson, LessonBook, Role, RunRecord
 from agent_loop_distiller.errors import EditRefused
+from agent_loop_distiller.upkeep import hits_of, rank_lessons, seen_at
 
 __all__ = [
     "Edit",
@@ -31,11 +30,7 @@ __all__ = [
     "LessonEditor",
     "LessonLimits",
     "evidence_of",
-    "expire_stale",
-    "hits_of",
     "lesson_id",
-    "rank_lessons",
-    "refresh_from_usage",
 ]
 
 EditOp = Literal["add", "confirm", "merge", "reword", "retire"]
@@ -101,15 +96,6 @@ def _last(items: Iterable[str], limit: int) -> list[str]:
     """Unique items in order, keeping the `limit` most recent (last)."""
     unique = list(dict.fromkeys(items))
     return unique[-limit:]
-
-
-def _seen(lesson: Lesson) -> datetime:
-    return lesson.last_seen_at or lesson.updated_at
-
-
-def hits_of(lesson: Lesson) -> int:
-    """Runs that backed the lesson (books written before hits were kept: its sources)."""
-    return max(lesson.hits, len(lesson.source_run_ids))
 
 
 @dataclass
@@ -192,7 +178,7 @@ class LessonEditor:
                     self.limits.max_sources,
                 ),
                 "hits": hits_of(lesson) + len(fresh),
-                "last_seen_at": max([_seen(lesson), *(e.seen_at for e in fresh)]),
+                "last_seen_at": max([seen_at(lesson), *(e.seen_at for e in fresh)]),
             }
         )
         self._lessons[lesson.id] = updated
@@ -222,7 +208,7 @@ class LessonEditor:
             source_run_ids=_last((s for s, _ in sources), self.limits.max_sources),
             source_refs=_last((r for p in parts for r in p.source_refs), self.limits.max_sources),
             hits=sum(hits_of(p) for p in parts),
-            last_seen_at=max(_seen(p) for p in parts),
+            last_seen_at=max(seen_at(p) for p in parts),
             created_at=min(p.created_at for p in parts),
             updated_at=self.now,
         )
@@ -318,47 +304,3 @@ class LessonEditor:
             if role not in out:
                 out.append(role)
         return out
-
-
-def rank_lessons(lessons: Iterable[Lesson]) -> list[Lesson]:
-    """Most hits first, then most recently seen, then id: a deterministic order."""
-    return sorted(
-        lessons,
-        key=lambda lesson: (-hits_of(lesson), -_seen(lesson).timestamp(), lesson.id),
-    )
-
-
-def refresh_from_usage(book: LessonBook, records: Iterable[RunRecord]) -> LessonBook:
-    """Mark lessons as seen when a successful run had them in its context.
-
-    A lesson that is being followed stops producing failures, so without this it would
-    never be re-evidenced and would expire exactly when it works.
-    """
-    latest: dict[str, datetime] = {}
-    for record in records:
-        if record.outcome in SUCCESS_OUTCOMES and record.outcome is not Outcome.DISTILLED:
-            for used in record.lesson_ids:
-                if used not in latest or record.finished_at > latest[used]:
-                    latest[used] = record.finished_at
-    if not latest:
-        return book
-    lessons = [
-        lesson.model_copy(update={"last_seen_at": latest[lesson.id]})
-        if lesson.id in latest and latest[lesson.id] > _seen(lesson)
-        else lesson
-        for lesson in book.lessons
-    ]
-    return book.model_copy(update={"lessons": lessons})
-
-
-def expire_stale(
-    book: LessonBook, now: datetime, max_age: timedelta
-) -> tuple[LessonBook, list[Lesson]]:
-    """Drop lessons not seen for longer than `max_age`; returns the book and the expired."""
-    kept: list[Lesson] = []
-    expired: list[Lesson] = []
-    for lesson in book.lessons:
-        (expired if now - _seen(lesson) > max_age else kept).append(lesson)
-    if not expired:
-        return book, []
-    return book.model_copy(update={"lessons": kept}), expired

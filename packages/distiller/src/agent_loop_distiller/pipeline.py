@@ -28,48 +28,23 @@ then the ledger. The claim is renewed just before, so a pass that lost it commit
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from dataclasses import replace
+from datetime import datetime, timedelta
 
 import structlog
 
-from agent_loop_common.memory import (
-    DIGEST_PATH,
-    LEDGER_PATH,
-    LESSONS_PATH,
-    ContextView,
-    DistillerMemory,
-    IngestBatch,
-    IngestPolicy,
-    grade_month,
-    grade_path,
-    read_rollups,
-)
-from agent_loop_common.records import (
-    Attempt,
-    Grade,
-    Lesson,
-    LessonBook,
-    Outcome,
-    RunRecord,
-    Target,
-    TargetKind,
-)
+from agent_loop_common.records import Attempt, Outcome, RunRecord, Target, TargetKind
 from agent_loop_common.runtime import RunScope, Runtime, run_scoped
 from agent_loop_distiller.digest import render_digest
 from agent_loop_distiller.distill import distill
 from agent_loop_distiller.errors import DistillationFailed, EditsRejected
-from agent_loop_distiller.grading import GradingResult, follow_up
-from agent_loop_distiller.lessons import Edit, LessonLimits, expire_stale, refresh_from_usage
-from agent_loop_distiller.news import (
-    Backoff,
-    PassKind,
-    failure_streak,
-    learnable,
-    plan_peek,
-    retry_at,
-)
-from agent_loop_distiller.report import MemoryFile, ReportData
+from agent_loop_distiller.gather import gather_report
+from agent_loop_distiller.grading import follow_up
+from agent_loop_distiller.lessons import Edit
+from agent_loop_distiller.look import backoff_of, look, retention_of, under_claim
+from agent_loop_distiller.news import PassKind, failure_streak, learnable, retry_at
+from agent_loop_distiller.state import CLAIM_KEY, DistillerOptions, PassResult, Work
+from agent_loop_distiller.upkeep import expire_stale, refresh_from_usage
 
 __all__ = [
     "CLAIM_KEY",
@@ -81,142 +56,9 @@ __all__ = [
 
 _log = structlog.get_logger(__name__)
 
-CLAIM_KEY = "distiller"
-"""The repository-level claim target every distiller run competes for."""
-
-
-@dataclass(frozen=True)
-class DistillerOptions:
-    """Knobs of a pass that are not deployment settings (defaults suit production)."""
-
-    limits: LessonLimits = field(default_factory=LessonLimits)
-    """Size bounds of the lesson book."""
-    lesson_max_age: timedelta | None = None
-    """Lessons unseen for longer expire; `None`: the record retention window."""
-    housekeeping_buckets: int = 24
-    """Commit the ledger without news once a pass has to scan more hourly buckets than this."""
-    backoff: Backoff | None = None
-    """Waits between failed distillations of the same records; `None`: the settings'
-    back-off (`AGENT_LOOP_BACKOFF_BASE_MINUTES`, `AGENT_LOOP_BACKOFF_CAP_MINUTES`)."""
-    report_days: int = 30
-    """Days of rollups the report's Metrics tab covers."""
-    prompt_chars: int = 60_000
-    """Most characters of evidence in the distiller agent's prompt."""
-    with_report: bool = True
-    """Build the report's data after a pass that did work (reads the window's rollups)."""
-
-
-@dataclass
-class PassResult:
-    """What one pass did (the record, when one was written, is the durable account)."""
-
-    kind: PassKind = PassKind.IDLE
-    record: RunRecord | None = None
-    """The run's record (distillations and failed attempts only)."""
-    ingested: int = 0
-    """Records committed as ingested."""
-    deferred: int = 0
-    """Records newly left un-ingested (unknown major, invalid)."""
-    grades_changed: list[Grade] = field(default_factory=list[Grade])
-    """Grades written."""
-    lessons: LessonBook | None = None
-    """The lessons after the pass (when it read them)."""
-    digest: str = ""
-    """The digest written (empty when unchanged or not written)."""
-    edits: list[Edit] = field(default_factory=list[Edit])
-    """Lesson edits committed."""
-    expired: list[Lesson] = field(default_factory=list[Lesson])
-    """Lessons dropped as stale."""
-    note: str = ""
-    """Why the pass stopped or what it did, in one line."""
-    report: ReportData | None = None
-    """Data for the report, after a pass that did work."""
-
-
-@dataclass
-class _Work:
-    """What the pass learned under the claim, for the commit and the report."""
-
-    memory: DistillerMemory
-    batch: IngestBatch
-    context: ContextView
-    grading: GradingResult
-    book: LessonBook
-    digest: str = ""
-
-
-def _retention(runtime: Runtime) -> int:
-    return runtime.settings.record_retention_days
-
-
-def _backoff(runtime: Runtime, opts: DistillerOptions) -> Backoff:
-    if opts.backoff is not None:
-        return opts.backoff
-    s = runtime.settings
-    return Backoff(
-        base=timedelta(minutes=s.backoff_base_minutes), cap=timedelta(minutes=s.backoff_cap_minutes)
-    )
-
-
-async def _collect(runtime: Runtime, now: datetime) -> tuple[DistillerMemory, IngestBatch]:
-    memory = await DistillerMemory.open(
-        runtime.memory, IngestPolicy(retention_days=_retention(runtime))
-    )
-    return memory, await memory.collect(now)
-
-
-@dataclass
-class _Peek:
-    """The read-only look: what it found, and whether the pass stops there."""
-
-    memory: DistillerMemory
-    batch: IngestBatch
-    stop: PassKind | None
-
-
-async def _peek(runtime: Runtime, scope: RunScope, opts: DistillerOptions, now: datetime) -> _Peek:
-    """Collect without writing; stop here (a kind), or go on and claim (`stop is None`)."""
-    async with scope.stage("ingest"):
-        memory, batch = await _collect(runtime, now)
-    learn = learnable(batch.records)
-    grades_changed = False
-    if not learn and not batch.deferred:
-        # One conditional listing; only when GitHub changed, a read-only regrade.
-        async with scope.stage("grade"):
-            grading = await follow_up(
-                runtime.github, runtime.memory, [], now, retention_days=_retention(runtime)
-            )
-        grades_changed = bool(grading.changed)
-    stop = plan_peek(
-        learn=len(learn),
-        deferred=len(batch.deferred),
-        buckets_scanned=batch.buckets_scanned,
-        grades_changed=grades_changed,
-        housekeeping_buckets=opts.housekeeping_buckets,
-        retry=retry_at(failure_streak(batch.records), _backoff(runtime, opts)),
-        now=now,
-    )
-    return _Peek(memory, batch, stop)
-
-
-async def _under_claim(
-    runtime: Runtime, peek: _Peek, now: datetime
-) -> tuple[DistillerMemory, IngestBatch]:
-    """The batch to commit: the look's, unless another pass moved the ledger meanwhile.
-
-    Records written since the look are not lost: they are not in the ledger's `seen`,
-    so the next pass collects them.
-    """
-    fresh = await DistillerMemory.open(
-        runtime.memory, IngestPolicy(retention_days=_retention(runtime))
-    )
-    if fresh.ledger == peek.memory.ledger:
-        return peek.memory, peek.batch
-    return fresh, await fresh.collect(now)
-
 
 async def _distill(
-    runtime: Runtime, scope: RunScope, work: _Work, opts: DistillerOptions, now: datetime
+    runtime: Runtime, scope: RunScope, work: Work, opts: DistillerOptions, now: datetime
 ) -> list[Edit]:
     """Run the agent on the evidence; sets the record's attempt and trace."""
     records = learnable(work.batch.records)
@@ -261,7 +103,7 @@ async def _distill(
     return result.edits
 
 
-async def _commit(runtime: Runtime, work: _Work) -> bool:
+async def _commit(runtime: Runtime, work: Work) -> bool:
     """Save what changed, ledger last; returns whether the context was written."""
     claim = next(c for c in runtime.claimer.held() if c.target.key == CLAIM_KEY)
     await runtime.claimer.extend(claim)  # raises ClaimLost: then nothing is written
@@ -278,10 +120,10 @@ async def _commit(runtime: Runtime, work: _Work) -> bool:
 
 async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: PassResult) -> None:
     now = runtime.clock()
-    peek = await _peek(runtime, scope, opts, now)
-    if peek.stop is not None:
-        out.kind = peek.stop
-        idle = peek.stop is PassKind.IDLE
+    seen = await look(runtime, scope, opts, now)
+    if seen.stop is not None:
+        out.kind = seen.stop
+        idle = seen.stop is PassKind.IDLE
         out.note = "nothing new" if idle else "waiting after failed attempts"
         return
     async with scope.stage("claim"):
@@ -290,20 +132,20 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
         out.kind, out.note = PassKind.BUSY, "another distiller run holds the claim"
         return
     async with scope.stage("ingest"):
-        memory, batch = await _under_claim(runtime, peek, now)
+        memory, batch = await under_claim(runtime, seen, now)
         context = await memory.context()
     records = learnable(batch.records)
     async with scope.stage("grade"):
         grading = await follow_up(
             runtime.github, runtime.memory, records, now,
-            retention_days=_retention(runtime), force=True,
+            retention_days=retention_of(runtime), force=True,
         )  # fmt: skip
     book = refresh_from_usage(context.lessons, records)
-    max_age = opts.lesson_max_age or timedelta(days=_retention(runtime))
+    max_age = opts.lesson_max_age or timedelta(days=retention_of(runtime))
     book, out.expired = expire_stale(book, now, max_age)
-    work = _Work(memory, batch, context, grading, book)
+    work = Work(memory, batch, context, grading, book)
     out.lessons = context.lessons
-    retry = retry_at(failure_streak(batch.records), _backoff(runtime, opts))
+    retry = retry_at(failure_streak(batch.records), backoff_of(runtime, opts))
     if (records or grading.decided) and (retry is None or now >= retry):
         out.kind = PassKind.DISTILLED
         try:
@@ -316,7 +158,7 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
             else:
                 rejected = isinstance(exc, EditsRejected)
                 scope.finish(Outcome.REJECTED if rejected else Outcome.ERROR, str(exc))
-            await _report(runtime, scope, opts, out, work, now)
+            await gather_report(runtime, scope, opts, out, work, now, committed=False)
             return
     elif grading.changed or batch.deferred or batch.buckets_scanned > opts.housekeeping_buckets:
         out.kind = PassKind.BOOKKEEPING
@@ -337,53 +179,9 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
     )
     if out.kind is PassKind.DISTILLED:
         scope.finish(Outcome.DISTILLED)
-        await _report(runtime, scope, opts, out, work, now)
+        await gather_report(runtime, scope, opts, out, work, now, committed=True)
     else:
         _log.info("distiller.bookkeeping", note=out.note)
-
-
-async def _report(
-    runtime: Runtime,
-    scope: RunScope,
-    opts: DistillerOptions,
-    out: PassResult,
-    work: _Work,
-    now: datetime,
-) -> None:
-    """Gather the report's data (the rendering is pure and happens in the task)."""
-    if not opts.with_report:
-        return
-    async with scope.stage("report"):
-        today = now.astimezone(UTC).date()
-        rollups = await read_rollups(
-            runtime.memory, today - timedelta(days=opts.report_days - 1), today
-        )
-        own = scope.record()
-        keys = runtime.memory.keys
-        files = [
-            MemoryFile(keys.context, DIGEST_PATH, work.digest or work.context.digest),
-            MemoryFile(keys.context, LESSONS_PATH, work.book.model_dump_json(indent=2)),
-            MemoryFile(keys.ledger, LEDGER_PATH, work.memory.ledger.model_dump_json(indent=2)),
-        ]
-        files += [
-            MemoryFile(
-                keys.grades(grade_month(g)), grade_path(g.target), g.model_dump_json(indent=2)
-            )
-            for g in out.grades_changed
-        ]
-        ingested = sorted(work.batch.records, key=lambda r: r.finished_at, reverse=True)
-        out.report = ReportData(
-            generated_at=now,
-            repo=runtime.settings.repo,
-            book=work.book,
-            rollups=rollups,
-            grades=work.grading.current,
-            runs=[own, *ingested],
-            edits=out.edits,
-            expired=out.expired,
-            memory=files,
-            note=out.note,
-        )
 
 
 async def run_distiller_pass(

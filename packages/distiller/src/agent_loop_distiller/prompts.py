@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from agent_loop_common.agents import UNTRUSTED_DATA_RULE, fence_untrusted
 from agent_loop_common.metrics import SUCCESS_OUTCOMES
 from agent_loop_common.records import Grade, GradeState, LessonBook, Outcome, RunRecord, TargetKind
-from agent_loop_distiller.lessons import LessonLimits, hits_of, rank_lessons
+from agent_loop_distiller.lessons import LessonLimits
+from agent_loop_distiller.upkeep import hits_of, rank_lessons
 
 __all__ = ["DISTILLER_MARKER", "INSTRUCTIONS", "build_prompt", "evidence_order"]
 

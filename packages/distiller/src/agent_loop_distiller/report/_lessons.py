@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from agent_loop_distiller.lessons import hits_of, rank_lessons
 from agent_loop_distiller.report._data import ReportData
 from agent_loop_distiller.report._html import esc, fmt_int, fmt_time, link, section, table
+from agent_loop_distiller.upkeep import hits_of, rank_lessons
 
 __all__ = ["known_urls", "render_lessons"]
 
