@@ -67,6 +67,8 @@ async def publish_report(result: PassResult, run_id: str) -> None:
     facts = {"run": run_id, "pass": result.kind.value, "note": result.note or "–"}
     if result.record is not None:
         facts["outcome"] = result.record.outcome.value
+        if result.record.error:
+            facts["error"] = result.record.error
     await flyte.report.log.aio(render_summary(facts))
     if result.report is not None:
         for name, html in render_tabs(result.report).items():

@@ -146,7 +146,11 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
     work = Work(memory, batch, context, grading, book)
     out.lessons = context.lessons
     retry = retry_at(failure_streak(batch.records), backoff_of(runtime, opts))
-    if (records or grading.decided) and (retry is None or now >= retry):
+    if (records or grading.decided) and retry is not None and now < retry:
+        # Committing now would move the ledger past records nobody learned from.
+        out.kind, out.note = PassKind.BACKED_OFF, "waiting after failed attempts"
+        return
+    if records or grading.decided:
         out.kind = PassKind.DISTILLED
         try:
             out.edits = await _distill(runtime, scope, work, opts, now)
