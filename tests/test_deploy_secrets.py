@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import flyte
 import pytest
 
 from agent_loop_common.deploy import agent_env_vars, agent_secrets, model_key_envs, secret_key
 
 
 def _pairs(environ: dict[str, str]) -> list[tuple[str, str | None]]:
-    return [(s.key, s.as_env_var) for s in agent_secrets(environ)]
+    secrets = agent_secrets(environ)
+    assert all(isinstance(s, flyte.Secret) for s in secrets)
+    return [(s.key, s.as_env_var) for s in secrets if isinstance(s, flyte.Secret)]
 
 
 def test_default_is_a_github_token_and_the_default_models_key() -> None:

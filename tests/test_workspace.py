@@ -28,9 +28,23 @@ def test_agents_never_import_each_other() -> None:
         assert not imported & others, f"{agent} imports {imported & others}"
 
 
+def _calls_task_environment(path: pathlib.Path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name == "TaskEnvironment":
+                return True
+    return False
+
+
 def test_common_defines_no_task_environment() -> None:
+    """Every agent's deploy imports common: an environment there would deploy with each."""
     src = ROOT / "packages" / "common" / "src"
-    offenders = [
-        p for p in src.rglob("*.py") if "TaskEnvironment(" in p.read_text(encoding="utf-8")
-    ]
-    assert offenders == []
+    assert [p for p in src.rglob("*.py") if _calls_task_environment(p)] == []
+
+
+def test_each_agent_defines_its_own_task_environment() -> None:
+    for agent in AGENTS:
+        env_py = ROOT / "packages" / agent / "src" / f"agent_loop_{agent}" / "env.py"
+        assert _calls_task_environment(env_py), agent

@@ -111,16 +111,22 @@ def model_key_envs(environ: Mapping[str, str] | None = None) -> list[str]:
     return list(dict.fromkeys(keys))
 
 
-def agent_secrets(environ: Mapping[str, str] | None = None) -> list[flyte.Secret]:
-    """GitHub credentials and the model key(s), injected as the env vars settings read."""
-    env = os.environ if environ is None else environ
+def _secret_env_vars(env: Mapping[str, str]) -> list[str]:
+    """The env vars that arrive as Flyte secrets: GitHub credentials, then model keys."""
     auth = env.get("AGENT_LOOP_GITHUB_AUTH", "token").strip().lower()
     if auth not in ("token", "app"):
         raise ValueError(f"AGENT_LOOP_GITHUB_AUTH must be 'token' or 'app', not {auth!r}")
     github = ["GITHUB_APP_ID", "GITHUB_APP_PRIVATE_KEY"] if auth == "app" else ["GITHUB_TOKEN"]
-    return [
-        flyte.Secret(key=secret_key(var), as_env_var=var) for var in [*github, *model_key_envs(env)]
-    ]
+    return [*github, *model_key_envs(env)]
+
+
+def agent_secrets(environ: Mapping[str, str] | None = None) -> list[str | flyte.Secret]:
+    """GitHub credentials and the model key(s), injected as the env vars settings read.
+
+    Typed as the SDK's `TaskEnvironment(secrets=...)` parameter (an invariant list).
+    """
+    env = os.environ if environ is None else environ
+    return [flyte.Secret(key=secret_key(var), as_env_var=var) for var in _secret_env_vars(env)]
 
 
 _LOCAL_ONLY = frozenset({"AGENT_LOOP_HOME", "GITHUB_APP_PRIVATE_KEY_PATH"})
@@ -138,7 +144,7 @@ def agent_env_vars(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     from agent_loop_common.settings import Settings, env_var_name
 
     env = os.environ if environ is None else environ
-    secret = {s.as_env_var for s in agent_secrets(env)}
+    secret = set(_secret_env_vars(env))
     names: list[str] = []
     for field, info in Settings.model_fields.items():
         annotation = info.annotation

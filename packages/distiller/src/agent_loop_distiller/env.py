@@ -16,7 +16,7 @@ from datetime import datetime
 import flyte
 import flyte.report
 
-from agent_loop_common.deploy import agent_image, agent_secrets
+from agent_loop_common.deploy import agent_env_vars, agent_image, agent_secrets
 from agent_loop_common.records import Role
 from agent_loop_common.runtime import open_runtime
 from agent_loop_common.settings import load_settings
@@ -33,11 +33,12 @@ SCHEDULE_ENV = "AGENT_LOOP_DISTILLER_SCHEDULE"
 SCHEDULE = os.environ.get(SCHEDULE_ENV, "*/10 * * * *")
 """Cron schedule of the tick (5 fields, UTC)."""
 
-_secrets: list[str | flyte.Secret] = [*agent_secrets()]  # the SDK's list is invariant
 env = flyte.TaskEnvironment(
     name="distiller",
     image=agent_image("distiller", PACKAGE_DIR),
-    secrets=_secrets,
+    secrets=agent_secrets(),
+    # A scheduled run has no shell: the deploying shell's settings travel with the env.
+    env_vars=agent_env_vars(),
 )
 
 

@@ -53,12 +53,11 @@ PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[2]
 SCHEDULE = os.environ.get("AGENT_LOOP_REVIEWER_SCHEDULE", "*/5 * * * *")
 """The cron cadence, read at import because triggers are declared at import."""
 
-_SECRETS: list[str | flyte.Secret] = [*agent_secrets()]
 
 env = flyte.TaskEnvironment(
     name="reviewer",
     image=agent_image("reviewer", PACKAGE_DIR),
-    secrets=_SECRETS,
+    secrets=agent_secrets(),
     # A scheduled run has no shell: the deploying shell's settings travel with the env.
     env_vars=agent_env_vars(),
 )
