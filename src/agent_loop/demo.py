@@ -65,6 +65,8 @@ class DemoResult:
         default_factory=list[tuple[AgentName, TickSummary]]
     )
     """Every tick's summary, in order."""
+    tick_seconds: list[float] = field(default_factory=list[float])
+    """Wall time of each tick (same order as `ticks`)."""
     problems: list[str] = field(default_factory=list[str])
     """Replay mismatches, failed ticks: empty when the story went as scripted."""
     reports: list[Path] = field(default_factory=list[Path])
@@ -145,6 +147,7 @@ class _Story:
         self.reports = ReportFinder()
         self.report_paths: list[tuple[str, Path]] = []
         self.ticks: list[tuple[AgentName, TickSummary]] = []
+        self.tick_seconds: list[float] = []
         self.problems: list[str] = []
 
     def tick(self, agent: AgentName) -> TickSummary:
@@ -159,7 +162,8 @@ class _Story:
         label = f"{agent} {tick.target or 'idle tick'}"
         self.report_paths += [(label, path) for path in reports]
         self.ticks.append((agent, tick))
-        self.say.tick_end(agent, tick, time.perf_counter() - started)
+        self.tick_seconds.append(time.perf_counter() - started)
+        self.say.tick_end(agent, tick, self.tick_seconds[-1])
         if tick.error:
             self.problems.append(f"{agent} run {tick.run_id or '?'}: {tick.error}")
         return tick
@@ -307,6 +311,7 @@ def run_demo(
         result.seconds = time.perf_counter() - started
         show_results(narrator, emulator, snapshot, story.report_paths, home)
     result.ticks = story.ticks
+    result.tick_seconds = story.tick_seconds
     result.problems = story.problems
     result.reports = [path for _, path in story.report_paths]
     narrator.outro(result.seconds, result.problems, home)
