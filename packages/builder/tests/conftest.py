@@ -7,30 +7,33 @@ seam Flyte local mode uses), and a real `MemoryStore` under `tmp_path`.
 
 from __future__ import annotations
 
-import json
 import pathlib
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Generator, MutableMapping
+from typing import Any
 
 import pytest
-import structlog
-from flyte.ai.agents import LLMCallable
 
 from agent_loop_builder import run_builder_tick
-from agent_loop_common.llm import Budget, UsageMeter
-from agent_loop_common.memory import bucket_of, run_path
 from agent_loop_common.records import Role, RunRecord
-from agent_loop_common.runtime import open_runtime, use_model
-from agent_loop_common.settings import Settings, load_settings
-from agent_loop_common.testing import GitHubEmulator, ScriptedModel, instant_retry
-from agent_loop_common.testing._facade import EMULATOR_BASE_URL
+from agent_loop_common.runtime import use_model
+from agent_loop_common.settings import Settings
+from agent_loop_common.testing import (
+    GitHubEmulator,
+    ModelSlot,
+    ScriptedModel,
+    emulator_runtime,
+    emulator_settings,
+    quiet_logs,
+    stored_record,
+)
 
 Tick = Callable[..., Awaitable[RunRecord | None]]
 
 
 @pytest.fixture(autouse=True)
-def captured_logs() -> Generator[list[dict[str, object]]]:
+def captured_logs() -> Generator[list[MutableMapping[str, Any]]]:
     """Keep log events as data: rendering tracebacks of expected failures costs seconds."""
-    with structlog.testing.capture_logs() as logs:
+    with quiet_logs() as logs:
         yield logs
 
 
@@ -50,12 +53,7 @@ def emulator() -> GitHubEmulator:
 
 @pytest.fixture
 def settings(emulator: GitHubEmulator, tmp_path: pathlib.Path) -> Settings:
-    return load_settings(
-        repo=emulator.full_name,
-        github_token=emulator.bot_token,
-        github_api_url=EMULATOR_BASE_URL,
-        home=tmp_path / "home",
-    )
+    return emulator_settings(emulator, tmp_path / "home")
 
 
 @pytest.fixture
@@ -69,13 +67,7 @@ def tick(settings: Settings, emulator: GitHubEmulator, memory_root: str) -> Tick
 
     async def run(issue: int | None = None, **overrides: object) -> RunRecord | None:
         config = settings.model_copy(update=overrides) if overrides else settings
-        async with open_runtime(
-            config,
-            Role.BUILDER,
-            memory_root=memory_root,
-            transport=emulator.transport(),
-            github_retry=instant_retry(),
-        ) as rt:
+        async with emulator_runtime(config, emulator, Role.BUILDER, memory_root=memory_root) as rt:
             return await run_builder_tick(rt, issue)
 
     return run
@@ -84,19 +76,9 @@ def tick(settings: Settings, emulator: GitHubEmulator, memory_root: str) -> Tick
 @pytest.fixture
 def install() -> Generator[Callable[[ScriptedModel], ScriptedModel]]:
     """Install a scripted model for the test's next ticks (the latest installed answers)."""
-    holder: dict[str, ScriptedModel] = {}
-
-    def provide(role: Role, purpose: str, usage: UsageMeter, budget: Budget) -> LLMCallable:
-        model = holder["model"]
-        model.usage, model.budget = usage, budget
-        return model
-
-    def put(model: ScriptedModel) -> ScriptedModel:
-        holder["model"] = model
-        return model
-
-    with use_model(provide):
-        yield put
+    slot = ModelSlot()
+    with use_model(slot):
+        yield slot.put
 
 
 @pytest.fixture
@@ -105,8 +87,6 @@ def stored(memory_root: str, settings: Settings) -> Callable[[RunRecord], RunRec
     location = settings.memory_location(memory_root)
 
     def read(record: RunRecord) -> RunRecord:
-        key = location.keys.runs(bucket_of(record.finished_at))
-        path = pathlib.Path(location.remote_path(key)) / run_path(record.run_id)
-        return RunRecord.model_validate(json.loads(path.read_text()))
+        return stored_record(location, record.run_id, finished_at=record.finished_at)
 
     return read

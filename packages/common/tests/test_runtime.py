@@ -3,7 +3,6 @@ in memory (a record when something was claimed, only the idle counter otherwise)
 
 from __future__ import annotations
 
-import json
 import pathlib
 from collections.abc import AsyncGenerator
 
@@ -11,20 +10,22 @@ import flyte
 import pytest
 
 from agent_loop_common.llm import BudgetExceeded
-from agent_loop_common.memory import MemoryLocation, bucket_of, run_path
-from agent_loop_common.records import Outcome, Role, RunRecord, Target, TargetKind
+from agent_loop_common.records import Outcome, Role, Target, TargetKind
 from agent_loop_common.runtime import (
     RunScope,
     Runtime,
     local_memory,
     local_raw_data_path,
-    open_runtime,
     run_scoped,
     run_task,
 )
-from agent_loop_common.settings import Settings, load_settings
-from agent_loop_common.testing import GitHubEmulator, instant_retry
-from agent_loop_common.testing._facade import EMULATOR_BASE_URL
+from agent_loop_common.settings import Settings
+from agent_loop_common.testing import (
+    GitHubEmulator,
+    emulator_runtime,
+    emulator_settings,
+    stored_record,
+)
 
 
 @pytest.fixture
@@ -36,32 +37,17 @@ def emulator() -> GitHubEmulator:
 
 @pytest.fixture
 def settings(emulator: GitHubEmulator, tmp_path: pathlib.Path) -> Settings:
-    return load_settings(
-        repo=emulator.full_name,
-        github_token=emulator.bot_token,
-        github_api_url=EMULATOR_BASE_URL,
-        home=tmp_path / "home",
-    )
+    return emulator_settings(emulator, tmp_path / "home")
 
 
 @pytest.fixture
 async def runtime(
     settings: Settings, emulator: GitHubEmulator, tmp_path: pathlib.Path
 ) -> AsyncGenerator[Runtime]:
-    async with open_runtime(
-        settings,
-        Role.BUILDER,
-        memory_root=str(tmp_path / "mem"),
-        transport=emulator.transport(),
-        github_retry=instant_retry(),
+    async with emulator_runtime(
+        settings, emulator, Role.BUILDER, memory_root=tmp_path / "mem"
     ) as rt:
         yield rt
-
-
-def _stored(location: MemoryLocation, record: RunRecord) -> RunRecord:
-    key = location.keys.runs(bucket_of(record.finished_at))
-    path = pathlib.Path(location.remote_path(key)) / run_path(record.run_id)
-    return RunRecord.model_validate(json.loads(path.read_text()))
 
 
 async def _claim_issue(scope: RunScope, number: int) -> None:
@@ -86,7 +72,7 @@ async def test_success_writes_one_record_and_releases(
     assert record.outcome is Outcome.OPENED_PR
     assert "build" in record.stage_seconds
     assert record.github.requests > 0
-    assert _stored(runtime.memory, record) == record
+    assert stored_record(runtime.memory, record.run_id, finished_at=record.finished_at) == record
     assert emulator.ref_sha(f"agent-loop/claims/issue-{number}") is None
     assert runtime.claimer.held() == ()
 
@@ -134,12 +120,8 @@ async def test_etag_cache_survives_to_the_next_run(
     emulator.add_issue("One", "")
     requests_per_run: list[tuple[int, int]] = []
     for _ in range(2):
-        async with open_runtime(
-            settings,
-            Role.BUILDER,
-            memory_root=str(tmp_path / "mem"),
-            transport=emulator.transport(),
-            github_retry=instant_retry(),
+        async with emulator_runtime(
+            settings, emulator, Role.BUILDER, memory_root=tmp_path / "mem"
         ) as rt:
             await rt.github.list_issues()
             requests_per_run.append((rt.github.stats.total, rt.github.stats.not_modified))

@@ -15,10 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import pytest
-import structlog
-from flyte.ai.agents import LLMCallable
 
-from agent_loop_common.llm import Budget, UsageMeter
 from agent_loop_common.memory import MemoryLocation, write_run_record
 from agent_loop_common.records import (
     Attempt,
@@ -31,10 +28,16 @@ from agent_loop_common.records import (
     TraceStep,
     Usage,
 )
-from agent_loop_common.runtime import Runtime, open_runtime, use_model
-from agent_loop_common.settings import Settings, load_settings
-from agent_loop_common.testing import GitHubEmulator, ScriptedModel, instant_retry
-from agent_loop_common.testing._facade import EMULATOR_BASE_URL
+from agent_loop_common.runtime import Runtime, use_model
+from agent_loop_common.settings import Settings
+from agent_loop_common.testing import (
+    GitHubEmulator,
+    ModelSlot,
+    ScriptedModel,
+    emulator_runtime,
+    emulator_settings,
+    quiet_logs,
+)
 from agent_loop_distiller import DistillerOptions, PassResult, run_distiller_pass
 
 Pass = Callable[..., Awaitable[PassResult]]
@@ -42,10 +45,10 @@ Pass = Callable[..., Awaitable[PassResult]]
 
 @pytest.fixture(autouse=True)
 def _restore_logging() -> Generator[None]:
-    """`python -m` configures structlog for the process; give the next test it back."""
-    saved = structlog.get_config()
-    yield
-    structlog.configure(**saved)
+    """Keep log events as data (rendering expected failures costs time), and give the
+    next test the logging configuration back after `python -m` set it for the process."""
+    with quiet_logs():
+        yield
 
 
 @pytest.fixture
@@ -57,11 +60,9 @@ def emulator() -> GitHubEmulator:
 
 @pytest.fixture
 def settings(emulator: GitHubEmulator, tmp_path: pathlib.Path) -> Settings:
-    return load_settings(
-        repo=emulator.full_name,
-        github_token=emulator.bot_token,
-        github_api_url=EMULATOR_BASE_URL,
-        home=tmp_path / "home",
+    return emulator_settings(
+        emulator,
+        tmp_path / "home",
         digest_token_budget=400,
         record_retention_days=2,  # a first pass scans the whole window: keep tests quick
     )
@@ -96,13 +97,8 @@ def run_pass(
         **overrides: object,
     ) -> PassResult:
         config = settings.model_copy(update=overrides) if overrides else settings
-        async with open_runtime(
-            config,
-            Role.DISTILLER,
-            memory_root=memory_root,
-            transport=emulator.transport(),
-            github_retry=instant_retry(),
-            clock=clock,
+        async with emulator_runtime(
+            config, emulator, Role.DISTILLER, memory_root=memory_root, clock=clock
         ) as rt:
             runtimes.append(rt)
             return await run_distiller_pass(rt, options)
@@ -113,19 +109,9 @@ def run_pass(
 @pytest.fixture
 def install() -> Generator[Callable[[ScriptedModel], ScriptedModel]]:
     """Install a scripted model for the next passes (the latest installed answers)."""
-    holder: dict[str, ScriptedModel] = {"model": ScriptedModel([], name="no model")}
-
-    def provide(role: Role, purpose: str, usage: UsageMeter, budget: Budget) -> LLMCallable:
-        model = holder["model"]
-        model.usage, model.budget = usage, budget
-        return model
-
-    def put(model: ScriptedModel) -> ScriptedModel:
-        holder["model"] = model
-        return model
-
-    with use_model(provide):
-        yield put
+    slot = ModelSlot(ScriptedModel([], name="no model"))
+    with use_model(slot):
+        yield slot.put
 
 
 def make_record(

@@ -7,23 +7,28 @@ reach of a plain import, so they travel as attributes).
 
 from __future__ import annotations
 
-import json
 import pathlib
-from collections.abc import AsyncGenerator, Callable, Generator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Generator, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 from flyte.ai.agents import LLMCallable, LLMMessage
 
-from agent_loop_common.llm import Budget, UsageMeter
-from agent_loop_common.memory import MemoryLocation, run_path
+from agent_loop_common.memory import MemoryLocation
 from agent_loop_common.records import Role, RunRecord
-from agent_loop_common.runtime import Runtime, open_runtime, use_model
-from agent_loop_common.settings import Settings, load_settings
-from agent_loop_common.testing import GitHubEmulator, ScriptedModel, emulator_client, instant_retry
-from agent_loop_common.testing._facade import EMULATOR_BASE_URL
+from agent_loop_common.runtime import use_model
+from agent_loop_common.settings import Settings
+from agent_loop_common.testing import (
+    GitHubEmulator,
+    ModelSlot,
+    ScriptedModel,
+    emulator_client,
+    emulator_runtime,
+    emulator_settings,
+    stored_record,
+)
 
 BRANCH = "agent-loop/issue-1-add"
 CALC = "def add(a, b):\n    return a - b\n"
@@ -64,27 +69,7 @@ async def _open_pr(
 
 @pytest.fixture
 def settings(emulator: GitHubEmulator, tmp_path: pathlib.Path) -> Settings:
-    return load_settings(
-        repo=emulator.full_name,
-        github_token=emulator.bot_token,
-        github_api_url=EMULATOR_BASE_URL,
-        home=tmp_path / "home",
-        max_tries=2,
-    )
-
-
-@asynccontextmanager
-async def _runtime(
-    settings: Settings, emulator: GitHubEmulator, tmp_path: pathlib.Path
-) -> AsyncGenerator[Runtime]:
-    async with open_runtime(
-        settings,
-        Role.REVIEWER,
-        memory_root=str(tmp_path / "mem"),
-        transport=emulator.transport(),
-        github_retry=instant_retry(),
-    ) as rt:
-        yield rt
+    return emulator_settings(emulator, tmp_path / "home", max_tries=2)
 
 
 class Hooked:
@@ -106,13 +91,6 @@ class Hooked:
         return await self.inner(model, system, messages, tools)
 
 
-def _stored_record(location: MemoryLocation, run_id: str) -> RunRecord:
-    """The record of `run_id` as written to memory."""
-    root = pathlib.Path(location.remote_path("probe")).parent
-    (path,) = root.glob(f"*-runs-*/{run_path(run_id)}")
-    return RunRecord.model_validate(json.loads(path.read_text()))
-
-
 @dataclass
 class Kit:
     """Everything a reviewer test drives."""
@@ -120,7 +98,9 @@ class Kit:
     emulator: GitHubEmulator
     settings: Settings
     tmp_path: pathlib.Path
-    installed: list[Any] = field(default_factory=list[Any])
+    slot: ModelSlot = field(default_factory=ModelSlot)
+    installed: ExitStack = field(default_factory=ExitStack)
+    slot_in_use: bool = False
 
     BRANCH = BRANCH
     CALC = CALC
@@ -131,22 +111,23 @@ class Kit:
         return await _open_pr(self.emulator, **kwargs)
 
     def runtime(self, settings: Settings | None = None) -> Any:
-        return _runtime(settings or self.settings, self.emulator, self.tmp_path)
+        return emulator_runtime(
+            settings or self.settings,
+            self.emulator,
+            Role.REVIEWER,
+            memory_root=self.tmp_path / "mem",
+        )
 
     def install(self, model: ScriptedModel, wrapper: LLMCallable | None = None) -> None:
-        """Answer every run of this test with `model` (usage recorded on the run)."""
-
-        def provider(role: Role, purpose: str, usage: UsageMeter, budget: Budget) -> LLMCallable:
-            model.usage, model.budget = usage, budget
-            return wrapper or model
-
-        manager = use_model(provider)
-        manager.__enter__()
-        self.installed.append(manager)
+        """Answer every later run of this test with `model` (usage recorded on the run)."""
+        if not self.slot_in_use:  # nothing answers until the test scripts a model
+            self.installed.enter_context(use_model(self.slot))
+            self.slot_in_use = True
+        self.slot.put(model, via=wrapper)
 
     def stored(self, run_id: str, location: MemoryLocation | None = None) -> RunRecord:
         memory = location or self.settings.memory_location(str(self.tmp_path / "mem"))
-        return _stored_record(memory, run_id)
+        return stored_record(memory, run_id)
 
     def hooked(self, model: ScriptedModel, marker: str, action: Callable[[], object]) -> Hooked:
         return Hooked(model, marker, action)
@@ -155,6 +136,5 @@ class Kit:
 @pytest.fixture
 def kit(emulator: GitHubEmulator, settings: Settings, tmp_path: pathlib.Path) -> Generator[Kit]:
     made = Kit(emulator, settings, tmp_path)
-    yield made
-    for manager in reversed(made.installed):
-        manager.__exit__(None, None, None)
+    with made.installed:
+        yield made

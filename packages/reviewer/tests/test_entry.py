@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Generator
 from datetime import UTC, datetime
 
 import pytest
-import structlog
 
 from agent_loop_common.records import Outcome, Role, RunRecord, Target, TargetKind, TraceStep
+from agent_loop_common.testing import quiet_logs
 from agent_loop_reviewer import report_html, summary
 from agent_loop_reviewer.__main__ import main
 from agent_loop_reviewer.env import SCHEDULE, env, reviewer_tick
@@ -19,13 +18,8 @@ from agent_loop_reviewer.env import SCHEDULE, env, reviewer_tick
 @pytest.fixture
 def restore_logging() -> Generator[None]:
     """`main` configures logging for the process (onto pytest's captured streams)."""
-    config = structlog.get_config()
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    structlog.configure(**config)
-    root.handlers[:] = handlers
-    root.setLevel(level)
+    with quiet_logs():
+        yield
 
 
 def test_a_config_error_exits_2_naming_the_variable(monkeypatch, capsys) -> None:

@@ -1,8 +1,11 @@
-"""Test doubles shared by every package: GitHub emulator, scripted model, network guard.
+"""Test doubles shared by every package: GitHub emulator, scripted model, network guard,
+and the harness wiring them to a run (`emulator_settings`, `emulator_runtime`,
+`ModelSlot`, `stored_record`, `quiet_logs`).
 
 The GitHub emulator needs the `testing` extra (dulwich, starlette, uvicorn); its names
-are imported on first use, so the pytest plugin and the scripted model work in an
-environment without that extra.
+and the harness (which exists to drive it, and imports the runtime) are imported on
+first use, so the pytest plugin and the scripted model work in an environment without
+that extra and pytest's start-up stays light.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -35,6 +38,13 @@ if TYPE_CHECKING:
         EmulatedPull,
     )
     from agent_loop_common.testing._facade import emulator_client, instant_retry
+    from agent_loop_common.testing._harness import (
+        ModelSlot,
+        emulator_runtime,
+        emulator_settings,
+        quiet_logs,
+        stored_record,
+    )
 
 _LAZY = {
     "GitHubEmulator": "agent_loop_common.testing._emulator",
@@ -49,6 +59,11 @@ _LAZY = {
     "EmulatedPull": "agent_loop_common.testing._emulator_views",
     "emulator_client": "agent_loop_common.testing._facade",
     "instant_retry": "agent_loop_common.testing._facade",
+    "ModelSlot": "agent_loop_common.testing._harness",
+    "emulator_runtime": "agent_loop_common.testing._harness",
+    "emulator_settings": "agent_loop_common.testing._harness",
+    "quiet_logs": "agent_loop_common.testing._harness",
+    "stored_record": "agent_loop_common.testing._harness",
 }
 
 
@@ -70,6 +85,7 @@ __all__ = [
     "Fault",
     "GitHubEmulator",
     "LoggedRequest",
+    "ModelSlot",
     "NetworkAccessDenied",
     "RecordedCall",
     "SchemaMismatch",
@@ -81,8 +97,12 @@ __all__ = [
     "block_network",
     "call",
     "emulator_client",
+    "emulator_runtime",
+    "emulator_settings",
     "instant_retry",
     "is_loopback_address",
     "is_valid_ref_name",
+    "quiet_logs",
+    "stored_record",
     "turn",
 ]
