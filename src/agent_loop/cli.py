@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO, cast
 
+from agent_loop._logging import preserved_logging
 from agent_loop.agents import AGENTS, AgentName, TickSummary, run_agent_once
 from agent_loop_common.logs import configure_logging
 from agent_loop_common.settings import ConfigError, Settings, load_settings
@@ -130,6 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `agent-loop` console script; returns the exit code."""
     args = build_parser().parse_args(argv)
+    with preserved_logging():
+        return _command(args)
+
+
+def _command(args: argparse.Namespace) -> int:
     command = cast(str, args.command)
     level = cast(str | None, args.log_level)
     quiet_by_default = command in ("demo", "status")

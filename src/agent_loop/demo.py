@@ -33,6 +33,7 @@ from typing import TextIO
 
 from agent_loop import demo_project as project
 from agent_loop import demo_scripts as scripts
+from agent_loop._logging import preserved_logging
 from agent_loop.agents import AgentName, TickSummary, run_agent_once
 from agent_loop.demo_model import ReplayModel
 from agent_loop.demo_show import Narrator, show_results
@@ -286,6 +287,11 @@ def run_demo(
     Raises:
         DemoError: `home` holds something that is not a previous demo.
     """
+    with preserved_logging():  # a task may configure logging in this process
+        return _run_demo(home, out, progress, log_level)
+
+
+def _run_demo(home: Path, out: TextIO, progress: bool, log_level: str) -> DemoResult:
     started = time.perf_counter()
     home = _prepare_home(home)
     narrator = Narrator(out, progress=progress)
