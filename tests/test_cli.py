@@ -265,3 +265,34 @@ def test_status_of_an_empty_home_says_how_to_start(
     assert code == 0
     assert "No runs recorded yet" in out
     assert "agent-loop demo" in out
+
+
+def test_a_tick_that_ended_in_error_exits_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("AGENT_LOOP_REPO", "acme/widgets")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_x")
+
+    def errored(*_: Any, **__: Any) -> dict[str, Any]:
+        return {"run_id": "r2", "outcome": "error", "target": {"kind": "pr", "number": 5}}
+
+    monkeypatch.setattr(cli, "run_agent_once", errored)
+    code, out, _ = _run(["run", "reviewer"], capsys)
+    assert code == cli.EXIT_FAILED
+    assert out.startswith("reviewer: error on PR #5")
+
+
+def test_a_command_leaves_the_logging_configuration_as_it_found_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Tests and scripts call `main` in process: nothing may stay bound to its streams."""
+    import logging
+
+    import structlog
+
+    before = structlog.get_config()
+    handlers = list(logging.getLogger().handlers)
+    assert cli.main(["run", "builder"]) == cli.EXIT_CONFIG
+    assert structlog.get_config() == before
+    assert logging.getLogger().handlers == handlers
+    capsys.readouterr()

@@ -10,20 +10,58 @@ configuration and the root logger's handlers it found, and leaves nothing bound 
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Generator
 from contextlib import contextmanager
+from types import TracebackType
+from typing import TextIO
 
 import structlog
 
-__all__ = ["preserved_logging"]
+from agent_loop_common.logs import configure_logging
+
+__all__ = ["configure_cli_logging", "preserved_logging"]
+
+_CHATTY = ("httpx", "httpcore")
+"""Libraries that log every request at INFO: a tick makes dozens."""
+
+ExcInfo = tuple[type[BaseException], BaseException, TracebackType | None]
+
+
+def _one_line(sio: TextIO, exc_info: ExcInfo) -> None:
+    """Render an exception as its last line: the run's record and summary hold the rest."""
+    kind, value, _ = exc_info
+    sio.write(f"\n{kind.__name__}: {value}")
+
+
+def configure_cli_logging(fmt: str, level: str) -> None:
+    """`configure_logging` for a person at a terminal.
+
+    Below DEBUG, a logged exception is one line instead of a traceback with locals (a
+    failed run is recorded with its error and printed in the summary), and per-request
+    lines of the HTTP libraries are hidden. At DEBUG everything is shown.
+    """
+    configure_logging("json" if fmt == "json" else "console", level)
+    debug = level.upper() == "DEBUG"
+    for name in _CHATTY:
+        logging.getLogger(name).setLevel(logging.NOTSET if debug else logging.WARNING)
+    if debug or fmt == "json":
+        return
+    processors = list(structlog.get_config()["processors"])
+    if processors and isinstance(processors[-1], structlog.dev.ConsoleRenderer):
+        processors[-1] = structlog.dev.ConsoleRenderer(
+            colors=sys.stderr.isatty(), exception_formatter=_one_line
+        )
+        structlog.configure(processors=processors)
 
 
 @contextmanager
 def preserved_logging() -> Generator[None]:
-    """Restore structlog's configuration and the root logger's handlers and level on exit."""
+    """Restore structlog's configuration and the root (and HTTP) loggers on exit."""
     saved = structlog.get_config()
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
+    chatty = {name: logging.getLogger(name).level for name in _CHATTY}
     try:
         yield
     finally:
@@ -32,3 +70,5 @@ def preserved_logging() -> Generator[None]:
             if handler not in handlers:
                 root.removeHandler(handler)
         root.setLevel(level)
+        for name, chatty_level in chatty.items():
+            logging.getLogger(name).setLevel(chatty_level)

@@ -25,15 +25,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO, cast
 
-from agent_loop._logging import preserved_logging
+from agent_loop._logging import configure_cli_logging, preserved_logging
 from agent_loop.agents import AGENTS, AgentName, TickSummary, run_agent_once
-from agent_loop_common.logs import configure_logging
 from agent_loop_common.settings import ConfigError, Settings, load_settings
 
 __all__ = ["EXIT_CONFIG", "EXIT_FAILED", "build_parser", "main"]
 
 EXIT_FAILED = 1
-"""The command ran but its work failed (a task error, a failed deploy)."""
+"""The command ran but its work failed (a tick ended in outcome `error`, a failed deploy)."""
 EXIT_CONFIG = 2
 """Bad usage or configuration: nothing was attempted."""
 
@@ -139,7 +138,7 @@ def _command(args: argparse.Namespace) -> int:
     command = cast(str, args.command)
     level = cast(str | None, args.log_level)
     quiet_by_default = command in ("demo", "status")
-    configure_logging("console", level or ("WARNING" if quiet_by_default else "INFO"))
+    configure_cli_logging("console", level or ("WARNING" if quiet_by_default else "INFO"))
     try:
         if command == "demo":
             return _demo(args, level)
@@ -158,7 +157,7 @@ def _command(args: argparse.Namespace) -> int:
 
 def _load(level: str | None, **overrides: Any) -> Settings:
     settings = load_settings(**overrides)
-    configure_logging(settings.log_format, level or settings.log_level)
+    configure_cli_logging(settings.log_format, level or settings.log_level)
     return settings
 
 
@@ -184,7 +183,7 @@ def _run(args: argparse.Namespace, level: str | None) -> int:
         print(json.dumps(summary, default=str, sort_keys=True))
     else:
         _print_summary(agent, summary, sys.stdout)
-    return 0
+    return EXIT_FAILED if TickSummary(summary).outcome == "error" else 0
 
 
 def _print_summary(agent: str, summary: dict[str, Any], out: TextIO) -> None:
