@@ -9,13 +9,32 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Literal
+from typing import Literal, TextIO, cast
 
 import structlog
 
 __all__ = ["configure_logging"]
 
 LogFormat = Literal["json", "console"]
+
+
+class _CurrentStderr:
+    """A stream that writes to whatever `sys.stderr` is at write time.
+
+    Binding loggers to the `sys.stderr` of the moment of configuration leaves them
+    writing to a closed stream once a caller (pytest's capture, an in-process CLI call)
+    swaps it back; resolving it per write cannot go stale.
+    """
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+def _stderr_logger(*_args: object) -> structlog.PrintLogger:
+    return structlog.PrintLogger(cast("TextIO", _CurrentStderr()))
 
 
 def configure_logging(fmt: LogFormat = "console", level: str | int = "INFO") -> None:
@@ -42,9 +61,11 @@ def configure_logging(fmt: LogFormat = "console", level: str | int = "INFO") -> 
     structlog.configure(
         processors=[*shared, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=_stderr_logger,
         cache_logger_on_first_use=False,
     )
     logging.basicConfig(
-        level=numeric, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
+        level=numeric,
+        stream=_CurrentStderr(),
+        format="%(levelname)s %(name)s: %(message)s",
     )
