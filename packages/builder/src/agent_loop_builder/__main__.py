@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 
 from agent_loop_builder import run_once
-from agent_loop_common.logs import configure_logging
-from agent_loop_common.settings import ConfigError, load_settings
+from agent_loop_common.runtime import run_entry
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -22,16 +20,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--remote", action="store_true", help="run the deployed task on the configured cluster"
     )
-    args = parser.parse_args(argv)
-    try:
-        settings = load_settings()
-    except ConfigError as exc:
-        print(str(exc), file=sys.stderr)
-        return 2
-    configure_logging("console", settings.log_level)
-    summary = run_once(issue=args.issue, remote=args.remote, settings=settings)
-    print(json.dumps(summary, indent=2) if summary else "Idle: no eligible issue.")
-    return 0
+    return run_entry(
+        parser,
+        lambda args, settings: run_once(issue=args.issue, remote=args.remote, settings=settings),
+        idle="Idle: no eligible issue.",
+        argv=argv,
+    )
 
 
 if __name__ == "__main__":

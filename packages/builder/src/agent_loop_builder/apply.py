@@ -21,6 +21,7 @@ from agent_loop_builder.texts import (
     sub_issue_body,
 )
 from agent_loop_common.github import GitHub, RefExists
+from agent_loop_common.runtime import Receipt
 from agent_loop_common.staging import PlannedIssue
 
 __all__ = [
@@ -57,20 +58,6 @@ class PullRequestSpec(BaseModel):
     commit_message: str
     files: dict[str, str | None]
     """Path -> full new content, `None` to delete (already policy-checked)."""
-
-
-class Receipt(BaseModel):
-    """A write's result, with the GitHub requests it made when it ran as its own action.
-
-    A durable task builds its own facade, so the run's facade never sees those
-    requests; `env.TaskWrites` merges `requests_by_route` (the shape of
-    `RequestStats.by_route()`) into the run's counts. Empty for in-process writes, which
-    the run's facade counted already.
-    """
-
-    model_config = _FROZEN
-
-    requests_by_route: dict[str, dict[int, int]] = {}
 
 
 class OpenedPull(Receipt):

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import pathlib
 from datetime import datetime
-from typing import TypeVar
 
 import flyte
 import structlog
@@ -25,15 +24,13 @@ from agent_loop_builder.apply import (
     OpenedPull,
     Posted,
     PullRequestSpec,
-    Receipt,
     SubIssuesSpec,
 )
 from agent_loop_builder.pipeline import run_builder_tick
 from agent_loop_builder.report import report_html, summarize
 from agent_loop_common.deploy import agent_env_vars, agent_image, agent_secrets
-from agent_loop_common.github import GitHub, RequestStats
 from agent_loop_common.records import Role
-from agent_loop_common.runtime import github_from_settings, open_runtime
+from agent_loop_common.runtime import CountedWrites, open_runtime, write_with_receipt
 from agent_loop_common.settings import load_settings
 
 __all__ = [
@@ -65,56 +62,39 @@ env = flyte.TaskEnvironment(
 )
 
 
-_R = TypeVar("_R", bound=Receipt)
-
-
-def _with_requests(result: _R, github: GitHub) -> _R:
-    return result.model_copy(update={"requests_by_route": github.stats.by_route()})
-
-
 @env.task
 async def open_pull_request(spec: PullRequestSpec) -> OpenedPull:
     """Commit a verified change on its branch and open the pull request."""
-    async with github_from_settings(load_settings()) as github:
-        return _with_requests(await apply.open_pull_request(github, spec), github)
+    return await write_with_receipt(lambda github: apply.open_pull_request(github, spec))
 
 
 @env.task
 async def file_sub_issues(spec: SubIssuesSpec) -> FiledIssues:
     """File a verified decomposition's sub-issues and close the spec issue."""
-    async with github_from_settings(load_settings()) as github:
-        return _with_requests(await apply.file_sub_issues(github, spec), github)
+    return await write_with_receipt(lambda github: apply.file_sub_issues(github, spec))
 
 
 @env.task
 async def post_feedback(issue: int, body: str) -> Posted:
     """Post the builder's feedback (final rejection, or why it skipped) on an issue."""
-    async with github_from_settings(load_settings()) as github:
-        return _with_requests(await apply.post_feedback(github, issue, body), github)
+    return await write_with_receipt(lambda github: apply.post_feedback(github, issue, body))
 
 
-class TaskWrites:
+class TaskWrites(CountedWrites):
     """`BuilderWrites` as durable actions of the running tick.
 
     Each action's GitHub requests are merged into `stats` (the run's facade counts), so
     the run record counts every request of the tick, its actions included.
     """
 
-    def __init__(self, stats: RequestStats) -> None:
-        self._stats = stats
-
-    def _count(self, result: _R) -> _R:
-        self._stats.merge(result.requests_by_route)
-        return result
-
     async def open_pull_request(self, spec: PullRequestSpec) -> OpenedPull:
-        return self._count(await open_pull_request(spec))
+        return self.counted(await open_pull_request(spec))
 
     async def file_sub_issues(self, spec: SubIssuesSpec) -> FiledIssues:
-        return self._count(await file_sub_issues(spec))
+        return self.counted(await file_sub_issues(spec))
 
     async def post_feedback(self, issue: int, body: str) -> Posted:
-        return self._count(await post_feedback(issue, body))
+        return self.counted(await post_feedback(issue, body))
 
 
 @env.task(

@@ -11,8 +11,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from agent_loop_common.logs import configure_logging
-from agent_loop_common.settings import ConfigError, load_settings
+from agent_loop_common.runtime import run_entry
 from agent_loop_distiller import run_once
 
 __all__ = ["main"]
@@ -30,16 +29,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="fire the deployed task on the configured Flyte cluster instead of local mode",
     )
-    args = parser.parse_args(argv)
-    try:
-        settings = load_settings()
-    except ConfigError as exc:
-        print(exc, file=sys.stderr)
-        return 2
-    configure_logging("console", settings.log_level)
-    summary = run_once(remote=args.remote, settings=settings)
-    print(json.dumps(summary or {"pass": "idle", "note": "nothing new"}, indent=2))
-    return 0
+    return run_entry(
+        parser,
+        lambda args, settings: run_once(remote=args.remote, settings=settings),
+        idle=json.dumps({"pass": "idle", "note": "nothing new"}, indent=2),
+        argv=argv,
+    )
 
 
 if __name__ == "__main__":

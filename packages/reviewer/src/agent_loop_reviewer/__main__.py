@@ -6,8 +6,8 @@ import argparse
 import json
 import sys
 
-from agent_loop_common.logs import configure_logging
-from agent_loop_common.settings import ConfigError, load_settings
+from agent_loop_common.runtime import run_entry
+from agent_loop_common.settings import Settings
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,18 +18,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--pr", type=int, default=None, help="only consider this pull request")
     parser.add_argument("--remote", action="store_true", help="run on the configured Flyte cluster")
-    args = parser.parse_args(argv)
-    try:
-        settings = load_settings()
-    except ConfigError as exc:
-        print(str(exc), file=sys.stderr)
-        return 2
-    configure_logging("console", settings.log_level)
+    return run_entry(parser, _tick, idle=json.dumps({"outcome": "idle"}, indent=2), argv=argv)
+
+
+def _tick(args: argparse.Namespace, settings: Settings) -> dict[str, str]:
     from agent_loop_reviewer import run_once
 
-    result = run_once(pr=args.pr, remote=args.remote, settings=settings)
-    print(json.dumps(result or {"outcome": "idle"}, indent=2))
-    return 0
+    return run_once(pr=args.pr, remote=args.remote, settings=settings)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from agent_loop_common import runtime
 from agent_loop_common.github import GitHub, NotFastForward
 from agent_loop_reviewer._comments import no_changes_body, quote_reply_body
 from agent_loop_reviewer._markers import PassMarker
@@ -38,17 +39,14 @@ __all__ = [
 _MODEL = ConfigDict(frozen=True, extra="forbid")
 
 
-class Receipt(BaseModel):
+class Receipt(runtime.Receipt):
     """What every write returns besides its result: the GitHub requests it made.
 
-    A durable sub-task talks to GitHub through its own facade, so its requests would be
-    missing from the run's record; the task fills this in and the tick adds it to the
-    run's counts (`requests_by_route` has the shape of `RequestStats.by_route()`).
+    The common receipt (see `agent_loop_common.runtime.write_with_receipt`), held to the
+    reviewer's strictness: its task outputs forbid unknown fields.
     """
 
     model_config = _MODEL
-
-    requests_by_route: dict[str, dict[int, int]] = {}
 
 
 class FixCommit(BaseModel):

@@ -13,14 +13,12 @@ from __future__ import annotations
 import os
 import pathlib
 from datetime import datetime
-from typing import TypeVar
 
 import flyte
 
 from agent_loop_common.deploy import agent_env_vars, agent_image, agent_secrets
-from agent_loop_common.github import GitHub, RequestStats
 from agent_loop_common.records import Role
-from agent_loop_common.runtime import github_from_settings, open_runtime
+from agent_loop_common.runtime import CountedWrites, open_runtime, write_with_receipt
 from agent_loop_common.settings import load_settings
 from agent_loop_reviewer import _apply
 from agent_loop_reviewer._apply import (
@@ -29,7 +27,6 @@ from agent_loop_reviewer._apply import (
     Posted,
     PostedReplies,
     PushResult,
-    Receipt,
     ReplyBatch,
 )
 from agent_loop_reviewer._pipeline import run_reviewer_tick
@@ -63,71 +60,48 @@ env = flyte.TaskEnvironment(
 )
 
 
-_R = TypeVar("_R", bound=Receipt)
-
-
-def _receipt(result: _R, github: GitHub) -> _R:
-    """`result` with the requests this sub-task's facade made, for the run's record."""
-    return result.model_copy(update={"requests_by_route": github.stats.by_route()})
-
-
 @env.task
 async def push_fix(fix: FixCommit) -> PushResult:
     """Push one verified commit onto the PR branch by compare-and-swap (never forced)."""
-    async with github_from_settings(load_settings()) as github:
-        return _receipt(await _apply.push_fix(github, fix), github)
+    return await write_with_receipt(lambda github: _apply.push_fix(github, fix))
 
 
 @env.task
 async def post_replies(batch: ReplyBatch) -> PostedReplies:
     """Reply to each addressed feedback item, then post the one summary comment."""
-    async with github_from_settings(load_settings()) as github:
-        return _receipt(await _apply.post_replies(github, batch), github)
+    return await write_with_receipt(lambda github: _apply.post_replies(github, batch))
 
 
 @env.task
 async def post_no_changes(note: NoChangesNote) -> Posted:
     """Post the short comment naming the head commit that needed no change."""
-    async with github_from_settings(load_settings()) as github:
-        return _receipt(await _apply.post_no_changes(github, note), github)
+    return await write_with_receipt(lambda github: _apply.post_no_changes(github, note))
 
 
 @env.task
 async def post_note(pr: int, body: str) -> Posted:
     """Post another pass comment: a fix that failed verification, or check fixing stopped."""
-    async with github_from_settings(load_settings()) as github:
-        return _receipt(await _apply.post_note(github, pr, body), github)
+    return await write_with_receipt(lambda github: _apply.post_note(github, pr, body))
 
 
-class TaskWrites:
+class TaskWrites(CountedWrites):
     """`ReviewWrites` as durable actions of the running tick.
 
     Each action's GitHub requests are added to `stats` (the run's facade counts), so
     the run record counts every request of the tick, sub-tasks included.
     """
 
-    def __init__(self, stats: RequestStats) -> None:
-        self._stats = stats
-
-    def _count(self, result: _R) -> _R:
-        for route, statuses in result.requests_by_route.items():
-            method, _, template = route.partition(" ")
-            for status, n in statuses.items():
-                for _ in range(n):
-                    self._stats.record(method, template, int(status))
-        return result
-
     async def push_fix(self, fix: FixCommit) -> PushResult:
-        return self._count(await push_fix(fix))
+        return self.counted(await push_fix(fix))
 
     async def post_replies(self, batch: ReplyBatch) -> PostedReplies:
-        return self._count(await post_replies(batch))
+        return self.counted(await post_replies(batch))
 
     async def post_no_changes(self, note: NoChangesNote) -> Posted:
-        return self._count(await post_no_changes(note))
+        return self.counted(await post_no_changes(note))
 
     async def post_note(self, pr: int, body: str) -> Posted:
-        return self._count(await post_note(pr, body))
+        return self.counted(await post_note(pr, body))
 
 
 @env.task(

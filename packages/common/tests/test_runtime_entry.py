@@ -1,0 +1,65 @@
+"""`run_entry`: the shared body of `python -m agent_loop_<role>`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Generator
+
+import pytest
+
+from agent_loop_common.runtime import run_entry
+from agent_loop_common.settings import Settings
+from agent_loop_common.testing import quiet_logs
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m agent_loop_test")
+    parser.add_argument("--pr", type=int, default=None)
+    return parser
+
+
+@pytest.fixture
+def configured(monkeypatch: pytest.MonkeyPatch) -> Generator[None]:
+    monkeypatch.setenv("GITHUB_TOKEN", "t")
+    monkeypatch.setenv("AGENT_LOOP_REPO", "acme/widgets")
+    monkeypatch.delenv("GITHUB_APP_ID", raising=False)
+    with quiet_logs():  # run_entry configures logging for the process
+        yield
+
+
+@pytest.mark.usefixtures("configured")
+def test_the_tick_gets_the_flags_and_settings_and_its_summary_is_printed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    seen: list[tuple[int | None, str]] = []
+
+    def tick(args: argparse.Namespace, settings: Settings) -> dict[str, str]:
+        seen.append((args.pr, settings.repo))
+        return {"run_id": "r1", "outcome": "success"}
+
+    assert run_entry(_parser(), tick, idle="Idle.", argv=["--pr", "7"]) == 0
+    assert seen == [(7, "acme/widgets")]
+    assert json.loads(capsys.readouterr().out) == {"run_id": "r1", "outcome": "success"}
+
+
+@pytest.mark.usefixtures("configured")
+def test_an_idle_tick_prints_the_agents_idle_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_entry(_parser(), lambda args, settings: {}, idle="Idle.", argv=[]) == 0
+    assert capsys.readouterr().out == "Idle.\n"
+
+
+def test_a_config_error_exits_2_before_any_tick(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("AGENT_LOOP_REPO", "GITHUB_TOKEN", "GITHUB_APP_ID"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir("/")  # no .env file around
+
+    def tick(args: argparse.Namespace, settings: Settings) -> dict[str, str]:
+        raise AssertionError("no tick without settings")
+
+    assert run_entry(_parser(), tick, idle="Idle.", argv=[]) == 2
+    captured = capsys.readouterr()
+    assert "AGENT_LOOP_REPO" in captured.err
+    assert captured.out == ""
