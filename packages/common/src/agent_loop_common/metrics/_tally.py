@@ -8,6 +8,7 @@ the tally of a window is the sum of its days' tallies.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Self
 
 from pydantic import BaseModel, ConfigDict, NonNegativeFloat, NonNegativeInt
 
@@ -39,7 +40,16 @@ IDLE_OUTCOMES: frozenset[Outcome] = frozenset({Outcome.SKIPPED, Outcome.BACKED_O
 the success denominator: declining work is neither a success nor a failure."""
 
 
-class Tally(BaseModel):
+class _Additive(BaseModel):
+    """Counts that add field by field: the tally of the union of two disjoint sets."""
+
+    def __add__(self, other: Self) -> Self:
+        mine = self.model_dump()
+        theirs = other.model_dump()
+        return self.model_validate({k: mine[k] + theirs[k] for k in mine})
+
+
+class Tally(_Additive):
     """Counts and sums over a set of run records. `a + b` tallies both sets."""
 
     model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
@@ -81,12 +91,6 @@ class Tally(BaseModel):
     issue_to_pr_count: NonNegativeInt = 0
     """How many records contributed to `issue_to_pr_seconds`."""
 
-    def __add__(self, other: Tally) -> Tally:
-        """Field-wise sum: the tally of the union of two disjoint record sets."""
-        mine = self.model_dump()
-        theirs = other.model_dump()
-        return Tally.model_validate({k: mine[k] + theirs[k] for k in mine})
-
 
 def tally_records(records: Iterable[RunRecord]) -> Tally:
     """Count one set of records."""
@@ -117,7 +121,7 @@ def tally_records(records: Iterable[RunRecord]) -> Tally:
     return Tally.model_validate({**counts, **sums})
 
 
-class GradeTally(BaseModel):
+class GradeTally(_Additive):
     """Counts over grades (one per agent PR). `a + b` tallies both sets."""
 
     model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
@@ -138,12 +142,6 @@ class GradeTally(BaseModel):
     """Sub-issues opened by those decompositions."""
     sub_issues_closed: NonNegativeInt = 0
     """Of those, the ones closed so far."""
-
-    def __add__(self, other: GradeTally) -> GradeTally:
-        """Field-wise sum."""
-        mine = self.model_dump()
-        theirs = other.model_dump()
-        return GradeTally.model_validate({k: mine[k] + theirs[k] for k in mine})
 
 
 def tally_grades(grades: Iterable[Grade]) -> GradeTally:
