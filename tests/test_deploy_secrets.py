@@ -5,7 +5,13 @@ from __future__ import annotations
 import flyte
 import pytest
 
-from agent_loop_common.deploy import agent_env_vars, agent_secrets, model_key_envs, secret_key
+from agent_loop_common.deploy import (
+    agent_env_vars,
+    agent_schedule,
+    agent_secrets,
+    model_key_envs,
+    secret_key,
+)
 
 
 def _pairs(environ: dict[str, str]) -> list[tuple[str, str | None]]:
@@ -86,3 +92,13 @@ def test_an_app_id_injected_as_a_secret_is_not_also_an_env_var() -> None:
     environ = {"AGENT_LOOP_GITHUB_AUTH": "app", "GITHUB_APP_ID": "123", "AGENT_LOOP_REPO": "a/b"}
     assert agent_env_vars(environ) == {"AGENT_LOOP_REPO": "a/b"}
     assert agent_env_vars({"GITHUB_APP_ID": "123"}) == {"GITHUB_APP_ID": "123"}
+
+
+def test_schedules_come_from_settings_defaults_and_variables() -> None:
+    assert agent_schedule("builder", {}) == "*/5 * * * *"
+    assert agent_schedule("distiller", {}) == "*/10 * * * *"
+    assert agent_schedule("reviewer", {"AGENT_LOOP_REVIEWER_SCHEDULE": "0  *  * * 1-5"}) == (
+        "0 * * * 1-5"
+    )
+    with pytest.raises(ValueError, match="AGENT_LOOP_BUILDER_SCHEDULE: expected a 5-field cron"):
+        agent_schedule("builder", {"AGENT_LOOP_BUILDER_SCHEDULE": "every 5 minutes"})

@@ -11,7 +11,6 @@ process: they are the run's lock, and must happen in the run that holds it.
 
 from __future__ import annotations
 
-import os
 import pathlib
 from datetime import datetime
 
@@ -28,7 +27,7 @@ from agent_loop_builder.apply import (
 )
 from agent_loop_builder.pipeline import run_builder_tick
 from agent_loop_builder.report import report_html, summarize
-from agent_loop_common.deploy import agent_env_vars, agent_image, agent_secrets
+from agent_loop_common.deploy import agent_env_vars, agent_image, agent_schedule, agent_secrets
 from agent_loop_common.records import Role
 from agent_loop_common.runtime import CountedWrites, open_runtime, write_with_receipt
 from agent_loop_common.settings import load_settings
@@ -49,7 +48,7 @@ _log = structlog.get_logger(__name__)
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[2]
 """`packages/builder`: where the image's exported lock lives."""
 
-SCHEDULE = os.environ.get("AGENT_LOOP_BUILDER_SCHEDULE", "*/5 * * * *")
+SCHEDULE = agent_schedule("builder")
 """The cron cadence, read at import because triggers are declared at import."""
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "PYTHON_VERSION",
     "agent_env_vars",
     "agent_image",
+    "agent_schedule",
     "agent_secrets",
     "image_name",
     "model_key_envs",
@@ -127,6 +128,28 @@ def agent_secrets(environ: Mapping[str, str] | None = None) -> list[str | flyte.
     """
     env = os.environ if environ is None else environ
     return [flyte.Secret(key=secret_key(var), as_env_var=var) for var in _secret_env_vars(env)]
+
+
+def agent_schedule(agent: str, environ: Mapping[str, str] | None = None) -> str:
+    """The agent's cron cadence, read and checked exactly as settings read it.
+
+    Triggers are declared when `env.py` is imported, before any task loads settings, so
+    the cadence is read here from `AGENT_LOOP_<AGENT>_SCHEDULE` (default: the settings'
+    default) instead of each agent repeating the variable name and default.
+
+    Raises:
+        ValueError: the variable is not a 5-field cron expression (named in the message).
+    """
+    from agent_loop_common.settings import Settings, env_var_name, normalize_cron
+
+    field = f"{agent}_schedule"
+    default = str(Settings.model_fields[field].default)
+    env = os.environ if environ is None else environ
+    name = env_var_name(field)
+    try:
+        return normalize_cron(env.get(name, default))
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from exc
 
 
 _LOCAL_ONLY = frozenset({"AGENT_LOOP_HOME", "GITHUB_APP_PRIVATE_KEY_PATH"})

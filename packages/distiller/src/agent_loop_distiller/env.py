@@ -9,14 +9,13 @@ repository-level claim.
 
 from __future__ import annotations
 
-import os
 import pathlib
 from datetime import datetime
 
 import flyte
 import flyte.report
 
-from agent_loop_common.deploy import agent_env_vars, agent_image, agent_secrets
+from agent_loop_common.deploy import agent_env_vars, agent_image, agent_schedule, agent_secrets
 from agent_loop_common.records import Role
 from agent_loop_common.runtime import open_runtime
 from agent_loop_common.settings import load_settings
@@ -24,13 +23,12 @@ from agent_loop_distiller.news import PassKind
 from agent_loop_distiller.pipeline import PassResult, run_distiller_pass
 from agent_loop_distiller.report import render_summary, render_tabs
 
-__all__ = ["PACKAGE_DIR", "SCHEDULE", "SCHEDULE_ENV", "distiller_tick", "env", "summarize_pass"]
+__all__ = ["PACKAGE_DIR", "SCHEDULE", "distiller_tick", "env", "summarize_pass"]
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[2]
 """`packages/distiller`: where the image's exported lock lives."""
 
-SCHEDULE_ENV = "AGENT_LOOP_DISTILLER_SCHEDULE"
-SCHEDULE = os.environ.get(SCHEDULE_ENV, "*/10 * * * *")
+SCHEDULE = agent_schedule("distiller")
 """Cron schedule of the tick (5 fields, UTC)."""
 
 env = flyte.TaskEnvironment(

@@ -10,13 +10,12 @@ run's lock and must happen in the run that holds it.
 
 from __future__ import annotations
 
-import os
 import pathlib
 from datetime import datetime
 
 import flyte
 
-from agent_loop_common.deploy import agent_env_vars, agent_image, agent_secrets
+from agent_loop_common.deploy import agent_env_vars, agent_image, agent_schedule, agent_secrets
 from agent_loop_common.records import Role
 from agent_loop_common.runtime import CountedWrites, open_runtime, write_with_receipt
 from agent_loop_common.settings import load_settings
@@ -47,7 +46,7 @@ __all__ = [
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[2]
 """`packages/reviewer`: where the image's exported lock lives."""
 
-SCHEDULE = os.environ.get("AGENT_LOOP_REVIEWER_SCHEDULE", "*/5 * * * *")
+SCHEDULE = agent_schedule("reviewer")
 """The cron cadence, read at import because triggers are declared at import."""
 
 

@@ -15,7 +15,7 @@ that build other packages' objects import them when called.
 from agent_loop_common.settings._docs import render_settings_table
 from agent_loop_common.settings._errors import ConfigError
 from agent_loop_common.settings._load import env_var_name, load_settings
-from agent_loop_common.settings._model import ENV_PREFIX, Permission, Settings
+from agent_loop_common.settings._model import ENV_PREFIX, Permission, Settings, normalize_cron
 
 __all__ = [
     "ENV_PREFIX",
@@ -24,5 +24,6 @@ __all__ = [
     "Settings",
     "env_var_name",
     "load_settings",
+    "normalize_cron",
     "render_settings_table",
 ]

@@ -48,6 +48,14 @@ _REPO_RE = re.compile(rf"^{_OWNER}/{_NAME}$")
 _CRON_FIELD = re.compile(r"^[A-Za-z0-9*/,?-]+$")
 
 
+def normalize_cron(value: str) -> str:
+    """A 5-field cron expression with single spaces; `ValueError` for anything else."""
+    fields = value.split()
+    if len(fields) != 5 or not all(_CRON_FIELD.match(f) for f in fields):
+        raise ValueError("expected a 5-field cron expression such as '*/5 * * * *'")
+    return " ".join(fields)
+
+
 def _alias(name: str) -> AliasChoices:
     # An unprefixed variable; populate_by_name keeps Settings(field=...) working in code.
     return AliasChoices(name)
@@ -220,10 +228,7 @@ class Settings(BaseSettings):
     @field_validator("builder_schedule", "reviewer_schedule", "distiller_schedule")
     @classmethod
     def _check_cron(cls, value: str) -> str:
-        fields = value.split()
-        if len(fields) != 5 or not all(_CRON_FIELD.match(f) for f in fields):
-            raise ValueError("expected a 5-field cron expression such as '*/5 * * * *'")
-        return " ".join(fields)
+        return normalize_cron(value)
 
     @field_validator("protected_paths", mode="before")
     @classmethod
