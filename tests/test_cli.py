@@ -25,7 +25,7 @@ from agent_loop_common.records import (
     TargetKind,
     Usage,
 )
-from agent_loop_common.runtime import local_memory
+from agent_loop_common.runtime import TickSummary, local_memory
 from agent_loop_common.settings import load_settings
 
 _GITHUB_AND_LOOP = ("GITHUB_", "AGENT_LOOP_")
@@ -104,10 +104,12 @@ def test_run_arguments_reach_the_agent(
     monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path))
     seen: list[tuple[str, int | None, bool]] = []
 
-    def fake_run(agent: str, settings: Any, *, target: int | None, remote: bool) -> dict[str, str]:
+    def fake_run(agent: str, settings: Any, *, target: int | None, remote: bool) -> TickSummary:
         assert settings.repo == "acme/widgets"
         seen.append((agent, target, remote))
-        return {"run_id": "r1", "outcome": "opened_pr", "pr_url": "http://x/pull/4"}
+        return TickSummary(
+            role=Role.BUILDER, run_id="r1", outcome=Outcome.OPENED_PR, pr_url="http://x/pull/4"
+        )
 
     monkeypatch.setattr(cli, "run_agent_once", fake_run)
     code, out, err = _run(["run", "builder", "--issue", "7", "--remote"], capsys)
@@ -124,7 +126,7 @@ def test_a_failed_tick_exits_1_without_a_traceback(
     monkeypatch.setenv("AGENT_LOOP_REPO", "acme/widgets")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_x")
 
-    def failing(*_: Any, **__: Any) -> dict[str, str]:
+    def failing(*_: Any, **__: Any) -> TickSummary:
         raise RuntimeError("no Flyte config found")
 
     monkeypatch.setattr(cli, "run_agent_once", failing)
@@ -273,8 +275,8 @@ def test_a_tick_that_ended_in_error_exits_1(
     monkeypatch.setenv("AGENT_LOOP_REPO", "acme/widgets")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_x")
 
-    def errored(*_: Any, **__: Any) -> dict[str, Any]:
-        return {"run_id": "r2", "outcome": "error", "target": {"kind": "pr", "number": 5}}
+    def errored(*_: Any, **__: Any) -> TickSummary:
+        return TickSummary(role=Role.REVIEWER, run_id="r2", outcome=Outcome.ERROR, target="pr#5")
 
     monkeypatch.setattr(cli, "run_agent_once", errored)
     code, out, _ = _run(["run", "reviewer"], capsys)

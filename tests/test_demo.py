@@ -34,17 +34,17 @@ def test_the_story_goes_as_scripted(demo: tuple[DemoResult, str]) -> None:
     result, text = demo
     assert result.problems == []
     assert result.ok
-    outcomes = [(agent, tick.outcome, tick.target) for agent, tick in result.ticks]
+    outcomes = [(agent, tick.outcome, tick.target_label) for agent, tick in result.ticks]
     assert outcomes == [
         ("builder", "opened_pr", "issue #1"),
         ("builder", "opened_pr", "issue #2"),
         ("builder", "opened_issues", "issue #3"),
         ("builder", "opened_pr", "issue #6"),
-        ("builder", "", ""),
+        ("builder", "idle", ""),
         ("reviewer", "pushed_fix", "PR #4"),
         ("reviewer", "reviewed_clean", "PR #5"),
         ("reviewer", "reviewed_clean", "PR #9"),
-        ("reviewer", "", ""),
+        ("reviewer", "idle", ""),
         ("distiller", "distilled", "repo"),
     ]
     # progress as it happened, then the results

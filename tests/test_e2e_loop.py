@@ -12,7 +12,6 @@ reviewer's fix commit and reply, and the memory's records, grades, lessons and d
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import pathlib
 import re
@@ -22,10 +21,9 @@ from dataclasses import dataclass
 import pytest
 
 from agent_loop import cli
-from agent_loop.agents import TickSummary
 from agent_loop.status import MemorySnapshot, read_snapshot
 from agent_loop_common.records import Outcome, Role
-from agent_loop_common.runtime import local_memory, use_model
+from agent_loop_common.runtime import TickSummary, local_memory, use_model
 from agent_loop_common.settings import Settings, load_settings
 from agent_loop_common.testing import GitHubEmulator, ScriptedModel, call, emulator_client, turn
 from agent_loop_common.verify import VERIFIER_MARKER
@@ -74,7 +72,7 @@ def _tick(argv: list[str], capsys: pytest.CaptureFixture[str]) -> TickSummary:
     code = cli.main(["run", *argv, "--json"])
     out, err = capsys.readouterr()
     assert code == 0, err
-    return TickSummary(json.loads(out.strip().splitlines()[-1]))
+    return TickSummary.model_validate_json(out.strip().splitlines()[-1])
 
 
 def _builder_model() -> ScriptedModel:
@@ -228,12 +226,12 @@ def test_the_whole_loop(loop: Loop, capsys: pytest.CaptureFixture[str]) -> None:
     with use_model(loop.provider):
         # ---- builder: feature -> PR, spec -> sub-issues, first sub-issue -> PR, then idle
         built = [_tick(["builder"], capsys) for _ in range(4)]
-        assert [b.outcome for b in built] == ["opened_pr", "opened_issues", "opened_pr", ""]
+        assert [b.outcome for b in built] == ["opened_pr", "opened_issues", "opened_pr", "idle"]
         assert built[3].idle
         [feature_pr] = built[0].made
         mean_issue, median_issue = built[1].made
         [mean_pr] = built[2].made
-        assert built[2].target == f"issue #{mean_issue}"
+        assert built[2].target_label == f"issue #{mean_issue}"
         loop.models[Role.BUILDER].assert_finished()
 
         # ---- reviewer: the owner comments on the feature PR; every agent PR is reviewed
@@ -241,9 +239,9 @@ def test_the_whole_loop(loop: Loop, capsys: pytest.CaptureFixture[str]) -> None:
         head_before = emu.pull(feature_pr).head_sha
         loop.models[Role.REVIEWER] = _reviewer_model(comment_id)
         reviewed = [_tick(["reviewer"], capsys) for _ in range(3)]
-        assert [r.outcome for r in reviewed] == ["pushed_fix", "reviewed_clean", ""]
-        assert reviewed[0].target == f"PR #{feature_pr}"
-        assert reviewed[1].target == f"PR #{mean_pr}"
+        assert [r.outcome for r in reviewed] == ["pushed_fix", "reviewed_clean", "idle"]
+        assert reviewed[0].target_label == f"PR #{feature_pr}"
+        assert reviewed[1].target_label == f"PR #{mean_pr}"
         loop.models[Role.REVIEWER].assert_finished()
 
         # ---- distiller: grades the PRs, learns one lesson from the builder's run

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -26,7 +25,8 @@ from pathlib import Path
 from typing import Any, TextIO, cast
 
 from agent_loop._logging import configure_cli_logging, preserved_logging
-from agent_loop.agents import AGENTS, AgentName, TickSummary, run_agent_once
+from agent_loop.agents import AGENTS, AgentName, run_agent_once
+from agent_loop_common.runtime import TickSummary
 from agent_loop_common.settings import ConfigError, Settings, load_settings
 
 __all__ = ["EXIT_CONFIG", "EXIT_FAILED", "build_parser", "main"]
@@ -180,29 +180,27 @@ def _run(args: argparse.Namespace, level: str | None) -> int:
         print("Run again with --log-level DEBUG for the full trace.", file=sys.stderr)
         return EXIT_FAILED
     if args.json:
-        print(json.dumps(summary, default=str, sort_keys=True))
+        print(summary.model_dump_json())
     else:
         _print_summary(agent, summary, sys.stdout)
-    return EXIT_FAILED if TickSummary(summary).outcome == "error" else 0
+    return EXIT_FAILED if summary.failed else 0
 
 
-def _print_summary(agent: str, summary: dict[str, Any], out: TextIO) -> None:
-    tick = TickSummary(summary)
+_SHOWN_ELSEWHERE = frozenset({"role", "outcome", "target", "pr_url", "issue_urls", "details"})
+
+
+def _print_summary(agent: str, tick: TickSummary, out: TextIO) -> None:
+    """The summary for people: one headline, then each non-empty field in a fixed order."""
     if tick.idle:
-        print(f"{agent}: idle tick, nothing to do.", file=out)
+        note = f" ({tick.note})" if tick.note else ""
+        print(f"{agent}: idle tick, nothing to do{note}.", file=out)
         return
     made = f" -> {', '.join(tick.links)}" if tick.links else ""
-    print(f"{agent}: {tick.outcome or 'done'} on {tick.target or '?'}{made}", file=out)
-    for key, value in summary.items():
-        if key in ("outcome", "target", "links", "pr_url", "issue_urls") or value in (
-            None,
-            "",
-            [],
-            {},
-        ):
-            continue
-        shown = value if isinstance(value, str | int | float) else json.dumps(value, default=str)
-        print(f"  {key}: {shown}", file=out)
+    print(f"{agent}: {tick.outcome} on {tick.target_label or '?'}{made}", file=out)
+    fields = tick.model_dump(exclude=set(_SHOWN_ELSEWHERE))
+    for key, value in [*fields.items(), *tick.details.items()]:
+        if value not in ("", 0, None):
+            print(f"  {key}: {value}", file=out)
 
 
 def _memory_settings(home: Path | None) -> Settings:

@@ -34,12 +34,13 @@ from typing import TextIO
 from agent_loop import demo_project as project
 from agent_loop import demo_scripts as scripts
 from agent_loop._logging import preserved_logging
-from agent_loop.agents import AgentName, TickSummary, run_agent_once
+from agent_loop.agents import AgentName, run_agent_once
 from agent_loop.demo_model import ReplayModel
 from agent_loop.demo_show import Narrator, show_results
 from agent_loop.reports import ReportFinder
 from agent_loop.status import read_snapshot
-from agent_loop_common.runtime import local_memory, use_model
+from agent_loop_common.records import Outcome, Role
+from agent_loop_common.runtime import TickSummary, local_memory, use_model
 from agent_loop_common.settings import Settings, load_settings
 from agent_loop_common.testing import GitHubEmulator, emulator_client
 
@@ -156,11 +157,12 @@ class _Story:
         self.say.tick_start(agent)
         with self.reports.watch() as reports:
             try:
-                raw = run_agent_once(agent, self.settings)
+                tick = run_agent_once(agent, self.settings)
             except Exception as exc:  # a failed tick is part of the story's result
-                raw = {"outcome": "error", "error": f"{type(exc).__name__}: {exc}"}
-        tick = TickSummary(raw)
-        label = f"{agent} {tick.target or 'idle tick'}"
+                tick = TickSummary(
+                    role=Role(agent), outcome=Outcome.ERROR, error=f"{type(exc).__name__}: {exc}"
+                )
+        label = f"{agent} {tick.target_label or 'idle tick'}"
         self.report_paths += [(label, path) for path in reports]
         self.ticks.append((agent, tick))
         self.tick_seconds.append(time.perf_counter() - started)
@@ -182,7 +184,7 @@ class _Story:
     def run_id(self, agent: AgentName, target: str) -> str:
         """The run id of `agent`'s run on `target` (`issue #2`, `PR #4`)."""
         for who, tick in self.ticks:
-            if who == agent and tick.target == target and tick.run_id:
+            if who == agent and tick.target_label == target and tick.run_id:
                 return tick.run_id
         self.problems.append(f"no {agent} run on {target} was recorded")
         return "?"

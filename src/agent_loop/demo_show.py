@@ -18,9 +18,9 @@ from typing import Any, TextIO
 from flyte.ai.agents import LLMMessage
 
 from agent_loop._table import clip, fmt_duration
-from agent_loop.agents import TickSummary
 from agent_loop.status import MemorySnapshot, lessons_table, metrics_table, runs_table
 from agent_loop_common.github import GitHub, PullRequest
+from agent_loop_common.runtime import TickSummary
 from agent_loop_common.testing import GitHubEmulator, emulator_client
 
 __all__ = ["Narrator", "show_results"]
@@ -105,7 +105,7 @@ class Narrator:
         made = f" -> {', '.join(f'#{n}' for n in made_numbers)}" if made_numbers else ""
         error = f"  error: {clip(tick.error, 100)}" if tick.error else ""
         self.line(
-            f"   {agent}: {tick.outcome or '?'} on {tick.target or '?'}{made} "
+            f"   {agent}: {tick.outcome} on {tick.target_label or '?'}{made} "
             f"({fmt_duration(seconds)}){error}"
         )
 

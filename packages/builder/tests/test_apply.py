@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from agent_loop_builder import PullRequestSpec, SubIssuesSpec
-from agent_loop_builder.apply import file_sub_issues, open_pull_request, post_feedback
-from agent_loop_builder.texts import sub_issue_body
+from agent_loop_builder import (
+    PullRequestSpec,
+    SubIssuesSpec,
+    file_sub_issues,
+    open_pull_request,
+    post_feedback,
+    sub_issue_body,
+)
 from agent_loop_common.staging import PlannedIssue
 from agent_loop_common.testing import GitHubEmulator, emulator_client
 

@@ -7,8 +7,7 @@ from datetime import UTC, datetime
 from flyte._internal.runtime.trigger_serde import to_task_trigger
 from flyte._internal.runtime.types_serde import transform_native_to_typed_interface
 
-from agent_loop_builder import report_html, summarize
-from agent_loop_builder.env import PACKAGE_DIR, SCHEDULE, builder_tick, env
+from agent_loop_builder.env import IDLE_NOTE, PACKAGE_DIR, SCHEDULE, builder_tick, env
 from agent_loop_common.records import (
     Attempt,
     Links,
@@ -19,6 +18,8 @@ from agent_loop_common.records import (
     TargetKind,
     TraceStep,
 )
+from agent_loop_common.report import run_report_html
+from agent_loop_common.runtime import TickSummary, summarize
 
 
 def test_the_environment_declares_the_tick_and_its_durable_writes() -> None:
@@ -58,17 +59,19 @@ def test_summary_and_report_escape_what_issues_and_models_wrote() -> None:
         trace=[TraceStep(tool="stage_file", args='{"path": "<a>"}', ok=True, ms=1)],
         links=Links(pr_url="https://x/pull/5"),
     )
-    assert summarize(None) == {}
-    assert summarize(record) == {
-        "run_id": "r1",
-        "outcome": "opened_pr",
-        "target": "issue#4",
-        "github_requests": "0",
-        "pr_url": "https://x/pull/5",
-    }
-    html = report_html(record)
+    assert summarize(Role.BUILDER, None, idle=IDLE_NOTE).idle
+    assert summarize(Role.BUILDER, record, idle=IDLE_NOTE) == TickSummary(
+        role=Role.BUILDER,
+        run_id="r1",
+        outcome=Outcome.OPENED_PR,
+        target="issue#4",
+        github_requests=0,
+        pr_url="https://x/pull/5",
+        tries=1,
+    )
+    html = run_report_html(record, heading="Builder tick", idle="Idle.")
     assert "<script>" not in html
     assert "&lt;script&gt;" in html
     assert "&lt;b&gt;ok&lt;/b&gt;" in html
     assert 'href="https://x/pull/5"' in html
-    assert "Idle" in report_html(None)
+    assert "Idle" in run_report_html(None, heading="Builder tick", idle="Idle.")

@@ -63,26 +63,26 @@ def test_builder_tick_in_local_mode(
         monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path / "home"))
         settings = load_settings()
         with use_model(provide):
-            summary = run_once(issue=number, settings=settings)
+            summary = run_once(target=number, settings=settings)
             idle = run_once(settings=settings)
 
     model.assert_finished()
-    assert summary["outcome"] == "opened_pr"
-    assert summary["target"] == f"issue#{number}"
-    assert idle == {}
+    assert summary.outcome == "opened_pr"
+    assert summary.target == f"issue#{number}"
+    assert idle.idle
     branch = "agent-loop/issue-1-add-a-colour"
     assert emulator.file_at(branch, "src/widgets/core.py") == CORE.encode()
     assert emulator.file_at(branch, "tests/test_colour.py") == TEST.encode()
-    pull = emulator.pull(int(summary["pr_url"].rsplit("/", 1)[1]))
+    pull = emulator.pull(int(summary.pr_url.rsplit("/", 1)[1]))
     assert "Tested now." in (pull.body or "")
-    found = list(local_raw_data_path(settings).rglob(f"runs/{summary['run_id']}.json"))
+    found = list(local_raw_data_path(settings).rglob(f"runs/{summary.run_id}.json"))
     assert len(found) == 1
     record = RunRecord.model_validate(json.loads(found[0].read_text()))
     assert record.outcome is Outcome.OPENED_PR
     assert [a.verified for a in record.attempts] == [False, True]
-    assert record.links.pr_url == summary["pr_url"]
+    assert record.links.pr_url == summary.pr_url
     assert record.trace
-    assert record.github.requests == int(summary["github_requests"])
+    assert record.github.requests == summary.github_requests
     # the durable actions' own requests are merged into the tick's record
     assert record.github.by_route["POST /repos/{owner}/{repo}/pulls"] == 1
     assert record.github.by_route["POST /repos/{owner}/{repo}/git/trees"] == 1

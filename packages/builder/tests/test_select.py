@@ -6,19 +6,20 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from agent_loop_builder.select import (
+from agent_loop_builder import (
     RefusalCode,
     agent_pull_issues,
     branch_issue,
-    label_applier,
+    branch_name,
+    model_text,
     oldest_first,
     parse_depends_on,
-    permission_at_least,
+    pr_body,
+    slugify,
     static_refusal,
     thread_refusal,
     trust_refusal,
 )
-from agent_loop_builder.texts import branch_name, model_text, pr_body, slugify
 from agent_loop_common.claims import (
     BackoffMarker,
     DibsMarker,
@@ -28,6 +29,7 @@ from agent_loop_common.claims import (
 )
 from agent_loop_common.github import Comment, Issue, IssueEvent, PullRequest, User
 from agent_loop_common.staging import ChangePlan
+from agent_loop_common.trust import label_applier, permission_at_least
 
 BOT = "agent-loop[bot]"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

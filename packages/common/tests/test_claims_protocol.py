@@ -11,8 +11,8 @@ import pytest
 from agent_loop_common.claims import (
     Claimer,
     ClaimLost,
+    ClaimTarget,
     NotClaimed,
-    Target,
     claim_state,
     new_run_id,
     parse_dibs,
@@ -286,9 +286,11 @@ async def test_comments_are_read_across_pages() -> None:
 
 async def test_failures_back_off_until_a_human_comments(repo: Repo) -> None:
     claimer = repo.claimer()
-    first = await claimer.record_failure(Target.of("issue", repo.issue), "tests failed <!-- x -->")
+    first = await claimer.record_failure(
+        ClaimTarget.of("issue", repo.issue), "tests failed <!-- x -->"
+    )
     assert (first.attempts, first.until) == (1, repo.clock() + claimer.policy.delay(1))
-    second = await claimer.record_failure(Target.of("issue", repo.issue), "tests failed again")
+    second = await claimer.record_failure(ClaimTarget.of("issue", repo.issue), "tests failed again")
     assert second.attempts == 2
     view = await claimer.observe("issue", repo.issue)
     assert view.backoff is not None
@@ -299,7 +301,7 @@ async def test_failures_back_off_until_a_human_comments(repo: Repo) -> None:
     view = await claimer.observe("issue", repo.issue)
     assert view.backoff is None
     assert view.eligible
-    third = await claimer.record_failure(Target.of("issue", repo.issue), "still failing")
+    third = await claimer.record_failure(ClaimTarget.of("issue", repo.issue), "still failing")
     assert third.attempts == 1
 
 

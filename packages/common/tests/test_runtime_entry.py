@@ -8,7 +8,8 @@ from collections.abc import Generator
 
 import pytest
 
-from agent_loop_common.runtime import run_entry
+from agent_loop_common.records import Outcome, Role
+from agent_loop_common.runtime import TickSummary, run_entry, summarize
 from agent_loop_common.settings import Settings
 from agent_loop_common.testing import quiet_logs
 
@@ -34,19 +35,22 @@ def test_the_tick_gets_the_flags_and_settings_and_its_summary_is_printed(
 ) -> None:
     seen: list[tuple[int | None, str]] = []
 
-    def tick(args: argparse.Namespace, settings: Settings) -> dict[str, str]:
+    def tick(args: argparse.Namespace, settings: Settings) -> TickSummary:
         seen.append((args.pr, settings.repo))
-        return {"run_id": "r1", "outcome": "success"}
+        return TickSummary(role=Role.REVIEWER, run_id="r1", outcome=Outcome.PUSHED_FIX)
 
-    assert run_entry(_parser(), tick, idle="Idle.", argv=["--pr", "7"]) == 0
+    assert run_entry(_parser(), tick, argv=["--pr", "7"]) == 0
     assert seen == [(7, "acme/widgets")]
-    assert json.loads(capsys.readouterr().out) == {"run_id": "r1", "outcome": "success"}
+    printed = json.loads(capsys.readouterr().out)
+    assert (printed["run_id"], printed["outcome"]) == ("r1", "pushed_fix")
 
 
 @pytest.mark.usefixtures("configured")
-def test_an_idle_tick_prints_the_agents_idle_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run_entry(_parser(), lambda args, settings: {}, idle="Idle.", argv=[]) == 0
-    assert capsys.readouterr().out == "Idle.\n"
+def test_an_idle_tick_prints_the_agents_idle_note(capsys: pytest.CaptureFixture[str]) -> None:
+    idle = summarize(Role.REVIEWER, None, idle="Idle.")
+    assert run_entry(_parser(), lambda args, settings: idle, argv=[]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert (printed["outcome"], printed["note"]) == ("idle", "Idle.")
 
 
 def test_a_config_error_exits_2_before_any_tick(
@@ -56,10 +60,10 @@ def test_a_config_error_exits_2_before_any_tick(
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir("/")  # no .env file around
 
-    def tick(args: argparse.Namespace, settings: Settings) -> dict[str, str]:
+    def tick(args: argparse.Namespace, settings: Settings) -> TickSummary:
         raise AssertionError("no tick without settings")
 
-    assert run_entry(_parser(), tick, idle="Idle.", argv=[]) == 2
+    assert run_entry(_parser(), tick, argv=[]) == 2
     captured = capsys.readouterr()
     assert "AGENT_LOOP_REPO" in captured.err
     assert captured.out == ""

@@ -1,4 +1,4 @@
-"""Fixtures for the distiller's tests: emulator, settings, memory, records, a pass runner.
+"""Fixtures for the distiller's tests: emulator, settings, memory, records, a tick runner.
 
 Every pass runs the real pipeline: githubkit over the emulator's in-process transport,
 the real `Agent` loop driven by a `ScriptedModel` installed with `use_model` (the seam
@@ -38,9 +38,9 @@ from agent_loop_common.testing import (
     emulator_settings,
     quiet_logs,
 )
-from agent_loop_distiller import DistillerOptions, PassResult, run_distiller_pass
+from agent_loop_distiller import DistillerOptions, TickResult, run_distiller_tick
 
-Pass = Callable[..., Awaitable[PassResult]]
+Pass = Callable[..., Awaitable[TickResult]]
 
 
 @pytest.fixture(autouse=True)
@@ -64,7 +64,7 @@ def settings(emulator: GitHubEmulator, tmp_path: pathlib.Path) -> Settings:
         emulator,
         tmp_path / "home",
         digest_token_budget=400,
-        record_retention_days=2,  # a first pass scans the whole window: keep tests quick
+        record_retention_days=2,  # a first tick scans the whole window: keep tests quick
     )
 
 
@@ -88,27 +88,27 @@ def runtimes() -> list[Runtime]:
 def run_pass(
     settings: Settings, emulator: GitHubEmulator, memory_root: str, runtimes: list[Runtime]
 ) -> Pass:
-    """One distiller pass in-process, with a fresh runtime as a schedule would start."""
+    """One distiller tick in-process, with a fresh runtime as a schedule would start."""
 
     async def run(
         *,
         clock: Callable[[], datetime] | None = None,
         options: DistillerOptions | None = None,
         **overrides: object,
-    ) -> PassResult:
+    ) -> TickResult:
         config = settings.model_copy(update=overrides) if overrides else settings
         async with emulator_runtime(
             config, emulator, Role.DISTILLER, memory_root=memory_root, clock=clock
         ) as rt:
             runtimes.append(rt)
-            return await run_distiller_pass(rt, options)
+            return await run_distiller_tick(rt, options)
 
     return run
 
 
 @pytest.fixture
 def install() -> Generator[Callable[[ScriptedModel], ScriptedModel]]:
-    """Install a scripted model for the next passes (the latest installed answers)."""
+    """Install a scripted model for the next ticks (the latest installed answers)."""
     slot = ModelSlot(ScriptedModel([], name="no model"))
     with use_model(slot):
         yield slot.put

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from agent_loop_common.claims import BackoffPolicy
 from agent_loop_common.records import (
     Grade,
     GradeState,
@@ -17,8 +18,16 @@ from agent_loop_common.records import (
     Target,
     TargetKind,
 )
-from agent_loop_distiller import Backoff, PassKind, estimate_tokens, render_digest, work_lines
-from agent_loop_distiller.news import failure_streak, learnable, plan_peek, retry_at
+from agent_loop_distiller import (
+    TickKind,
+    estimate_tokens,
+    failure_streak,
+    learnable,
+    plan_peek,
+    render_digest,
+    retry_at,
+    work_lines,
+)
 
 NOW = datetime(2026, 3, 10, 12, tzinfo=UTC)
 
@@ -116,7 +125,7 @@ def test_failure_streak_restarts_after_a_success() -> None:
 
 
 def test_retry_is_immediate_once_then_exponential_and_capped() -> None:
-    policy = Backoff(base=timedelta(minutes=15), cap=timedelta(hours=1))
+    policy = BackoffPolicy(base=timedelta(minutes=15), cap=timedelta(hours=1))
     one = [rec("d1", Role.DISTILLER, Outcome.ERROR, 0)]
     assert retry_at(one, policy) is None
     two = [*one, rec("d2", Role.DISTILLER, Outcome.ERROR, 0)]
@@ -130,18 +139,18 @@ def test_retry_is_immediate_once_then_exponential_and_capped() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "expected"),
     [
-        ({}, PassKind.IDLE),
+        ({}, TickKind.IDLE),
         ({"learn": 2}, None),
-        ({"learn": 2, "retry": NOW + timedelta(minutes=1)}, PassKind.BACKED_OFF),
+        ({"learn": 2, "retry": NOW + timedelta(minutes=1)}, TickKind.BACKED_OFF),
         ({"learn": 2, "retry": NOW - timedelta(minutes=1)}, None),
         ({"grades_changed": True}, None),
         ({"deferred": 1}, None),
         ({"buckets_scanned": 25}, None),
-        ({"buckets_scanned": 24}, PassKind.IDLE),
+        ({"buckets_scanned": 24}, TickKind.IDLE),
     ],
 )
 def test_the_read_only_look_decides_whether_to_claim(
-    kwargs: dict[str, object], expected: PassKind | None
+    kwargs: dict[str, object], expected: TickKind | None
 ) -> None:
     args: dict[str, object] = {
         "learn": 0,

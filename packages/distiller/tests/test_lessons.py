@@ -8,9 +8,17 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from agent_loop_common.records import Lesson, LessonBook, Outcome, Role
-from agent_loop_distiller import EditRefused, Evidence, LessonEditor, LessonLimits
-from agent_loop_distiller.lessons import evidence_of, lesson_id
-from agent_loop_distiller.upkeep import expire_stale, rank_lessons, refresh_from_usage
+from agent_loop_distiller import (
+    EditRefused,
+    Evidence,
+    LessonEditor,
+    LessonLimits,
+    evidence_of,
+    expire_stale,
+    lesson_id,
+    rank_lessons,
+    refresh_from_usage,
+)
 
 NOW = datetime(2026, 3, 10, 12, tzinfo=UTC)
 DAY = timedelta(days=1)

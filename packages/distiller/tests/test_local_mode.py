@@ -4,6 +4,7 @@ under AGENT_LOOP_HOME, a scripted model installed in-process, the report on disk
 from __future__ import annotations
 
 import asyncio
+import json
 import pathlib
 from collections.abc import Generator
 from typing import Any
@@ -14,7 +15,13 @@ import pytest
 from agent_loop_common.llm import Budget, UsageMeter
 from agent_loop_common.memory import MemoryLocation, read_context, write_run_record
 from agent_loop_common.records import Outcome, Role
-from agent_loop_common.runtime import local_memory, local_raw_data_path, run_task, use_model
+from agent_loop_common.runtime import (
+    TickSummary,
+    local_memory,
+    local_raw_data_path,
+    run_tick,
+    use_model,
+)
 from agent_loop_common.settings import Settings, load_settings
 from agent_loop_common.testing import GitHubEmulator, ScriptedModel, call, turn
 from agent_loop_distiller import estimate_tokens, run_once
@@ -72,7 +79,7 @@ def lesson_turns(run_id: str, text: str) -> list[Any]:
     ]
 
 
-def run_with_report(settings: Settings) -> tuple[dict[str, str], str]:
+def run_with_report(settings: Settings) -> tuple[TickSummary, str]:
     """Like `run_task`, keeping the run to read its report back."""
     flyte.init(
         org=settings.flyte_org,
@@ -84,7 +91,7 @@ def run_with_report(settings: Settings) -> tuple[dict[str, str], str]:
     raw.mkdir(parents=True, exist_ok=True)
     run = flyte.with_runcontext(mode="local", raw_data_path=str(raw)).run(distiller_tick)
     reports = list(pathlib.Path(run.url).glob("*/report.html"))
-    summary: dict[str, str] = run.outputs()[0]
+    summary = TickSummary.model_validate(run.outputs()[0])
     return summary, reports[0].read_text() if reports else ""
 
 
@@ -136,8 +143,8 @@ def test_records_become_lessons_then_an_idle_tick_costs_nothing(
     summary, report = run_with_report(settings)
 
     model["model"].assert_finished()
-    assert summary["outcome"] == Outcome.DISTILLED.value
-    assert summary["ingested"] == "2"
+    assert summary.outcome == Outcome.DISTILLED.value
+    assert summary.details["ingested"] == "2"
     for tab in ("Metrics", "Lessons", "Runs", "Memory"):
         assert f">{tab}</li>" in report
     assert EVIL not in report
@@ -150,7 +157,7 @@ def test_records_become_lessons_then_an_idle_tick_costs_nothing(
 
     before = files_of(local_raw_data_path(settings))
     model["model"] = ScriptedModel([], name="must not be called")
-    assert run_once() == {}
+    assert run_once().idle
     assert model["model"].calls == []
     assert files_of(local_raw_data_path(settings)) == before
 
@@ -165,15 +172,15 @@ def test_failure_keeps_the_ledger_and_grading_reaches_the_metrics(
     asyncio.run(write_run_record(location, record("b-2", issue=2, pr_url=closed_url)))
     model["model"] = ScriptedModel([turn(error=RuntimeError("provider down"))])
 
-    failed = run_task(settings, distiller_tick)
+    failed = run_tick(settings, distiller_tick)
 
-    assert failed["outcome"] == Outcome.ERROR.value
-    assert "provider down" in failed["error"]
+    assert failed.outcome == Outcome.ERROR.value
+    assert "provider down" in failed.error
     ledger = pathlib.Path(location.remote_path(location.keys.ledger))
     assert not ledger.exists()
 
     model["model"] = ScriptedModel(lesson_turns("b-1", "Keep PRs small."))
-    assert run_task(settings, distiller_tick)["outcome"] == Outcome.DISTILLED.value
+    assert run_tick(settings, distiller_tick).outcome == Outcome.DISTILLED.value
     assert ledger.exists()
 
     served.merge_pull(merged)
@@ -189,12 +196,12 @@ def test_failure_keeps_the_ledger_and_grading_reaches_the_metrics(
     )
     summary, report = run_with_report(settings)
     model["model"].assert_finished()
-    assert summary["outcome"] == Outcome.DISTILLED.value
+    assert summary.outcome == Outcome.DISTILLED.value
     assert "50.0%" in report  # merged / (merged + closed unmerged)
     assert "closed without merge" in asyncio.run(read_context(location)).digest
 
 
-def test_two_ticks_at_once_distil_once(
+def test_two_ticks_at_once_distill_once(
     served: GitHubEmulator, settings: Settings, model: dict[str, ScriptedModel]
 ) -> None:
     location = local_memory(settings)
@@ -210,24 +217,24 @@ def test_two_ticks_at_once_distil_once(
     async def both() -> list[Any]:
         runner = flyte.with_runcontext(mode="local", raw_data_path=raw)
         runs = await asyncio.gather(runner.run.aio(distiller_tick), runner.run.aio(distiller_tick))
-        return [r.outputs()[0] for r in runs]
+        return [TickSummary.model_validate(r.outputs()[0]) for r in runs]
 
     summaries = asyncio.run(both())
 
     model["model"].assert_finished()
-    outcomes = sorted(s.get("outcome", s.get("pass", "idle")) for s in summaries)
+    outcomes = sorted(s.outcome for s in summaries)
     assert outcomes.count(Outcome.DISTILLED.value) == 1
     (lesson,) = asyncio.run(read_context(location)).lessons.lessons
     assert lesson.source_run_ids == ["b-1"]
 
 
-def test_python_m_runs_one_pass_and_prints_its_summary(
+def test_python_m_runs_one_tick_and_prints_its_summary(
     served: GitHubEmulator, settings: Settings, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from agent_loop_distiller.__main__ import main
 
     assert main([]) == 0
-    # An empty memory: the first pass ever sets the ledger's watermark, with no model.
-    assert '"pass": "bookkeeping"' in capsys.readouterr().out
+    # An empty memory: the first tick ever sets the ledger's watermark, with no model.
+    assert json.loads(capsys.readouterr().out)["details"] == {"tick": "bookkeeping"}
     assert main([]) == 0
-    assert '"pass": "idle"' in capsys.readouterr().out
+    assert json.loads(capsys.readouterr().out)["details"] == {"tick": "idle"}

@@ -1,4 +1,4 @@
-"""A failed distillation commits nothing: the ledger stays, the next pass retries."""
+"""A failed distillation commits nothing: the ledger stays, the next tick retries."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from agent_loop_common.memory import read_context
 from agent_loop_common.records import Outcome
 from agent_loop_common.testing import ScriptedModel, call, turn
-from agent_loop_distiller import PassKind
+from agent_loop_distiller import TickKind
 
 
 def good_script() -> ScriptedModel:
@@ -40,7 +40,7 @@ async def test_a_model_failure_leaves_the_ledger_and_the_next_pass_succeeds(
     failed = await run_pass()
 
     failing.assert_finished()
-    assert failed.kind is PassKind.FAILED
+    assert failed.kind is TickKind.FAILED
     assert failed.record is not None
     assert failed.record.outcome is Outcome.ERROR
     assert "provider down" in failed.record.error
@@ -53,7 +53,7 @@ async def test_a_model_failure_leaves_the_ledger_and_the_next_pass_succeeds(
     retried = await run_pass()
 
     model.assert_finished()
-    assert retried.kind is PassKind.DISTILLED
+    assert retried.kind is TickKind.DISTILLED
     assert retried.ingested == 2  # b-1 and the failed distiller run's own record
     (lesson,) = (await read_context(location)).lessons.lessons
     assert lesson.source_run_ids == ["b-1"]
@@ -64,7 +64,7 @@ async def test_edits_without_finish_are_rejected_and_not_committed(
 ) -> None:
     await kit.write(kit.record("b-1", outcome=Outcome.REJECTED, notes=[(False, "No test.")]))
     install(good_script())
-    assert (await run_pass()).kind is PassKind.DISTILLED
+    assert (await run_pass()).kind is TickKind.DISTILLED
     await kit.write(kit.record("b-2", outcome=Outcome.REJECTED, notes=[(False, "No test.")]))
     ledger_before = kit.key_files(location.keys.ledger)
     model = install(
@@ -103,13 +103,13 @@ async def test_repeated_failures_back_off_instead_of_burning_tokens(
 ) -> None:
     await kit.write(kit.record("b-1", outcome=Outcome.REJECTED, notes=[(False, "x")]))
     install(ScriptedModel([turn(error=RuntimeError("down")), turn(error=RuntimeError("down"))]))
-    assert (await run_pass()).kind is PassKind.FAILED
-    assert (await run_pass()).kind is PassKind.FAILED  # the immediate retry
+    assert (await run_pass()).kind is TickKind.FAILED
+    assert (await run_pass()).kind is TickKind.FAILED  # the immediate retry
     idle = install(ScriptedModel([], name="must wait"))
 
     waiting = await run_pass()
 
-    assert waiting.kind is PassKind.BACKED_OFF
+    assert waiting.kind is TickKind.BACKED_OFF
     assert waiting.record is None
     assert idle.calls == []
     # After the back-off (15 minutes for the second failure) it tries again.
@@ -117,7 +117,7 @@ async def test_repeated_failures_back_off_instead_of_burning_tokens(
     model = install(good_script())
     retried = await run_pass(clock=lambda: later)
     model.assert_finished()
-    assert retried.kind is PassKind.DISTILLED
+    assert retried.kind is TickKind.DISTILLED
 
 
 async def test_a_budget_stop_is_recorded_as_such_and_commits_nothing(

@@ -1,5 +1,5 @@
 """Grades follow what humans did on GitHub, show up in metrics, and cost nothing when idle;
-two passes at once write the context once."""
+two ticks at once write the context once."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from agent_loop_common.memory import month_of, read_context, read_grades
 from agent_loop_common.metrics import compute_metrics
 from agent_loop_common.records import GradeState, Outcome
 from agent_loop_common.testing import ScriptedModel, call, turn
-from agent_loop_distiller import PassKind
-from agent_loop_distiller.report import render_metrics
+from agent_loop_distiller import TickKind, render_metrics
 
 
 def finish_only(expect: str = "") -> ScriptedModel:
@@ -64,7 +63,7 @@ async def test_merged_and_closed_prs_are_graded_and_show_in_metrics(
     )
     install(one_lesson("b-1"))
     first = await run_pass()
-    assert first.kind is PassKind.DISTILLED
+    assert first.kind is TickKind.DISTILLED
     grades = await grades_now(location)
     assert {n: g.state for n, g in grades.items()} == {
         merged_pr: GradeState.OPEN,
@@ -82,7 +81,7 @@ async def test_merged_and_closed_prs_are_graded_and_show_in_metrics(
     second = await run_pass()
 
     model.assert_finished()
-    assert second.kind is PassKind.DISTILLED
+    assert second.kind is TickKind.DISTILLED
     grades = await grades_now(location)
     assert grades[merged_pr].state is GradeState.MERGED
     assert grades[closed_pr].state is GradeState.CLOSED_UNMERGED
@@ -100,7 +99,7 @@ async def test_merged_and_closed_prs_are_graded_and_show_in_metrics(
     # Nothing changed since: the one listing is a free 304 and nothing else happens.
     idle_model = install(ScriptedModel([], name="must not be called"))
     third = await run_pass()
-    assert third.kind is PassKind.IDLE
+    assert third.kind is TickKind.IDLE
     assert idle_model.calls == []
     stats = runtimes[-1].github.stats
     assert (stats.total, stats.not_modified) == (1, 1)
@@ -178,8 +177,8 @@ async def test_two_concurrent_passes_write_the_context_once(
 
     model.assert_finished()  # exactly one distillation's turns were used
     kinds = sorted(r.kind.value for r in results)
-    assert kinds.count(PassKind.DISTILLED.value) == 1
-    assert set(kinds) <= {PassKind.DISTILLED.value, PassKind.BUSY.value, PassKind.IDLE.value}
+    assert kinds.count(TickKind.DISTILLED.value) == 1
+    assert set(kinds) <= {TickKind.DISTILLED.value, TickKind.BUSY.value, TickKind.IDLE.value}
     (lesson,) = (await read_context(location)).lessons.lessons
     assert lesson.source_run_ids == ["b-1"]
     assert sum(r.record is not None for r in results) == 1
@@ -202,7 +201,7 @@ async def test_a_pass_stops_while_another_distiller_holds_the_claim(
 
     result = await run_pass()
 
-    assert result.kind is PassKind.BUSY
+    assert result.kind is TickKind.BUSY
     assert result.record is None
     assert model.calls == []
     assert kit.snapshot(kit.root) == before
@@ -215,14 +214,14 @@ async def test_github_activity_that_changes_no_grade_does_not_claim(
     pr = kit.agent_pr(1, "Add sizes")
     await kit.write(kit.record("b-1", number=1, title="Add sizes", pr_url=kit.pr_url(pr)))
     install(finish_only())
-    assert (await run_pass()).kind is PassKind.DISTILLED
+    assert (await run_pass()).kind is TickKind.DISTILLED
     emulator.add_issue("Someone files a new issue")  # the open list changes; no grade does
     before = kit.snapshot(kit.root)
     install(ScriptedModel([], name="must not be called"))
 
     result = await run_pass()
 
-    assert result.kind is PassKind.IDLE
+    assert result.kind is TickKind.IDLE
     routes = runtimes[-1].github.stats.by_route()
     assert routes == {"GET /repos/{owner}/{repo}/issues": {200: 1}}  # no claim, no PR reads
     assert kit.snapshot(kit.root) == before

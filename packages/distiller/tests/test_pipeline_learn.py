@@ -8,7 +8,7 @@ from agent_loop_common.memory import read_context, read_grades, read_rollups
 from agent_loop_common.metrics import total_tally
 from agent_loop_common.records import GradeState, Outcome, Role, TargetKind
 from agent_loop_common.testing import ScriptedModel, call, turn
-from agent_loop_distiller import DISTILLER_MARKER, PassKind, estimate_tokens
+from agent_loop_distiller import DISTILLER_MARKER, TickKind, estimate_tokens
 
 NOTES = "The change has no test for the empty input case; add one before submitting."
 
@@ -78,7 +78,7 @@ async def test_new_records_become_lessons_with_provenance_and_a_budgeted_digest(
     model.assert_finished()
     prompt = model.calls[0].messages[0]["content"]
     assert prompt.index("b-rejected") < prompt.index("b-opened")
-    assert result.kind is PassKind.DISTILLED
+    assert result.kind is TickKind.DISTILLED
     assert result.record is not None
     assert result.record.outcome is Outcome.DISTILLED
     assert result.record.target.kind is TargetKind.REPO
@@ -127,14 +127,14 @@ async def test_a_pass_with_nothing_new_calls_no_model_and_writes_nothing(
     await seed_history(kit)
     install(lesson_script())
     first = await run_pass()
-    assert first.kind is PassKind.DISTILLED
-    # The next pass sees only the first pass's own record: no news for a model.
+    assert first.kind is TickKind.DISTILLED
+    # The next tick sees only the first tick's own record: no news for a model.
     before = kit.snapshot(kit.root)
     idle_model = install(ScriptedModel([], name="must not be called"))
 
     second = await run_pass()
 
-    assert second.kind is PassKind.IDLE
+    assert second.kind is TickKind.IDLE
     assert second.record is None
     assert idle_model.calls == []
     idle_model.assert_finished()
@@ -150,9 +150,9 @@ async def test_a_pass_on_an_empty_memory_is_idle_after_one_bookkeeping_pass(
 ) -> None:
     install(ScriptedModel([], name="must not be called"))
     first = await run_pass()
-    # The first pass ever scans the whole retention window: it sets the watermark once.
-    assert first.kind is PassKind.BOOKKEEPING
+    # The first tick ever scans the whole retention window: it sets the watermark once.
+    assert first.kind is TickKind.BOOKKEEPING
     assert first.record is None
     second = await run_pass()
-    assert second.kind is PassKind.IDLE
+    assert second.kind is TickKind.IDLE
     assert runtimes[-1].memory.meter.uploads == 1

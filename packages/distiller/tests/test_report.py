@@ -21,9 +21,10 @@ from agent_loop_common.records import (
     TraceStep,
     Usage,
 )
-from agent_loop_distiller.lessons import Edit
-from agent_loop_distiller.report import (
+from agent_loop_distiller import (
+    FILE_CHARS,
     TAB_NAMES,
+    Edit,
     MemoryFile,
     ReportData,
     render_document,
@@ -31,7 +32,6 @@ from agent_loop_distiller.report import (
     render_summary,
     render_tabs,
 )
-from agent_loop_distiller.report._memory import FILE_CHARS
 
 NOW = datetime(2026, 3, 10, 12, tzinfo=UTC)
 EVIL = '<script>alert("x")</script><img src=x onerror=alert(1)>'
@@ -169,7 +169,7 @@ def test_empty_report_says_so() -> None:
     tabs = render_tabs(data)
     assert "No data yet." in tabs["Metrics"]
     assert "No lessons yet" in tabs["Lessons"]
-    assert "No runs in this pass." in tabs["Runs"]
+    assert "No runs in this tick." in tabs["Runs"]
     summary = render_summary({"pass": EVIL})
     assert "<script" not in summary
 

@@ -10,9 +10,11 @@ from agent_loop_reviewer import (
     ReplyBatch,
     ReplyPost,
     pass_history,
+    post_no_changes,
+    post_replies,
+    push_fix,
+    summary_body,
 )
-from agent_loop_reviewer._apply import post_no_changes, post_replies, push_fix
-from agent_loop_reviewer._comments import summary_body
 
 RUN = "20260301T120000Z-0123abcd"
 

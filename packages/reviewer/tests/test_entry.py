@@ -9,10 +9,11 @@ from datetime import UTC, datetime
 import pytest
 
 from agent_loop_common.records import Outcome, Role, RunRecord, Target, TargetKind, TraceStep
+from agent_loop_common.report import run_report_html
+from agent_loop_common.runtime import summarize
 from agent_loop_common.testing import quiet_logs
-from agent_loop_reviewer import report_html, summary
 from agent_loop_reviewer.__main__ import main
-from agent_loop_reviewer.env import SCHEDULE, env, reviewer_tick
+from agent_loop_reviewer.env import IDLE_NOTE, SCHEDULE, env, reviewer_tick
 
 
 @pytest.fixture
@@ -40,7 +41,7 @@ def test_one_idle_tick_from_the_command_line(kit, monkeypatch, capsys) -> None:
         monkeypatch.setenv("AGENT_LOOP_REPO", emu.full_name)
         monkeypatch.setenv("AGENT_LOOP_HOME", str(kit.tmp_path / "home"))
         assert main(["--pr", "1"]) == 0
-    assert json.loads(capsys.readouterr().out) == {"outcome": "idle"}
+    assert json.loads(capsys.readouterr().out)["outcome"] == "idle"
 
 
 def test_the_environment_and_schedule() -> None:
@@ -65,14 +66,16 @@ def test_summary_and_report_escape_what_others_wrote() -> None:
         trace=[TraceStep(tool="read_file", args='{"path": "<b>"}', ok=False, ms=3)],
         error="<img src=x>",
     )
-    out = summary(record)
-    assert out["outcome"] == "error"
-    assert out["target"] == "pr#7"
-    assert out["error"] == "<img src=x>"
-    assert summary(None) == {}
-    html = report_html(record)
+    out = summarize(Role.REVIEWER, record, idle=IDLE_NOTE)
+    assert out.outcome == "error"
+    assert out.target == "pr#7"
+    assert out.error == "<img src=x>"
+    assert summarize(Role.REVIEWER, None, idle=IDLE_NOTE).idle
+    html = run_report_html(record, heading="Reviewer", idle="Idle: nothing claimed.")
     assert "<script>" not in html
     assert "&lt;script&gt;" in html
     assert "<img" not in html
     assert "&lt;b&gt;" in html
-    assert "nothing claimed" in report_html(None)
+    assert "nothing claimed" in run_report_html(
+        None, heading="Reviewer", idle="Idle: nothing claimed."
+    )

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from agent_loop_common.records import Outcome
-from agent_loop_common.runtime import local_memory, run_task
+from agent_loop_common.runtime import local_memory, run_tick
 from agent_loop_common.settings import load_settings
 from agent_loop_common.testing import ScriptedModel, call, emulator_client, turn
 from agent_loop_common.verify import VERIFIER_MARKER
@@ -58,29 +58,29 @@ def test_reviewer_tick_pushes_a_verified_fix_in_local_mode(kit, monkeypatch) -> 
         monkeypatch.setenv("AGENT_LOOP_REPO", emu.full_name)
         monkeypatch.setenv("AGENT_LOOP_HOME", str(kit.tmp_path / "home"))
         settings = load_settings()
-        summary = run_task(settings, reviewer_tick, pr=number)
+        summary = run_tick(settings, reviewer_tick, target=number)
         model.assert_finished()
 
         idle = ScriptedModel()
         kit.install(idle)
-        assert run_once(settings=settings) == {}
+        assert run_once(settings=settings).idle
         idle.assert_finished()
         assert idle.calls == []
 
-    assert summary["outcome"] == Outcome.PUSHED_FIX.value
-    assert summary["target"] == f"pr#{number}"
-    assert summary["pr_url"].endswith(f"/pull/{number}")
-    assert summary["llm_calls"] == "4"
-    assert summary["tries"] == "1"
+    assert summary.outcome == Outcome.PUSHED_FIX.value
+    assert summary.target == f"pr#{number}"
+    assert summary.pr_url.endswith(f"/pull/{number}")
+    assert summary.llm_calls == 4
+    assert summary.tries == 1
     new_head = emu.pull(number).head_sha
     assert emu.log(new_head)[0].parents == (old_head,)
     assert emu.file_at(kit.BRANCH, "src/calc.py") == kit.FIXED.encode()
     assert any(c.body.startswith("🔧") for c in emu.comments(number))
 
-    record = kit.stored(summary["run_id"], local_memory(settings))
+    record = kit.stored(summary.run_id, local_memory(settings))
     assert record.outcome is Outcome.PUSHED_FIX
     assert [a.verified for a in record.attempts] == [True]
-    assert str(record.github.requests) == summary["github_requests"]
+    assert record.github.requests == summary.github_requests
     assert {"select", "claim", "review", "verify", "push", "reply", "record"} <= set(
         record.stage_seconds
     )

@@ -6,8 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from agent_loop_common.claims import DibsMarker, render_backoff, render_dibs
-from agent_loop_common.claims._marker import BackoffMarker
+from agent_loop_common.claims import BackoffMarker, DibsMarker, render_backoff, render_dibs
 from agent_loop_common.github import (
     CheckRun,
     Comment,
@@ -24,7 +23,7 @@ from agent_loop_reviewer import (
     assess,
     blocked_by,
     failing_checks,
-    is_agent_pull,
+    is_open_agent_pull,
     pass_history,
     people_feedback,
     render_pass_marker,
@@ -147,7 +146,10 @@ def pass_comment(cid: int, minute: int, *, checks: bool = False, stop: bool = Fa
     ],
 )
 def test_agent_pulls_are_identity_plus_prefix(kwargs: dict[str, object], mine: bool) -> None:
-    assert is_agent_pull(pull(**kwargs), agent_login=BOT.login, branch_prefix="agent-loop/") is mine  # type: ignore[arg-type]
+    assert (
+        is_open_agent_pull(pull(**kwargs), agent_login=BOT.login, branch_prefix="agent-loop/")
+        is mine
+    )  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------------ what makes a pass due

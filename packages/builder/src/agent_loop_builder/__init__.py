@@ -2,83 +2,107 @@
 
 Each tick selects the oldest eligible issue (or a requested one), claims it, lets an
 `Agent` stage a change or a decomposition with read-only tools, has the strict
-verifier check it (up to `AGENT_LOOP_MAX_TRIES` tries), and only then opens the pull
-request or files the sub-issues as durable actions. Every claimed run leaves a
-`RunRecord`.
+verifier check it (the shared attempt loop, up to `AGENT_LOOP_MAX_TRIES` tries), and
+only then opens the pull request or files the sub-issues as durable writes. Every
+claimed run leaves a `RunRecord`.
 
 ```python
-summary = run_once(issue=42)          # Flyte local mode, like `python -m agent_loop_builder`
+summary = run_once(target=42)             # Flyte local mode, like `python -m agent_loop_builder`
 async with open_runtime(settings, Role.BUILDER, ...) as rt:
     record = await run_builder_tick(rt)   # the Flyte-free core (tests, scripts)
 ```
+
+Modules, by concern (the same names in every agent package): `_select` (pure
+eligibility rules), `_candidates` (what GitHub says about the open issues), `_prompts`,
+`_tools`, `_attempt` (the builder in the shared attempt loop), `_conclude` (what a
+result writes), `_writes` (the durable writes, declared once), `_texts` (what the
+builder posts), `_pipeline` (one tick), `env` (Flyte), `__main__`.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from agent_loop_builder.apply import (
-    BuilderWrites,
-    DirectWrites,
+from agent_loop_builder._pipeline import run_builder_tick
+from agent_loop_builder._prompts import BUILDER_MARKER, BUILDER_NAME
+from agent_loop_builder._select import (
+    Refusal,
+    RefusalCode,
+    agent_pull_issues,
+    branch_issue,
+    oldest_first,
+    parse_depends_on,
+    static_refusal,
+    thread_refusal,
+    trust_refusal,
+)
+from agent_loop_builder._texts import (
+    branch_name,
+    model_text,
+    parse_sub_issue_marker,
+    pr_body,
+    slugify,
+    sub_issue_body,
+)
+from agent_loop_builder._tools import issue_tool
+from agent_loop_builder._writes import (
+    WRITES,
     FiledIssues,
     OpenedPull,
-    Posted,
     PullRequestSpec,
-    Receipt,
     SubIssuesSpec,
+    file_sub_issues,
+    open_pull_request,
+    post_feedback,
 )
-from agent_loop_builder.build import BuildFailed, BuildResult
-from agent_loop_builder.pipeline import run_builder_tick
-from agent_loop_builder.prompts import BUILDER_MARKER, BUILDER_NAME
-from agent_loop_builder.report import report_html, summarize
-from agent_loop_builder.select import Refusal, RefusalCode, parse_depends_on
-from agent_loop_builder.texts import branch_name, parse_sub_issue_marker
+from agent_loop_common.runtime import TickSummary
 from agent_loop_common.settings import Settings, load_settings
 
 __all__ = [
     "BUILDER_MARKER",
     "BUILDER_NAME",
-    "BuildFailed",
-    "BuildResult",
-    "BuilderWrites",
-    "DirectWrites",
+    "WRITES",
     "FiledIssues",
     "OpenedPull",
-    "Posted",
     "PullRequestSpec",
-    "Receipt",
     "Refusal",
     "RefusalCode",
     "SubIssuesSpec",
+    "agent_pull_issues",
+    "branch_issue",
     "branch_name",
+    "file_sub_issues",
+    "issue_tool",
+    "model_text",
+    "oldest_first",
+    "open_pull_request",
     "parse_depends_on",
     "parse_sub_issue_marker",
-    "report_html",
+    "post_feedback",
+    "pr_body",
     "run_builder_tick",
     "run_once",
-    "summarize",
+    "slugify",
+    "static_refusal",
+    "sub_issue_body",
+    "thread_refusal",
+    "trust_refusal",
 ]
 
 
 def run_once(
-    *, issue: int | None = None, remote: bool = False, settings: Settings | None = None
-) -> dict[str, Any]:
+    *, target: int | None = None, remote: bool = False, settings: Settings | None = None
+) -> TickSummary:
     """Fire one builder tick (Flyte local mode, or the deployed task with `remote`).
 
     Args:
-        issue: Work on this issue only (still checked for eligibility and trust).
+        target: Work on this issue only (still checked for eligibility and trust).
         remote: Run the deployed task on the configured cluster instead.
         settings: The configuration; `load_settings()` by default.
-
-    Returns:
-        The tick's summary (`{}` when it found nothing to do).
 
     Raises:
         ConfigError: The configuration is invalid (from `load_settings`).
     """
     from agent_loop_builder.env import builder_tick
-    from agent_loop_common.runtime import run_task
+    from agent_loop_common.runtime import run_tick
 
     config = settings if settings is not None else load_settings()
-    result = run_task(config, builder_tick, remote=remote, issue=issue)
-    return dict(result or {})
+    return run_tick(config, builder_tick, target=target, remote=remote)

@@ -22,8 +22,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     return run_entry(
         parser,
-        lambda args, settings: run_once(issue=args.issue, remote=args.remote, settings=settings),
-        idle="Idle: no eligible issue.",
+        lambda args, settings: run_once(target=args.issue, remote=args.remote, settings=settings),
         argv=argv,
     )
 

@@ -2,51 +2,86 @@
 
 ```python
 from agent_loop_distiller import run_once
-run_once()                          # one pass in Flyte local mode (or remote=True)
+run_once()                          # one tick in Flyte local mode (or remote=True)
 ```
 
 In code (plain async, e.g. tests against the GitHub emulator):
 
 ```python
 async with open_runtime(settings, Role.DISTILLER, memory_root=dir, transport=t) as rt:
-    result = await run_distiller_pass(rt)     # PassResult; run_distiller_tick -> RunRecord | None
+    result = await run_distiller_tick(rt)     # TickResult; result.record: RunRecord | None
 ```
+
+Modules, by concern (the same names as in the other agent packages where the concern
+is the same): `_select` (pure: what a batch of records asks of a tick), `_candidates`
+(the read-only look for news, and the batch under the claim), `_prompts`, `_tools`,
+`_attempt` (the distiller agent's one run, no verifier), `_errors`, `_pipeline` (one
+tick, its memory commit last), `_report` (the report's data and HTML), `env`
+(Flyte), `__main__`; and the distiller's own domain: `_grading`, `_lessons`,
+`_upkeep`, `_digest`, `_state`.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agent_loop_distiller.digest import estimate_tokens, render_digest, work_lines
-from agent_loop_distiller.distill import Distillation, distill
-from agent_loop_distiller.errors import (
+from agent_loop_distiller._attempt import Distillation, distill
+from agent_loop_distiller._digest import estimate_tokens, render_digest, work_lines
+from agent_loop_distiller._errors import (
     DistillationFailed,
     DistillerError,
     EditRefused,
     EditsRejected,
     ModelFailed,
 )
-from agent_loop_distiller.grading import GradingResult, follow_up, regrade
-from agent_loop_distiller.lessons import Edit, Evidence, LessonEditor, LessonLimits
-from agent_loop_distiller.news import Backoff, PassKind
-from agent_loop_distiller.pipeline import (
+from agent_loop_distiller._grading import GradingResult, follow_up, regrade
+from agent_loop_distiller._lessons import (
+    Edit,
+    Evidence,
+    LessonEditor,
+    LessonLimits,
+    evidence_of,
+    lesson_id,
+)
+from agent_loop_distiller._pipeline import (
     CLAIM_KEY,
     DistillerOptions,
-    PassResult,
-    run_distiller_pass,
+    TickResult,
     run_distiller_tick,
 )
-from agent_loop_distiller.prompts import DISTILLER_MARKER
-from agent_loop_distiller.tools import lesson_tools
-from agent_loop_distiller.upkeep import expire_stale, rank_lessons, refresh_from_usage
+from agent_loop_distiller._prompts import DISTILLER_MARKER
+from agent_loop_distiller._report import (
+    FILE_CHARS,
+    TAB_NAMES,
+    MemoryFile,
+    ReportData,
+    render_document,
+    render_lessons,
+    render_memory,
+    render_metrics,
+    render_runs,
+    render_summary,
+    render_tabs,
+)
+from agent_loop_distiller._select import (
+    TickKind,
+    failure_streak,
+    learnable,
+    plan_peek,
+    retry_at,
+)
+from agent_loop_distiller._tools import lesson_tools
+from agent_loop_distiller._upkeep import expire_stale, rank_lessons, refresh_from_usage
 
 if TYPE_CHECKING:
+    from agent_loop_common.runtime import TickSummary
     from agent_loop_common.settings import Settings
 
 __all__ = [
     "CLAIM_KEY",
     "DISTILLER_MARKER",
-    "Backoff",
+    "FILE_CHARS",
+    "TAB_NAMES",
     "Distillation",
     "DistillationFailed",
     "DistillerError",
@@ -58,38 +93,53 @@ __all__ = [
     "GradingResult",
     "LessonEditor",
     "LessonLimits",
+    "MemoryFile",
     "ModelFailed",
-    "PassKind",
-    "PassResult",
+    "ReportData",
+    "TickKind",
+    "TickResult",
     "distill",
     "estimate_tokens",
+    "evidence_of",
     "expire_stale",
+    "failure_streak",
     "follow_up",
+    "learnable",
+    "lesson_id",
     "lesson_tools",
+    "plan_peek",
     "rank_lessons",
     "refresh_from_usage",
     "regrade",
     "render_digest",
-    "run_distiller_pass",
+    "render_document",
+    "render_lessons",
+    "render_memory",
+    "render_metrics",
+    "render_runs",
+    "render_summary",
+    "render_tabs",
+    "retry_at",
     "run_distiller_tick",
     "run_once",
     "work_lines",
 ]
 
 
-def run_once(*, remote: bool = False, settings: Settings | None = None) -> dict[str, str]:
+def run_once(
+    *, target: int | None = None, remote: bool = False, settings: Settings | None = None
+) -> TickSummary:
     """Fire one `distiller_tick`: in Flyte local mode, or on the deployed cluster.
 
     Args:
+        target: Must be `None`: the distiller works on the repository as a whole.
         remote: Run the deployed task on the cluster configured for the `flyte` CLI.
         settings: The configuration; `load_settings()` when omitted.
-
-    Returns:
-        The task's summary (`{}` for an idle tick).
     """
-    from agent_loop_common.runtime import run_task
+    from agent_loop_common.runtime import run_tick
     from agent_loop_common.settings import load_settings
     from agent_loop_distiller.env import distiller_tick
 
-    result: dict[str, str] = run_task(settings or load_settings(), distiller_tick, remote=remote)
-    return result
+    if target is not None:
+        raise ValueError("the distiller takes no target: it works on the repository as a whole")
+    return run_tick(settings or load_settings(), distiller_tick, remote=remote)

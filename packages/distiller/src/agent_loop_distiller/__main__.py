@@ -1,4 +1,4 @@
-"""`python -m agent_loop_distiller [--remote]`: one distiller pass, its summary printed.
+"""`python -m agent_loop_distiller [--remote]`: one distiller tick, its summary printed.
 
 Configuration comes from the environment (see docs/configuration.md); a configuration
 error prints what is wrong with each variable and exits with status 2.
@@ -7,7 +7,6 @@ error prints what is wrong with each variable and exits with status 2.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 
@@ -18,10 +17,10 @@ __all__ = ["main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one pass; returns the process exit status."""
+    """Run one tick; returns the process exit status."""
     parser = argparse.ArgumentParser(
         prog="python -m agent_loop_distiller",
-        description="Run one distiller pass: ingest new run records, grade outcomes on "
+        description="Run one distiller tick: ingest new run records, grade outcomes on "
         "GitHub, update the lessons and digest, and write the report.",
     )
     parser.add_argument(
@@ -30,10 +29,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="fire the deployed task on the configured Flyte cluster instead of local mode",
     )
     return run_entry(
-        parser,
-        lambda args, settings: run_once(remote=args.remote, settings=settings),
-        idle=json.dumps({"pass": "idle", "note": "nothing new"}, indent=2),
-        argv=argv,
+        parser, lambda args, settings: run_once(remote=args.remote, settings=settings), argv=argv
     )
 
 

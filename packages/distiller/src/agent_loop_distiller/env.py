@@ -1,6 +1,6 @@
 """The distiller's Flyte environment and its scheduled task `distiller_tick`.
 
-One pass per tick (every 10 minutes by default, `AGENT_LOOP_DISTILLER_SCHEDULE`, read at
+One tick every 10 minutes by default (`AGENT_LOOP_DISTILLER_SCHEDULE`, read at
 import because triggers are declared at import). The distiller writes only memory (its
 GitHub writes are the claim ref, through the claims helper), so it has no durable
 write sub-tasks: its commit is ordered by `DistillerMemory.commit` and protected by the
@@ -16,14 +16,14 @@ import flyte
 import flyte.report
 
 from agent_loop_common.deploy import agent_env_vars, agent_image, agent_schedule, agent_secrets
-from agent_loop_common.records import Role
-from agent_loop_common.runtime import open_runtime
+from agent_loop_common.records import Outcome, Role
+from agent_loop_common.runtime import TickSummary, open_runtime, summarize
 from agent_loop_common.settings import load_settings
-from agent_loop_distiller.news import PassKind
-from agent_loop_distiller.pipeline import PassResult, run_distiller_pass
-from agent_loop_distiller.report import render_summary, render_tabs
+from agent_loop_distiller._pipeline import TickResult, run_distiller_tick
+from agent_loop_distiller._report import render_summary, render_tabs
+from agent_loop_distiller._select import TickKind
 
-__all__ = ["PACKAGE_DIR", "SCHEDULE", "distiller_tick", "env", "summarize_pass"]
+__all__ = ["IDLE_NOTE", "PACKAGE_DIR", "SCHEDULE", "distiller_tick", "env", "summarize_tick"]
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[2]
 """`packages/distiller`: where the image's exported lock lives."""
@@ -40,30 +40,30 @@ env = flyte.TaskEnvironment(
 )
 
 
-def summarize_pass(result: PassResult) -> dict[str, str]:
-    """The task's output: a few strings about the pass, `{}` for an idle tick."""
-    record = result.record
-    if record is None:
-        if result.kind is PassKind.IDLE:
-            return {}
-        return {"pass": result.kind.value, "note": result.note}
-    out = {
-        "run_id": record.run_id,
-        "outcome": record.outcome.value,
-        "target": record.target.kind.value,
-        "github_requests": str(record.github.requests),
-        "pass": result.kind.value,
-        "ingested": str(result.ingested),
-        "lessons": str(len(result.lessons.lessons)) if result.lessons else "0",
-    }
-    if record.error:
-        out["error"] = record.error
-    return out
+IDLE_NOTE = "nothing new"
+"""What an idle distiller tick says."""
+
+_IDLE_KINDS = frozenset({TickKind.IDLE, TickKind.BUSY, TickKind.BOOKKEEPING})
+"""Ticks that wrote no run record and did no model work: idle to the caller."""
 
 
-async def publish_report(result: PassResult, run_id: str) -> None:
-    """Log the pass to the task's report: a summary, and the four tabs after real work."""
-    facts = {"run": run_id, "pass": result.kind.value, "note": result.note or "–"}
+def summarize_tick(result: TickResult) -> TickSummary:
+    """The task's output: the common summary, with the tick's kind and figures as details."""
+    details = {"tick": result.kind.value}
+    if result.record is not None:
+        details["ingested"] = str(result.ingested)
+        details["lessons"] = str(len(result.lessons.lessons)) if result.lessons else "0"
+        return summarize(Role.DISTILLER, result.record, idle=IDLE_NOTE, details=details)
+    if result.kind in _IDLE_KINDS:
+        return summarize(Role.DISTILLER, None, idle=IDLE_NOTE, note=result.note, details=details)
+    return TickSummary(
+        role=Role.DISTILLER, outcome=Outcome.BACKED_OFF, note=result.note, details=details
+    )
+
+
+async def publish_report(result: TickResult, run_id: str) -> None:
+    """Log the tick to the task's report: a summary, and the four tabs after real work."""
+    facts = {"run": run_id, "tick": result.kind.value, "note": result.note or "–"}
     if result.record is not None:
         facts["outcome"] = result.record.outcome.value
         if result.record.error:
@@ -81,15 +81,23 @@ async def publish_report(result: PassResult, run_id: str) -> None:
             name="distiller_schedule",
             automation=flyte.Cron(SCHEDULE),
             inputs={"trigger_time": flyte.TriggerTime},
-        )
+        ),
     ),
 )
-async def distiller_tick(trigger_time: datetime | None = None) -> dict[str, str]:
-    """One distiller pass: ingest, grade, distil, commit, report."""
+async def distiller_tick(
+    trigger_time: datetime | None = None, target: int | None = None
+) -> TickSummary:
+    """One distiller tick: ingest, grade, distill, commit, report.
+
+    `target` is accepted for the common tick signature and must be `None`: the
+    distiller works on the repository as a whole.
+    """
+    if target is not None:
+        raise ValueError("the distiller takes no target: it works on the repository as a whole")
     settings = load_settings()
     async with open_runtime(settings, Role.DISTILLER) as runtime:
-        result = await run_distiller_pass(runtime)
+        result = await run_distiller_tick(runtime)
         run_id = runtime.run_id
     await publish_report(result, run_id)
-    del trigger_time  # the schedule's time only names the run; the pass uses the clock
-    return summarize_pass(result)
+    del trigger_time  # the schedule's time only names the run; the tick uses the clock
+    return summarize_tick(result)

@@ -3,28 +3,28 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from collections.abc import Sequence
 
 from agent_loop_common.runtime import run_entry
-from agent_loop_common.settings import Settings
+from agent_loop_reviewer import run_once
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Parse arguments, run one tick, print its summary; 2 on a configuration error."""
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the flags, run one tick, print its summary; 2 on a configuration error."""
     parser = argparse.ArgumentParser(
         prog="python -m agent_loop_reviewer",
         description="Run one reviewer tick: review the first agent PR that needs a pass.",
     )
     parser.add_argument("--pr", type=int, default=None, help="only consider this pull request")
-    parser.add_argument("--remote", action="store_true", help="run on the configured Flyte cluster")
-    return run_entry(parser, _tick, idle=json.dumps({"outcome": "idle"}, indent=2), argv=argv)
-
-
-def _tick(args: argparse.Namespace, settings: Settings) -> dict[str, str]:
-    from agent_loop_reviewer import run_once
-
-    return run_once(pr=args.pr, remote=args.remote, settings=settings)
+    parser.add_argument(
+        "--remote", action="store_true", help="run the deployed task on the configured cluster"
+    )
+    return run_entry(
+        parser,
+        lambda args, settings: run_once(target=args.pr, remote=args.remote, settings=settings),
+        argv=argv,
+    )
 
 
 if __name__ == "__main__":

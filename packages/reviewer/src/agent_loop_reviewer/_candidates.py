@@ -3,24 +3,28 @@
 Reads the open PRs, keeps the agents' own (identity and branch prefix), and for each one
 reads its snapshot and the reviewer's mark in memory, then lets the pure rules in
 `_select` decide. A PR held by another run or resting after failures is passed over
-before any model is involved.
+before any model is involved. Every listing goes through the facade's ETag cache, so an
+idle tick that finds nothing new is answered with 304s that do not count against the
+rate limit; permissions are looked up only for authors whose feedback could matter.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
+from datetime import datetime
 
 import structlog
 
-from agent_loop_common.github import NotFound, PullRequest
+from agent_loop_common.github import GitHub, NotFound, PullRequest
 from agent_loop_common.memory import ReviewedMark, read_reviewed
 from agent_loop_common.runtime import Runtime
+from agent_loop_common.trust import Trust
 from agent_loop_reviewer._feedback import PullSnapshot, failing_checks, people_feedback
-from agent_loop_reviewer._markers import pass_history
-from agent_loop_reviewer._select import Assessment, assess, blocked_by, is_agent_pull
-from agent_loop_reviewer._snapshot import Trust, authors, read_snapshot
+from agent_loop_reviewer._select import Assessment, assess, blocked_by, is_open_agent_pull
+from agent_loop_reviewer._texts import pass_history
 
-__all__ = ["Candidate", "agent_pulls", "examine"]
+__all__ = ["Candidate", "agent_pulls", "authors", "examine", "read_snapshot"]
 
 _log = structlog.get_logger(__name__)
 
@@ -52,7 +56,9 @@ async def agent_pulls(rt: Runtime, agent_login: str, only: int | None = None) ->
     else:
         pulls = await rt.github.list_pulls(state="open")
     prefix = rt.settings.branch_prefix
-    mine = [p for p in pulls if is_agent_pull(p, agent_login=agent_login, branch_prefix=prefix)]
+    mine = [
+        p for p in pulls if is_open_agent_pull(p, agent_login=agent_login, branch_prefix=prefix)
+    ]
     return sorted(mine, key=lambda p: p.number)
 
 
@@ -85,3 +91,38 @@ async def examine(
     )
     log.info("reviewer.pr_assessed", due=assessment.due, reasons=list(assessment.reasons))
     return Candidate(snapshot, mark, assessment) if assessment.due else None
+
+
+async def read_snapshot(github: GitHub, pull: PullRequest) -> PullSnapshot:
+    """Read comments, reviews, inline comments, checks and statuses of `pull`'s head."""
+    comments, reviews, review_comments, check_runs, statuses = await asyncio.gather(
+        github.list_issue_comments(pull.number),
+        github.list_reviews(pull.number),
+        github.list_review_comments(pull.number),
+        github.list_check_runs(pull.head_sha),
+        github.list_statuses(pull.head_sha),
+    )
+    return PullSnapshot(
+        pull=pull,
+        comments=comments,
+        reviews=reviews,
+        review_comments=review_comments,
+        check_runs=check_runs,
+        statuses=statuses,
+    )
+
+
+def authors(snapshot: PullSnapshot, *, since: datetime | None = None) -> set[str]:
+    """People who commented or reviewed on the PR (only after `since`, when given).
+
+    Selection resolves only the authors of items newer than the last pass: an idle PR
+    then costs no permission lookup at all.
+    """
+
+    def recent(*moments: datetime | None) -> bool:
+        return since is None or any(m is not None and m > since for m in moments)
+
+    found = {c.user.login for c in snapshot.comments if recent(c.created_at, c.updated_at)}
+    found |= {r.user.login for r in snapshot.reviews if recent(r.submitted_at)}
+    found |= {c.user.login for c in snapshot.review_comments if recent(c.created_at, c.updated_at)}
+    return found

@@ -9,23 +9,32 @@ review its own push. A refused push (someone pushed meanwhile) ends the pass as
 
 from __future__ import annotations
 
+from agent_loop_common.attempts import AttemptResult, Declined, Rejected
 from agent_loop_common.claims import Claim
 from agent_loop_common.memory import ReviewedMark, mark_reviewed
 from agent_loop_common.records import Outcome
-from agent_loop_common.runtime import RunScope
-from agent_loop_reviewer._apply import FixCommit, NoChangesNote, ReplyBatch, ReplyPost
+from agent_loop_common.runtime import RunScope, Writer
+from agent_loop_common.staging import ChangePlan
 from agent_loop_reviewer._candidates import Candidate
-from agent_loop_reviewer._comments import (
+from agent_loop_reviewer._feedback import FeedbackItem
+from agent_loop_reviewer._texts import (
+    PassMarker,
     commit_message,
     rejected_body,
     stop_body,
     stop_note,
     summary_body,
 )
-from agent_loop_reviewer._feedback import FeedbackItem
-from agent_loop_reviewer._markers import PassMarker
-from agent_loop_reviewer._review import ReviewResult
-from agent_loop_reviewer._writes import ReviewWrites
+from agent_loop_reviewer._writes import (
+    FixCommit,
+    NoChangesNote,
+    ReplyBatch,
+    ReplyPost,
+    post_no_changes,
+    post_note,
+    post_replies,
+    push_fix,
+)
 
 __all__ = ["conclude", "remember", "reply_posts"]
 
@@ -36,8 +45,8 @@ async def conclude(
     scope: RunScope,
     claim: Claim,
     candidate: Candidate,
-    result: ReviewResult | None,
-    writes: ReviewWrites,
+    result: AttemptResult | None,
+    write: Writer,
 ) -> None:
     """Write what `result` calls for (`None`: only say that check fixing stopped)."""
     rt = scope.runtime
@@ -50,11 +59,11 @@ async def conclude(
     if result is None:
         async with scope.stage("reply"):
             body = stop_body(check_fixes=a.history.check_fixes, marker=marker)
-            await writes.post_note(pull.number, body)
+            await write(post_note, pull.number, body)
         await remember(scope, candidate, head, Outcome.COMMENTED)
         scope.finish(Outcome.COMMENTED)
         return
-    if result.kind == "no_changes":
+    if isinstance(result, Declined):
         outcome = Outcome.COMMENTED if a.new_people or checks else Outcome.REVIEWED_CLEAN
         note = NoChangesNote(
             pr=pull.number,
@@ -65,11 +74,11 @@ async def conclude(
             stop=stop,
         )
         async with scope.stage("reply"):
-            await writes.post_no_changes(note)
+            await write(post_no_changes, note)
         await remember(scope, candidate, head, outcome)
         scope.finish(outcome)
         return
-    if result.kind == "rejected" or result.plan is None:
+    if isinstance(result, Rejected):
         body = rejected_body(
             head=head,
             tries=result.tries,
@@ -79,11 +88,13 @@ async def conclude(
             stop=stop,
         )
         async with scope.stage("reply"):
-            await writes.post_note(pull.number, body)
+            await write(post_note, pull.number, body)
         await remember(scope, candidate, head, Outcome.REJECTED)
         scope.finish(Outcome.REJECTED, f"no fix passed verification: {result.notes}")
         return
     plan = result.plan
+    if not isinstance(plan, ChangePlan):
+        raise TypeError(f"a reviewer pass proposes a change, not {type(plan).__name__}")
     await rt.claimer.extend(claim)
     fix = FixCommit(
         pr=pull.number,
@@ -95,7 +106,7 @@ async def conclude(
         files=dict(plan.files),
     )
     async with scope.stage("push"):
-        pushed = await writes.push_fix(fix)
+        pushed = await write(push_fix, fix)
     if not pushed.pushed:
         scope.finish(
             Outcome.CONFLICT,
@@ -115,7 +126,7 @@ async def conclude(
     )
     replies = reply_posts(a.people, {r.comment_id: r.reply for r in plan.replies})
     async with scope.stage("reply"):
-        await writes.post_replies(ReplyBatch(pr=pull.number, replies=replies, summary=summary))
+        await write(post_replies, ReplyBatch(pr=pull.number, replies=replies, summary=summary))
     await remember(scope, candidate, pushed.sha, Outcome.PUSHED_FIX)
     scope.finish(Outcome.PUSHED_FIX)
 

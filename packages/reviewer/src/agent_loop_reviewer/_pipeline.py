@@ -2,7 +2,8 @@
 
 The Flyte-free core. `run_reviewer_tick` picks the first agent PR that needs a pass,
 claims it, re-reads it under the claim (another run may have just done the pass), lets
-the agent review and the verifier judge, and writes through `ReviewWrites`. Every exit
+the agent review and the verifier judge (the shared attempt loop), and writes through a
+`Writer` (its durable writes, declared once in `_writes`). Every exit
 path ends recorded and released (`run_scoped`); a tick that finds nothing to do claims
 nothing, calls no model and only bumps the idle counter.
 
@@ -23,17 +24,17 @@ from __future__ import annotations
 
 import structlog
 
-from agent_loop_common.claims import Claim, ClaimLost
+from agent_loop_common.attempts import attempt_loop
+from agent_loop_common.claims import Claim
 from agent_loop_common.memory import read_context
 from agent_loop_common.records import Links, Outcome, Role, RunRecord, Target, TargetKind
-from agent_loop_common.runtime import RunScope, Runtime, run_scoped
+from agent_loop_common.repo import RepoSnapshot
+from agent_loop_common.runtime import DirectWriter, RunScope, Runtime, Writer, run_scoped
+from agent_loop_common.trust import Trust
+from agent_loop_reviewer._attempt import ReviewProposer
 from agent_loop_reviewer._candidates import Candidate, agent_pulls, examine
 from agent_loop_reviewer._conclude import conclude
 from agent_loop_reviewer._prompts import PassPrompt
-from agent_loop_reviewer._review import review_pass
-from agent_loop_reviewer._snapshot import Trust
-from agent_loop_reviewer._tools import HeadFiles
-from agent_loop_reviewer._writes import DirectWrites, ReviewWrites
 
 __all__ = ["run_reviewer_tick"]
 
@@ -41,33 +42,32 @@ _log = structlog.get_logger(__name__)
 
 
 async def run_reviewer_tick(
-    runtime: Runtime, pr: int | None = None, *, writes: ReviewWrites | None = None
+    runtime: Runtime, target: int | None = None, *, write: Writer | None = None
 ) -> RunRecord | None:
     """Run one reviewer tick; the run's record, or `None` when nothing needed a pass.
 
     Args:
         runtime: The run's effects (`open_runtime(settings, Role.REVIEWER, ...)`).
-        pr: Only consider this PR (still only if it is an agent PR that needs a pass).
-        writes: How to write to GitHub; the run's own facade by default.
+        target: Only consider this PR (still only if it is an agent PR that needs a pass).
+        write: How the durable writes run (`env.py` passes the Flyte actions); direct
+            calls on the runtime's facade by default.
     """
     if runtime.role is not Role.REVIEWER:
         raise ValueError(f"the reviewer needs a reviewer runtime, got {runtime.role.value}")
-    chosen = writes or DirectWrites(runtime.github)
+    writer = write if write is not None else DirectWriter(runtime.github)
 
     async def body(scope: RunScope) -> None:
-        await _tick(scope, pr, chosen)
+        await _tick(scope, target, writer)
 
     return await run_scoped(runtime, body)
 
 
-async def _tick(scope: RunScope, only: int | None, writes: ReviewWrites) -> None:
+async def _tick(scope: RunScope, only: int | None, write: Writer) -> None:
     rt = scope.runtime
     async with scope.stage("select"):
         agent_login = await rt.claimer.agent_login()
         trust = Trust(
-            rt.github,
-            min_permission=rt.settings.trusted_min_permission,
-            agent_login=agent_login,
+            rt.github, minimum=rt.settings.trusted_min_permission, agent_login=agent_login
         )
         pulls = await agent_pulls(rt, agent_login, only)
     for pull in pulls:
@@ -87,31 +87,14 @@ async def _tick(scope: RunScope, only: int | None, writes: ReviewWrites) -> None
             created_at=pull.created_at,
         )
         scope.links = Links(pr_url=pull.html_url)
-        await _guarded_pass(scope, claim, agent_login, trust, writes)
+        async with scope.resting_on_failure(claim.target):
+            await _pass(scope, claim, agent_login, trust, write)
         return
     _log.info("reviewer.idle", agent_prs=len(pulls))
 
 
-async def _guarded_pass(
-    scope: RunScope, claim: Claim, agent_login: str, trust: Trust, writes: ReviewWrites
-) -> None:
-    """The pass under the claim; a failure also rests the PR (backoff) before it propagates."""
-    try:
-        await _pass(scope, claim, agent_login, trust, writes)
-    except ClaimLost:
-        raise
-    except Exception as exc:
-        try:
-            await scope.runtime.claimer.record_failure(
-                claim.target, f"the reviewer pass stopped with {type(exc).__name__}"
-            )
-        except Exception as inner:  # the record still tells; never mask the first error
-            _log.warning("reviewer.backoff_failed", error=repr(inner))
-        raise
-
-
 async def _pass(
-    scope: RunScope, claim: Claim, agent_login: str, trust: Trust, writes: ReviewWrites
+    scope: RunScope, claim: Claim, agent_login: str, trust: Trust, write: Writer
 ) -> None:
     rt = scope.runtime
     number = claim.target.number
@@ -125,7 +108,7 @@ async def _pass(
         return
     a = fresh.assessment
     if a.only_stop_note:
-        await conclude(scope, claim, fresh, None, writes)
+        await conclude(scope, claim, fresh, None, write)
         return
     async with scope.stage("review"):
         context = await read_context(rt.memory)
@@ -141,6 +124,11 @@ async def _pass(
         digest=context.digest,
         digest_token_budget=rt.settings.digest_token_budget,
     )
-    head = HeadFiles(rt.github, fresh.pull.head_sha)
-    result = await review_pass(scope, prompt, head)
-    await conclude(scope, claim, fresh, result, writes)
+    pull = fresh.pull
+    head = RepoSnapshot(
+        rt.github, pull.head_sha, pull.head_ref, label=f"head commit {pull.head_sha[:7]}"
+    )
+    result = await attempt_loop(
+        scope, ReviewProposer(rt, prompt, head), tries=rt.settings.max_tries
+    )
+    await conclude(scope, claim, fresh, result, write)

@@ -25,18 +25,17 @@ from datetime import datetime
 from agent_loop_common.claims import backoff_state, claim_state
 from agent_loop_common.github import PullRequest
 from agent_loop_common.memory import ReviewedMark
+from agent_loop_common.trust import is_agent_pull
 from agent_loop_reviewer._feedback import FeedbackItem, PullSnapshot, snapshot_time
-from agent_loop_reviewer._markers import PassHistory
+from agent_loop_reviewer._texts import PassHistory
 
-__all__ = ["Assessment", "assess", "blocked_by", "is_agent_pull"]
+__all__ = ["Assessment", "assess", "blocked_by", "is_open_agent_pull"]
 
 
-def is_agent_pull(pull: PullRequest, *, agent_login: str, branch_prefix: str) -> bool:
+def is_open_agent_pull(pull: PullRequest, *, agent_login: str, branch_prefix: str) -> bool:
     """Whether `pull` is an open PR the agents opened from one of their branches."""
-    return (
-        pull.state == "open"
-        and pull.user.login.casefold() == agent_login.casefold()
-        and pull.head_ref.startswith(branch_prefix)
+    return pull.state == "open" and is_agent_pull(
+        pull, agent_login=agent_login, branch_prefix=branch_prefix
     )
 
 

@@ -1,64 +1,165 @@
-"""The seam for the reviewer's writes: durable Flyte actions in a task, direct calls elsewhere.
+"""The reviewer's writes to GitHub, each declared once in `WRITES`.
 
-The pipeline only ever writes through a `ReviewWrites`. Inside the scheduled task it gets
-the `@env.task` versions from `env.py` (each write a tracked, durable action); plain async
-code and most tests get `DirectWrites` over the run's own facade. Both run the functions
-in `_apply`, so the tests exercise the code a deployed reviewer runs.
+A write is a plain function over a facade: `env.py` turns the book into durable Flyte
+actions (`WRITES.durable(env, ...)`), and tests and scripts call the same functions in
+process (`DirectWriter`). Their inputs and outputs are pydantic models, so they cross a
+task boundary as they are.
+
+Pushing is a compare-and-swap: the commit is built on the head the pass reviewed, the
+branch is checked to still point there, and the ref is moved without force, which GitHub
+refuses unless it is a fast-forward. If anyone pushed in between, nothing is
+overwritten: the result says `pushed=False` with the head found.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal
 
-from agent_loop_common.github import GitHub
-from agent_loop_reviewer import _apply
-from agent_loop_reviewer._apply import (
-    FixCommit,
-    NoChangesNote,
-    Posted,
-    PostedReplies,
-    PushResult,
-    ReplyBatch,
-)
+from pydantic import BaseModel, ConfigDict
 
-__all__ = ["DirectWrites", "ReviewWrites"]
+from agent_loop_common.github import GitHub, NotFastForward
+from agent_loop_common.runtime import Posted, Receipt, WriteBook
+from agent_loop_reviewer._texts import PassMarker, no_changes_body, quote_reply_body
 
+__all__ = [
+    "WRITES",
+    "FixCommit",
+    "NoChangesNote",
+    "PostedReplies",
+    "PushResult",
+    "ReplyBatch",
+    "ReplyPost",
+    "post_no_changes",
+    "post_note",
+    "post_replies",
+    "push_fix",
+]
 
-class ReviewWrites(Protocol):
-    """Every write a reviewer pass makes to GitHub."""
+_MODEL = ConfigDict(frozen=True, extra="forbid")
 
-    async def push_fix(self, fix: FixCommit) -> PushResult:
-        """Push one verified commit by compare-and-swap (never forced)."""
-        ...
-
-    async def post_replies(self, batch: ReplyBatch) -> PostedReplies:
-        """Reply to each addressed item, then post the summary comment."""
-        ...
-
-    async def post_no_changes(self, note: NoChangesNote) -> Posted:
-        """Post the short comment naming the head commit reviewed."""
-        ...
-
-    async def post_note(self, pr: int, body: str) -> Posted:
-        """Post another pass comment (rejected fix, check fixing stopped)."""
-        ...
+WRITES = WriteBook()
+"""The reviewer's durable writes: `push_fix`, `post_replies`, `post_no_changes`, `post_note`."""
 
 
-@dataclass(frozen=True)
-class DirectWrites:
-    """Writes made in-process through one facade (plain async code, tests)."""
+class FixCommit(BaseModel):
+    """One verified fix to push onto a PR's head branch."""
 
-    github: GitHub
+    model_config = _MODEL
 
-    async def push_fix(self, fix: FixCommit) -> PushResult:
-        return await _apply.push_fix(self.github, fix)
+    pr: int
+    branch: str
+    """The PR's head branch (without `refs/heads/`)."""
+    parent_sha: str
+    """The head the pass reviewed; the branch must still point here."""
+    message: str
+    files: dict[str, str | None]
+    """Path -> full new content, `None` to delete."""
 
-    async def post_replies(self, batch: ReplyBatch) -> PostedReplies:
-        return await _apply.post_replies(self.github, batch)
 
-    async def post_no_changes(self, note: NoChangesNote) -> Posted:
-        return await _apply.post_no_changes(self.github, note)
+class PushResult(Receipt):
+    """What came of a push."""
 
-    async def post_note(self, pr: int, body: str) -> Posted:
-        return await _apply.post_note(self.github, pr, body)
+    pushed: bool
+    sha: str = ""
+    """The new head commit when pushed."""
+    found_head: str = ""
+    """The branch head found when the push was refused (someone pushed meanwhile)."""
+
+
+@WRITES.write
+async def push_fix(github: GitHub, fix: FixCommit) -> PushResult:
+    """Commit `fix` on its parent and fast-forward the branch to it, never forcing."""
+    ref = f"heads/{fix.branch}"
+    current = await github.get_ref(ref)
+    if current != fix.parent_sha:
+        return PushResult(pushed=False, found_head=current or "")
+    sha = await github.commit_files(parent_sha=fix.parent_sha, message=fix.message, files=fix.files)
+    try:
+        await github.update_ref(ref, sha, force=False)
+    except NotFastForward:
+        return PushResult(pushed=False, found_head=await github.get_ref(ref) or "")
+    return PushResult(pushed=True, sha=sha)
+
+
+class ReplyPost(BaseModel):
+    """A reply to one feedback item."""
+
+    model_config = _MODEL
+
+    kind: Literal["comment", "review", "review_comment"]
+    comment_id: int
+    thread_id: int | None = None
+    """For inline comments: the thread's top-level comment (GitHub answers only those)."""
+    author: str
+    url: str = ""
+    quote: str = ""
+    reply: str
+
+
+class ReplyBatch(BaseModel):
+    """The replies of a pushed fix and the one summary comment after them."""
+
+    model_config = _MODEL
+
+    pr: int
+    replies: list[ReplyPost]
+    summary: str
+    """The rendered summary comment (with its pass marker)."""
+
+
+class PostedReplies(Receipt):
+    """URLs of what was posted."""
+
+    reply_urls: list[str]
+    summary_url: str
+
+
+@WRITES.write
+async def post_replies(github: GitHub, batch: ReplyBatch) -> PostedReplies:
+    """Reply in each inline thread, quote-reply to conversation items, then summarise."""
+    urls: list[str] = []
+    for item in batch.replies:
+        if item.kind == "review_comment":
+            thread = item.thread_id or item.comment_id
+            posted = await github.reply_to_review_comment(batch.pr, thread, item.reply)
+            urls.append(posted.html_url)
+        else:
+            body = quote_reply_body(
+                author=item.author, url=item.url, quote=item.quote, reply=item.reply
+            )
+            urls.append((await github.create_issue_comment(batch.pr, body)).html_url)
+    summary = await github.create_issue_comment(batch.pr, batch.summary)
+    return PostedReplies(reply_urls=urls, summary_url=summary.html_url)
+
+
+class NoChangesNote(BaseModel):
+    """A pass that found nothing to change on the head it reviewed."""
+
+    model_config = _MODEL
+
+    pr: int
+    head_sha: str
+    reason: str
+    run_id: str
+    checks: bool = False
+    """Whether the pass worked on failing checks (counts as a check-fix attempt)."""
+    stop: str = ""
+    """The note that check fixing stopped, when this pass says it."""
+
+
+@WRITES.write
+async def post_no_changes(github: GitHub, note: NoChangesNote) -> Posted:
+    """Post the short comment naming the head commit reviewed."""
+    marker = PassMarker(
+        head=note.head_sha, run=note.run_id, checks=note.checks, stop=bool(note.stop)
+    )
+    body = no_changes_body(
+        head=note.head_sha, reason=note.reason, run_id=note.run_id, marker=marker, stop=note.stop
+    )
+    return Posted(url=(await github.create_issue_comment(note.pr, body)).html_url)
+
+
+@WRITES.write
+async def post_note(github: GitHub, pr: int, body: str) -> Posted:
+    """Post a rendered pass comment (a rejected fix, or that check fixing stopped)."""
+    return Posted(url=(await github.create_issue_comment(pr, body)).html_url)

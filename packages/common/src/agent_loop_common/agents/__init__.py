@@ -11,7 +11,7 @@ Untrusted text (issue bodies, comments, files, the context digest) goes into pro
 through `fence_untrusted`, and agent instructions include `UNTRUSTED_DATA_RULE`.
 """
 
-from agent_loop_common.agents._run import AgentRun, EventHook, run_agent
+from agent_loop_common.agents._run import AgentRun, AgentStop, EventHook, run_agent
 from agent_loop_common.agents._trace import LLM_STEP, TraceCollector, short_args
 from agent_loop_common.agents._untrusted import UNTRUSTED_DATA_RULE, fence_untrusted, strip_hidden
 
@@ -19,6 +19,7 @@ __all__ = [
     "LLM_STEP",
     "UNTRUSTED_DATA_RULE",
     "AgentRun",
+    "AgentStop",
     "EventHook",
     "TraceCollector",
     "fence_untrusted",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from flyte.ai.agents import Agent, AgentEvent, AgentResult, MemoryStore, agent_progress_cb
 
@@ -21,7 +21,10 @@ from agent_loop_common.agents._trace import LLM_STEP, TraceCollector
 from agent_loop_common.records import TraceStep
 from agent_loop_common.staging import REFUSAL_PREFIX
 
-__all__ = ["AgentRun", "EventHook", "run_agent"]
+__all__ = ["AgentRun", "AgentStop", "EventHook", "run_agent"]
+
+AgentStop = Literal["answered", "turn_limit", "model_error"]
+"""How an agent run ended: a final answer, out of turns, or a failed model call."""
 
 EventHook = Callable[[AgentEvent], Awaitable[None]]
 """An extra async subscriber to the run's events (logs, a live report)."""
@@ -37,6 +40,8 @@ class AgentRun:
     """Model turns and tool calls in order (see `TraceCollector`)."""
     elapsed_ms: int = 0
     """Wall time of the whole run."""
+    stop: AgentStop = "answered"
+    """How the loop ended, read from its events (never from the error's wording)."""
 
     @property
     def ok(self) -> bool:
@@ -98,4 +103,7 @@ async def run_agent(
     finally:
         agent_progress_cb.reset(token)
     elapsed = int((time.monotonic() - started) * 1000)
-    return AgentRun(result=result, trace=collector.steps, elapsed_ms=elapsed)
+    stop: AgentStop = "answered"
+    if result.error:
+        stop = "model_error" if collector.model_failed else "turn_limit"
+    return AgentRun(result=result, trace=collector.steps, elapsed_ms=elapsed, stop=stop)

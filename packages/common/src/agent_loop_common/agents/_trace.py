@@ -98,6 +98,8 @@ class TraceCollector:
         self._open: dict[str, deque[_Open]] = {}
         self._turn: tuple[int, float] | None = None
         self._approval_args: dict[str, str] = {}
+        self.model_failed = False
+        """The run ended inside a model turn: the model call itself failed (not the turn limit)."""
 
     @property
     def steps(self) -> list[TraceStep]:
@@ -166,6 +168,7 @@ class TraceCollector:
 
     def _on_agent_end(self, data: dict[str, Any]) -> None:
         # a turn that started but produced no message: the model call itself failed
+        self.model_failed = self._turn is not None and bool(data.get("error"))
         if self._turn is not None and self._llm:
             turn, started = self._turn
             error = str(data.get("error") or "model call failed")[:_ERROR_CHARS]

@@ -50,7 +50,7 @@ from agent_loop_common.claims._state import (
     claim_state,
     decide_ref,
 )
-from agent_loop_common.claims._target import Claim, Target
+from agent_loop_common.claims._target import Claim, ClaimTarget
 
 __all__ = [
     "DEFAULT_NAMESPACE",
@@ -63,6 +63,7 @@ __all__ = [
     "ClaimLost",
     "ClaimRefs",
     "ClaimState",
+    "ClaimTarget",
     "Claimer",
     "ClaimsGitHub",
     "CommentLike",
@@ -76,7 +77,6 @@ __all__ = [
     "RefDecision",
     "RefHead",
     "RefsAPI",
-    "Target",
     "TargetView",
     "UserLike",
     "backoff_state",

@@ -31,7 +31,7 @@ from typing import Protocol
 import structlog
 
 from agent_loop_common.claims._marker import DibsMarker, parse_dibs
-from agent_loop_common.claims._target import Target
+from agent_loop_common.claims._target import ClaimTarget
 from agent_loop_common.github import GitHubUnavailable, NotFastForward, NotFound, RefExists
 
 __all__ = ["DEFAULT_NAMESPACE", "ClaimRefs", "CommitLike", "RefHead", "RefsAPI"]
@@ -85,15 +85,15 @@ class ClaimRefs:
         self._github = github
         self._namespace = namespace.strip("/")
 
-    def ref(self, target: Target) -> str:
+    def ref(self, target: ClaimTarget) -> str:
         """The full ref name, e.g. ``refs/agent-loop/claims/issue-4``."""
         return f"refs/{target.ref_name(self._namespace)}"
 
-    async def sha(self, target: Target) -> str | None:
+    async def sha(self, target: ClaimTarget) -> str | None:
         """The commit the claim ref points at; ``None`` when the target has no ref."""
         return await self._github.get_ref(target.ref_name(self._namespace))
 
-    async def read(self, target: Target) -> RefHead | None:
+    async def read(self, target: ClaimTarget) -> RefHead | None:
         """Read the claim ref and its head commit; ``None`` when the target has no ref."""
         sha = await self.sha(target)
         if sha is None:
@@ -102,7 +102,7 @@ class ClaimRefs:
         markers = parse_dibs(commit.message, where=f"{self.ref(target)}@{sha[:12]}")
         return RefHead(sha=sha, tree_sha=commit.tree_sha, marker=markers[-1] if markers else None)
 
-    async def create(self, target: Target, message: str, *, tree_sha: str) -> str | None:
+    async def create(self, target: ClaimTarget, message: str, *, tree_sha: str) -> str | None:
         """Create the ref at a new parentless commit; ``None`` when another run created it first.
 
         A create is not retried by the facade when GitHub may have applied it (5xx,
@@ -121,7 +121,7 @@ class ClaimRefs:
         return sha
 
     async def advance(
-        self, target: Target, parent: str, message: str, *, tree_sha: str
+        self, target: ClaimTarget, parent: str, message: str, *, tree_sha: str
     ) -> str | None:
         """Fast-forward the ref from ``parent`` to a new child commit; ``None`` when it moved.
 
@@ -144,7 +144,7 @@ class ClaimRefs:
             _log.info("claims.ref_advance_applied_despite_error", ref=self.ref(target))
         return sha
 
-    async def delete(self, target: Target) -> bool:
+    async def delete(self, target: ClaimTarget) -> bool:
         """Delete the ref; ``False`` when it was already gone."""
         try:
             await self._github.delete_ref(target.ref_name(self._namespace))

@@ -29,7 +29,7 @@ from agent_loop_common.claims._state import (
     claim_state,
     decide_ref,
 )
-from agent_loop_common.claims._target import Claim, Target
+from agent_loop_common.claims._target import Claim, ClaimTarget
 
 __all__ = ["Claimer", "ClaimsGitHub", "TargetView"]
 
@@ -100,8 +100,8 @@ class Claimer:
         self.policy = policy or BackoffPolicy()
         self._clock = clock or _utcnow
         self._tree: str | None = None
-        self._held: dict[Target, Claim] = {}
-        self._trees: dict[Target, str] = {}  # tree of each held claim commit, for its children
+        self._held: dict[ClaimTarget, Claim] = {}
+        self._trees: dict[ClaimTarget, str] = {}  # tree of each held claim commit, for its children
 
     async def agent_login(self) -> str:
         """The agents' GitHub identity (asked once from the facade when not given)."""
@@ -132,7 +132,7 @@ class Claimer:
         Raises:
             ValueError: a repository-level target (no thread; only its ref tells).
         """
-        target = Target.of(kind, key)
+        target = ClaimTarget.of(kind, key)
         now = self._clock()
         comments = await self._github.list_issue_comments(target.number)
         issue = await self._github.get_issue(target.number)
@@ -148,7 +148,7 @@ class Claimer:
 
         Re-entrant for this run: claiming a target it already holds renews the claim.
         """
-        target = Target.of(kind, key)
+        target = ClaimTarget.of(kind, key)
         head = await self._refs.read(target)
         now = self._clock()
         decision = decide_ref(
@@ -286,7 +286,7 @@ class Claimer:
         """
         claim = await self.claim(kind, key)
         if claim is None:
-            raise NotClaimed(f"{Target.of(kind, key)} is held by another run")
+            raise NotClaimed(f"{ClaimTarget.of(kind, key)} is held by another run")
         try:
             yield claim
         except BaseException as exc:
@@ -299,7 +299,7 @@ class Claimer:
         if claim.target in self._held:
             await self._release_quietly(claim, note)
 
-    async def record_failure(self, target: Target, reason: str) -> Backoff:
+    async def record_failure(self, target: ClaimTarget, reason: str) -> Backoff:
         """Record a failed attempt on an issue or PR and return the backoff now in force.
 
         ``reason`` is posted publicly on the target (defused and shortened); keep secrets

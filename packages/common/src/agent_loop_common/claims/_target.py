@@ -1,4 +1,4 @@
-"""What can be claimed (``Target``) and what a won claim carries (``Claim``)."""
+"""What can be claimed (``ClaimTarget``) and what a won claim carries (``Claim``)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,16 @@ from datetime import datetime
 
 from agent_loop_common.claims._marker import Kind
 
-__all__ = ["Claim", "Target"]
+__all__ = ["Claim", "ClaimTarget"]
 
 _REPO_KEY = re.compile(r"\A(?!.*\.\.)[a-z0-9][a-z0-9_-]{0,62}\Z")
 
 
 @dataclass(frozen=True, slots=True)
-class Target:
+class ClaimTarget:
     """A claimable thing: an issue, a pull request, or a repository-level job by name.
 
-    Repository-level targets (``Target.repo("distiller")``) have no comment thread; they
+    Repository-level targets (``ClaimTarget.repo("distiller")``) have no comment thread; they
     are decided by the claim ref alone, which is what keeps two distiller runs from
     writing the shared context at once.
     """
@@ -38,7 +38,7 @@ class Target:
             raise ValueError(f"unknown target kind {self.kind!r}")
 
     @classmethod
-    def of(cls, kind: Kind, key: int | str) -> Target:
+    def of(cls, kind: Kind, key: int | str) -> ClaimTarget:
         """Build a target from a kind and a number or name."""
         return cls(kind, str(key))
 
@@ -70,7 +70,7 @@ class Target:
 class Claim:
     """A claim this run won; pass it back to ``Claimer.extend`` and ``Claimer.release``."""
 
-    target: Target
+    target: ClaimTarget
     """What is claimed."""
     run: str
     """The holding run's id."""

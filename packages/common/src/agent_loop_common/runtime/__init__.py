@@ -8,9 +8,10 @@ async with open_runtime(settings, Role.BUILDER) as rt:
 `use_model(provider)` installs an in-process model (scripted, replayed) for Flyte local
 mode: the offline demo and the end-to-end tests.
 
-Durable writes (`@env.task` actions with a facade of their own) return a `Receipt` via
-`write_with_receipt`, and the tick's `CountedWrites` bundle merges its request counts into
-the run's. `run_entry` is the shared body of `python -m agent_loop_<role>`.
+Each agent declares its durable writes once in a `WriteBook`; the pipeline calls them
+through a `Writer` (in process, or as Flyte actions whose `Receipt`s bring their
+request counts home). Every tick returns a `TickSummary`; `run_entry` is the shared
+body of `python -m agent_loop_<role>`.
 """
 
 from agent_loop_common.runtime._entry import run_entry
@@ -19,18 +20,42 @@ from agent_loop_common.runtime._local import (
     local_memory,
     local_raw_data_path,
     run_task,
+    run_tick,
 )
 from agent_loop_common.runtime._models import ModelProvider, installed_model, model_for, use_model
 from agent_loop_common.runtime._runtime import Runtime, open_runtime
 from agent_loop_common.runtime._scope import RunScope, run_scoped
-from agent_loop_common.runtime._writes import CountedWrites, Receipt, write_with_receipt
+from agent_loop_common.runtime._summary import (
+    IDLE,
+    AgentEntry,
+    TickOutcome,
+    TickSummary,
+    summarize,
+)
+from agent_loop_common.runtime._writes import (
+    DirectWriter,
+    Posted,
+    Receipt,
+    TaskWrites,
+    WriteBook,
+    Writer,
+    write_with_receipt,
+)
 
 __all__ = [
-    "CountedWrites",
+    "IDLE",
+    "AgentEntry",
+    "DirectWriter",
     "ModelProvider",
+    "Posted",
     "Receipt",
     "RunScope",
     "Runtime",
+    "TaskWrites",
+    "TickOutcome",
+    "TickSummary",
+    "WriteBook",
+    "Writer",
     "github_from_settings",
     "installed_model",
     "local_memory",
@@ -40,6 +65,8 @@ __all__ = [
     "run_entry",
     "run_scoped",
     "run_task",
+    "run_tick",
+    "summarize",
     "use_model",
     "write_with_receipt",
 ]

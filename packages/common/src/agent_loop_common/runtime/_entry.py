@@ -4,17 +4,17 @@ Each agent names its own flags and how one tick runs; what happens around that i
 same for all of them and lives here once: flags are parsed before anything else (so
 `--help` works without configuration), a configuration error prints every problem
 `ConfigError` names and exits 2, logging goes to the console at the configured level,
-and the tick's summary is printed as JSON (or the agent's idle line).
+and the tick's `TickSummary` is printed as JSON.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 from agent_loop_common.logs import configure_logging
+from agent_loop_common.runtime._summary import TickSummary
 from agent_loop_common.settings import ConfigError, Settings, load_settings
 
 __all__ = ["run_entry"]
@@ -22,9 +22,8 @@ __all__ = ["run_entry"]
 
 def run_entry(
     parser: argparse.ArgumentParser,
-    tick: Callable[[argparse.Namespace, Settings], Mapping[str, object]],
+    tick: Callable[[argparse.Namespace, Settings], TickSummary],
     *,
-    idle: str,
     argv: Sequence[str] | None = None,
 ) -> int:
     """Parse `argv`, run one tick, print its summary; returns the process exit status.
@@ -32,8 +31,7 @@ def run_entry(
     Args:
         parser: The agent's flags.
         tick: Runs one tick with the parsed flags and loaded settings; returns its
-            summary (`{}` for an idle tick).
-        idle: Printed instead of the summary when the tick was idle.
+            summary.
         argv: The arguments (default: the process's).
 
     Returns:
@@ -47,5 +45,5 @@ def run_entry(
         return 2
     configure_logging("console", settings.log_level)
     summary = tick(args, settings)
-    print(json.dumps(summary, indent=2) if summary else idle)
+    print(summary.model_dump_json(indent=2))
     return 0

@@ -14,9 +14,10 @@ import flyte
 
 from agent_loop_common.github import GitHub
 from agent_loop_common.memory import MemoryLocation
+from agent_loop_common.runtime._summary import TickSummary
 from agent_loop_common.settings import Settings
 
-__all__ = ["github_from_settings", "local_memory", "local_raw_data_path", "run_task"]
+__all__ = ["github_from_settings", "local_memory", "local_raw_data_path", "run_task", "run_tick"]
 
 
 def local_raw_data_path(settings: Settings) -> pathlib.Path:
@@ -64,6 +65,13 @@ def run_task(settings: Settings, task: Any, *, remote: bool = False, **inputs: A
     )
     run = flyte.with_runcontext(mode="local", raw_data_path=str(raw)).run(task, **inputs)
     return _single(run.outputs())
+
+
+def run_tick(
+    settings: Settings, task: Any, *, target: int | None = None, remote: bool = False
+) -> TickSummary:
+    """Run one agent tick task (inputs `target`) and return its typed summary."""
+    return TickSummary.model_validate(run_task(settings, task, remote=remote, target=target))
 
 
 def _single(outputs: tuple[Any, ...]) -> Any:

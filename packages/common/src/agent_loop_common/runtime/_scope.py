@@ -18,7 +18,7 @@ from datetime import datetime
 import flyte
 import structlog
 
-from agent_loop_common.claims import ClaimLost
+from agent_loop_common.claims import ClaimLost, ClaimTarget
 from agent_loop_common.llm import BudgetExceeded
 from agent_loop_common.memory import count_idle_run, write_run_record
 from agent_loop_common.records import (
@@ -38,6 +38,7 @@ __all__ = ["RunScope", "run_scoped"]
 _log = structlog.get_logger(__name__)
 
 _MAX_ERROR_CHARS = 4_000
+_MAX_NOTES_CHARS = 8_000
 
 
 @dataclass
@@ -66,6 +67,57 @@ class RunScope:
         finally:
             elapsed = time.perf_counter() - started
             self.stage_seconds[name] = round(self.stage_seconds.get(name, 0.0) + elapsed, 4)
+
+    def add_attempt(
+        self,
+        number: int,
+        *,
+        verified: bool,
+        notes: str,
+        staged_paths: list[str] | None = None,
+        tokens_at_start: int | None = None,
+    ) -> Attempt:
+        """Record one try; its tokens are the run's usage since `tokens_at_start`.
+
+        The one place a try's token count is computed: take `scope.tokens()` when the
+        try starts and pass it here when it ends.
+        """
+        used = 0 if tokens_at_start is None else self.tokens() - tokens_at_start
+        attempt = Attempt(
+            number=number,
+            verified=verified,
+            notes=notes[:_MAX_NOTES_CHARS],
+            staged_paths=staged_paths or [],
+            tokens=max(used, 0),
+        )
+        self.attempts.append(attempt)
+        return attempt
+
+    def tokens(self) -> int:
+        """Prompt plus completion tokens of the run so far (every model call)."""
+        return self.runtime.usage.total_tokens
+
+    @asynccontextmanager
+    async def resting_on_failure(self, target: ClaimTarget) -> AsyncGenerator[None]:
+        """Work on a claimed target; a failure rests it (back-off) before it propagates.
+
+        A persistent failure must not burn every tick, so the target's thread records a
+        back-off before the error goes on to `run_scoped` (which records it). A lost
+        claim is not the target's failure. A failing back-off write never masks the
+        error that caused it.
+        """
+        try:
+            yield
+        except ClaimLost:
+            raise
+        except Exception as exc:
+            try:
+                await self.runtime.claimer.record_failure(
+                    target, f"the run stopped with {type(exc).__name__}"
+                )
+            except Exception as nested:  # the record still tells what happened
+                _log.warning("run.backoff_failed", target=str(target), error=repr(nested))
+            raise
 
     def finish(self, outcome: Outcome, error: str = "") -> None:
         """Set how the run ended (the last call wins)."""

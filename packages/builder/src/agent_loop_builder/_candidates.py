@@ -1,0 +1,143 @@
+"""The thin fetch around `select`: what GitHub says about the open issues, asked lazily.
+
+One listing of open issues and one of open pull requests per tick (both conditional, so
+an unchanged repository answers 304 for free); then, per candidate in age order, only
+what the next rule needs: the author's permission (cached per login), the label's
+events when the opt-in label decides, and the comments for claims and back-off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from agent_loop_builder._select import (
+    Refusal,
+    RefusalCode,
+    agent_pull_issues,
+    oldest_first,
+    static_refusal,
+    thread_refusal,
+    trust_refusal,
+)
+from agent_loop_common.github import Comment, GitHub, Issue, NotFound
+from agent_loop_common.settings import Settings
+from agent_loop_common.trust import Trust, label_applier
+
+__all__ = ["IssueFinder"]
+
+
+@dataclass
+class IssueFinder:
+    """Finds eligible issues for one tick; every answer is cached for the tick."""
+
+    github: GitHub
+    settings: Settings
+    agent_login: str
+    now: datetime
+    refused: dict[int, Refusal] = field(default_factory=dict[int, Refusal])
+    """Every issue looked at and left alone this tick, with the reason."""
+    trust: Trust = field(init=False)
+    """Who counts as trusted (permissions asked once per login and tick)."""
+    _open: list[Issue] | None = None
+    _agent_prs: frozenset[int] | None = None
+    _comments: dict[int, list[Comment]] = field(default_factory=dict[int, list[Comment]])
+
+    def __post_init__(self) -> None:
+        self.trust = Trust(
+            self.github,
+            minimum=self.settings.trusted_min_permission,
+            agent_login=self.agent_login,
+        )
+
+    async def open_issues(self) -> list[Issue]:
+        """Every open issue and pull request (one paginated, conditional listing)."""
+        if self._open is None:
+            self._open = await self.github.list_issues(state="open")
+        return self._open
+
+    async def agent_pr_issues(self, *, fresh: bool = False) -> frozenset[int]:
+        """Issues with an open agent pull request; `fresh` asks GitHub again."""
+        if self._agent_prs is None or fresh:
+            pulls = await self.github.list_pulls(state="open")
+            self._agent_prs = agent_pull_issues(
+                pulls, agent_login=self.agent_login, branch_prefix=self.settings.branch_prefix
+            )
+        return self._agent_prs
+
+    async def comments(self, number: int) -> list[Comment]:
+        """The issue's comments, every page (asked once per tick)."""
+        if number not in self._comments:
+            self._comments[number] = await self.github.list_issue_comments(number)
+        return self._comments[number]
+
+    async def check(self, issue: Issue) -> Refusal | None:
+        """Every rule of `select`, cheapest first; the refusal is also kept in `refused`."""
+        refusal = await self._check(issue)
+        if refusal is not None:
+            self.refused[issue.number] = refusal
+        return refusal
+
+    async def _check(self, issue: Issue) -> Refusal | None:
+        open_numbers = frozenset(i.number for i in await self.open_issues())
+        refusal = static_refusal(
+            issue, open_numbers=open_numbers, agent_pr_issues=await self.agent_pr_issues()
+        )
+        if refusal is not None:
+            return refusal
+        refusal = await self._trust(issue)
+        if refusal is not None:
+            return refusal
+        return thread_refusal(
+            issue, await self.comments(issue.number), agent_login=self.agent_login, now=self.now
+        )
+
+    async def _trust(self, issue: Issue) -> Refusal | None:
+        minimum = self.settings.trusted_min_permission
+        author_permission = await self.trust.permission(issue.user.login)
+        refusal = trust_refusal(
+            issue,
+            author_permission=author_permission,
+            minimum=minimum,
+            agent_login=self.agent_login,
+        )
+        label = self.settings.trusted_label
+        if refusal is None or label is None:
+            return refusal
+        if label.casefold() not in (x.casefold() for x in issue.labels):
+            return trust_refusal(
+                issue,
+                author_permission=author_permission,
+                minimum=minimum,
+                agent_login=self.agent_login,
+                label=label,
+            )
+        actor = label_applier(await self.github.list_issue_events(issue.number), label)
+        return trust_refusal(
+            issue,
+            author_permission=author_permission,
+            minimum=minimum,
+            agent_login=self.agent_login,
+            label=label,
+            label_actor=actor,
+            label_actor_permission=await self.trust.permission(actor) if actor else None,
+        )
+
+    async def eligible(self) -> AsyncIterator[Issue]:
+        """Eligible issues, oldest first, checked one at a time as the caller asks."""
+        for issue in oldest_first(await self.open_issues()):
+            if await self.check(issue) is None:
+                yield issue
+
+    async def target(self, number: int) -> tuple[Issue | None, Refusal | None]:
+        """One requested issue, checked by the same rules as the scheduled path."""
+        issue = next((i for i in await self.open_issues() if i.number == number), None)
+        if issue is None:
+            try:
+                issue = await self.github.get_issue(number)
+            except NotFound:
+                refusal = Refusal(RefusalCode.MISSING, f"#{number} does not exist")
+                self.refused[number] = refusal
+                return None, refusal
+        return issue, await self.check(issue)

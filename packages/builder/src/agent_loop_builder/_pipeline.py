@@ -1,0 +1,153 @@
+"""One builder tick: select -> claim -> build -> verify -> apply -> record.
+
+Flyte-free, so plain async tests run it against the emulator; the scheduled task in
+`env.py` runs the same function with the durable writes. `run_scoped` guarantees the
+outer shape (claims released and a `RunRecord` written on every exit path, errors never
+escaping); this module fills in the body: find an eligible issue, claim it, prepare the
+build, run the shared attempt loop and `conclude`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import structlog
+
+from agent_loop_builder._attempt import BuildJob, BuildProposer
+from agent_loop_builder._candidates import IssueFinder
+from agent_loop_builder._conclude import HeldIssue, conclude
+from agent_loop_builder._prompts import build_prompt, render_context, render_issue
+from agent_loop_builder._select import Refusal, RefusalCode
+from agent_loop_common.attempts import attempt_loop
+from agent_loop_common.github import Comment, Issue
+from agent_loop_common.memory import read_context
+from agent_loop_common.records import Outcome, RunRecord, Target, TargetKind
+from agent_loop_common.repo import RepoSnapshot
+from agent_loop_common.runtime import DirectWriter, RunScope, Runtime, Writer, run_scoped
+
+__all__ = ["run_builder_tick"]
+
+_log = structlog.get_logger(__name__)
+
+_CLAIM_RACES = 3
+"""Eligible issues tried per tick when other runs win the claim race."""
+
+
+async def run_builder_tick(
+    runtime: Runtime, target: int | None = None, *, write: Writer | None = None
+) -> RunRecord | None:
+    """Run one builder tick; the record, or `None` for an idle tick.
+
+    Args:
+        runtime: The run's effects (`open_runtime(settings, Role.BUILDER, ...)`).
+        target: Work on this issue only, if it is eligible and trusted; otherwise the
+            run records why it was refused and changes nothing on GitHub.
+        write: How the durable writes run (`env.py` passes the Flyte actions); direct
+            calls on the runtime's facade by default.
+    """
+    writer = write if write is not None else DirectWriter(runtime.github)
+
+    async def body(scope: RunScope) -> None:
+        await _tick(scope, target, writer)
+
+    return await run_scoped(runtime, body)
+
+
+async def _tick(scope: RunScope, target: int | None, write: Writer) -> None:
+    rt = scope.runtime
+    finder = IssueFinder(rt.github, rt.settings, await rt.claimer.agent_login(), rt.clock())
+    candidates = finder.eligible() if target is None else _requested(finder, target)
+    for _ in range(_CLAIM_RACES):
+        async with scope.stage("select"):
+            issue = await anext(candidates, None)
+        if issue is None:
+            break
+        async with scope.stage("claim"):
+            claim = await rt.claimer.claim("issue", issue.number)
+        if claim is None:
+            finder.refused[issue.number] = Refusal(
+                RefusalCode.CLAIMED, f"#{issue.number} was claimed by another run first"
+            )
+            continue
+        scope.target = Target(
+            kind=TargetKind.ISSUE,
+            number=issue.number,
+            title=issue.title,
+            url=issue.html_url,
+            created_at=issue.created_at,
+        )
+        async with scope.resting_on_failure(claim.target):
+            await _build(HeldIssue(scope, finder, issue, claim), write)
+        return
+    if target is not None and scope.target is None:
+        refusal = finder.refused.get(target)
+        reason = str(refusal) if refusal else f"#{target} was not worked on"
+        # No title: the issue may be untrusted, and records reach the distiller's model.
+        scope.target = Target(kind=TargetKind.ISSUE, number=target)
+        backed_off = refusal is not None and refusal.code is RefusalCode.BACKED_OFF
+        scope.finish(Outcome.BACKED_OFF if backed_off else Outcome.SKIPPED, reason)
+    _log.info(
+        "builder.idle" if scope.target is None else "builder.refused",
+        refused={n: r.code.value for n, r in finder.refused.items()},
+    )
+
+
+async def _requested(finder: IssueFinder, number: int) -> AsyncIterator[Issue]:
+    issue, refusal = await finder.target(number)
+    if issue is not None and refusal is None:
+        yield issue
+
+
+async def _build(held: HeldIssue, write: Writer) -> None:
+    """The claimed part of a tick: prepare the job, run the attempt loop, conclude."""
+    scope, issue = held.scope, held.issue
+    rt = scope.runtime
+    repo = await rt.github.repository()
+    base_sha = await rt.github.get_ref(f"heads/{repo.default_branch}")
+    if base_sha is None:
+        raise LookupError(f"the default branch {repo.default_branch!r} has no commit")
+    branch = repo.default_branch
+    snapshot = RepoSnapshot(rt.github, base_sha, branch, label=f"base branch {branch}")
+    comments = await _trusted_comments(held)
+    issue_text = render_issue(issue, comments)
+    job = BuildJob(
+        number=issue.number,
+        prompt=build_prompt(
+            issue_block=issue_text,
+            context_block=await _context(scope),
+            number=issue.number,
+            tries=rt.settings.max_tries,
+        ),
+        issue_text=issue_text,
+        request=f"Title: {issue.title}\n\n{issue.body}",
+        background="\n\n".join(f"Comment by @{c.user.login}:\n{c.body}" for c in comments),
+        snapshot=snapshot,
+    )
+    result = await attempt_loop(
+        scope, BuildProposer(rt, job), tries=rt.settings.max_tries, before_retry=held.heartbeat
+    )
+    await conclude(held, result, snapshot, write)
+
+
+async def _trusted_comments(held: HeldIssue) -> list[Comment]:
+    """Comments a model may see: by trusted people, minus the agents' marker comments."""
+    out: list[Comment] = []
+    for comment in await held.finder.comments(held.issue.number):
+        if "agent-loop:dibs" in comment.body or "agent-loop:backoff" in comment.body:
+            continue
+        if await held.finder.trust.trusted(comment.user.login):
+            out.append(comment)
+    return out
+
+
+async def _context(scope: RunScope) -> str:
+    """The budgeted digest and lessons; a memory failure costs the context, not the run."""
+    rt = scope.runtime
+    try:
+        view = await read_context(rt.memory)
+    except Exception as exc:
+        _log.warning("builder.context_unavailable", error=repr(exc))
+        return ""
+    block, ids = render_context(view, token_budget=rt.settings.digest_token_budget)
+    scope.lesson_ids.extend(ids)
+    return block

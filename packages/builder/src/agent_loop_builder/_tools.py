@@ -1,0 +1,51 @@
+"""The builder agent's tools: the issue, the repository at the base commit, its stages.
+
+The repository tools (`list_files`, `read_file`, `search_code`) and the staging tools
+come from `common`, shared with the reviewer; only `read_issue` is the builder's own.
+The verifier gets the read-only part, never a staging tool.
+"""
+
+from __future__ import annotations
+
+from agent_loop_common.repo import ReadTool, RepoSnapshot, repo_tools
+from agent_loop_common.staging import (
+    ChangeStage,
+    DecompositionStage,
+    StagingPolicy,
+    StagingTool,
+    decomposition_tools,
+    implementation_tools,
+)
+
+__all__ = ["builder_tools", "issue_tool", "verifier_tools"]
+
+
+def issue_tool(text: str) -> ReadTool:
+    """`read_issue()`: the issue and its trusted comments, rendered by the pipeline."""
+
+    async def read_issue() -> str:
+        """Show the issue being worked on again: its title, body and comments from trusted people."""
+        return text
+
+    return read_issue
+
+
+def builder_tools(
+    issue_text: str,
+    snapshot: RepoSnapshot,
+    change: ChangeStage,
+    spec: DecompositionStage,
+    policy: StagingPolicy,
+) -> list[ReadTool | StagingTool]:
+    """Every tool of the builder agent: read the issue and the code, stage, submit."""
+    return [
+        issue_tool(issue_text),
+        *repo_tools(snapshot, stage=change),
+        *implementation_tools(change, policy, exists_at_base=snapshot.exists, include_skip=False),
+        *decomposition_tools(spec, policy),
+    ]
+
+
+def verifier_tools(issue_text: str, snapshot: RepoSnapshot) -> list[ReadTool]:
+    """The verifier's read-only tools: the issue and the base commit."""
+    return [issue_tool(issue_text), *repo_tools(snapshot)]

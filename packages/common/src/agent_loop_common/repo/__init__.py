@@ -1,0 +1,16 @@
+"""The repository at one pinned commit, and the read-only tools agents explore it with.
+
+```python
+snapshot = RepoSnapshot(github, base_sha, "main", label="base branch main")
+tools = repo_tools(snapshot, stage=stage)     # list_files, read_file, search_code
+```
+
+The builder reads the base commit it builds on; the reviewer reads the pull request's
+head commit it reviews. Both, and their verifiers, get the same tools, so a path is
+normalised and an output bounded the same way for every agent.
+"""
+
+from agent_loop_common.repo._snapshot import RepoSnapshot
+from agent_loop_common.repo._tools import ReadTool, ToolLimits, repo_tools
+
+__all__ = ["ReadTool", "RepoSnapshot", "ToolLimits", "repo_tools"]

@@ -1,0 +1,118 @@
+"""The repository at one pinned commit, read lazily and cached for the run.
+
+An agent, its verifier and the pipeline all look at one commit (the builder: the default
+branch's head when the run started; the reviewer: the pull request's head it reviews),
+so what the model read, what the verifier diffed against and the commit's parent agree
+even if the branch moves meanwhile. Listing is one
+tree request and each file one contents request, both cached. Searching the code needs
+every file, so it downloads the tarball once (one request plus GitHub's redirect)
+instead of one contents request per file: a search costs the same in a repository of
+ten files or ten thousand, and stays far from the rate limit on a five-minute schedule.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import tarfile
+
+from agent_loop_common.github import GitHub
+
+__all__ = ["RepoSnapshot"]
+
+_SEARCH_MAX_FILE_BYTES = 512_000
+
+
+class RepoSnapshot:
+    """Read-only view of one commit of the repository.
+
+    Args:
+        github: The run's facade.
+        sha: The pinned commit.
+        branch: The branch it was read from (the PR's base for the builder, the PR's
+            head branch for the reviewer).
+        label: How the tools name this commit to the model, e.g. `base branch main`
+            or `head commit 1a2b3c4`; by default `branch <branch>`.
+    """
+
+    def __init__(self, github: GitHub, sha: str, branch: str, *, label: str = "") -> None:
+        self.github = github
+        self.sha = sha
+        self.branch = branch
+        self.label = label or f"branch {branch}"
+        self._paths: list[str] | None = None
+        self._files: dict[str, bytes | None] = {}
+        self._index: dict[str, str] | None = None
+        self._lock = asyncio.Lock()
+
+    async def paths(self) -> list[str]:
+        """Every file path (blobs only), sorted."""
+        if self._paths is None:
+            tree = await self.github.get_tree(self.sha, recursive=True)
+            self._paths = sorted(e.path for e in tree if e.type == "blob")
+        return self._paths
+
+    async def exists(self, path: str) -> bool:
+        """Whether a file exists at `path` (the `exists_at_base` of the staging tools)."""
+        return path in set(await self.paths())
+
+    async def read(self, path: str) -> bytes | None:
+        """The bytes of `path`, or `None` when there is no such file."""
+        if path not in self._files:
+            if self._index is not None and path in self._index:
+                self._files[path] = self._index[path].encode("utf-8")
+            elif not await self.exists(path):
+                self._files[path] = None
+            else:
+                self._files[path] = await self.github.get_file(path, self.sha)
+        return self._files[path]
+
+    async def text(self, path: str) -> str | None:
+        """The text of `path`; `None` when missing or not UTF-8 text."""
+        data = await self.read(path)
+        if data is None:
+            return None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+
+    async def originals(self, paths: list[str]) -> dict[str, str | None]:
+        """Base contents for the verifier's diffs; binary files are left out."""
+        out: dict[str, str | None] = {}
+        for path in paths:
+            data = await self.read(path)
+            if data is None:
+                out[path] = None
+                continue
+            try:
+                out[path] = data.decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+        return out
+
+    async def search_index(self) -> dict[str, str]:
+        """Every UTF-8 text file up to 512 kB, from one tarball download."""
+        async with self._lock:
+            if self._index is None:
+                archive = await self.github.download_archive(self.sha)
+                self._index = _text_files(archive)
+        return self._index
+
+
+def _text_files(archive: bytes) -> dict[str, str]:
+    out: dict[str, str] = {}
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:*") as tar:
+        for member in tar:
+            if not member.isfile() or member.size > _SEARCH_MAX_FILE_BYTES:
+                continue
+            # GitHub's tarballs put everything under one "<owner>-<repo>-<sha>/" folder.
+            _, _, path = member.name.partition("/")
+            handle = tar.extractfile(member)
+            if not path or handle is None:
+                continue
+            try:
+                out[path] = handle.read().decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+    return out

@@ -1,0 +1,70 @@
+"""Rendering one run record as the tick's report (pure)."""
+
+from __future__ import annotations
+
+from html import escape
+
+from agent_loop_common.records import RunRecord
+
+__all__ = ["TRACE_ROWS", "run_report_html"]
+
+TRACE_ROWS = 200
+"""Most trace steps shown (a long run's trace stays readable; the record keeps them all)."""
+
+
+def run_report_html(record: RunRecord | None, *, heading: str, idle: str) -> str:
+    """The tick's report: outcome, target, links, figures, tries and the trace.
+
+    Args:
+        record: The run's record; `None` for an idle tick.
+        heading: The report's title, e.g. `Builder tick`.
+        idle: What an idle tick's report says.
+    """
+    if record is None:
+        return f"<h2>{escape(heading)}</h2><p>{escape(idle)}</p>"
+    t = record.target
+    name = f"{t.kind.value} #{t.number}" if t.number is not None else t.kind.value
+    where = f'<a href="{escape(t.url)}">{escape(name)}</a>' if t.url else escape(name)
+    rows = [
+        ("Outcome", f"<b>{escape(record.outcome.value)}</b>"),
+        ("Target", f"{where} {escape(t.title)}"),
+        ("Run", f"<code>{escape(record.run_id)}</code>"),
+        ("Model", escape(record.model)),
+        ("Model calls", str(record.usage.llm_calls)),
+        ("Tokens", str(record.usage.tokens)),
+        (
+            "GitHub requests",
+            f"{record.github.requests} ({record.github.not_modified} not modified)",
+        ),
+        ("Stages", escape(", ".join(f"{k} {v:.2f}s" for k, v in record.stage_seconds.items()))),
+    ]
+    if record.error:
+        rows.append(("Error", escape(record.error)))
+    parts = [f"<h2>{escape(heading)}</h2>", "<table>"]
+    parts += [f"<tr><th>{label}</th><td>{value}</td></tr>" for label, value in rows]
+    parts.append("</table>")
+    links = [u for u in (record.links.pr_url, *record.links.issue_urls) if u]
+    if links:
+        items = "".join(f'<li><a href="{escape(u)}">{escape(u)}</a></li>' for u in links)
+        parts.append(f"<h3>Links</h3><ul>{items}</ul>")
+    if record.attempts:
+        tries = "".join(
+            f"<tr><td>{a.number}</td><td>{'yes' if a.verified else 'no'}</td>"
+            f"<td>{escape(', '.join(a.staged_paths))}</td><td>{a.tokens}</td>"
+            f"<td>{escape(a.notes[:500])}</td></tr>"
+            for a in record.attempts
+        )
+        parts.append(
+            "<h3>Tries</h3><table><tr><th>#</th><th>verified</th><th>staged</th>"
+            f"<th>tokens</th><th>notes</th></tr>{tries}</table>"
+        )
+    if record.trace:
+        steps = "".join(
+            f"<li>{'✅' if s.ok else '❌'} <code>{escape(s.tool)}</code> {escape(s.args)} "
+            f"({s.ms} ms){' ' + escape(s.error) if s.error else ''}</li>"
+            for s in record.trace[:TRACE_ROWS]
+        )
+        more = len(record.trace) - TRACE_ROWS
+        tail = f"<p>… {more} more step(s) in the run record.</p>" if more > 0 else ""
+        parts.append(f"<h3>Trace</h3><ol>{steps}</ol>{tail}")
+    return "\n".join(parts)

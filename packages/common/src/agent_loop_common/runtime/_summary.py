@@ -1,0 +1,149 @@
+"""The typed contract between an agent's tick and whoever fired it (CLI, gateway, demo).
+
+Every agent's scheduled task returns a `TickSummary`: the same fields for the builder,
+the reviewer and the distiller, so a caller never guesses a shape. It crosses the task
+boundary as JSON (a pydantic model, never pickled), and `agent-loop run --json` prints
+exactly it. Each agent package exports a `run_once` of the `AgentEntry` shape.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_loop_common.records import Outcome, Role, RunRecord
+from agent_loop_common.settings import Settings
+
+__all__ = ["IDLE", "AgentEntry", "TickOutcome", "TickSummary", "summarize"]
+
+IDLE: Literal["idle"] = "idle"
+"""The outcome of a tick that looked for work and found none (no record, no claim)."""
+
+TickOutcome = Outcome | Literal["idle"]
+"""A record's outcome, or `idle`."""
+
+_NUMBER = re.compile(r"/(?:pull|issues)/(\d+)")
+
+
+class TickSummary(BaseModel):
+    """What one tick did, in the same shape for every agent."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    role: Role
+    """Which agent ticked."""
+    outcome: TickOutcome
+    """The run record's outcome, or `idle` when nothing needed work."""
+    run_id: str = ""
+    """The run's id (its record's key); empty for an idle tick."""
+    target: str = ""
+    """What the run worked on: `issue#3`, `pr#4` or `repo`; empty for an idle tick."""
+    pr_url: str = ""
+    """The pull request opened or updated."""
+    issue_urls: list[str] = Field(default_factory=list[str])
+    """Issues filed (a decomposition's sub-issues)."""
+    error: str = ""
+    """Why the run did not succeed (the record's error)."""
+    note: str = ""
+    """One line for people: why the tick was idle, or what the pass did."""
+    tries: int = 0
+    """Tries of the attempt loop (verifier verdicts included)."""
+    llm_calls: int = 0
+    """Model calls of the run (the verifier's included)."""
+    tokens: int = 0
+    """Prompt plus completion tokens of the run."""
+    github_requests: int = 0
+    """GitHub requests of the run, its durable writes included."""
+    details: dict[str, str] = Field(default_factory=dict[str, str])
+    """Figures only one agent has (the distiller: `pass`, `ingested`, `lessons`)."""
+
+    @classmethod
+    def of_record(
+        cls, record: RunRecord, *, note: str = "", details: Mapping[str, str] | None = None
+    ) -> TickSummary:
+        """The summary of a recorded run."""
+        target = record.target
+        named = f"{target.kind.value}#{target.number}" if target.number else target.kind.value
+        return cls(
+            role=record.role,
+            outcome=record.outcome,
+            run_id=record.run_id,
+            target=named,
+            pr_url=record.links.pr_url,
+            issue_urls=list(record.links.issue_urls),
+            error=record.error,
+            note=note,
+            tries=len(record.attempts),
+            llm_calls=record.usage.llm_calls,
+            tokens=record.usage.tokens,
+            github_requests=record.github.requests,
+            details=dict(details or {}),
+        )
+
+    @property
+    def idle(self) -> bool:
+        """The tick found nothing to do."""
+        return self.outcome == IDLE
+
+    @property
+    def failed(self) -> bool:
+        """The run ended in outcome `error` (the CLI exits 1)."""
+        return self.outcome == Outcome.ERROR
+
+    @property
+    def links(self) -> list[str]:
+        """URLs of what the tick made or updated (PR first, then issues)."""
+        return [u for u in (self.pr_url, *self.issue_urls) if u]
+
+    @property
+    def made(self) -> list[int]:
+        """Numbers of the PR and issues in `links`."""
+        return [int(n) for url in self.links for n in _NUMBER.findall(url)]
+
+    @property
+    def target_number(self) -> int | None:
+        """The issue or PR number of `target`, if it has one."""
+        _, _, number = self.target.partition("#")
+        return int(number) if number.isdigit() else None
+
+    @property
+    def target_label(self) -> str:
+        """`issue #3`, `PR #4` or `repo`, for people."""
+        kind, _, number = self.target.partition("#")
+        if not number:
+            return kind
+        return f"{'PR' if kind == 'pr' else kind} #{number}"
+
+
+def summarize(
+    role: Role,
+    record: RunRecord | None,
+    *,
+    idle: str,
+    note: str = "",
+    details: Mapping[str, str] | None = None,
+) -> TickSummary:
+    """The one summary of a tick: of its record, or idle (with the agent's `idle` note)."""
+    if record is None:
+        return TickSummary(role=role, outcome=IDLE, note=note or idle, details=dict(details or {}))
+    return TickSummary.of_record(record, note=note, details=details)
+
+
+class AgentEntry(Protocol):
+    """`run_once` of every agent package: fire one tick of its scheduled task."""
+
+    def __call__(
+        self, *, target: int | None = None, remote: bool = False, settings: Settings | None = None
+    ) -> TickSummary:
+        """Run one tick (Flyte local mode, or the deployed task with `remote`).
+
+        Args:
+            target: Work on this issue (builder) or pull request (reviewer) only; the
+                distiller takes none.
+            remote: Fire the deployed task on the configured cluster.
+            settings: The configuration; `load_settings()` by default.
+        """
+        ...

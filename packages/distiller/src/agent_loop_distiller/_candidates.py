@@ -1,0 +1,95 @@
+"""The read-only look a tick takes before it claims anything.
+
+It collects unseen records and, only when there are none, asks GitHub with one
+conditional request whether any issue or PR opened or closed (a free `304` when not),
+regrading read-only when something did. Its answer: stop (idle, backed off) or claim.
+Under the claim the look's batch is reused unless another tick moved the ledger.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from agent_loop_common.claims import BackoffPolicy
+from agent_loop_common.memory import DistillerMemory, IngestBatch, IngestPolicy
+from agent_loop_common.runtime import RunScope, Runtime
+from agent_loop_distiller._grading import follow_up
+from agent_loop_distiller._select import (
+    TickKind,
+    failure_streak,
+    learnable,
+    plan_peek,
+    retry_at,
+)
+from agent_loop_distiller._state import DistillerOptions
+
+__all__ = ["Look", "backoff_of", "look", "retention_of", "under_claim"]
+
+
+def retention_of(runtime: Runtime) -> int:
+    """Days of run records a tick reads (and lessons live unseen)."""
+    return runtime.settings.record_retention_days
+
+
+def backoff_of(runtime: Runtime, opts: DistillerOptions) -> BackoffPolicy:
+    """The back-off between failed distillations: the options', else the settings'."""
+    return opts.backoff if opts.backoff is not None else runtime.settings.backoff_policy()
+
+
+async def collect(runtime: Runtime, now: datetime) -> tuple[DistillerMemory, IngestBatch]:
+    """Open the ledger and collect every record not ingested yet."""
+    memory = await DistillerMemory.open(
+        runtime.memory, IngestPolicy(retention_days=retention_of(runtime))
+    )
+    return memory, await memory.collect(now)
+
+
+@dataclass
+class Look:
+    """The read-only look: what it found, and whether the tick stops there."""
+
+    memory: DistillerMemory
+    batch: IngestBatch
+    stop: TickKind | None
+
+
+async def look(runtime: Runtime, scope: RunScope, opts: DistillerOptions, now: datetime) -> Look:
+    """Collect without writing; stop here (a kind), or go on and claim (`stop is None`)."""
+    async with scope.stage("ingest"):
+        memory, batch = await collect(runtime, now)
+    learn = learnable(batch.records)
+    grades_changed = False
+    if not learn and not batch.deferred:
+        # One conditional listing; only when GitHub changed, a read-only regrade.
+        async with scope.stage("grade"):
+            grading = await follow_up(
+                runtime.github, runtime.memory, [], now, retention_days=retention_of(runtime)
+            )
+        grades_changed = bool(grading.changed)
+    stop = plan_peek(
+        learn=len(learn),
+        deferred=len(batch.deferred),
+        buckets_scanned=batch.buckets_scanned,
+        grades_changed=grades_changed,
+        housekeeping_buckets=opts.housekeeping_buckets,
+        retry=retry_at(failure_streak(batch.records), backoff_of(runtime, opts)),
+        now=now,
+    )
+    return Look(memory, batch, stop)
+
+
+async def under_claim(
+    runtime: Runtime, seen: Look, now: datetime
+) -> tuple[DistillerMemory, IngestBatch]:
+    """The batch to commit: the look's, unless another tick moved the ledger meanwhile.
+
+    Records written since the look are not lost: they are not in the ledger's `seen`,
+    so the next tick collects them.
+    """
+    fresh = await DistillerMemory.open(
+        runtime.memory, IngestPolicy(retention_days=retention_of(runtime))
+    )
+    if fresh.ledger == seen.memory.ledger:
+        return seen.memory, seen.batch
+    return fresh, await fresh.collect(now)

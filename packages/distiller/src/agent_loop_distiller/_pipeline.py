@@ -1,0 +1,207 @@
+"""One distiller tick: ingest -> grade -> claim -> distill -> commit -> report. Flyte-free.
+
+```python
+async with open_runtime(settings, Role.DISTILLER) as runtime:
+    result = await run_distiller_tick(runtime)      # or run_distiller_tick -> RunRecord | None
+```
+
+A tick first looks without writing anything: it collects unseen records (the ledger,
+the open buckets) and, only when there are none, asks GitHub with one conditional
+request whether any issue or PR opened or closed (a free `304` when not), regrading
+read-only when something did. Nothing new means no claim, no model call and no write
+beyond the idle counter (`TickKind.IDLE`).
+
+Otherwise it claims the repository-level target `distiller` (a compare-and-swap on a git
+ref, so two ticks never write the context at once; the loser stops as `BUSY`),
+re-reads under the claim, grades, and then either
+
+- distills: the agent edits the lessons from the new builder/reviewer records and the
+  decided grades; the run is recorded (`DISTILLED`, or `error`/`rejected`/
+  `budget_exceeded` with nothing committed, so the ledger stays where it was); or
+- keeps the books (`BOOKKEEPING`): grades, rollups and ledger (and the digest when the
+  grades it shows changed) are committed without a model call and without a record,
+  so a tick that only folds the distiller's own records never wakes the next one.
+
+`DistillerMemory.commit` saves lessons and digest, then grades, then rollups, and only
+then the ledger. The claim is renewed just before, so a tick that lost it commits nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+import structlog
+
+from agent_loop_common.records import Attempt, Outcome, Target, TargetKind
+from agent_loop_common.runtime import RunScope, Runtime, run_scoped
+from agent_loop_distiller._attempt import distill
+from agent_loop_distiller._candidates import backoff_of, look, retention_of, under_claim
+from agent_loop_distiller._digest import render_digest
+from agent_loop_distiller._errors import DistillationFailed, EditsRejected
+from agent_loop_distiller._grading import follow_up
+from agent_loop_distiller._lessons import Edit
+from agent_loop_distiller._report._gather import gather_report
+from agent_loop_distiller._select import TickKind, failure_streak, learnable, retry_at
+from agent_loop_distiller._state import CLAIM_KEY, DistillerOptions, TickResult, Work
+from agent_loop_distiller._upkeep import expire_stale, refresh_from_usage
+
+__all__ = [
+    "CLAIM_KEY",
+    "DistillerOptions",
+    "TickResult",
+    "run_distiller_tick",
+]
+
+_log = structlog.get_logger(__name__)
+
+
+async def _distill(
+    runtime: Runtime, scope: RunScope, work: Work, opts: DistillerOptions, now: datetime
+) -> list[Edit]:
+    """Run the agent on the evidence; sets the record's attempt and trace."""
+    records = learnable(work.batch.records)
+    scope.target = Target(kind=TargetKind.REPO, title="distil lessons")
+    scope.lesson_ids = [lesson.id for lesson in work.context.lessons.lessons]
+    before = runtime.usage.total_tokens
+    async with scope.stage("distill"):
+        try:
+            result = await distill(
+                call_llm=runtime.call_llm("agent"),
+                model=runtime.settings.model,
+                book=work.book,
+                records=records,
+                decided=work.grading.decided,
+                now=now,
+                max_turns=runtime.settings.max_turns("distiller"),
+                limits=opts.limits,
+                prompt_chars=opts.prompt_chars,
+            )
+        except DistillationFailed as exc:
+            scope.trace = exc.trace
+            scope.attempts = [
+                Attempt(
+                    number=1,
+                    verified=False,
+                    notes=str(exc),
+                    tokens=runtime.usage.total_tokens - before,
+                )
+            ]
+            raise
+    scope.trace = result.run.trace
+    scope.attempts = [
+        Attempt(
+            number=1,
+            verified=True,
+            notes=result.summary,
+            staged_paths=[f"{e.op}:{e.lesson_id}" for e in result.edits],
+            tokens=runtime.usage.total_tokens - before,
+        )
+    ]
+    work.book = result.book
+    return result.edits
+
+
+async def _commit(runtime: Runtime, work: Work) -> bool:
+    """Save what changed, ledger last; returns whether the context was written."""
+    claim = next(c for c in runtime.claimer.held() if c.target.key == CLAIM_KEY)
+    await runtime.claimer.extend(claim)  # raises ClaimLost: then nothing is written
+    lessons_changed = work.book != work.context.lessons
+    digest_changed = work.digest != work.context.digest
+    await work.memory.commit(
+        work.batch,
+        lessons=work.book if lessons_changed else None,
+        digest=work.digest if digest_changed else None,
+        grades=work.grading.changed,
+    )
+    return lessons_changed or digest_changed
+
+
+async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: TickResult) -> None:
+    now = runtime.clock()
+    seen = await look(runtime, scope, opts, now)
+    if seen.stop is not None:
+        out.kind = seen.stop
+        idle = seen.stop is TickKind.IDLE
+        out.note = "nothing new" if idle else "waiting after failed attempts"
+        return
+    async with scope.stage("claim"):
+        claim = await runtime.claimer.claim("repo", CLAIM_KEY)
+    if claim is None:
+        out.kind, out.note = TickKind.BUSY, "another distiller run holds the claim"
+        return
+    async with scope.stage("ingest"):
+        memory, batch = await under_claim(runtime, seen, now)
+        context = await memory.context()
+    records = learnable(batch.records)
+    async with scope.stage("grade"):
+        grading = await follow_up(
+            runtime.github, runtime.memory, records, now,
+            retention_days=retention_of(runtime), force=True,
+        )  # fmt: skip
+    book = refresh_from_usage(context.lessons, records)
+    max_age = opts.lesson_max_age or timedelta(days=retention_of(runtime))
+    book, out.expired = expire_stale(book, now, max_age)
+    work = Work(memory, batch, context, grading, book)
+    out.lessons = context.lessons
+    retry = retry_at(failure_streak(batch.records), backoff_of(runtime, opts))
+    if (records or grading.decided) and retry is not None and now < retry:
+        # Committing now would move the ledger past records nobody learned from.
+        out.kind, out.note = TickKind.BACKED_OFF, "waiting after failed attempts"
+        return
+    if records or grading.decided:
+        out.kind = TickKind.DISTILLED
+        try:
+            out.edits = await _distill(runtime, scope, work, opts, now)
+        except DistillationFailed as exc:
+            out.kind, out.note = TickKind.FAILED, str(exc)
+            budget = runtime.usage.exceeded
+            if budget:
+                scope.finish(Outcome.BUDGET_EXCEEDED, budget)
+            else:
+                rejected = isinstance(exc, EditsRejected)
+                scope.finish(Outcome.REJECTED if rejected else Outcome.ERROR, str(exc))
+            await gather_report(runtime, scope, opts, out, work, now, committed=False)
+            return
+    elif grading.changed or batch.deferred or batch.buckets_scanned > opts.housekeeping_buckets:
+        out.kind = TickKind.BOOKKEEPING
+    else:
+        out.kind, out.note = TickKind.IDLE, "nothing new under the claim"
+        return
+    work.digest = render_digest(work.book, grading.current, runtime.settings.digest_token_budget)
+    async with scope.stage("commit"):
+        wrote_context = await _commit(runtime, work)
+    out.ingested = len(batch.records)
+    out.deferred = len(batch.deferred)
+    out.grades_changed = grading.changed
+    out.lessons = work.book
+    out.digest = work.digest if wrote_context else ""
+    out.note = (
+        f"ingested {out.ingested} record(s), {len(out.edits)} lesson edit(s), "
+        f"{len(grading.changed)} grade(s) changed"
+    )
+    if out.kind is TickKind.DISTILLED:
+        scope.finish(Outcome.DISTILLED)
+        await gather_report(runtime, scope, opts, out, work, now, committed=True)
+    else:
+        _log.info("distiller.bookkeeping", note=out.note)
+
+
+async def run_distiller_tick(
+    runtime: Runtime, options: DistillerOptions | None = None
+) -> TickResult:
+    """Run one tick; never raises (the outcome is in the result and the record)."""
+    opts = options or DistillerOptions()
+    out = TickResult()
+
+    async def body(scope: RunScope) -> None:
+        await _body(runtime, scope, opts, out)
+
+    out.record = await run_scoped(runtime, body)
+    if out.record is not None and out.record.outcome is not Outcome.DISTILLED:
+        out.kind = TickKind.FAILED
+        out.note = out.note or out.record.error
+    if out.report is not None and out.record is not None:
+        runs = [out.record, *out.report.runs[1:]]
+        out.report = replace(out.report, runs=runs)
+    return out

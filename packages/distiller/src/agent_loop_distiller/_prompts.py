@@ -1,0 +1,129 @@
+"""The distiller agent's instructions and the prompt built from a tick's evidence.
+
+Evidence is ordered by signal: rejected attempts with the verifier's notes first (the
+most specific account of what went wrong), then other failures, then what humans
+decided on GitHub (PRs merged or closed unmerged), then successes. The prompt is capped
+at `max_chars`; whatever does not fit is listed by run id for `read_record`.
+Everything that came from people or models is fenced as untrusted data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from agent_loop_common.agents import UNTRUSTED_DATA_RULE, fence_untrusted
+from agent_loop_common.metrics import SUCCESS_OUTCOMES
+from agent_loop_common.records import Grade, GradeState, LessonBook, Outcome, RunRecord, TargetKind
+from agent_loop_distiller._lessons import LessonLimits
+from agent_loop_distiller._upkeep import hits_of, rank_lessons
+
+__all__ = ["DISTILLER_MARKER", "INSTRUCTIONS", "build_prompt", "evidence_order"]
+
+DISTILLER_MARKER = "You maintain the lesson book of agent-loop"
+"""A phrase of the instructions (scripted models route on it)."""
+
+INSTRUCTIONS = f"""{DISTILLER_MARKER}: short, general, actionable advice that the
+builder agent (turns GitHub issues into pull requests) and the reviewer agent (reviews
+and fixes those pull requests) read before they work.
+
+You get the current lessons and the evidence from new runs: rejected attempts with the
+strict verifier's notes (the best signal), other failures, what humans did with the
+agents' pull requests (merged, closed without merging), and successes.
+
+Edit the book item by item with the tools; never rewrite it wholesale:
+- add_lesson for a new, general lesson backed by run ids from the evidence;
+- confirm_lesson when new runs back an existing lesson;
+- merge_lessons when lessons overlap; reword_lesson to make one clearer;
+- retire_lesson when the evidence shows a lesson is wrong or obsolete.
+Cite only run ids that appear in the evidence. A lesson must help on future issues, not
+describe one issue. Keep the book small ({LessonLimits().max_lessons} lessons at most).
+If nothing is worth changing, change nothing. Always end with finish(summary), then
+reply with one short sentence.
+
+{UNTRUSTED_DATA_RULE}"""
+
+
+def _priority(record: RunRecord) -> int:
+    if any(not a.verified for a in record.attempts):
+        return 0
+    if record.outcome not in SUCCESS_OUTCOMES and record.outcome not in (
+        Outcome.SKIPPED,
+        Outcome.BACKED_OFF,
+    ):
+        return 1
+    return 2
+
+
+def evidence_order(records: Sequence[RunRecord]) -> list[RunRecord]:
+    """Rejected attempts first, then other failures, then the rest; oldest first within."""
+    return sorted(records, key=lambda r: (_priority(r), r.finished_at, r.run_id))
+
+
+def _record_block(record: RunRecord, notes_chars: int) -> str:
+    head = (
+        f"- run {record.run_id} ({record.role.value}, {record.target.ref}, "
+        f"outcome {record.outcome.value}, {len(record.attempts)} attempt(s))"
+    )
+    lines = [f"title: {record.target.title}"]
+    for a in record.attempts:
+        if not a.verified:
+            lines.append(f"attempt {a.number} rejected, verifier notes: {a.notes[:notes_chars]}")
+        else:
+            lines.append(f"attempt {a.number} verified")
+    if record.error:
+        lines.append(f"error: {record.error[:notes_chars]}")
+    return head + "\n" + fence_untrusted(f"run {record.run_id}", "\n".join(lines), notes_chars * 2)
+
+
+def _grade_line(grade: Grade) -> str:
+    who = f" (builder run {grade.run_id})" if grade.run_id else ""
+    if grade.target.kind is TargetKind.ISSUE:
+        return (
+            f"- issue #{grade.target.number}{who}: every one of its "
+            f"{len(set(grade.sub_issues))} sub-issues was closed"
+        )
+    fate = "merged" if grade.state is GradeState.MERGED else "closed WITHOUT merging"
+    issue = f" for issue #{grade.issue_number}" if grade.issue_number is not None else ""
+    return (
+        f"- PR #{grade.target.number}{issue}{who}: {fate} by a human after "
+        f"{grade.review_rounds} review round(s)"
+    )
+
+
+def build_prompt(
+    book: LessonBook,
+    records: Sequence[RunRecord],
+    decided: Sequence[Grade],
+    *,
+    max_chars: int = 60_000,
+    notes_chars: int = 2_000,
+) -> str:
+    """The user message of one distillation: current lessons, then the evidence."""
+    lessons = rank_lessons(book.lessons)
+    parts = [f"## Current lessons ({len(lessons)})"]
+    if not lessons:
+        parts.append("(none yet)")
+    for lesson in lessons:
+        roles = "/".join(r.value for r in lesson.roles) or "all"
+        parts.append(f"- {lesson.id} [{roles}; backed by {hits_of(lesson)} run(s)]")
+        parts.append(fence_untrusted(f"lesson {lesson.id}", lesson.text, 1_000))
+    if decided:
+        parts.append("\n## Decided by humans on GitHub since the last tick")
+        parts += [_grade_line(g) for g in decided]
+    parts.append(f"\n## New run records ({len(records)}), rejected attempts first")
+    used = sum(len(p) + 1 for p in parts)
+    left_out: list[str] = []
+    for record in evidence_order(records):
+        block = _record_block(record, notes_chars)
+        if used + len(block) + 1 > max_chars:
+            left_out.append(record.run_id)
+            continue
+        parts.append(block)
+        used += len(block) + 1
+    if left_out:
+        parts.append(
+            f"\n{len(left_out)} more record(s) did not fit; read them with read_record: "
+            + ", ".join(left_out)
+        )
+    parts.append("\nEdit the lessons with the tools, then call finish.")
+    return "\n".join(parts)

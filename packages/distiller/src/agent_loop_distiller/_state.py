@@ -1,0 +1,79 @@
+"""What a tick carries between its stages: options, its result, the work under the claim."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from agent_loop_common.claims import BackoffPolicy
+from agent_loop_common.memory import ContextView, DistillerMemory, IngestBatch
+from agent_loop_common.records import Grade, Lesson, LessonBook, RunRecord
+from agent_loop_distiller._grading import GradingResult
+from agent_loop_distiller._lessons import Edit, LessonLimits
+from agent_loop_distiller._report import ReportData
+from agent_loop_distiller._select import TickKind
+
+__all__ = ["CLAIM_KEY", "DistillerOptions", "TickResult", "Work"]
+
+CLAIM_KEY = "distiller"
+"""The repository-level claim target every distiller run competes for."""
+
+
+@dataclass(frozen=True)
+class DistillerOptions:
+    """Knobs of a tick that are not deployment settings (defaults suit production)."""
+
+    limits: LessonLimits = field(default_factory=LessonLimits)
+    """Size bounds of the lesson book."""
+    lesson_max_age: timedelta | None = None
+    """Lessons unseen for longer expire; `None`: the record retention window."""
+    housekeeping_buckets: int = 24
+    """Commit the ledger without news once a tick has to scan more hourly buckets than this."""
+    backoff: BackoffPolicy | None = None
+    """Waits between failed distillations of the same records; `None`: the settings'
+    back-off (`AGENT_LOOP_BACKOFF_BASE_MINUTES`, `AGENT_LOOP_BACKOFF_CAP_MINUTES`)."""
+    report_days: int = 30
+    """Days of rollups the report's Metrics tab covers."""
+    prompt_chars: int = 60_000
+    """Most characters of evidence in the distiller agent's prompt."""
+    with_report: bool = True
+    """Build the report's data after a tick that did work (reads the window's rollups)."""
+
+
+@dataclass
+class TickResult:
+    """What one tick did (the record, when one was written, is the durable account)."""
+
+    kind: TickKind = TickKind.IDLE
+    record: RunRecord | None = None
+    """The run's record (distillations and failed attempts only)."""
+    ingested: int = 0
+    """Records committed as ingested."""
+    deferred: int = 0
+    """Records newly left un-ingested (unknown major, invalid)."""
+    grades_changed: list[Grade] = field(default_factory=list[Grade])
+    """Grades written."""
+    lessons: LessonBook | None = None
+    """The lessons after the tick (when it read them)."""
+    digest: str = ""
+    """The digest written (empty when unchanged or not written)."""
+    edits: list[Edit] = field(default_factory=list[Edit])
+    """Lesson edits committed."""
+    expired: list[Lesson] = field(default_factory=list[Lesson])
+    """Lessons dropped as stale."""
+    note: str = ""
+    """Why the tick stopped or what it did, in one line."""
+    report: ReportData | None = None
+    """Data for the report, after a tick that did work."""
+
+
+@dataclass
+class Work:
+    """What the tick learned under the claim, for the commit and the report."""
+
+    memory: DistillerMemory
+    batch: IngestBatch
+    context: ContextView
+    grading: GradingResult
+    book: LessonBook
+    digest: str = ""
