@@ -80,7 +80,7 @@ def lock_drift(ws: Workspace, agent: str) -> str:
 
 def write_locks(ws: Workspace, agents: tuple[str, ...] | None = None) -> list[pathlib.Path]:
     """Regenerate the committed exports (run after `uv lock`)."""
-    written = []
+    written: list[pathlib.Path] = []
     for agent in agents or ws.agents:
         export_lock(ws, agent, ws.lock_path(agent))
         written.append(ws.lock_path(agent))

@@ -246,15 +246,9 @@ def _demo(args: argparse.Namespace, level: str | None) -> int:
 
 
 def _deploy(args: argparse.Namespace) -> int:
-    try:
-        from agent_loop.deploy import (  # pyright: ignore[reportMissingImports]
-            deploy_agent,  # pyright: ignore[reportUnknownVariableType]
-        )
-    except ImportError:
-        print("agent-loop deploy: deployment support is not installed.", file=sys.stderr)
-        return EXIT_FAILED
-    code = deploy_agent(args.agent, dry_run=bool(args.dry_run), config=args.config)
-    return int(cast(int, code))
+    from agent_loop.deploy import deploy_agent
+
+    return deploy_agent(args.agent, dry_run=bool(args.dry_run), config=args.config)
 
 
 def _say(text: str) -> None:

@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from flyte.ai.agents import LLMMessage
 
@@ -90,8 +90,8 @@ class Narrator:
             return
         who = "verifier" if kind == "verifier" else episode.split(":")[0]
         for tool_call in reply.tool_calls:
-            args = tool_call.get("arguments", {})
-            shown = _short_args(args if isinstance(args, dict) else {})
+            args: object = tool_call.get("arguments", {})
+            shown = _short_args(cast("dict[str, Any]", args) if isinstance(args, dict) else {})
             self.line(f"     {who:<9} {tool_call.get('name', '?')}  {shown}".rstrip())
         if not reply.tool_calls and kind == "verifier":
             verdict = _verdict_line(reply.content or "")
@@ -128,11 +128,12 @@ class Narrator:
 def _verdict_line(text: str) -> str:
     start = text.rfind("{")
     try:
-        verdict: Any = json.loads(text[start:]) if start >= 0 else None
+        parsed: object = json.loads(text[start:]) if start >= 0 else None
     except ValueError:
-        verdict = None
-    if not isinstance(verdict, dict):
+        parsed = None
+    if not isinstance(parsed, dict):
         return clip(text, 100)
+    verdict = cast("dict[str, object]", parsed)
     mark = "verified" if verdict.get("verified") is True else "REJECTED"
     return f"{mark}: {clip(str(verdict.get('notes', '')), 90)}"
 
