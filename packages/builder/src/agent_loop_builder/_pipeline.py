@@ -34,7 +34,7 @@ _CLAIM_RACES = 3
 
 
 async def run_builder_tick(
-    runtime: Runtime, target: int | None = None, *, write: Writer | None = None
+    runtime: Runtime, target: int | None = None, write: Writer | None = None
 ) -> RunRecord | None:
     """Run one builder tick; the record, or `None` for an idle tick.
 

@@ -20,11 +20,15 @@ import structlog
 
 from agent_loop_builder._pipeline import run_builder_tick
 from agent_loop_builder._writes import WRITES
-from agent_loop_common.deploy import agent_env_vars, agent_image, agent_schedule, agent_secrets
+from agent_loop_common.deploy import (
+    agent_env_vars,
+    agent_image,
+    agent_schedule,
+    agent_secrets,
+    agent_trigger,
+)
 from agent_loop_common.records import Role
-from agent_loop_common.report import run_report_html
-from agent_loop_common.runtime import TickSummary, open_runtime, summarize
-from agent_loop_common.settings import load_settings
+from agent_loop_common.runtime import TickSummary, tick_body
 
 __all__ = ["IDLE_NOTE", "PACKAGE_DIR", "SCHEDULE", "TASKS", "builder_tick", "env"]
 
@@ -51,30 +55,22 @@ TASKS = WRITES.durable(env, module=__name__)
 """Every builder write as a task of `env` (module attributes of the same names)."""
 
 
-@env.task(
-    report=True,
-    triggers=(
-        flyte.Trigger(
-            name="builder_schedule",
-            automation=flyte.Cron(SCHEDULE),
-            inputs={"trigger_time": flyte.TriggerTime},
-        ),
-    ),
-)
+@env.task(report=True, triggers=(agent_trigger("builder"),))
 async def builder_tick(
     trigger_time: datetime | None = None, target: int | None = None
 ) -> TickSummary:
     """One builder tick: take the oldest eligible issue (or issue `target`) to a PR or
     sub-issues, and return the tick's summary."""
-    settings = load_settings()
     _log.info(
         "builder.tick",
         trigger_time=trigger_time.isoformat() if trigger_time else None,
         target=target,
     )
-    async with open_runtime(settings, Role.BUILDER) as runtime:
-        write = TASKS.writer(runtime.github.stats)
-        record = await run_builder_tick(runtime, target, write=write)
-    html = run_report_html(record, heading="Builder tick", idle=f"Idle: {IDLE_NOTE}.")
-    await flyte.report.log.aio(html, do_flush=True)
-    return summarize(Role.BUILDER, record, idle=IDLE_NOTE)
+    return await tick_body(
+        Role.BUILDER,
+        target,
+        run_builder_tick,
+        tasks=TASKS,
+        heading="Builder tick",
+        idle=IDLE_NOTE,
+    )

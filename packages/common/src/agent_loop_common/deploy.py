@@ -38,6 +38,7 @@ __all__ = [
     "agent_image",
     "agent_schedule",
     "agent_secrets",
+    "agent_trigger",
     "image_name",
     "model_key_envs",
     "requirements_lock",
@@ -150,6 +151,15 @@ def agent_schedule(agent: str, environ: Mapping[str, str] | None = None) -> str:
         return normalize_cron(env.get(name, default))
     except ValueError as exc:
         raise ValueError(f"{name}: {exc}") from exc
+
+
+def agent_trigger(agent: str, environ: Mapping[str, str] | None = None) -> flyte.Trigger:
+    """The agent's cron trigger (`<agent>_schedule`), feeding the tick's `trigger_time`."""
+    return flyte.Trigger(
+        name=f"{agent}_schedule",
+        automation=flyte.Cron(agent_schedule(agent, environ)),
+        inputs={"trigger_time": flyte.TriggerTime},
+    )
 
 
 _LOCAL_ONLY = frozenset({"AGENT_LOOP_HOME", "GITHUB_APP_PRIVATE_KEY_PATH"})

@@ -15,7 +15,13 @@ from datetime import datetime
 import flyte
 import flyte.report
 
-from agent_loop_common.deploy import agent_env_vars, agent_image, agent_schedule, agent_secrets
+from agent_loop_common.deploy import (
+    agent_env_vars,
+    agent_image,
+    agent_schedule,
+    agent_secrets,
+    agent_trigger,
+)
 from agent_loop_common.records import Outcome, Role
 from agent_loop_common.runtime import TickSummary, open_runtime, summarize
 from agent_loop_common.settings import load_settings
@@ -74,16 +80,7 @@ async def publish_report(result: TickResult, run_id: str) -> None:
             flyte.report.get_tab(name).log(html)
 
 
-@env.task(
-    report=True,
-    triggers=(
-        flyte.Trigger(
-            name="distiller_schedule",
-            automation=flyte.Cron(SCHEDULE),
-            inputs={"trigger_time": flyte.TriggerTime},
-        ),
-    ),
-)
+@env.task(report=True, triggers=(agent_trigger("distiller"),))
 async def distiller_tick(
     trigger_time: datetime | None = None, target: int | None = None
 ) -> TickSummary:

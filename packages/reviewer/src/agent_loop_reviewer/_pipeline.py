@@ -42,7 +42,7 @@ _log = structlog.get_logger(__name__)
 
 
 async def run_reviewer_tick(
-    runtime: Runtime, target: int | None = None, *, write: Writer | None = None
+    runtime: Runtime, target: int | None = None, write: Writer | None = None
 ) -> RunRecord | None:
     """Run one reviewer tick; the run's record, or `None` when nothing needed a pass.
 

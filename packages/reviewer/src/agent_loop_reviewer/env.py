@@ -16,11 +16,15 @@ from datetime import datetime
 
 import flyte
 
-from agent_loop_common.deploy import agent_env_vars, agent_image, agent_schedule, agent_secrets
+from agent_loop_common.deploy import (
+    agent_env_vars,
+    agent_image,
+    agent_schedule,
+    agent_secrets,
+    agent_trigger,
+)
 from agent_loop_common.records import Role
-from agent_loop_common.report import run_report_html
-from agent_loop_common.runtime import TickSummary, open_runtime, summarize
-from agent_loop_common.settings import load_settings
+from agent_loop_common.runtime import TickSummary, tick_body
 from agent_loop_reviewer._pipeline import run_reviewer_tick
 from agent_loop_reviewer._writes import WRITES
 
@@ -47,28 +51,18 @@ TASKS = WRITES.durable(env, module=__name__)
 """Every reviewer write as a task of `env` (module attributes of the same names)."""
 
 
-@env.task(
-    report=True,
-    triggers=(
-        flyte.Trigger(
-            name="reviewer_schedule",
-            automation=flyte.Cron(SCHEDULE),
-            inputs={"trigger_time": flyte.TriggerTime},
-        ),
-    ),
-)
+@env.task(report=True, triggers=(agent_trigger("reviewer"),))
 async def reviewer_tick(
     trigger_time: datetime | None = None, target: int | None = None
 ) -> TickSummary:
     """One reviewer tick: give the first agent PR that needs it (or PR `target`) a review
     pass, and return the tick's summary."""
     del trigger_time  # the schedule's time only names the run
-    settings = load_settings()
-    async with open_runtime(settings, Role.REVIEWER) as runtime:
-        write = TASKS.writer(runtime.github.stats)
-        record = await run_reviewer_tick(runtime, target, write=write)
-    html = run_report_html(
-        record, heading="Reviewer", idle=f"Idle: {IDLE_NOTE}; nothing claimed, no model call."
+    return await tick_body(
+        Role.REVIEWER,
+        target,
+        run_reviewer_tick,
+        tasks=TASKS,
+        heading="Reviewer tick",
+        idle=IDLE_NOTE,
     )
-    await flyte.report.log.aio(html, do_flush=True)
-    return summarize(Role.REVIEWER, record, idle=IDLE_NOTE)

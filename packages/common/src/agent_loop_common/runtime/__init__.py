@@ -14,7 +14,7 @@ request counts home). Every tick returns a `TickSummary`; `run_entry` is the sha
 body of `python -m agent_loop_<role>`.
 """
 
-from agent_loop_common.runtime._entry import run_entry
+from agent_loop_common.runtime._entry import agent_main, run_entry
 from agent_loop_common.runtime._local import (
     github_from_settings,
     local_memory,
@@ -32,6 +32,7 @@ from agent_loop_common.runtime._summary import (
     TickSummary,
     summarize,
 )
+from agent_loop_common.runtime._tick import Pipeline, tick_body
 from agent_loop_common.runtime._writes import (
     DirectWriter,
     Posted,
@@ -47,6 +48,7 @@ __all__ = [
     "AgentEntry",
     "DirectWriter",
     "ModelProvider",
+    "Pipeline",
     "Posted",
     "Receipt",
     "RunScope",
@@ -56,6 +58,7 @@ __all__ = [
     "TickSummary",
     "WriteBook",
     "Writer",
+    "agent_main",
     "github_from_settings",
     "installed_model",
     "local_memory",
@@ -67,6 +70,7 @@ __all__ = [
     "run_task",
     "run_tick",
     "summarize",
+    "tick_body",
     "use_model",
     "write_with_receipt",
 ]

@@ -1,10 +1,10 @@
-"""The shared body of every agent's `python -m agent_loop_<role>` entry point.
+"""Every agent's `python -m agent_loop_<role>` entry point, written once.
 
-Each agent names its own flags and how one tick runs; what happens around that is the
-same for all of them and lives here once: flags are parsed before anything else (so
-`--help` works without configuration), a configuration error prints every problem
-`ConfigError` names and exits 2, logging goes to the console at the configured level,
-and the tick's `TickSummary` is printed as JSON.
+Each agent names its description, its target flag (`--issue`, `--pr`, or none) and its
+`run_once`; what happens around that is the same for all of them: flags are parsed
+before anything else (so `--help` works without configuration), a configuration error
+prints every problem `ConfigError` names and exits 2, logging goes to the console at the
+configured level, and the tick's `TickSummary` is printed as JSON.
 """
 
 from __future__ import annotations
@@ -14,10 +14,46 @@ import sys
 from collections.abc import Callable, Sequence
 
 from agent_loop_common.logs import configure_logging
-from agent_loop_common.runtime._summary import TickSummary
+from agent_loop_common.runtime._summary import AgentEntry, TickSummary
 from agent_loop_common.settings import ConfigError, Settings, load_settings
 
-__all__ = ["run_entry"]
+__all__ = ["agent_main", "run_entry"]
+
+
+def agent_main(
+    run_once: AgentEntry,
+    *,
+    prog: str,
+    description: str,
+    target_flag: str | None,
+    target_help: str = "",
+    argv: Sequence[str] | None = None,
+) -> int:
+    """`python -m agent_loop_<role>`: one tick of `run_once`, its summary printed.
+
+    Args:
+        run_once: The agent's entry point.
+        prog: The command's name in `--help`.
+        description: What one tick does.
+        target_flag: The flag naming one target (`--issue`, `--pr`); `None`: no target.
+        target_help: That flag's help.
+        argv: The arguments (default: the process's).
+    """
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    if target_flag is not None:
+        parser.add_argument(target_flag, dest="target", type=int, default=None, help=target_help)
+    parser.add_argument(
+        "--remote",
+        action="store_true",
+        help="fire the deployed task on the configured Flyte cluster instead of local mode",
+    )
+    return run_entry(
+        parser,
+        lambda args, settings: run_once(
+            target=getattr(args, "target", None), remote=args.remote, settings=settings
+        ),
+        argv=argv,
+    )
 
 
 def run_entry(
