@@ -38,6 +38,13 @@ def _assert_released_and_rested(emulator: GitHubEmulator, number: int) -> None:
     assert any("agent-loop:backoff v1 attempts=1" in c.body for c in emulator.comments(number))
 
 
+def _assert_released_and_left_alone(emulator: GitHubEmulator, number: int) -> None:
+    """An operator's fault (credentials, an outage): no back-off, and no trace on the thread."""
+    assert emulator.ref_sha(f"agent-loop/claims/issue-{number}") is None
+    assert emulator.refs("refs/heads/agent-loop/") == {}
+    assert emulator.comments(number) == []
+
+
 async def test_a_failed_pull_request_create_is_recorded_and_cleaned_up(
     emulator: GitHubEmulator,
     tick: Callable[..., Any],
@@ -57,11 +64,11 @@ async def test_a_failed_pull_request_create_is_recorded_and_cleaned_up(
     assert [a.verified for a in record.attempts] == [True]
     assert record.trace
     assert record.links.pr_url == ""
+    assert record.fault == "operator"  # GitHub kept failing: not the issue's fault
+    assert record.backoff_until is None
     assert stored(record) == record
-    _assert_released_and_rested(emulator, number)
+    _assert_released_and_left_alone(emulator, number)
     assert all(not i.is_pull_request for i in map(emulator.issue, range(1, number + 1)))
-    assert "stopped by" not in emulator.comments(number)[0].body
-    assert "run ended" in emulator.comments(number)[0].body
 
 
 async def test_a_builder_model_error_is_a_failed_run(

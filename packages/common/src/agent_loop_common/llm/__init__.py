@@ -24,6 +24,7 @@ from agent_loop_common.llm._convert import (
     to_litellm_messages,
 )
 from agent_loop_common.llm._errors import (
+    AgentRunFailed,
     BudgetExceeded,
     ErrorKind,
     LLMError,
@@ -45,6 +46,7 @@ __all__ = [
     "ALLOW_MODEL_REQUESTS_ENV",
     "GENEROUS_MAX_TOKENS",
     "UNKNOWN_MODEL_MAX_TOKENS",
+    "AgentRunFailed",
     "Budget",
     "BudgetExceeded",
     "ErrorKind",
