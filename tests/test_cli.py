@@ -275,6 +275,8 @@ def test_a_tick_that_ended_in_error_exits_1(
     monkeypatch.setenv("AGENT_LOOP_REPO", "acme/widgets")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_x")
 
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")  # the preflight's model key
+
     def errored(*_: Any, **__: Any) -> TickSummary:
         return TickSummary(role=Role.REVIEWER, run_id="r2", outcome=Outcome.ERROR, target="pr#5")
 

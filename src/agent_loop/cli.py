@@ -26,7 +26,7 @@ from typing import Any, TextIO, cast
 
 from agent_loop._logging import configure_cli_logging, preserved_logging
 from agent_loop.agents import AGENTS, AgentName, run_agent_once
-from agent_loop_common.runtime import TickSummary
+from agent_loop_common.runtime import TickSummary, preflight_model
 from agent_loop_common.settings import ConfigError, Settings, load_settings
 
 __all__ = ["EXIT_CONFIG", "EXIT_FAILED", "build_parser", "main"]
@@ -168,6 +168,8 @@ def _run(args: argparse.Namespace, level: str | None) -> int:
     settings = _load(level)
     where = "on the Flyte cluster" if remote else f"in Flyte local mode (home: {settings.home})"
     what = f" on #{target}" if target else ""
+    if not remote:  # a deployed tick has its own secrets; here, the key must be in this shell
+        preflight_model(settings)
     _say(f"agent-loop: one {agent} tick{what} for {settings.repo} {where}, model {settings.model}")
     try:
         summary = run_agent_once(agent, settings, target=target, remote=remote)

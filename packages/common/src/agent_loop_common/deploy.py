@@ -30,6 +30,8 @@ from collections.abc import Mapping
 
 import flyte
 
+from agent_loop_common.llm import KEY_ENV_OVERRIDE, key_env
+
 __all__ = [
     "DEFAULT_MODEL",
     "IMAGE_PREFIX",
@@ -54,14 +56,6 @@ IMAGE_PREFIX = "agent-loop-"
 DEFAULT_MODEL = "anthropic/claude-sonnet-4-6"
 """Same default as `Settings.model`: its provider decides the default key variable."""
 
-_PROVIDER_KEYS = {
-    "anthropic": "ANTHROPIC_API_KEY",
-    "openai": "OPENAI_API_KEY",
-    "gemini": "GEMINI_API_KEY",
-    "together_ai": "TOGETHERAI_API_KEY",
-    "xai": "XAI_API_KEY",
-}
-"""litellm providers whose key variable is not simply `<PROVIDER>_API_KEY`, or common ones."""
 
 
 def requirements_lock(package_dir: pathlib.Path) -> pathlib.Path:
@@ -91,25 +85,17 @@ def secret_key(env_var: str) -> str:
     return env_var.lower().replace("_", "-")
 
 
-def _provider_key(model: str) -> str:
-    provider, _, rest = model.partition("/")
-    if not rest:  # a bare model name: litellm infers the provider from the family
-        provider = "openai" if model.startswith(("gpt", "o1", "o3", "o4")) else "anthropic"
-        provider = "gemini" if model.startswith("gemini") else provider
-    return _PROVIDER_KEYS.get(provider, f"{provider.upper().replace('-', '_')}_API_KEY")
-
-
 def model_key_envs(environ: Mapping[str, str] | None = None) -> list[str]:
     """Env vars holding the model keys the agents need, for the configured model(s)."""
     env = os.environ if environ is None else environ
-    override = env.get("AGENT_LOOP_MODEL_KEY_ENV", "").strip()
+    override = env.get(KEY_ENV_OVERRIDE, "").strip()
     if override:
         return [] if override.lower() == "none" else [override]
     models = [
         env.get("AGENT_LOOP_MODEL") or DEFAULT_MODEL,
         env.get("AGENT_LOOP_VERIFIER_MODEL", ""),
     ]
-    keys = [_provider_key(m.strip()) for m in models if m.strip()]
+    keys = [key_env(m.strip()) for m in models if m.strip()]
     return list(dict.fromkeys(keys))
 
 

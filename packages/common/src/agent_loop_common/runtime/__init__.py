@@ -23,6 +23,8 @@ from agent_loop_common.runtime._local import (
     run_tick,
 )
 from agent_loop_common.runtime._models import ModelProvider, installed_model, model_for, use_model
+from agent_loop_common.runtime._faults import operator_fault
+from agent_loop_common.runtime._preflight import preflight_model
 from agent_loop_common.runtime._runtime import Runtime, open_runtime
 from agent_loop_common.runtime._scope import RunScope, run_scoped
 from agent_loop_common.runtime._summary import (
@@ -65,6 +67,8 @@ __all__ = [
     "local_raw_data_path",
     "model_for",
     "open_runtime",
+    "operator_fault",
+    "preflight_model",
     "run_entry",
     "run_scoped",
     "run_task",

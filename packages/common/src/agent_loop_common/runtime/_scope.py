@@ -34,6 +34,7 @@ from agent_loop_common.records import (
     Usage,
 )
 from agent_loop_common.runtime._faults import operator_fault
+from agent_loop_common.runtime._preflight import preflight_model
 from agent_loop_common.runtime._runtime import Runtime
 
 __all__ = ["RunScope", "run_scoped"]
@@ -205,6 +206,7 @@ async def run_scoped(
     """
     scope = RunScope(runtime=runtime, started_at=runtime.clock())
     try:
+        preflight_model(runtime.settings)  # before any claim: nothing public on failure
         await body(scope)
     except BudgetExceeded as exc:
         scope.finish(Outcome.BUDGET_EXCEEDED, str(exc))
