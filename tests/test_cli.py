@@ -104,7 +104,9 @@ def test_run_arguments_reach_the_agent(
     monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path))
     seen: list[tuple[str, int | None, bool]] = []
 
-    def fake_run(agent: str, settings: Any, *, target: int | None, remote: bool) -> TickSummary:
+    def fake_run(
+        agent: str, settings: Any, *, target: int | None, remote: bool, retry_now: bool
+    ) -> TickSummary:
         assert settings.repo == "acme/widgets"
         seen.append((agent, target, remote))
         return TickSummary(

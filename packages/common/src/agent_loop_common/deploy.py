@@ -57,7 +57,6 @@ DEFAULT_MODEL = "anthropic/claude-sonnet-4-6"
 """Same default as `Settings.model`: its provider decides the default key variable."""
 
 
-
 def requirements_lock(package_dir: pathlib.Path) -> pathlib.Path:
     """The package's exported lock (`uv export --package ...`), committed next to it."""
     return package_dir / "requirements.lock.txt"

@@ -144,7 +144,11 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
     book, out.expired = expire_stale(book, now, max_age)
     work = Work(memory, batch, context, grading, book)
     out.lessons = context.lessons
-    retry = retry_at(failure_streak(batch.records), backoff_of(runtime, opts))
+    retry = (
+        None
+        if opts.retry_now
+        else retry_at(failure_streak(batch.records), backoff_of(runtime, opts))
+    )
     if (records or grading.decided) and retry is not None and now < retry:
         # Committing now would move the ledger past records nobody learned from.
         out.kind, out.note = TickKind.BACKED_OFF, "waiting after failed attempts"

@@ -50,7 +50,10 @@ def agent_main(
     return run_entry(
         parser,
         lambda args, settings: run_once(
-            target=getattr(args, "target", None), remote=args.remote, settings=settings
+            target=getattr(args, "target", None),
+            remote=args.remote,
+            settings=settings,
+            retry_now=args.retry_now,
         ),
         argv=argv,
     )

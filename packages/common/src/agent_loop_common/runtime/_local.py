@@ -68,10 +68,16 @@ def run_task(settings: Settings, task: Any, *, remote: bool = False, **inputs: A
 
 
 def run_tick(
-    settings: Settings, task: Any, *, target: int | None = None, remote: bool = False
+    settings: Settings,
+    task: Any,
+    *,
+    target: int | None = None,
+    remote: bool = False,
+    retry_now: bool = False,
 ) -> TickSummary:
-    """Run one agent tick task (inputs `target`) and return its typed summary."""
-    return TickSummary.model_validate(run_task(settings, task, remote=remote, target=target))
+    """Run one agent tick task (inputs `target`, `retry_now`) and return its typed summary."""
+    summary = run_task(settings, task, remote=remote, target=target, retry_now=retry_now)
+    return TickSummary.model_validate(summary)
 
 
 def _single(outputs: tuple[Any, ...]) -> Any:
