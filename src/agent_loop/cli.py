@@ -188,9 +188,7 @@ def _run(args: argparse.Namespace, level: str | None) -> int:
         preflight_model(settings)
     _say(f"agent-loop: one {agent} tick{what} for {settings.repo} {where}, model {settings.model}")
     try:
-        summary = run_agent_once(
-            agent, settings, target=target, remote=remote, retry_now=retry_now
-        )
+        summary = run_agent_once(agent, settings, target=target, remote=remote, retry_now=retry_now)
     except ConfigError:
         raise
     except Exception as exc:

@@ -4,7 +4,8 @@ A misspelt provider or a missing key used to surface only at the first model cal
 after the claim comment was public. `preflight_model` checks, without a network call,
 that litellm knows the provider of every configured model and that its key variable is
 set; a problem is a `ConfigError` naming the variable to set (the CLI exits 2 before
-firing the tick; a scheduled tick records it as an operator's error and claims nothing).
+firing the tick; a scheduled tick checks before its first claim, `RunScope.claim`, and
+records it as an operator's error having claimed nothing).
 An in-process model (the demo's replay, the tests' script) needs no check.
 """
 

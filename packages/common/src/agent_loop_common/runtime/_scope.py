@@ -19,7 +19,7 @@ from typing import Literal
 import flyte
 import structlog
 
-from agent_loop_common.claims import ClaimLost, ClaimTarget
+from agent_loop_common.claims import Claim, ClaimLost, ClaimTarget, Kind
 from agent_loop_common.llm import BudgetExceeded
 from agent_loop_common.memory import count_idle_run, write_run_record
 from agent_loop_common.records import (
@@ -102,6 +102,16 @@ class RunScope:
         )
         self.attempts.append(attempt)
         return attempt
+
+    async def claim(self, kind: Kind, key: int | str) -> Claim | None:
+        """Claim a target, after proving the run could finish its work (the model is usable).
+
+        The preflight runs before the first claim, so a missing key or an unknown model
+        stops the run with nothing public written; a tick that finds no work needs no
+        model and is not stopped by it.
+        """
+        preflight_model(self.runtime.settings)
+        return await self.runtime.claimer.claim(kind, key)
 
     def tokens(self) -> int:
         """Prompt plus completion tokens of the run so far (every model call)."""
@@ -206,7 +216,6 @@ async def run_scoped(
     """
     scope = RunScope(runtime=runtime, started_at=runtime.clock())
     try:
-        preflight_model(runtime.settings)  # before any claim: nothing public on failure
         await body(scope)
     except BudgetExceeded as exc:
         scope.finish(Outcome.BUDGET_EXCEEDED, str(exc))
