@@ -121,7 +121,7 @@ async def test_the_budget_stops_a_run(
     # The first call's usage (a scripted turn's default 100 in + 20 out) is over the budget
     # of 100 tokens, so the run stops before a second call.
     one_call = first.prompt_tokens + first.completion_tokens
-    assert record.usage.tokens == one_call == 120
+    assert record.usage.tokens == one_call
     _assert_released_and_rested(emulator, number)
 
 
