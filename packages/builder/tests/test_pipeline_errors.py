@@ -6,11 +6,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from flyte.ai.agents import LLMCallable, LLMMessage
+from flyte.ai.agents import LLMMessage
 
-from agent_loop_common.records import Outcome, Role
-from agent_loop_common.runtime import use_model
+from agent_loop_common.records import Outcome
 from agent_loop_common.testing import GitHubEmulator, ScriptedModel, Turn, call, turn
+from agent_loop_common.testing.pytest_plugin import Install, Stored
 from agent_loop_common.verify import VERIFIER_MARKER
 
 CONTENT = "def make_widget(name):\n    return {'name': name, 'ok': True}\n"
@@ -48,8 +48,8 @@ def _assert_released_and_left_alone(emulator: GitHubEmulator, number: int) -> No
 async def test_a_failed_pull_request_create_is_recorded_and_cleaned_up(
     emulator: GitHubEmulator,
     tick: Callable[..., Any],
-    install: Callable[[ScriptedModel], ScriptedModel],
-    stored: Callable[..., Any],
+    install: Install,
+    stored: Stored,
 ) -> None:
     number = emulator.add_issue("Mark widgets ok", "Widgets should say they are ok.")
     emulator.inject_fault("POST", r"/pulls$", status=500, times=10)
@@ -74,7 +74,7 @@ async def test_a_failed_pull_request_create_is_recorded_and_cleaned_up(
 async def test_a_builder_model_error_is_a_failed_run(
     emulator: GitHubEmulator,
     tick: Callable[..., Any],
-    install: Callable[[ScriptedModel], ScriptedModel],
+    install: Install,
 ) -> None:
     number = emulator.add_issue("Mark widgets ok", "")
     model = install(ScriptedModel([turn(error=RuntimeError("provider is down"))]))
@@ -93,7 +93,7 @@ async def test_a_builder_model_error_is_a_failed_run(
 async def test_a_verifier_model_error_is_not_a_verdict(
     emulator: GitHubEmulator,
     tick: Callable[..., Any],
-    install: Callable[[ScriptedModel], ScriptedModel],
+    install: Install,
 ) -> None:
     number = emulator.add_issue("Mark widgets ok", "")
     model = install(
@@ -115,23 +115,27 @@ async def test_a_verifier_model_error_is_not_a_verdict(
 async def test_the_budget_stops_a_run(
     emulator: GitHubEmulator,
     tick: Callable[..., Any],
-    install: Callable[[ScriptedModel], ScriptedModel],
+    install: Install,
 ) -> None:
     number = emulator.add_issue("Mark widgets ok", "")
-    install(ScriptedModel(_change()[:1]))
+    (first,) = script = _change()[:1]
+    install(ScriptedModel(script))
 
     record = await tick(max_tokens_per_run=100)
 
     assert record is not None
     assert record.outcome is Outcome.BUDGET_EXCEEDED
-    assert record.usage.tokens == 120
+    # The first call's usage (a scripted turn's default 100 in + 20 out) is over the budget
+    # of 100 tokens, so the run stops before a second call.
+    one_call = first.prompt_tokens + first.completion_tokens
+    assert record.usage.tokens == one_call
     _assert_released_and_rested(emulator, number)
 
 
 async def test_skip_issue_comments_and_rests(
     emulator: GitHubEmulator,
     tick: Callable[..., Any],
-    install: Callable[[ScriptedModel], ScriptedModel],
+    install: Install,
 ) -> None:
     number = emulator.add_issue("Make it better", "Somehow.")
     model = install(
@@ -174,6 +178,7 @@ def _close(emulator: GitHubEmulator, number: int) -> None:
 async def test_work_overtaken_during_the_run_is_not_applied(
     emulator: GitHubEmulator,
     tick: Callable[..., Any],
+    install: Install,
     meanwhile: Callable[[GitHubEmulator, int], None],
     reason: str,
 ) -> None:
@@ -189,11 +194,8 @@ async def test_work_overtaken_during_the_run_is_not_applied(
             happened.append(True)
         return await scripted(model, system, messages, tools)
 
-    def provide(role: Role, purpose: str, usage: Any, budget: Any) -> LLMCallable:
-        return racing
-
-    with use_model(provide):
-        record = await tick()
+    install(scripted, via=racing)
+    record = await tick()
 
     scripted.assert_finished()
     assert record is not None
