@@ -157,9 +157,9 @@ class Settings(BaseSettings):
 
     # ------------------------------------------------------------ staging
     protected_paths: Annotated[tuple[str, ...], NoDecode] = ()
-    """Comma-separated globs the agents may never change, e.g. `**/*.pem,deploy/**`. Workflow files are always protected unless `AGENT_LOOP_ALLOW_WORKFLOW_CHANGES` is true."""
+    """Comma-separated globs the agents may never change, e.g. `**/*.pem,deploy/**`. Paths are protected as trees: a path that matches, lies under or contains a match is refused, so a directory cannot be replaced by a file. Always protected as well: all of `.github/` and `.gitlab/`, `CODEOWNERS`, and CI configuration unless `AGENT_LOOP_ALLOW_WORKFLOW_CHANGES` is true."""
     allow_workflow_changes: bool = False
-    """Let the agents change `.github/workflows/` (off: workflows run with the repository's secrets)."""
+    """Let the agents change CI pipeline definitions: `.github/workflows/`, `.github/actions/` and other CI systems' files (`.gitlab-ci.yml`, `.circleci/`, `Jenkinsfile`, `azure-pipelines.yml`, `.buildkite/`, `.travis.yml`, `bitbucket-pipelines.yml`). Off: CI runs with the repository's secrets. The rest of `.github/` (`CODEOWNERS`, `dependabot.yml`, templates) stays protected either way."""
     max_staged_files: int = Field(default=40, ge=1)
     """Most paths one change may touch (writes and deletions together)."""
     max_staged_file_bytes: int = Field(default=256_000, ge=1)
