@@ -57,7 +57,10 @@ class GitHub(IssueOps, PullOps, GitOps):
         base_url: API root; `https://HOST/api/v3` for GitHub Enterprise Server.
         transport: httpx transport to send through (the emulator's, in tests); by
             default a pooled HTTP transport that this client owns and closes.
-        timeout: seconds allowed per connect/read/write/pool phase and per attempt.
+        timeout: seconds one attempt may take in all, from sending the request to the
+            last byte of the response body (a body dripped slowly cannot hold a run);
+            also httpx's limit per connect/read/write/pool phase. Retries come on top,
+            bounded by the retry policy's `max_total`.
         retry: retry policy; `RetryPolicy()` by default.
         etags: ETag cache for polled reads, typically loaded from memory; a fresh
             in-memory one by default, so repeated polls within a run are 304s.

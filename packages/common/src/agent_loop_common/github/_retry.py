@@ -187,23 +187,29 @@ class RetryTransport(httpx.AsyncBaseTransport):
     async def _attempt(
         self, request: httpx.Request
     ) -> tuple[Failure | None, httpx.Response | None, Exception | None]:
+        response: httpx.Response | None = None
         try:
+            # One deadline for the whole attempt, body included: httpx's timeouts are
+            # per read, so a body dripped a byte at a time would never time out, and
+            # transports that enforce no httpx timeouts (in-process ASGI) get one too.
             async with asyncio.timeout(self._attempt_timeout):
                 response = await self._inner.handle_async_request(request)
+                await response.aread()
         except TimeoutError as exc:
-            # Transports that do not enforce httpx timeouts (in-process ASGI) still
-            # must not hang a run: the per-attempt deadline stands in for them.
-            timeout = httpx.ReadTimeout(f"no response within {self._attempt_timeout}s")
+            if response is not None:
+                await response.aclose()
+            timeout = httpx.ReadTimeout(f"no complete response within {self._attempt_timeout}s")
             timeout.__cause__ = exc
             return classify_exception(timeout), None, timeout
         except Exception as exc:
+            if response is not None:
+                await response.aclose()
             failure = classify_exception(exc)
             if failure is None:
                 raise
             return failure, None, exc
         if response.status_code < 403:
             return None, response, None
-        await response.aread()
         failure = classify_response(
             response.status_code, response.headers, response.content, self._policy.wall()
         )

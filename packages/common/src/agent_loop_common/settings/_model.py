@@ -97,7 +97,7 @@ class Settings(BaseSettings):
     )
     """REST API base URL; for GitHub Enterprise Server use `https://HOST/api/v3`."""
     github_timeout_seconds: float = Field(default=30.0, gt=0)
-    """Timeout of one GitHub request in seconds (githubkit has none by default)."""
+    """Timeout of one GitHub request attempt in seconds, the whole response body included (githubkit has none by default); retries of failed reads come on top."""
 
     # ------------------------------------------------------------ identity and trust
     bot_login: str | None = None
