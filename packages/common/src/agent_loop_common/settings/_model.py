@@ -130,6 +130,8 @@ class Settings(BaseSettings):
     """Wait before the first model retry; doubled on each further retry (with jitter)."""
     llm_retry_cap_seconds: float = Field(default=60.0, ge=0)
     """Longest wait between model retries, even when the provider's `Retry-After` asks for more."""
+    litellm_remote_catalogs: bool = False
+    """Let litellm download its price table and other catalogs (Anthropic's beta headers) itself. Off: the copies bundled with the installed litellm are used (`LITELLM_LOCAL_MODEL_COST_MAP` and `LITELLM_OFFLINE_MODE` are set before litellm is imported, unless you set either yourself), so a run makes no request beyond GitHub and the model provider."""
 
     # ------------------------------------------------------------ limits and budgets
     builder_max_turns: int = Field(default=40, ge=1)
