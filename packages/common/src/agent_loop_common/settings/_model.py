@@ -23,9 +23,11 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from agent_loop_common.settings._auth import check_github_credentials
+from agent_loop_common.settings._secrets import credential_in
 
 if TYPE_CHECKING:
     from agent_loop_common.claims import BackoffPolicy
@@ -54,6 +56,23 @@ def normalize_cron(value: str) -> str:
     if len(fields) != 5 or not all(_CRON_FIELD.match(f) for f in fields):
         raise ValueError("expected a 5-field cron expression such as '*/5 * * * *'")
     return " ".join(fields)
+
+
+def _refuse_credentials(url: str, where_instead: str) -> None:
+    """Refuse a URL setting that carries a credential, without repeating the value.
+
+    Raises `PydanticCustomError` of type `credentials_in_url`, whose input the settings
+    error never shows.
+    """
+    found = credential_in(url)
+    if found is not None:
+        raise PydanticCustomError(
+            "credentials_in_url",
+            "the URL carries a credential ({found}), and a plain setting travels as a "
+            "plain environment variable and into the deploy spec. Give the URL without "
+            "it and put {where}",
+            {"found": found, "where": where_instead},
+        )
 
 
 def _alias(name: str) -> AliasChoices:
@@ -119,7 +138,7 @@ class Settings(BaseSettings):
     verifier_model: str = ""
     """litellm model string for the verifier sub-agent; empty: the same as `AGENT_LOOP_MODEL`."""
     api_base: str | None = None
-    """Base URL of an OpenAI-compatible server (vLLM, Ollama, a LiteLLM proxy), e.g. `http://localhost:8000/v1`."""
+    """Base URL of an OpenAI-compatible server (vLLM, Ollama, a LiteLLM proxy), e.g. `http://localhost:8000/v1`. A URL carrying a credential (`user:key@host`, `?api_key=`) is refused: this is a plain setting, so the key goes in the provider's key variable, a secret."""
     max_output_tokens: int | None = Field(default=None, gt=0)
     """Output tokens per model response; empty: a generous 32,000, or 8,192 for models litellm does not know. Always clamped to the model's published limit."""
     llm_timeout_seconds: float = Field(default=600.0, gt=0)
@@ -218,6 +237,19 @@ class Settings(BaseSettings):
         value = value.strip().rstrip("/")
         if not re.match(r"^https?://[^/\s]+", value):
             raise ValueError("expected an http(s) URL such as https://api.github.com")
+        _refuse_credentials(value, "the token in GITHUB_TOKEN (or use the GitHub App variables)")
+        return value
+
+    @field_validator("api_base")
+    @classmethod
+    def _check_api_base(cls, value: str | None) -> str | None:
+        if value is not None:
+            _refuse_credentials(
+                value,
+                "the key in a secret: the provider's key variable, e.g. OPENAI_API_KEY for "
+                "`openai/...` models (AGENT_LOOP_MODEL_KEY_ENV names another), which "
+                "deploy injects as a Flyte secret",
+            )
         return value
 
     @field_validator("branch_prefix")
