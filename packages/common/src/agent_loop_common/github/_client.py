@@ -27,6 +27,7 @@ from githubkit.cache import MemCacheStrategy
 from agent_loop_common.github import _convert as conv
 from agent_loop_common.github._auth import AppAuth, TokenAuth
 from agent_loop_common.github._base import translated
+from agent_loop_common.github._edits import EditOps
 from agent_loop_common.github._errors import AuthError
 from agent_loop_common.github._etag import ETagCache, ETagTransport
 from agent_loop_common.github._git import GitOps
@@ -48,7 +49,7 @@ def _base_url(url: str) -> httpx.URL:
     return parsed
 
 
-class GitHub(IssueOps, PullOps, GitOps):
+class GitHub(IssueOps, PullOps, GitOps, EditOps):
     """Async GitHub facade for one repository; create one per run.
 
     Args:
