@@ -1,14 +1,14 @@
 """The only place that touches litellm: a lazy import and narrow, typed accessors.
 
-``import litellm`` costs about 10 s on a small machine, so it happens on the first model
+`import litellm` costs about 10 s on a small machine, so it happens on the first model
 call, never when this package is imported. litellm also fetches catalogs on its own
 unless told not to: its price table at import, Anthropic's beta headers on first use.
 A tick should make no request beyond GitHub and the model provider, so the bundled
-copies are the default: ``offline_environment`` says which of litellm's variables to set
-before the import, and the user opts back in with ``AGENT_LOOP_LITELLM_REMOTE_CATALOGS``
+copies are the default: `offline_environment` says which of litellm's variables to set
+before the import, and the user opts back in with `AGENT_LOOP_LITELLM_REMOTE_CATALOGS`
 (or decides by setting litellm's variables themselves). litellm is largely untyped;
 each accessor here casts its result at the boundary and turns litellm's "I do not know
-this model" exceptions into ``None``.
+this model" exceptions into `None`.
 """
 
 from __future__ import annotations
