@@ -24,7 +24,8 @@ BODY = b'{"message": "' + b"x" * 120 + b'"}'  # about 7 s at one byte per 50 ms
 class DripServer:
     """Answers every request with prompt headers and a body sent one byte at a time."""
 
-    def __init__(self) -> None:
+    def __init__(self, body: bytes = BODY) -> None:
+        self.body = body
         self.requests = 0
         self._server: asyncio.Server | None = None
         self._stopping = False
@@ -38,14 +39,14 @@ class DripServer:
         try:
             await reader.readuntil(b"\r\n\r\n")
             writer.write(
-                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                + f"Content-Length: {len(BODY)}\r\n\r\n".encode()
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                + f"Content-Length: {len(self.body)}\r\n\r\n".encode()
             )
             await writer.drain()
-            for i in range(len(BODY)):
+            for i in range(len(self.body)):
                 if self._stopping or writer.is_closing():
                     return
-                writer.write(BODY[i : i + 1])
+                writer.write(self.body[i : i + 1])
                 await writer.drain()
                 await asyncio.sleep(DRIP_SECONDS)
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -110,3 +111,32 @@ async def test_the_deadline_applies_per_attempt_under_the_retry_policy(
             await gh.create_issue_comment(1, "hi")  # a create: never repeated blindly
         assert info.value.attempts == 1
     assert server.requests == 3
+
+
+async def test_an_archive_download_has_its_own_longer_bound() -> None:
+    server = DripServer(b"x" * 16)  # about 0.8 s: longer than the timeout, within the bound
+    url = await server.start()
+    try:
+        async with GitHub(
+            "acme/widgets",
+            auth=TokenAuth("t"),
+            base_url=url,
+            timeout=0.3,
+            archive_timeout=5,
+            retry=instant_retry(max_attempts=1),
+        ) as gh:
+            assert await gh.download_archive("main") == b"x" * 16
+            with pytest.raises(GitHubUnavailable, match=r"within 0\.3s"):
+                await gh.repository()
+        async with GitHub(
+            "acme/widgets",
+            auth=TokenAuth("t"),
+            base_url=url,
+            timeout=0.3,
+            archive_timeout=0.4,
+            retry=instant_retry(max_attempts=1),
+        ) as gh:
+            with pytest.raises(GitHubUnavailable, match=r"within 0\.4s"):
+                await gh.download_archive("main")
+    finally:
+        await server.stop()

@@ -62,6 +62,8 @@ class GitHub(IssueOps, PullOps, GitOps, EditOps):
             last byte of the response body (a body dripped slowly cannot hold a run);
             also httpx's limit per connect/read/write/pool phase. Retries come on top,
             bounded by the retry policy's `max_total`.
+        archive_timeout: the same bound for one attempt of `download_archive`, whose
+            body is a whole repository (at least `timeout`).
         retry: retry policy; `RetryPolicy()` by default.
         etags: ETag cache for polled reads, typically loaded from memory; a fresh
             in-memory one by default, so repeated polls within a run are 304s.
@@ -77,6 +79,7 @@ class GitHub(IssueOps, PullOps, GitOps, EditOps):
         base_url: str = DEFAULT_BASE_URL,
         transport: httpx.AsyncBaseTransport | None = None,
         timeout: float = 30,
+        archive_timeout: float = 300,
         retry: RetryPolicy | None = None,
         etags: ETagCache | None = None,
         per_page: int = 100,
@@ -90,6 +93,7 @@ class GitHub(IssueOps, PullOps, GitOps, EditOps):
         self._owner, self._name = owner, name
         self._per_page = per_page
         self._auth = auth
+        self._archive_timeout = max(archive_timeout, timeout)
         self.full_name = f"{owner}/{name}"
         """`owner/name` of the repository this client works on."""
         self.stats = RequestStats()

@@ -14,6 +14,7 @@ from agent_loop_common.github import _convert as conv
 from agent_loop_common.github._base import Base, retype, translated
 from agent_loop_common.github._errors import NotFastForward, NotFound, RefExists, Unprocessable
 from agent_loop_common.github._models import GitCommit, TreeEntry
+from agent_loop_common.github._retry import attempt_timeout
 
 _KEEP_MODES = frozenset({"100755"})  # an agent editing a script must not drop its x bit
 
@@ -181,9 +182,12 @@ class GitOps(Base):
         return base64.b64decode(blob.parsed_data.content)
 
     async def download_archive(self, ref: str) -> bytes:
-        """A gzipped tarball of the repository at `ref` (follows GitHub's redirect)."""
+        """A gzipped tarball of the repository at `ref` (follows GitHub's redirect).
+
+        Each attempt may take the client's `archive_timeout` rather than its `timeout`.
+        """
         gh = await self._gh()
-        with translated():
+        with translated(), attempt_timeout(self._archive_timeout):
             resp = await gh.rest.repos.async_download_tarball_archive(
                 self._owner, self._name, _path(ref)
             )

@@ -25,7 +25,9 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
@@ -41,6 +43,22 @@ from agent_loop_common.github._errors import (
     github_message,
 )
 from agent_loop_common.github._routes import Router
+
+_ATTEMPT_TIMEOUT: ContextVar[float | None] = ContextVar("attempt_timeout", default=None)
+
+
+@contextmanager
+def attempt_timeout(seconds: float) -> Iterator[None]:
+    """Within this block, one attempt may take `seconds` instead of the client's timeout.
+
+    For a response known to be large (a repository archive): it still has a deadline,
+    just one that fits its size.
+    """
+    token = _ATTEMPT_TIMEOUT.set(seconds)
+    try:
+        yield
+    finally:
+        _ATTEMPT_TIMEOUT.reset(token)
 
 
 @dataclass(frozen=True)
@@ -188,17 +206,18 @@ class RetryTransport(httpx.AsyncBaseTransport):
         self, request: httpx.Request
     ) -> tuple[Failure | None, httpx.Response | None, Exception | None]:
         response: httpx.Response | None = None
+        limit = _ATTEMPT_TIMEOUT.get() or self._attempt_timeout
         try:
             # One deadline for the whole attempt, body included: httpx's timeouts are
             # per read, so a body dripped a byte at a time would never time out, and
             # transports that enforce no httpx timeouts (in-process ASGI) get one too.
-            async with asyncio.timeout(self._attempt_timeout):
+            async with asyncio.timeout(limit):
                 response = await self._inner.handle_async_request(request)
                 await response.aread()
         except TimeoutError as exc:
             if response is not None:
                 await response.aclose()
-            timeout = httpx.ReadTimeout(f"no complete response within {self._attempt_timeout}s")
+            timeout = httpx.ReadTimeout(f"no complete response within {limit}s")
             timeout.__cause__ = exc
             return classify_exception(timeout), None, timeout
         except Exception as exc:
