@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Generator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -48,7 +48,7 @@ _ATTEMPT_TIMEOUT: ContextVar[float | None] = ContextVar("attempt_timeout", defau
 
 
 @contextmanager
-def attempt_timeout(seconds: float) -> Iterator[None]:
+def attempt_timeout(seconds: float) -> Generator[None]:
     """Within this block, one attempt may take `seconds` instead of the client's timeout.
 
     For a response known to be large (a repository archive): it still has a deadline,
