@@ -19,6 +19,9 @@ spec is fixed at deploy time, as the cron schedules are):
 Every other setting set in the deploying shell (`AGENT_LOOP_REPO`, `GITHUB_API_URL`,
 budgets...) reaches the tasks as a plain env var through `agent_env_vars()`: a scheduled
 run has no shell of its own, so what the deployer configured is what the cluster runs.
+A plain env var is written into the deploy spec, so a value that looks like a credential
+(a key in `AGENT_LOOP_API_BASE`'s URL, a token pasted into the wrong variable) stops the
+deploy instead of being copied there.
 """
 
 from __future__ import annotations
@@ -156,10 +159,16 @@ def agent_env_vars(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 
     Secrets (`SecretStr` settings and whatever `agent_secrets` injects) are never copied:
     they reach the container only as Flyte secrets.
+
+    Raises:
+        ValueError: a value to be copied looks like a credential (a user name, password
+            or key in a URL, a private key, an API token); the message names the variable
+            and what was found, never the value.
     """
     from pydantic import SecretStr
 
     from agent_loop_common.settings import Settings, env_var_name
+    from agent_loop_common.settings._secrets import credential_in
 
     env = os.environ if environ is None else environ
     secret = set(_secret_env_vars(env))
@@ -169,8 +178,18 @@ def agent_env_vars(environ: Mapping[str, str] | None = None) -> dict[str, str]:
         if annotation is SecretStr or SecretStr in typing.get_args(annotation):
             continue
         names.append(env_var_name(field))
-    return {
+    forwarded = {
         name: env[name]
         for name in names
         if env.get(name) and name not in secret and name not in _LOCAL_ONLY
     }
+    for name, value in forwarded.items():
+        found = credential_in(value)
+        if found is not None:
+            raise ValueError(
+                f"{name} holds {found}: it would be written into the deploy spec as a plain "
+                "environment variable. Remove the credential from it and put the key in a "
+                "Flyte secret (the provider's key variable, e.g. OPENAI_API_KEY, or "
+                "GITHUB_TOKEN), which the agents receive through agent_secrets()."
+            )
+    return forwarded
