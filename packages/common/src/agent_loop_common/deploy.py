@@ -33,7 +33,7 @@ from collections.abc import Mapping
 
 import flyte
 
-from agent_loop_common.llm import KEY_ENV_OVERRIDE, key_env
+from agent_loop_common.model_keys import KEY_ENV_OVERRIDE, key_env
 
 __all__ = [
     "DEFAULT_MODEL",

@@ -15,6 +15,7 @@ body of `python -m agent_loop_<role>`.
 """
 
 from agent_loop_common.runtime._entry import agent_main, run_entry
+from agent_loop_common.runtime._faults import operator_fault
 from agent_loop_common.runtime._local import (
     github_from_settings,
     local_memory,
@@ -23,7 +24,6 @@ from agent_loop_common.runtime._local import (
     run_tick,
 )
 from agent_loop_common.runtime._models import ModelProvider, installed_model, model_for, use_model
-from agent_loop_common.runtime._faults import operator_fault
 from agent_loop_common.runtime._preflight import preflight_model
 from agent_loop_common.runtime._runtime import Runtime, open_runtime
 from agent_loop_common.runtime._scope import RunScope, run_scoped
