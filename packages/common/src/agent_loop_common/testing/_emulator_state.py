@@ -22,6 +22,7 @@ __all__ = [
     "IssueRec",
     "LabelRec",
     "PullRec",
+    "ReactionRec",
     "ReviewCommentRec",
     "ReviewRec",
     "State",
@@ -95,6 +96,16 @@ class CommentRec:
     author: str
     created_at: datetime
     updated_at: datetime
+
+
+@dataclass
+class ReactionRec:
+    id: int
+    comment: int
+    """The issue comment reacted to."""
+    author: str
+    content: str
+    created_at: datetime
 
 
 @dataclass
@@ -194,6 +205,7 @@ class State:
     issues: dict[int, IssueRec] = field(default_factory=dict[int, IssueRec])
     comments: dict[int, CommentRec] = field(default_factory=dict[int, CommentRec])
     events: list[EventRec] = field(default_factory=list[EventRec])
+    reactions: dict[int, ReactionRec] = field(default_factory=dict[int, ReactionRec])
     reviews: dict[int, ReviewRec] = field(default_factory=dict[int, ReviewRec])
     review_comments: dict[int, ReviewCommentRec] = field(
         default_factory=dict[int, ReviewCommentRec]
