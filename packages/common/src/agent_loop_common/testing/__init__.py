@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         EmulatedIssue,
         EmulatedPull,
     )
+    from agent_loop_common.testing._emulator_webhooks import Delivery, sign_payload
     from agent_loop_common.testing._facade import emulator_client, instant_retry
     from agent_loop_common.testing._harness import (
         ModelSlot,
@@ -54,6 +55,8 @@ _LAZY = {
     "SchemaMismatch": "agent_loop_common.testing._emulator_schema",
     "assert_matches_schema": "agent_loop_common.testing._emulator_schema",
     "CommitView": "agent_loop_common.testing._emulator_views",
+    "Delivery": "agent_loop_common.testing._emulator_webhooks",
+    "sign_payload": "agent_loop_common.testing._emulator_webhooks",
     "EmulatedComment": "agent_loop_common.testing._emulator_views",
     "EmulatedIssue": "agent_loop_common.testing._emulator_views",
     "EmulatedPull": "agent_loop_common.testing._emulator_views",
@@ -79,6 +82,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "DEFAULT_ROUTE",
     "CommitView",
+    "Delivery",
     "EmulatedComment",
     "EmulatedIssue",
     "EmulatedPull",
@@ -103,6 +107,7 @@ __all__ = [
     "is_loopback_address",
     "is_valid_ref_name",
     "quiet_logs",
+    "sign_payload",
     "stored_record",
     "turn",
 ]

@@ -8,6 +8,7 @@ branch as it is pushed, an author cannot approve their own PR, and a merge with 
 
 from __future__ import annotations
 
+from agent_loop_common.testing import _emulator_hooks as hooks
 from agent_loop_common.testing._emulator_errors import ApiError, validation_failed
 from agent_loop_common.testing._emulator_git import EMPTY_TREE
 from agent_loop_common.testing._emulator_gitdiff import (
@@ -108,6 +109,7 @@ def open_pull(
     issue.pull = PullRec(head_ref, head_tip, base, draft=draft)
     st.next_number += 1
     st.issues[issue.number] = issue
+    hooks.pull_request(st, issue, "opened", author)
     return issue
 
 
@@ -196,6 +198,8 @@ def add_review(
             commit_id=commit,
         )
     issue.updated_at = now
+    if submitted is not None:
+        hooks.review(st, review, author)
     return review
 
 
@@ -258,6 +262,7 @@ def add_review_comment(
     )
     st.review_comments[comment.id] = comment
     issue.updated_at = now
+    hooks.review_comment(st, comment, author)
     return comment
 
 
@@ -273,6 +278,7 @@ def set_check_run(
     text: str | None,
     details_url: str | None = None,
     external_id: str | None = None,
+    actor: str | None = None,
 ) -> CheckRunRec:
     if st.git.commit(sha) is None:
         raise validation_failed("CheckRun", f"No commit found for SHA: {sha}", field="head_sha")
@@ -293,6 +299,7 @@ def set_check_run(
         details_url,
     )
     st.check_runs[run.id] = run
+    hooks.check_run(st, run, "completed" if completed else "created", actor or st.owner)
     return run
 
 
@@ -322,6 +329,7 @@ def set_status(
         st.new_id(), sha, context, state, description, target_url, creator, st.tick()
     )
     st.statuses.append(status)
+    hooks.status(st, status)
     return status
 
 

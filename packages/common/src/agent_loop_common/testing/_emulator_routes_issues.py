@@ -172,7 +172,7 @@ def get_one_comment(st: State, ctx: Ctx) -> Reply:
 def patch_comment(st: State, ctx: Ctx) -> Reply:
     comment = get_comment(st, ctx.int_param("comment_id"))
     _may_edit(ctx, comment.author)
-    edit_comment(st, comment.id, string(ctx.json(), "body") or "")
+    edit_comment(st, comment.id, string(ctx.json(), "body") or "", ctx.caller().login)
     return Reply(200, comment_json(st, comment, ctx.urls))
 
 

@@ -10,8 +10,12 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from agent_loop_common.testing._emulator_git import GitStore, Identity
+
+if TYPE_CHECKING:
+    from agent_loop_common.testing._emulator_webhooks import WebhookSender
 
 __all__ = [
     "PERMISSIONS",
@@ -81,6 +85,7 @@ class IssueRec:
     created_at: datetime
     updated_at: datetime
     labels: list[str] = field(default_factory=list[str])
+    assignees: list[str] = field(default_factory=list[str])
     state: str = "open"
     state_reason: str | None = None
     closed_at: datetime | None = None
@@ -214,6 +219,8 @@ class State:
     statuses: list[StatusRec] = field(default_factory=list[StatusRec])
     apps: dict[int, AppRec] = field(default_factory=dict[int, AppRec])
     created_at: datetime | None = None
+    hook_sink: WebhookSender | None = None
+    """Where state changes are announced as webhook deliveries (None: nowhere)."""
 
     @property
     def full_name(self) -> str:
