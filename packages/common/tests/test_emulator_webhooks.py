@@ -18,8 +18,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from agent_loop_common.testing import GitHubEmulator, assert_matches_schema, sign_payload
-from agent_loop_common.testing._emulator_server import serve_app
+from agent_loop_common.testing import (
+    GitHubEmulator,
+    assert_matches_schema,
+    serve_asgi,
+    sign_payload,
+)
 
 SECRET = "It's a Secret to Everybody"
 
@@ -68,7 +72,7 @@ def receiver() -> Iterator[Receiver]:
     rec = Receiver()
     rec.gate.set()
     app = Starlette(routes=[Route("/hook", rec.endpoint, methods=["POST"])])
-    with serve_app(app, threading.Event()) as url:
+    with serve_asgi(app) as url:
         rec.url = f"{url}/hook"
         yield rec
 

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from agent_loop_common.testing._emulator_faults import Fault, LoggedRequest
     from agent_loop_common.testing._emulator_refname import is_valid_ref_name
     from agent_loop_common.testing._emulator_schema import SchemaMismatch, assert_matches_schema
+    from agent_loop_common.testing._emulator_server import serve_asgi
     from agent_loop_common.testing._emulator_views import (
         CommitView,
         EmulatedComment,
@@ -54,6 +55,7 @@ _LAZY = {
     "is_valid_ref_name": "agent_loop_common.testing._emulator_refname",
     "SchemaMismatch": "agent_loop_common.testing._emulator_schema",
     "assert_matches_schema": "agent_loop_common.testing._emulator_schema",
+    "serve_asgi": "agent_loop_common.testing._emulator_server",
     "CommitView": "agent_loop_common.testing._emulator_views",
     "Delivery": "agent_loop_common.testing._emulator_webhooks",
     "sign_payload": "agent_loop_common.testing._emulator_webhooks",
@@ -107,6 +109,7 @@ __all__ = [
     "is_loopback_address",
     "is_valid_ref_name",
     "quiet_logs",
+    "serve_asgi",
     "sign_payload",
     "stored_record",
     "turn",
