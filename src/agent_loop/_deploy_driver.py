@@ -316,7 +316,7 @@ async def _dry_run(envs: list[Any], version: str) -> dict[str, Any]:
                 command = list(container.command)
                 apps.append(
                     {
-                        "name": deployed.env.name,
+                        "name": deployed.get_name(),
                         "image": container.image,
                         "command": [a for a in command if not a.endswith(".tar.gz")],
                         "env": {kv.key: kv.value for kv in container.env},
