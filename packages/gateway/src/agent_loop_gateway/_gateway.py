@@ -144,6 +144,11 @@ class Gateway:
         self._admitting.add(task)
         task.add_done_callback(self._admitting.discard)
 
+    @property
+    def quiet(self) -> bool:
+        """Nothing is being admitted, waiting to run or running (readable from any thread)."""
+        return not self._admitting and not self.dispatcher.busy
+
     async def settle(self) -> None:
         """Wait until every accepted delivery was admitted or refused, and every run ended."""
         while self._admitting:
