@@ -76,7 +76,7 @@ class LocalRunner:
             return LocalRun(
                 agent, target, {}, f"{type(exc).__name__}: {exc}", time.perf_counter() - start
             )
-        tick = TickSummary(summary)
+        tick = summary if isinstance(summary, TickSummary) else TickSummary(summary)
         _log.info(
             "serve.run_done",
             agent=agent,

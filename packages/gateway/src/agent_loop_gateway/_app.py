@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import structlog
 from starlette.applications import Starlette
@@ -107,7 +107,7 @@ def build_app(gateway: Gateway) -> Starlette:
             return _answer(400, "malformed", reason="body is not JSON", **seen)
         if not isinstance(payload, dict):
             return _answer(400, "malformed", reason="body is not a JSON object", **seen)
-        data: dict[str, Any] = payload  # pyright: ignore[reportUnknownVariableType]
+        data = cast("dict[str, Any]", payload)
         action = data.get("action")
         seen["action"] = action if isinstance(action, str) else ""
         routed = route_event(event, data, await gateway.route_context())

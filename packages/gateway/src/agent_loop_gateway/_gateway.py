@@ -275,7 +275,7 @@ class Gateway:
         comments, state = await self._thread_state(intent.target, command.kind, done)
         mine = [p for p in state.pending if p.comment_id == command.comment_id]
         if not mine:
-            self._refuse(delivery, intent, "its commands were already acknowledged")
+            self._refuse(delivery, intent, "its commands were already acknowledged (or it is gone)")
             return False
         for pending in mine:
             await self.github.add_reaction(command.comment_id, pending.reaction)
