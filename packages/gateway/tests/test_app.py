@@ -245,3 +245,23 @@ async def test_a_redelivered_command_is_not_answered_twice(
     assert (await post(client, delivery)).status_code == 202
     await gateway.settle()
     assert len([c for c in emulator.comments(1) if c.author == emulator.bot]) == 1
+
+
+async def test_a_flood_of_pr_comments_costs_one_lookup_and_one_run(
+    client: httpx.AsyncClient,
+    gateway: Gateway,
+    emulator: GitHubEmulator,
+    recorder: Recorder,
+    runner: FakeRunner,
+) -> None:
+    for n in range(30):
+        emulator.add_comment(2, f"also {n}", author="alice")
+    deliveries = recorder.take()
+    emulator.clear_requests()
+    responses = [await post(client, d) for d in deliveries]
+    assert {r.status_code for r in responses} == {202}
+    await gateway.settle()
+    assert runner.calls == [("reviewer", 2)]
+    pull_reads = [r for r in emulator.requests if r.path.endswith("/pulls/2")]
+    permission_reads = [r for r in emulator.requests if r.path.endswith("/permission")]
+    assert (len(pull_reads), len(permission_reads)) == (1, 1)

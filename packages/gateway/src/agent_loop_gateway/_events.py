@@ -21,7 +21,7 @@ forever).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -256,7 +256,11 @@ def _failed_on_head(event: str, body: Mapping[str, Any], sender: str) -> Routed:
     )
 
 
-def _check(event: str, key: str) -> Any:
+Handler = Callable[[Mapping[str, Any], str, str, RouteContext], Routed]
+"""`(payload, action, sender, ctx) -> Routed` for one event type."""
+
+
+def _check(event: str, key: str) -> Handler:
     def handle(payload: Mapping[str, Any], action: str, sender: str, ctx: RouteContext) -> Routed:
         body = _obj(payload.get(key))
         if action != "completed" or body.get("conclusion") not in FAILED_CONCLUSIONS:
@@ -298,7 +302,7 @@ def _pull_request(
     )
 
 
-_HANDLERS: dict[str, Any] = {
+_HANDLERS: dict[str, Handler] = {
     "issues": _issues,
     "issue_comment": _issue_comment,
     "pull_request_review": _pull_request_review,

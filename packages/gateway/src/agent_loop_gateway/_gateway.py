@@ -100,7 +100,8 @@ class Gateway:
         self._login_lock = asyncio.Lock()
         self._admitting: set[asyncio.Task[None]] = set()
         self._limit = asyncio.Semaphore(max_admissions)
-        self._agent_pr: dict[int, bool] = {}
+        self._agent_pr: dict[int, tuple[float, bool]] = {}
+        self._pulls_lock = asyncio.Lock()
         self._heads: tuple[float, dict[str, list[int]]] | None = None
         self._heads_lock = asyncio.Lock()
 
@@ -218,17 +219,22 @@ class Gateway:
                 outcome=outcome,
             )
 
-    async def _is_agent_pr(self, number: int) -> bool:
-        """An agent PR (cached: author and head branch never change) that is open now."""
-        pull = await self.github.get_pull(number)
-        login = await self.agent_login()
-        mine = self._agent_pr.get(number)
-        if mine is None:
-            mine = self._agent_pr[number] = (
-                pull.user.login.casefold() == login.casefold()
-                and pull.head_ref.startswith(self.config.branch_prefix)
-            )
-        return mine and pull.state == "open"
+    async def _is_agent_pr(self, number: int, ttl: float = 2.0) -> bool:
+        """Whether `number` is an open agent PR (one lookup shared for `ttl` seconds, so a
+        flood of comments on one PR costs one request)."""
+        async with self._pulls_lock:
+            now = self.clock.monotonic()
+            cached = self._agent_pr.get(number)
+            if cached is None or now - cached[0] >= ttl:
+                pull = await self.github.get_pull(number)
+                login = (await self.agent_login()).casefold()
+                mine = (
+                    pull.user.login.casefold() == login
+                    and pull.head_ref.startswith(self.config.branch_prefix)
+                    and pull.state == "open"
+                )
+                cached = self._agent_pr[number] = (now, mine)
+            return cached[1]
 
     async def _agent_prs_at(self, sha: str, ttl: float = 2.0) -> list[int]:
         """Open agent PRs whose head is `sha` (one listing shared for `ttl` seconds)."""
