@@ -6,7 +6,8 @@ agent-loop run builder [--issue N] [--remote] [--json]   one tick on your reposi
 agent-loop run reviewer [--pr N] [--remote] [--json]
 agent-loop run distiller [--remote] [--json]
 agent-loop status [--home DIR] [--limit N]         runs, metrics, lessons
-agent-loop deploy builder|reviewer|distiller [--dry-run] [--config FILE]
+agent-loop deploy builder|reviewer|distiller|gateway [--dry-run] [--config FILE]
+agent-loop serve [--host H] [--port P]             the webhook gateway, runs in local mode
 ```
 
 Exit codes: 0 done, 1 the work failed, 2 bad usage or configuration. A configuration
@@ -127,11 +128,25 @@ def build_parser() -> argparse.ArgumentParser:
         "deploy",
         help="deploy one agent (its environment, task and trigger) to a Flyte cluster",
     )
-    deploy.add_argument("agent", choices=AGENTS)
+    deploy.add_argument("agent", choices=(*AGENTS, "gateway"))
     deploy.add_argument(
         "--dry-run", action="store_true", help="validate and show what would be deployed"
     )
     deploy.add_argument("--config", type=Path, help="Flyte config file (default: flyte's own)")
+
+    serve = commands.add_parser(
+        "serve",
+        help="serve the webhook gateway here: GitHub events start runs in Flyte local mode",
+        description=(
+            "Serve the gateway (POST /webhook, GET /healthz): signed GitHub deliveries and "
+            "/agent-loop commands start one-target runs in Flyte local mode, one at a time. "
+            "Needs AGENT_LOOP_WEBHOOK_SECRET. See docs/events.md."
+        ),
+    )
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
+    )
+    serve.add_argument("--port", type=_positive, default=8080, help="port (default 8080)")
     return parser
 
 
@@ -154,6 +169,8 @@ def _command(args: argparse.Namespace) -> int:
             return _run(args, level)
         if command == "status":
             return _status(args)
+        if command == "serve":
+            return _serve(args, level)
         return _deploy(args)
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
@@ -267,6 +284,21 @@ def _deploy(args: argparse.Namespace) -> int:
     from agent_loop.deploy import deploy_agent
 
     return deploy_agent(args.agent, dry_run=bool(args.dry_run), config=args.config)
+
+
+def _serve(args: argparse.Namespace, level: str | None) -> int:
+    from agent_loop.serve import serve
+    from agent_loop_gateway import GatewayConfig
+
+    settings = _load(level)
+    try:
+        GatewayConfig.from_settings(settings)
+    except ValueError as exc:  # no webhook secret
+        print(f"agent-loop serve: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    _say(f"agent-loop: the gateway for {settings.repo} on http://{args.host}:{args.port}/webhook")
+    serve(settings, host=cast(str, args.host), port=cast(int, args.port))
+    return 0
 
 
 def _say(text: str) -> None:

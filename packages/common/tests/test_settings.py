@@ -112,6 +112,9 @@ ALL_VARIABLES: list[tuple[str, str, str, object]] = [
     ("AGENT_LOOP_BUILDER_SCHEDULE", "0  *  * * 1-5", "builder_schedule", "0 * * * 1-5"),
     ("AGENT_LOOP_REVIEWER_SCHEDULE", "*/2 * * * *", "reviewer_schedule", "*/2 * * * *"),
     ("AGENT_LOOP_DISTILLER_SCHEDULE", "0 3 * * *", "distiller_schedule", "0 3 * * *"),
+    ("AGENT_LOOP_WEBHOOK_MAX_BODY_BYTES", "50000", "webhook_max_body_bytes", 50_000),
+    ("AGENT_LOOP_WEBHOOK_COALESCE_SECONDS", "0.5", "webhook_coalesce_seconds", 0.5),
+    ("AGENT_LOOP_WEBHOOK_DEDUP_SIZE", "500", "webhook_dedup_size", 500),
     ("AGENT_LOOP_HOME", "/var/lib/agent-loop", "home", Path("/var/lib/agent-loop")),
     ("AGENT_LOOP_MEMORY_KEY_PREFIX", "loop-prod", "memory_key_prefix", "loop-prod"),
     ("AGENT_LOOP_DIGEST_TOKEN_BUDGET", "2000", "digest_token_budget", 2000),
@@ -141,7 +144,19 @@ def test_the_list_above_covers_every_field() -> None:
         for name in Settings.model_fields
         if name.startswith("github_app") or name == "github_token"
     }
-    assert set(Settings.model_fields) - covered == auth
+    secrets = {"webhook_secret"}  # checked below
+    assert set(Settings.model_fields) - covered == auth | secrets
+
+
+def test_the_webhook_secret_is_optional_and_never_shown(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("GITHUB_TOKEN", "ghp_x")
+    clean_env.setenv("AGENT_LOOP_REPO", "a/b")
+    assert load_settings().webhook_secret is None  # the agents do not need it
+    clean_env.setenv("AGENT_LOOP_WEBHOOK_SECRET", "hook-secret-value")
+    settings = load_settings()
+    assert settings.webhook_secret is not None
+    assert settings.webhook_secret.get_secret_value() == "hook-secret-value"
+    assert "hook-secret-value" not in repr(settings)
 
 
 def test_code_can_pass_field_names(clean_env: pytest.MonkeyPatch) -> None:

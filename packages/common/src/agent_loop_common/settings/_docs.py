@@ -28,6 +28,7 @@ _SECTIONS = {
     "builder_max_turns": "Limits and budgets",
     "protected_paths": "Staging",
     "builder_schedule": "Schedules",
+    "webhook_secret": "Events (gateway)",
     "home": "Memory and local mode",
     "log_format": "Logging",
 }

@@ -198,6 +198,16 @@ class Settings(BaseSettings):
     distiller_schedule: str = "*/10 * * * *"
     """Cron schedule (5 fields, UTC) of the distiller."""
 
+    # ------------------------------------------------------------ events (gateway)
+    webhook_secret: SecretStr | None = None
+    """Secret GitHub signs webhook deliveries with (the App's or the repository webhook's "Secret"). Needed by the gateway (`agent-loop serve`, `agent-loop deploy gateway`) only; the agents never read it."""
+    webhook_max_body_bytes: int = Field(default=1_000_000, ge=1_000)
+    """Largest webhook delivery the gateway reads, in bytes; a bigger one is refused with 413 before anything else is done with it."""
+    webhook_coalesce_seconds: float = Field(default=1.0, ge=0, le=60)
+    """Deliveries for one issue or pull request within this many seconds start a single run (one action on GitHub often sends several events)."""
+    webhook_dedup_size: int = Field(default=10_000, ge=100)
+    """How many recent deliveries the gateway remembers (by `X-GitHub-Delivery` and by body) to refuse a replay."""
+
     # ------------------------------------------------------------ memory and local mode
     home: Path = Path(".agent-loop")
     """Folder for local state: Flyte local-mode runs and the memory stores when running on a laptop."""
