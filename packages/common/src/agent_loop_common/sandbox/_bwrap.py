@@ -1,0 +1,428 @@
+"""The bubblewrap backend: Linux namespaces around a private copy of the tree.
+
+What the command gets (built by the pure `bwrap_argv`):
+
+- new user, PID, IPC, UTS and cgroup namespaces, and a new network namespace (only a
+  loopback of its own) unless the run asks for the network (setup commands);
+- a non-root user (`sandbox`, uid 1000) with every capability dropped, no new user
+  namespaces, and `--die-with-parent`;
+- read-only: `/usr` and the `/bin`, `/lib*`, `/sbin` links, the few `/etc` files
+  toolchains read (dynamic linker cache, certificates, alternatives, time zone), the
+  installation of a program named by absolute path, `AGENT_LOOP_SANDBOX_READONLY_PATHS`;
+  generated `passwd`, `group` and `hosts` files;
+- writable: only the workspace's copy (`/sandbox/repo`, the working directory), its
+  HOME (`/sandbox/home`), `/tmp` and the report folder (`/sandbox/out`);
+- an environment of `PATH`, `HOME`, `LANG` and `SANDBOX_JUNIT`, nothing else;
+- rlimits set by `prlimit` inside the namespaces (address space, CPU seconds, file size,
+  process count, no core files).
+
+**Why the command never runs as the host's root.** The kernel does not apply
+`RLIMIT_NPROC` to processes of host uid 0, even inside a user namespace, so a fork bomb
+would not be contained. When this process is root, bubblewrap itself is started as an
+unprivileged host uid (65534) through `setpriv`, so the command's processes belong to
+that uid and the process limit counts this sandbox's processes only (the count is kept
+per user namespace). Running as that uid, bubblewrap cannot read a bind source behind a
+folder only root may enter (a virtualenv's interpreter under `/root/.pyenv`): such
+sources are first bound into the workspace by an outer bubblewrap that runs as root in
+a mount namespace of its own and then drops to that uid.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import stat
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agent_loop_common.sandbox._base import Sandbox, result_from
+from agent_loop_common.sandbox._command import expand_placeholders
+from agent_loop_common.sandbox._limits import SandboxLimits
+from agent_loop_common.sandbox._paths import SYSTEM_DIRS, ProtectedPaths, plan_binds
+from agent_loop_common.sandbox._process import run_process
+from agent_loop_common.sandbox._result import RunResult
+from agent_loop_common.sandbox._tree import Workspace
+
+__all__ = [
+    "BWRAP_BACKEND",
+    "SANDBOX_HOST_UID",
+    "BwrapLayout",
+    "BwrapSandbox",
+    "bwrap_argv",
+    "find_program",
+    "outer_argv",
+]
+
+BWRAP_BACKEND = "bwrap"
+SANDBOX_HOST_UID = 65534
+"""Host uid (and gid) of the command when this process is root: `nobody`."""
+SANDBOX_UID = 1000
+"""The command's uid and gid inside the sandbox."""
+
+REPO_DIR = "/sandbox/repo"
+HOME_DIR = "/sandbox/home"
+OUT_DIR = "/sandbox/out"
+JUNIT_PATH = f"{OUT_DIR}/junit.xml"
+
+ETC_FILES = (
+    "/etc/alternatives",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/ca-certificates.conf",
+    "/etc/pki",
+    "/etc/crypto-policies",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/nsswitch.conf",
+    "/etc/os-release",
+    "/etc/debian_version",
+    "/etc/lsb-release",
+    "/etc/mime.types",
+    "/etc/protocols",
+    "/etc/services",
+)
+"""Host `/etc` entries shown read-only when they exist: what toolchains read, no secrets."""
+NETWORK_ETC_FILES = ("/etc/resolv.conf", "/etc/hosts", "/etc/gai.conf", "/etc/host.conf")
+"""Added for runs with the network (setup): name resolution."""
+
+_PASSWD = (
+    "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+    f"sandbox:x:{SANDBOX_UID}:{SANDBOX_UID}:sandbox:{HOME_DIR}:/bin/sh\n"
+    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+)
+_GROUP = f"root:x:0:\nsandbox:x:{SANDBOX_UID}:\nnogroup:x:65534:\n"
+_HOSTS = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+
+
+def find_program(name: str) -> str | None:
+    """A host program on `PATH` or in the usual system folders."""
+    return shutil.which(name) or shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin")
+
+
+@dataclass(frozen=True)
+class BwrapLayout:
+    """Everything `bwrap_argv` needs; host paths are absolute.
+
+    Attributes:
+        bwrap: The bubblewrap program.
+        prlimit: The `prlimit` program, inside `/usr` so the sandbox sees it too.
+        repo: The workspace's copy (bound writable at `/sandbox/repo`).
+        home: The command's HOME (at `/sandbox/home`).
+        tmp: The command's `/tmp`.
+        out: The report folder (at `/sandbox/out`).
+        etc: Generated `/etc` files, name -> host path.
+        readonly: Read-only binds as `(host source, path inside)`.
+        system: System folders: path -> `None` to bind it, or a link target.
+        etc_passthrough: Host `/etc` entries to bind read-only.
+        limits: The limits, applied by `prlimit` inside.
+        path: `PATH` inside.
+    """
+
+    bwrap: str
+    prlimit: str
+    repo: Path
+    home: Path
+    tmp: Path
+    out: Path
+    etc: Mapping[str, Path]
+    readonly: Sequence[tuple[Path, Path]] = ()
+    system: Mapping[str, str | None] = field(default_factory=dict[str, str | None])
+    etc_passthrough: Sequence[str] = ()
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+    path: str = "/usr/local/bin:/usr/bin:/bin"
+
+
+def sandbox_env(path: str) -> dict[str, str]:
+    """The command's whole environment."""
+    return {"PATH": path, "HOME": HOME_DIR, "LANG": "C.UTF-8", "SANDBOX_JUNIT": JUNIT_PATH}
+
+
+def bwrap_argv(layout: BwrapLayout, argv: Sequence[str], *, network: bool) -> list[str]:
+    """The bubblewrap command line that runs `argv` in the sandbox (pure)."""
+    cmd = [
+        layout.bwrap,
+        "--unshare-user",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+    ]
+    if not network:
+        cmd.append("--unshare-net")
+    cmd += [
+        "--uid",
+        str(SANDBOX_UID),
+        "--gid",
+        str(SANDBOX_UID),
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--hostname",
+        "sandbox",
+        "--clearenv",
+    ]
+    for key, value in sandbox_env(layout.path).items():
+        cmd += ["--setenv", key, value]
+    for folder, target in layout.system.items():
+        cmd += ["--symlink", target, folder] if target is not None else ["--ro-bind", folder, folder]
+    for entry in layout.etc_passthrough:
+        cmd += ["--ro-bind-try", entry, entry]
+    if network:
+        cmd += [arg for f in NETWORK_ETC_FILES for arg in ("--ro-bind-try", f, f)]
+    for name, host in layout.etc.items():
+        if network and f"/etc/{name}" in NETWORK_ETC_FILES:
+            continue
+        cmd += ["--ro-bind", str(host), f"/etc/{name}"]
+    cmd += ["--proc", "/proc", "--dev", "/dev"]
+    for source, inside in layout.readonly:
+        cmd += ["--ro-bind", str(source), str(inside)]
+    cmd += [
+        "--bind",
+        str(layout.tmp),
+        "/tmp",
+        "--bind",
+        str(layout.repo),
+        REPO_DIR,
+        "--bind",
+        str(layout.home),
+        HOME_DIR,
+        "--bind",
+        str(layout.out),
+        OUT_DIR,
+        "--chdir",
+        REPO_DIR,
+        "--",
+        *layout.limits.prlimit_argv(layout.prlimit),
+        *argv,
+    ]
+    return cmd
+
+
+def outer_argv(
+    bwrap: str, setpriv: str, stages: Sequence[tuple[Path, Path]], uid: int, gid: int
+) -> list[str]:
+    """The prefix that starts the sandbox as `uid` from root (pure).
+
+    With `stages` (`(source, stage folder)` pairs), an outer bubblewrap first binds each
+    source the unprivileged uid could not reach onto its stage folder, in a mount
+    namespace of its own that keeps the host's whole tree otherwise.
+    """
+    drop = [setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--"]
+    if not stages:
+        return drop
+    outer = [bwrap, "--dev-bind", "/", "/", "--die-with-parent"]
+    for source, stage in stages:
+        outer += ["--ro-bind", str(source), str(stage)]
+    return [*outer, "--", *drop]
+
+
+def _reachable(path: Path, uid: int, gid: int) -> bool:
+    """Whether `uid` can reach and read `path` by permission bits (no ACLs)."""
+    try:
+        chain = [*reversed(path.parents), path]
+        for index, part in enumerate(chain):
+            info = os.stat(part)
+            last = index == len(chain) - 1
+            need = (stat.S_IXUSR, stat.S_IXGRP, stat.S_IXOTH)
+            if last and not stat.S_ISDIR(info.st_mode):
+                need = (stat.S_IRUSR, stat.S_IRGRP, stat.S_IROTH)
+            if info.st_uid == uid:
+                bit = need[0]
+            elif info.st_gid == gid:
+                bit = need[1]
+            else:
+                bit = need[2]
+            if not info.st_mode & bit:
+                return False
+    except OSError:
+        return False
+    return True
+
+
+def _system_dirs() -> dict[str, str | None]:
+    found: dict[str, str | None] = {}
+    for folder in SYSTEM_DIRS:
+        if os.path.islink(folder):
+            found[folder] = os.readlink(folder)
+        elif os.path.isdir(folder):
+            found[folder] = None
+    return found
+
+
+def _command_path(argv0: str) -> str:
+    extra = [f"{REPO_DIR}/.venv/bin"]
+    if argv0.startswith("/"):
+        extra.append(os.path.dirname(argv0))
+    base = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin".split(":")
+    return ":".join(dict.fromkeys([*extra, *base]))
+
+
+def missing_program(argv0: str, path: str, repo: Path, visible: Sequence[Path]) -> str | None:
+    """Why `argv0` will not be found inside the sandbox, or `None` when it will be."""
+
+    def inside_to_host(folder: str) -> Path:
+        if folder == REPO_DIR or folder.startswith(REPO_DIR + "/"):
+            return repo / folder[len(REPO_DIR) :].lstrip("/")
+        return Path(folder)
+
+    def visible_inside(host: Path) -> bool:
+        text = str(host)
+        if any(text == d or text.startswith(d + "/") for d in SYSTEM_DIRS):
+            return True
+        return any(host == v or v in host.parents for v in visible)
+
+    if "/" in argv0:
+        if argv0.startswith("/"):
+            if not os.path.exists(argv0):
+                return f"{argv0} does not exist"
+            if not visible_inside(Path(argv0)):
+                return f"{argv0} is not visible in the sandbox (its folder was not bound)"
+            return None
+        target = repo / argv0
+        return None if target.exists() else f"{argv0} does not exist in the repository"
+    for folder in path.split(":"):
+        host = inside_to_host(folder)
+        candidate = host / argv0
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return None
+    return f"{argv0!r} is not on the sandbox's PATH ({path})"
+
+
+class BwrapSandbox(Sandbox):
+    """Commands in bubblewrap namespaces (see the module docstring for what they get)."""
+
+    name = BWRAP_BACKEND
+
+    def __init__(
+        self,
+        limits: SandboxLimits | None = None,
+        *,
+        protected: ProtectedPaths | None = None,
+        readonly_paths: Sequence[str | Path] = (),
+        work_root: Path | None = None,
+        bwrap: str | None = None,
+        prlimit: str | None = None,
+        setpriv: str | None = None,
+    ) -> None:
+        super().__init__(
+            limits, protected=protected, readonly_paths=readonly_paths, work_root=work_root
+        )
+        self.bwrap = bwrap or find_program("bwrap") or "bwrap"
+        self.prlimit = prlimit or find_program("prlimit") or "/usr/bin/prlimit"
+        self.setpriv = setpriv or find_program("setpriv") or "/usr/bin/setpriv"
+        self.as_root = os.geteuid() == 0
+
+    def workspace_owner(self) -> tuple[int, int] | None:
+        """As root, the workspace belongs to the unprivileged uid the command runs as."""
+        return (SANDBOX_HOST_UID, SANDBOX_HOST_UID) if self.as_root else None
+
+    def _layout(
+        self, workspace: Workspace, argv0: str
+    ) -> tuple[BwrapLayout, list[tuple[Path, Path]], list[str], list[Path]]:
+        binds, notes = plan_binds([argv0], self.readonly_paths, self.protected)
+        stages: list[tuple[Path, Path]] = []
+        readonly: list[tuple[Path, Path]] = []
+        for index, bind in enumerate(binds):
+            source = bind
+            if self.as_root and not _reachable(bind, SANDBOX_HOST_UID, SANDBOX_HOST_UID):
+                stage = workspace.root / "stage" / str(index)
+                stage.mkdir(parents=True)
+                if not bind.is_dir():
+                    stage.rmdir()
+                    stage.touch()
+                os.lchown(stage.parent, SANDBOX_HOST_UID, SANDBOX_HOST_UID)
+                os.lchown(stage, SANDBOX_HOST_UID, SANDBOX_HOST_UID)
+                stages.append((bind, stage))
+                source = stage
+            readonly.append((source, bind))
+        etc = workspace.write_etc({"passwd": _PASSWD, "group": _GROUP, "hosts": _HOSTS})
+        if self.as_root:
+            for host in etc.values():
+                os.lchown(host, SANDBOX_HOST_UID, SANDBOX_HOST_UID)
+        layout = BwrapLayout(
+            bwrap=self.bwrap,
+            prlimit=self.prlimit,
+            repo=workspace.repo,
+            home=workspace.home,
+            tmp=workspace.tmp,
+            out=workspace.out,
+            etc=etc,
+            readonly=readonly,
+            system=_system_dirs(),
+            etc_passthrough=[e for e in ETC_FILES if os.path.exists(e)],
+            limits=self.limits,
+            path=_command_path(argv0),
+        )
+        return layout, stages, notes, binds
+
+    async def _execute(
+        self, workspace: Workspace, argv: tuple[str, ...], *, network: bool, timeout: float
+    ) -> RunResult:
+        argv = expand_placeholders(argv, junit_path=JUNIT_PATH)
+        layout, stages, notes, binds = await asyncio.to_thread(self._layout, workspace, argv[0])
+        missing = missing_program(argv[0], layout.path, workspace.repo, binds)
+        if missing is not None:
+            return RunResult(
+                backend=self.name,
+                argv=argv,
+                exit_code=127,
+                network=network,
+                error=f"command not found in the sandbox: {missing}",
+                notes=tuple(notes),
+            )
+        command = bwrap_argv(layout, argv, network=network)
+        if self.as_root:
+            prefix = outer_argv(
+                self.bwrap, self.setpriv, stages, SANDBOX_HOST_UID, SANDBOX_HOST_UID
+            )
+            command = [*prefix, *command]
+        outcome = await run_process(
+            command,
+            env={"PATH": "/usr/bin:/bin"},
+            cwd=workspace.root,
+            timeout=timeout,
+            capture=self.new_capture(),
+            signal_from_status=True,
+        )
+        return result_from(
+            outcome,
+            backend=self.name,
+            argv=argv,
+            network=network,
+            junit=workspace.junit,
+            notes=notes,
+        )
+
+    async def probe(self) -> tuple[bool, str]:
+        """Run `true` in this sandbox: whether it works here, and why not."""
+        if shutil.which(self.bwrap) is None and not os.path.exists(self.bwrap):
+            return False, "bubblewrap is not installed (apt-get install -y bubblewrap)"
+        for tool, what in ((self.prlimit, "prlimit"), (self.setpriv, "setpriv")):
+            if what == "setpriv" and not self.as_root:
+                continue
+            if not os.path.exists(tool):
+                return False, f"{what} (util-linux) is missing at {tool}"
+        empty = Path(await asyncio.to_thread(_empty_dir, self.work_root))
+        try:
+            started = time.perf_counter()
+            result = await self.run(empty, ["true"], timeout=20)
+            elapsed = time.perf_counter() - started
+        finally:
+            await asyncio.to_thread(shutil.rmtree, empty, True)
+        if result.ok:
+            return True, f"ran `true` in {elapsed * 1000:.0f} ms"
+        detail = (result.error or result.output.text).strip().splitlines()
+        return False, f"`true` failed in bubblewrap: {detail[-1] if detail else result.summary()}"
+
+
+def _empty_dir(parent: Path | None) -> str:
+    return tempfile.mkdtemp(prefix="agent-loop-probe-", dir=parent)
