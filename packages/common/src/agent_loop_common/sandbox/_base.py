@@ -140,7 +140,7 @@ class Sandbox(ABC):
         argv: Sequence[str],
         *,
         network: bool = False,
-        timeout: float | None = None,
+        time_limit: float | None = None,
         changes: Mapping[str, str | bytes | None] | None = None,
         setup: Sequence[str] | None = None,
     ) -> RunResult:
@@ -150,7 +150,7 @@ class Sandbox(ABC):
             tree: The repository folder (never modified).
             argv: The command; `$SANDBOX_JUNIT` in an argument becomes the report path.
             network: Let the command reach the network (setup steps only; tests never).
-            timeout: Wall-time limit in seconds (default: the sandbox's limit).
+            time_limit: Wall-time limit in seconds (default: the sandbox's limit).
             changes: A staged change (`path -> text`, `None` deletes) applied to the copy.
             setup: A command run first on the same copy, with the network on; when it
                 fails, `argv` does not run and the result carries the setup's result.
@@ -161,7 +161,7 @@ class Sandbox(ABC):
         """
         if not argv or not argv[0]:
             raise CommandRejected("the command is empty")
-        limit = timeout if timeout is not None else self.limits.wall_seconds
+        limit = time_limit if time_limit is not None else self.limits.wall_seconds
         workspace = await asyncio.to_thread(
             Workspace.create,
             tree,
@@ -174,7 +174,7 @@ class Sandbox(ABC):
             setup_result: RunResult | None = None
             if setup:
                 setup_result = await self._execute(
-                    workspace, tuple(setup), network=True, timeout=limit
+                    workspace, tuple(setup), network=True, time_limit=limit
                 )
                 if not setup_result.ok:
                     return RunResult(
@@ -185,14 +185,14 @@ class Sandbox(ABC):
                         setup=setup_result,
                     )
                 await asyncio.to_thread(_clear_report, workspace)
-            result = await self._execute(workspace, tuple(argv), network=network, timeout=limit)
+            result = await self._execute(workspace, tuple(argv), network=network, time_limit=limit)
             return result.model_copy(update={"setup": setup_result}) if setup_result else result
         finally:
             await asyncio.to_thread(workspace.cleanup)
 
     @abstractmethod
     async def _execute(
-        self, workspace: Workspace, argv: tuple[str, ...], *, network: bool, timeout: float
+        self, workspace: Workspace, argv: tuple[str, ...], *, network: bool, time_limit: float
     ) -> RunResult:
         """Run one command in `workspace.repo` inside this backend's isolation."""
 
@@ -221,7 +221,7 @@ class DisabledSandbox(Sandbox):
         argv: Sequence[str],
         *,
         network: bool = False,
-        timeout: float | None = None,
+        time_limit: float | None = None,
         changes: Mapping[str, str | bytes | None] | None = None,
         setup: Sequence[str] | None = None,
     ) -> RunResult:
@@ -234,6 +234,6 @@ class DisabledSandbox(Sandbox):
         )
 
     async def _execute(
-        self, workspace: Workspace, argv: tuple[str, ...], *, network: bool, timeout: float
+        self, workspace: Workspace, argv: tuple[str, ...], *, network: bool, time_limit: float
     ) -> RunResult:  # pragma: no cover - run() never calls it
         raise NotImplementedError

@@ -173,7 +173,9 @@ def bwrap_argv(layout: BwrapLayout, argv: Sequence[str], *, network: bool) -> li
     for key, value in sandbox_env(layout.path).items():
         cmd += ["--setenv", key, value]
     for folder, target in layout.system.items():
-        cmd += ["--symlink", target, folder] if target is not None else ["--ro-bind", folder, folder]
+        cmd += (
+            ["--symlink", target, folder] if target is not None else ["--ro-bind", folder, folder]
+        )
     for entry in layout.etc_passthrough:
         cmd += ["--ro-bind-try", entry, entry]
     if network:
@@ -188,7 +190,7 @@ def bwrap_argv(layout: BwrapLayout, argv: Sequence[str], *, network: bool) -> li
     cmd += [
         "--bind",
         str(layout.tmp),
-        "/tmp",
+        "/tmp",  # noqa: S108 (the sandbox's own /tmp, a workspace folder)
         "--bind",
         str(layout.repo),
         REPO_DIR,
@@ -262,7 +264,7 @@ def _command_path(argv0: str) -> str:
     extra = [f"{REPO_DIR}/.venv/bin"]
     if argv0.startswith("/"):
         extra.append(os.path.dirname(argv0))
-    base = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin".split(":")
+    base = ["/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin"]
     return ":".join(dict.fromkeys([*extra, *base]))
 
 
@@ -365,7 +367,7 @@ class BwrapSandbox(Sandbox):
         return layout, stages, notes, binds
 
     async def _execute(
-        self, workspace: Workspace, argv: tuple[str, ...], *, network: bool, timeout: float
+        self, workspace: Workspace, argv: tuple[str, ...], *, network: bool, time_limit: float
     ) -> RunResult:
         argv = expand_placeholders(argv, junit_path=JUNIT_PATH)
         layout, stages, notes, binds = await asyncio.to_thread(self._layout, workspace, argv[0])
@@ -389,7 +391,7 @@ class BwrapSandbox(Sandbox):
             command,
             env={"PATH": "/usr/bin:/bin"},
             cwd=workspace.root,
-            timeout=timeout,
+            time_limit=time_limit,
             capture=self.new_capture(),
             signal_from_status=True,
         )
@@ -404,17 +406,13 @@ class BwrapSandbox(Sandbox):
 
     async def probe(self) -> tuple[bool, str]:
         """Run `true` in this sandbox: whether it works here, and why not."""
-        if shutil.which(self.bwrap) is None and not os.path.exists(self.bwrap):
-            return False, "bubblewrap is not installed (apt-get install -y bubblewrap)"
-        for tool, what in ((self.prlimit, "prlimit"), (self.setpriv, "setpriv")):
-            if what == "setpriv" and not self.as_root:
-                continue
-            if not os.path.exists(tool):
-                return False, f"{what} (util-linux) is missing at {tool}"
+        missing = await asyncio.to_thread(self._missing_tool)
+        if missing is not None:
+            return False, missing
         empty = Path(await asyncio.to_thread(_empty_dir, self.work_root))
         try:
             started = time.perf_counter()
-            result = await self.run(empty, ["true"], timeout=20)
+            result = await self.run(empty, ["true"], time_limit=20)
             elapsed = time.perf_counter() - started
         finally:
             await asyncio.to_thread(shutil.rmtree, empty, True)
@@ -422,6 +420,15 @@ class BwrapSandbox(Sandbox):
             return True, f"ran `true` in {elapsed * 1000:.0f} ms"
         detail = (result.error or result.output.text).strip().splitlines()
         return False, f"`true` failed in bubblewrap: {detail[-1] if detail else result.summary()}"
+
+    def _missing_tool(self) -> str | None:
+        if shutil.which(self.bwrap) is None:
+            return "bubblewrap is not installed (apt-get install -y bubblewrap)"
+        tools = [(self.prlimit, "prlimit")] + ([(self.setpriv, "setpriv")] if self.as_root else [])
+        for tool, what in tools:
+            if not os.path.exists(tool):
+                return f"{what} (util-linux) is missing at {tool}"
+        return None
 
 
 def _empty_dir(parent: Path | None) -> str:

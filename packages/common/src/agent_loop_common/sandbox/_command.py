@@ -71,7 +71,7 @@ def parse_command(text: str, *, what: str = "command") -> tuple[str, ...]:
         raise CommandRejected(
             f"{what} {text!r} uses shell syntax: {syntax}. Commands run without a shell: "
             "give one program with its arguments (put several steps in a script or a "
-            "Makefile target and name that)."
+            "Makefile target and name that)"
         )
     try:
         argv = tuple(shlex.split(text))

@@ -61,7 +61,9 @@ class SandboxLimits:
         """`max_file_mb` in bytes."""
         return self.max_file_mb * _MB
 
-    def prlimit_argv(self, prlimit: str = "/usr/bin/prlimit", *, processes: bool = True) -> list[str]:
+    def prlimit_argv(
+        self, prlimit: str = "/usr/bin/prlimit", *, processes: bool = True
+    ) -> list[str]:
         """The `prlimit ... --` prefix that applies these limits to the command after it.
 
         Args:

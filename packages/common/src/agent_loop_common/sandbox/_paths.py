@@ -27,7 +27,10 @@ __all__ = ["SYSTEM_DIRS", "ProtectedPaths", "plan_binds", "program_binds"]
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 """System folders every sandbox sees read-only (links to `/usr` on merged systems)."""
 
-_NEVER = ("/", "/etc", "/proc", "/sys", "/dev", "/run", "/var/run", "/tmp", "/var/tmp", "/boot")
+_NEVER = (
+    *("/", "/etc", "/proc", "/sys", "/dev", "/run", "/var/run", "/boot"),
+    *("/tmp", "/var/tmp"),  # noqa: S108 (shared temp folders are never bound whole)
+)
 _NEVER_BELOW = ("/proc", "/sys", "/dev", "/run", "/var/run")
 _CREDENTIAL_DIRS = frozenset(
     {
@@ -108,11 +111,8 @@ class ProtectedPaths:
     def in_tree(self, tree: Path) -> list[Path]:
         """Protected paths inside `tree`, to leave out when copying it."""
         root = _absolute(tree)
-        inside: list[Path] = []
-        for path in (self.agent_home, *self.key_files):
-            if path is not None and (path == root or root in path.parents):
-                inside.append(path)
-        return inside
+        candidates = (self.agent_home, *self.key_files)
+        return [p for p in candidates if p is not None and (p == root or root in p.parents)]
 
     def refusal(self, path: Path) -> str | None:
         """Why `path` may not be bound read-only into a sandbox, or `None` when it may."""

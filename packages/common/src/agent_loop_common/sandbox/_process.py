@@ -65,20 +65,20 @@ async def run_process(
     *,
     env: Mapping[str, str],
     cwd: Path,
-    timeout: float,
+    time_limit: float,
     capture: OutputCapture,
     pass_fds: Sequence[int] = (),
     on_timeout: Callable[[], Awaitable[None]] | None = None,
     kill_group_after_exit: bool = False,
     signal_from_status: bool = False,
 ) -> ProcessOutcome:
-    """Run `argv` and wait for it, killing its process group at `timeout` seconds.
+    """Run `argv` and wait for it, killing its process group at `time_limit` seconds.
 
     Args:
         argv: The program and its arguments.
         env: Its whole environment (nothing is inherited).
         cwd: Its working directory.
-        timeout: Wall-time limit in seconds.
+        time_limit: Wall-time limit in seconds.
         capture: Receives the combined stdout and stderr.
         pass_fds: File descriptors to keep open in the child.
         on_timeout: Extra cleanup at the time limit (e.g. `docker kill`).
@@ -112,7 +112,7 @@ async def run_process(
     pump = asyncio.create_task(_pump(proc.stdout, capture))
     timed_out = False
     try:
-        await asyncio.wait_for(proc.wait(), timeout)
+        await asyncio.wait_for(proc.wait(), time_limit)
     except TimeoutError:
         timed_out = True
         _kill_group(proc.pid)

@@ -29,6 +29,7 @@ _SECTIONS = {
     "protected_paths": "Staging",
     "builder_schedule": "Schedules",
     "home": "Memory and local mode",
+    "sandbox": "Sandbox and tests",
     "log_format": "Logging",
 }
 
