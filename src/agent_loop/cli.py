@@ -7,6 +7,7 @@ agent-loop run reviewer [--pr N] [--remote] [--json]
 agent-loop run distiller [--remote] [--json]
 agent-loop status [--home DIR] [--limit N]         runs, metrics, lessons
 agent-loop deploy builder|reviewer|distiller [--dry-run] [--config FILE]
+agent-loop sandbox check|run [--dir PATH] [-- CMD ...]   the agents' test sandbox
 ```
 
 Exit codes: 0 done, 1 the work failed, 2 bad usage or configuration. A configuration
@@ -24,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO, cast
 
+from agent_loop import sandbox_cmd
 from agent_loop._logging import configure_cli_logging, preserved_logging
 from agent_loop.agents import AGENTS, TARGETS, AgentName, run_agent_once
 from agent_loop_common.runtime import TickSummary, preflight_model
@@ -132,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--dry-run", action="store_true", help="validate and show what would be deployed"
     )
     deploy.add_argument("--config", type=Path, help="Flyte config file (default: flyte's own)")
+    sandbox_cmd.add_parser(commands)
     return parser
 
 
@@ -145,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _command(args: argparse.Namespace) -> int:
     command = cast(str, args.command)
     level = cast(str | None, args.log_level)
-    quiet_by_default = command in ("demo", "status")
+    quiet_by_default = command in ("demo", "status", "sandbox")
     configure_cli_logging("console", level or ("WARNING" if quiet_by_default else "INFO"))
     try:
         if command == "demo":
@@ -154,6 +157,8 @@ def _command(args: argparse.Namespace) -> int:
             return _run(args, level)
         if command == "status":
             return _status(args)
+        if command == "sandbox":
+            return sandbox_cmd.main(args)
         return _deploy(args)
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)

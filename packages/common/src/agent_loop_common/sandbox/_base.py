@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from agent_loop_common.sandbox._capture import OutputCapture
-from agent_loop_common.sandbox._errors import CommandRejected
+from agent_loop_common.sandbox._errors import CommandRejected, TreeError
 from agent_loop_common.sandbox._limits import SandboxLimits
 from agent_loop_common.sandbox._paths import ProtectedPaths
 from agent_loop_common.sandbox._process import ProcessOutcome
@@ -157,10 +157,14 @@ class Sandbox(ABC):
 
         Raises:
             CommandRejected: `argv` is empty.
-            TreeError: `tree` is not a folder, or `changes` has a bad path.
+            TreeError: `tree` is not a folder, is a protected one (a home folder, the
+                agent's state folder), or `changes` has a bad path.
         """
         if not argv or not argv[0]:
             raise CommandRejected("the command is empty")
+        refusal = self.protected.tree_refusal(tree)
+        if refusal is not None:
+            raise TreeError(f"will not copy {tree} into a sandbox: {refusal}")
         limit = time_limit if time_limit is not None else self.limits.wall_seconds
         workspace = await asyncio.to_thread(
             Workspace.create,

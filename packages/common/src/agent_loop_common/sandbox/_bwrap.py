@@ -42,7 +42,12 @@ from pathlib import Path
 from agent_loop_common.sandbox._base import Sandbox, result_from
 from agent_loop_common.sandbox._command import expand_placeholders
 from agent_loop_common.sandbox._limits import SandboxLimits
-from agent_loop_common.sandbox._paths import SYSTEM_DIRS, ProtectedPaths, plan_binds
+from agent_loop_common.sandbox._paths import (
+    SYSTEM_DIRS,
+    ProtectedPaths,
+    plan_binds,
+    tree_program_binds,
+)
 from agent_loop_common.sandbox._process import run_process
 from agent_loop_common.sandbox._result import RunResult
 from agent_loop_common.sandbox._tree import Workspace
@@ -268,35 +273,39 @@ def _command_path(argv0: str) -> str:
     return ":".join(dict.fromkeys([*extra, *base]))
 
 
+def _inside_to_host(folder: str, repo: Path) -> Path:
+    if folder == REPO_DIR or folder.startswith(REPO_DIR + "/"):
+        return repo / folder[len(REPO_DIR) :].lstrip("/")
+    return Path(folder)
+
+
+def locate_program(argv0: str, path: str, repo: Path) -> Path | None:
+    """Where the sandbox will find `argv0`, as a host path (`None`: nowhere)."""
+    if "/" in argv0:
+        host = Path(argv0) if argv0.startswith("/") else repo / argv0
+        return host if os.path.lexists(host) else None
+    for folder in path.split(":"):
+        candidate = _inside_to_host(folder, repo) / argv0
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
 def missing_program(argv0: str, path: str, repo: Path, visible: Sequence[Path]) -> str | None:
     """Why `argv0` will not be found inside the sandbox, or `None` when it will be."""
-
-    def inside_to_host(folder: str) -> Path:
-        if folder == REPO_DIR or folder.startswith(REPO_DIR + "/"):
-            return repo / folder[len(REPO_DIR) :].lstrip("/")
-        return Path(folder)
-
-    def visible_inside(host: Path) -> bool:
-        text = str(host)
-        if any(text == d or text.startswith(d + "/") for d in SYSTEM_DIRS):
-            return True
-        return any(host == v or v in host.parents for v in visible)
-
-    if "/" in argv0:
+    found = locate_program(argv0, path, repo)
+    if found is None:
         if argv0.startswith("/"):
-            if not os.path.exists(argv0):
-                return f"{argv0} does not exist"
-            if not visible_inside(Path(argv0)):
-                return f"{argv0} is not visible in the sandbox (its folder was not bound)"
-            return None
-        target = repo / argv0
-        return None if target.exists() else f"{argv0} does not exist in the repository"
-    for folder in path.split(":"):
-        host = inside_to_host(folder)
-        candidate = host / argv0
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return None
-    return f"{argv0!r} is not on the sandbox's PATH ({path})"
+            return f"{argv0} does not exist"
+        if "/" in argv0:
+            return f"{argv0} does not exist in the repository"
+        return f"{argv0!r} is not on the sandbox's PATH ({path})"
+    if argv0.startswith("/"):
+        text = str(found)
+        system = any(text == d or text.startswith(d + "/") for d in SYSTEM_DIRS)
+        if not system and not any(found == v or v in found.parents for v in visible):
+            return f"{argv0} is not visible in the sandbox (its folder was not bound)"
+    return None
 
 
 class BwrapSandbox(Sandbox):
@@ -330,7 +339,12 @@ class BwrapSandbox(Sandbox):
     def _layout(
         self, workspace: Workspace, argv0: str
     ) -> tuple[BwrapLayout, list[tuple[Path, Path]], list[str], list[Path]]:
-        binds, notes = plan_binds([argv0], self.readonly_paths, self.protected)
+        path = _command_path(argv0)
+        extra: list[Path] = []
+        found = locate_program(argv0, path, workspace.repo)
+        if found is not None and not argv0.startswith("/"):
+            extra = tree_program_binds(found, workspace.repo)
+        binds, notes = plan_binds([argv0], self.readonly_paths, self.protected, extra=extra)
         stages: list[tuple[Path, Path]] = []
         readonly: list[tuple[Path, Path]] = []
         for index, bind in enumerate(binds):
@@ -362,7 +376,7 @@ class BwrapSandbox(Sandbox):
             system=_system_dirs(),
             etc_passthrough=[e for e in ETC_FILES if os.path.exists(e)],
             limits=self.limits,
-            path=_command_path(argv0),
+            path=path,
         )
         return layout, stages, notes, binds
 

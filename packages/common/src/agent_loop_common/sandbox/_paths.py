@@ -22,7 +22,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["SYSTEM_DIRS", "ProtectedPaths", "plan_binds", "program_binds"]
+__all__ = [
+    "SYSTEM_DIRS",
+    "ProtectedPaths",
+    "plan_binds",
+    "program_binds",
+    "tree_program_binds",
+]
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 """System folders every sandbox sees read-only (links to `/usr` on merged systems)."""
@@ -113,6 +119,27 @@ class ProtectedPaths:
         root = _absolute(tree)
         candidates = (self.agent_home, *self.key_files)
         return [p for p in candidates if p is not None and (p == root or root in p.parents)]
+
+    def tree_refusal(self, tree: Path) -> str | None:
+        """Why `tree` may not be copied into a sandbox, or `None` when it may.
+
+        A tree containing the agent's state folder or a key file is fine: those are left
+        out of the copy. A home folder, a system folder, or a tree inside the state
+        folder or a credential folder is not.
+        """
+        path = _real(_absolute(tree))
+        text = str(path)
+        if text in _NEVER or any(text.startswith(b + "/") for b in _NEVER_BELOW):
+            return f"{path} is a system folder"
+        for home in self.homes:
+            if path == home or path in home.parents:
+                return f"{path} is (or contains) the home folder {home}"
+            if home in path.parents and path.relative_to(home).parts[0] in _CREDENTIAL_DIRS:
+                return f"{path} is in a folder that can hold credentials"
+        agent = self.agent_home
+        if agent is not None and (path == agent or agent in path.parents):
+            return f"{path} is inside the agent's state folder {agent}"
+        return None
 
     def refusal(self, path: Path) -> str | None:
         """Why `path` may not be bound read-only into a sandbox, or `None` when it may."""
@@ -212,10 +239,40 @@ def program_binds(program: str) -> list[Path]:
     return unique
 
 
+def tree_program_binds(program: Path, tree: Path) -> list[Path]:
+    """Host folders a program found inside the tree needs when it links out of it.
+
+    A virtualenv made in the tree (by a setup command such as `uv sync`) has an
+    interpreter that links to an installation outside the tree: that installation is
+    bound, as for a program named by absolute path.
+    """
+    root = _real(tree)
+
+    def outside(path: Path) -> bool:
+        return path.exists() and path != root and root not in path.parents
+
+    binds: list[Path] = []
+    real = _real(program)
+    if outside(real):
+        binds.append(_prefix(real))
+    venv = _find_venv(program)
+    if venv is not None and (venv == tree or tree in venv.parents):
+        # A console script in the venv runs its interpreter through the shebang.
+        interpreter = _real(venv / "bin" / "python")
+        if outside(interpreter):
+            binds.append(_prefix(interpreter))
+        home = _venv_home(venv)
+        if home is not None:
+            binds.append(_prefix(home / "python"))
+    return [b for b in dict.fromkeys(binds) if not _under_system(b)]
+
+
 def plan_binds(
     programs: Sequence[str],
     readonly_paths: Sequence[str | Path],
     protected: ProtectedPaths,
+    *,
+    extra: Sequence[Path] = (),
 ) -> tuple[list[Path], list[str]]:
     """The read-only binds for these programs and configured paths, and the refusals.
 
@@ -227,6 +284,7 @@ def plan_binds(
     notes: list[str] = []
     for program in programs:
         wanted.extend(program_binds(program))
+    wanted.extend(extra)
     for configured in readonly_paths:
         path = _absolute(configured)
         if not path.exists():
