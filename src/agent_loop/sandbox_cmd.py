@@ -176,6 +176,8 @@ async def _run(settings: Settings, folder: Path, args: argparse.Namespace) -> in
         sandbox = await open_sandbox(settings)
     except (CommandRejected, SandboxUnavailable) as exc:
         return _fail(str(exc))
+    if not sandbox.enabled:
+        return _fail("AGENT_LOOP_SANDBOX=off: the sandbox is off, nothing runs")
     if not args.json:
         print(f"agent-loop sandbox: running {what} in {sandbox.describe()} on a copy of {folder}")
         sys.stdout.flush()

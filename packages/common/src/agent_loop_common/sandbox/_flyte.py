@@ -64,13 +64,14 @@ JUNIT_PATH = "/var/outputs/junit"
 
 RUNNER_SCRIPT = """\
 set -u
-src=$1; quoted=$2; limit=$3; out=/var/outputs
+src=$1; quoted=$2; limit=$3
+out=${SANDBOX_OUTPUTS:-/var/outputs}; work=${SANDBOX_WORK:-/tmp}
 : > "$out/junit"
-mkdir -p /tmp/home /tmp/repo
-if ! cp -R "$src/." /tmp/repo/; then
+mkdir -p "$work/home" "$work/repo"
+if ! cp -R "$src/." "$work/repo/"; then
   echo "agent-loop: cannot copy the tree" > "$out/output"; echo 125 > "$out/exit_code"; exit 0
 fi
-cd /tmp/repo || exit 0
+cd "$work/repo" || exit 0
 eval "set -- $quoted"
 if command -v timeout >/dev/null 2>&1; then set -- timeout -k 5 "$limit" "$@"; fi
 "$@" > "$out/output" 2>&1
