@@ -50,6 +50,7 @@ def _layout(tmp_path: Path) -> BwrapLayout:
         home=tmp_path / "home",
         tmp=tmp_path / "tmp",
         out=tmp_path / "out",
+        shm=tmp_path / "shm",
         etc={"passwd": tmp_path / "etc/passwd", "hosts": tmp_path / "etc/hosts"},
         readonly=[(Path("/opt/py"), Path("/opt/py"))],
         system={"/usr": None, "/bin": "usr/bin"},
@@ -99,7 +100,11 @@ def test_bwrap_command_line(tmp_path: Path) -> None:
         (str(tmp_path / "repo"), "/sandbox/repo"),
         (str(tmp_path / "home"), "/sandbox/home"),
         (str(tmp_path / "out"), "/sandbox/out"),
+        (str(tmp_path / "shm"), "/dev/shm"),
     ]
+    remounts = [options[i + 1] for i, a in enumerate(options) if a == "--remount-ro"]
+    assert remounts == ["/dev", "/"]  # after every mount: no writable tmpfs is left
+    assert options.index("--remount-ro") > max(i for i, a in enumerate(options) if a == "--bind")
     assert options[options.index("--chdir") + 1] == "/sandbox/repo"
     assert command == [
         "/usr/bin/prlimit",

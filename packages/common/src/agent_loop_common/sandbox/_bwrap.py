@@ -11,7 +11,9 @@ What the command gets (built by the pure `bwrap_argv`):
   installation of a program named by absolute path, `AGENT_LOOP_SANDBOX_READONLY_PATHS`;
   generated `passwd`, `group` and `hosts` files;
 - writable: only the workspace's copy (`/sandbox/repo`, the working directory), its
-  HOME (`/sandbox/home`), `/tmp` and the report folder (`/sandbox/out`);
+  HOME (`/sandbox/home`), `/tmp`, `/dev/shm` and the report folder (`/sandbox/out`), all
+  folders of the workspace on disk; the root and `/dev` are remounted read-only, so no
+  memory-backed file system is writable (no rlimit counts a tmpfs);
 - an environment of `PATH`, `HOME`, `LANG` and `SANDBOX_JUNIT`, nothing else;
 - rlimits set by `prlimit` inside the namespaces (address space, CPU seconds, file size,
   process count, no core files).
@@ -122,6 +124,7 @@ class BwrapLayout:
         home: The command's HOME (at `/sandbox/home`).
         tmp: The command's `/tmp`.
         out: The report folder (at `/sandbox/out`).
+        shm: The command's `/dev/shm` (a workspace folder, so it counts as disk).
         etc: Generated `/etc` files, name -> host path.
         readonly: Read-only binds as `(host source, path inside)`.
         system: System folders: path -> `None` to bind it, or a link target.
@@ -136,6 +139,7 @@ class BwrapLayout:
     home: Path
     tmp: Path
     out: Path
+    shm: Path
     etc: Mapping[str, Path]
     readonly: Sequence[tuple[Path, Path]] = ()
     system: Mapping[str, str | None] = field(default_factory=dict[str, str | None])
@@ -205,6 +209,15 @@ def bwrap_argv(layout: BwrapLayout, argv: Sequence[str], *, network: bool) -> li
         "--bind",
         str(layout.out),
         OUT_DIR,
+        # /dev/shm on disk in the workspace; then nothing else in memory is writable:
+        # a tmpfs is RAM that no rlimit counts.
+        "--bind",
+        str(layout.shm),
+        "/dev/shm",
+        "--remount-ro",
+        "/dev",
+        "--remount-ro",
+        "/",
         "--chdir",
         REPO_DIR,
         "--",
@@ -371,6 +384,7 @@ class BwrapSandbox(Sandbox):
             home=workspace.home,
             tmp=workspace.tmp,
             out=workspace.out,
+            shm=workspace.shm,
             etc=etc,
             readonly=readonly,
             system=_system_dirs(),

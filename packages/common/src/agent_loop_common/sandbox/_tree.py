@@ -8,6 +8,7 @@ nothing else the command may see:
   repo/   the private copy (the command's working directory), changes applied
   home/   the command's HOME
   tmp/    the command's /tmp
+  shm/    the command's /dev/shm
   out/    where the command may write a JUnit report ($SANDBOX_JUNIT)
   etc/    generated passwd, group and hosts files
 ```
@@ -171,6 +172,7 @@ class Workspace:
         self.home = root / "home"
         self.tmp = root / "tmp"
         self.out = root / "out"
+        self.shm = root / "shm"
         self.etc = root / "etc"
 
     @property
@@ -211,7 +213,13 @@ class Workspace:
             shutil.copytree(tree, workspace.repo, symlinks=True, ignore=_ignore(excluded))
             if changes:
                 apply_changes(workspace.repo, changes)
-            for folder in (workspace.home, workspace.tmp, workspace.out, workspace.etc):
+            for folder in (
+                workspace.home,
+                workspace.tmp,
+                workspace.out,
+                workspace.shm,
+                workspace.etc,
+            ):
                 folder.mkdir()
             if owner is not None:
                 _chown_tree(root, *owner)
