@@ -472,3 +472,16 @@ async def test_sandboxes_run_side_by_side(sandbox: BwrapSandbox, tree: Path) -> 
         *(sandbox.run(tree, ["python3", "-c", f"print({i})"]) for i in range(3))
     )
     assert [r.output.text.strip() for r in results] == ["0", "1", "2"]
+
+
+async def test_a_venv_made_in_the_tree_finds_its_interpreter(
+    sandbox: BwrapSandbox, tmp_path: Path
+) -> None:
+    """What a setup step such as `uv sync` leaves: `.venv/bin/python` linking out of the tree."""
+    import venv
+
+    tree = write_tree({"check.py": "import sys; print(sys.prefix)\n"}, tmp_path / "repo")
+    venv.create(tree / ".venv", with_pip=False, symlinks=True)
+    result = await sandbox.run(tree, ["python", "check.py"])
+    assert result.ok, result.output.text + result.error
+    assert result.output.text.strip() == "/sandbox/repo/.venv"
