@@ -192,7 +192,7 @@ class Sandbox(ABC):
             result = await self._execute(workspace, tuple(argv), network=network, time_limit=limit)
             return result.model_copy(update={"setup": setup_result}) if setup_result else result
         finally:
-            await asyncio.to_thread(workspace.cleanup)
+            workspace.discard()
 
     @abstractmethod
     async def _execute(

@@ -213,7 +213,7 @@ def bwrap_argv(layout: BwrapLayout, argv: Sequence[str], *, network: bool) -> li
         # a tmpfs is RAM that no rlimit counts.
         "--bind",
         str(layout.shm),
-        "/dev/shm",
+        "/dev/shm",  # noqa: S108 (the sandbox's own /dev/shm, a workspace folder)
         "--remount-ro",
         "/dev",
         "--remount-ro",

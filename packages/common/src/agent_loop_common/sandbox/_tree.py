@@ -29,6 +29,7 @@ import shutil
 import tarfile
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from agent_loop_common.sandbox._errors import TreeError
@@ -160,6 +161,16 @@ def _chown_tree(root: Path, uid: int, gid: int) -> None:
             os.lchown(os.path.join(folder, name), uid, gid)
 
 
+_CLEANER: ThreadPoolExecutor | None = None
+
+
+def _cleaner() -> ThreadPoolExecutor:
+    global _CLEANER
+    if _CLEANER is None:
+        _CLEANER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-cleanup")
+    return _CLEANER
+
+
 class Workspace:
     """A fresh folder holding one private copy of a tree and the command's other folders.
 
@@ -250,6 +261,15 @@ class Workspace:
                     with contextlib.suppress(OSError):
                         os.chmod(path, 0o700)
         shutil.rmtree(self.root, ignore_errors=True)
+
+    def discard(self) -> Future[None]:
+        """Delete the workspace in the background; the returned future says when it is gone.
+
+        Deleting folders can cost milliseconds each (file systems mounted with `discard`),
+        which a caller waiting for a test result should not pay. One background thread
+        does it, and it is joined at interpreter exit, so nothing is left behind.
+        """
+        return _cleaner().submit(self.cleanup)
 
     def __enter__(self) -> Workspace:
         return self
