@@ -75,8 +75,9 @@ def ms(value: float) -> str:
 
 async def overhead(runs: int, tree: Path) -> None:
     limits = SandboxLimits(wall_seconds=60)
-    sandboxes: list[Sandbox] = [BwrapSandbox(limits), PlainSubprocessSandbox(limits)]
-    works, why = await sandboxes[0].probe()  # type: ignore[attr-defined]
+    bwrap = BwrapSandbox(limits)
+    sandboxes: list[Sandbox] = [bwrap, PlainSubprocessSandbox(limits)]
+    works, why = await bwrap.probe()
     if not works:
         raise SystemExit(f"bubblewrap cannot run here: {why}")
     print(f"{runs} runs per cell, after one warm-up run; tree of 20 files copied per run\n")
@@ -88,7 +89,9 @@ async def overhead(runs: int, tree: Path) -> None:
         plain = await timed(runs, lambda argv=argv: plain_run(argv, tree))
         for sandbox in sandboxes:
 
-            async def once(sandbox: Sandbox = sandbox, argv: list[str] = argv) -> RunResult:
+            async def once(
+                sandbox: Sandbox = sandbox, argv: list[str] = argv, label: str = label
+            ) -> RunResult:
                 result = await sandbox.run(tree, argv)
                 if not result.ok:
                     raise SystemExit(f"{label} failed in {sandbox.name}: {result.summary()}")
@@ -115,7 +118,7 @@ async def baseline_runs(changes: int, tree: Path) -> None:
         return compare(base, after).passed
 
     verdicts = await asyncio.gather(*(one_change(i) for i in range(changes)))
-    print(f"\n| changes at one base SHA | baseline runs | change runs | verdicts passed |")
+    print("\n| changes at one base SHA | baseline runs | change runs | verdicts passed |")
     print("|---:|---:|---:|---:|")
     print(f"| {changes} | {cache.runs} | {changes} | {sum(verdicts)} |")
     if cache.runs != 1:

@@ -350,7 +350,11 @@ def test_derived_objects(minimal_env: pytest.MonkeyPatch) -> None:
 
 def test_sandbox_defaults_and_limits(minimal_env: pytest.MonkeyPatch) -> None:
     s = load_settings()
-    assert (s.sandbox, s.sandbox_image, s.sandbox_readonly_paths) == ("auto", "python:3.11-slim", ())
+    assert (s.sandbox, s.sandbox_image, s.sandbox_readonly_paths) == (
+        "auto",
+        "python:3.11-slim",
+        (),
+    )
     assert (s.test_command, s.setup_command, s.max_test_runs) == (None, None, 5)
     limits = s.sandbox_limits()
     assert (limits.wall_seconds, limits.memory_mb, limits.max_processes, limits.max_file_mb) == (
