@@ -161,14 +161,14 @@ def _chown_tree(root: Path, uid: int, gid: int) -> None:
             os.lchown(os.path.join(folder, name), uid, gid)
 
 
-_CLEANER: ThreadPoolExecutor | None = None
+_cleaner_pool: ThreadPoolExecutor | None = None
 
 
 def _cleaner() -> ThreadPoolExecutor:
-    global _CLEANER
-    if _CLEANER is None:
-        _CLEANER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-cleanup")
-    return _CLEANER
+    global _cleaner_pool
+    if _cleaner_pool is None:
+        _cleaner_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-cleanup")
+    return _cleaner_pool
 
 
 class Workspace:
