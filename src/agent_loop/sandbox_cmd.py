@@ -22,6 +22,7 @@ import asyncio
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -135,7 +136,7 @@ async def _check(settings: Settings) -> int:
     return 0
 
 
-def _reader(root: Path) -> Any:
+def _reader(root: Path) -> Callable[[str], str | None]:
     def read(path: str) -> str | None:
         target = root / path
         try:

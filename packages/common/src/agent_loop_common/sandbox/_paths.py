@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import pwd
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
@@ -85,12 +85,13 @@ class ProtectedPaths:
         homes: Home folders (never bound, nor any folder containing one).
         agent_home: The agent's state folder (`AGENT_LOOP_HOME`).
         key_files: Key files (`GITHUB_APP_PRIVATE_KEY_PATH`).
+        extra: More paths never bound, nor anything in or around them.
     """
 
     homes: tuple[Path, ...] = ()
     agent_home: Path | None = None
     key_files: tuple[Path, ...] = ()
-    extra: tuple[Path, ...] = field(default=())
+    extra: tuple[Path, ...] = ()
 
     @classmethod
     def current(
