@@ -33,7 +33,8 @@ from agent_loop_common.sandbox import (
     selected_backend,
     write_tree,
 )
-from agent_loop_common.sandbox._bwrap import BwrapSandbox, outer_argv
+from agent_loop_common.sandbox._bwrap import BwrapSandbox
+from agent_loop_common.sandbox._bwrap_argv import outer_argv
 from agent_loop_common.sandbox._docker import DockerSandbox, client_env
 from agent_loop_common.sandbox._flyte import RUNNER_SCRIPT
 from agent_loop_common.sandbox._paths import plan_binds, program_binds, tree_program_binds

@@ -25,7 +25,8 @@ test counts and failing names from pytest's summary or a JUnit report).
 """
 
 from agent_loop_common.sandbox._base import OFF_BACKEND, DisabledSandbox, Sandbox
-from agent_loop_common.sandbox._bwrap import BWRAP_BACKEND, BwrapLayout, BwrapSandbox, bwrap_argv
+from agent_loop_common.sandbox._bwrap import BWRAP_BACKEND, BwrapSandbox
+from agent_loop_common.sandbox._bwrap_argv import BwrapLayout, bwrap_argv
 from agent_loop_common.sandbox._cache import (
     BaselineCache,
     BaselineKey,
