@@ -59,14 +59,10 @@ async def plain_run(argv: list[str], cwd: Path) -> None:
     await proc.communicate()
 
 
-async def timed(runs: int, once: Callable[[], Awaitable[object]]) -> list[float]:
-    await once()  # warm-up: page cache, the probe, imports
-    seconds: list[float] = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        await once()
-        seconds.append(time.perf_counter() - started)
-    return seconds
+async def once_timed(run: Callable[[], Awaitable[object]]) -> float:
+    started = time.perf_counter()
+    await run()
+    return time.perf_counter() - started
 
 
 def ms(value: float) -> str:
@@ -80,29 +76,48 @@ async def overhead(runs: int, tree: Path) -> None:
     works, why = await bwrap.probe()
     if not works:
         raise SystemExit(f"bubblewrap cannot run here: {why}")
-    print(f"{runs} runs per cell, after one warm-up run; tree of 20 files copied per run\n")
     print(
-        "| command | backend | plain median | plain p95 | sandbox median | sandbox p95 | added median | added p95 |"
+        f"{runs} rounds per command after one warm-up round; each round times the plain "
+        "subprocess and then each sandbox back to back, so 'added' is the median and p95 "
+        "of the paired differences (robust to load from other work on the machine); "
+        "tree of 20 files copied per sandboxed run\n"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| command | backend | plain median | sandbox median | sandbox p95 "
+        "| added median | added p95 |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|")
     for label, argv in COMMANDS:
-        plain = await timed(runs, lambda argv=argv: plain_run(argv, tree))
-        for sandbox in sandboxes:
 
-            async def once(
-                sandbox: Sandbox = sandbox, argv: list[str] = argv, label: str = label
-            ) -> RunResult:
+        async def plain(argv: list[str] = argv) -> None:
+            await plain_run(argv, tree)
+
+        def boxed(
+            sandbox: Sandbox, argv: list[str] = argv, label: str = label
+        ) -> Callable[[], Awaitable[RunResult]]:
+            async def run() -> RunResult:
                 result = await sandbox.run(tree, argv)
                 if not result.ok:
                     raise SystemExit(f"{label} failed in {sandbox.name}: {result.summary()}")
                 return result
 
-            boxed = await timed(runs, once)
+            return run
+
+        runners = [boxed(sandbox) for sandbox in sandboxes]
+        for warm in (plain, *runners):
+            await warm()
+        plain_times: list[float] = []
+        boxed_times: list[list[float]] = [[] for _ in sandboxes]
+        for _ in range(runs):
+            plain_times.append(await once_timed(plain))
+            for index, runner in enumerate(runners):
+                boxed_times[index].append(await once_timed(runner))
+        for sandbox, times in zip(sandboxes, boxed_times, strict=True):
+            added = [t - p for t, p in zip(times, plain_times, strict=True)]
             print(
-                f"| `{label}` | {sandbox.name} | {ms(statistics.median(plain))} | {ms(p95(plain))} "
-                f"| {ms(statistics.median(boxed))} | {ms(p95(boxed))} "
-                f"| {ms(statistics.median(boxed) - statistics.median(plain))} "
-                f"| {ms(p95(boxed) - p95(plain))} |"
+                f"| `{label}` | {sandbox.name} | {ms(statistics.median(plain_times))} "
+                f"| {ms(statistics.median(times))} | {ms(p95(times))} "
+                f"| {ms(statistics.median(added))} | {ms(p95(added))} |"
             )
 
 
