@@ -8,6 +8,7 @@ agent-loop run distiller [--remote] [--json]
 agent-loop status [--home DIR] [--limit N]         runs, metrics, lessons
 agent-loop deploy builder|reviewer|distiller|gateway [--dry-run] [--config FILE]
 agent-loop serve [--host H] [--port P]             the webhook gateway, runs in local mode
+agent-loop sandbox check|run [--dir PATH] [-- CMD ...]   the agents' test sandbox
 ```
 
 Exit codes: 0 done, 1 the work failed, 2 bad usage or configuration. A configuration
@@ -25,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO, cast
 
+from agent_loop import sandbox_cmd
 from agent_loop._logging import configure_cli_logging, preserved_logging
 from agent_loop.agents import AGENTS, TARGETS, AgentName, run_agent_once
 from agent_loop_common.runtime import TickSummary, preflight_model
@@ -147,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
     )
     serve.add_argument("--port", type=_positive, default=8080, help="port (default 8080)")
+    sandbox_cmd.add_parser(commands)
     return parser
 
 
@@ -160,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _command(args: argparse.Namespace) -> int:
     command = cast(str, args.command)
     level = cast(str | None, args.log_level)
-    quiet_by_default = command in ("demo", "status")
+    quiet_by_default = command in ("demo", "status", "sandbox")
     configure_cli_logging("console", level or ("WARNING" if quiet_by_default else "INFO"))
     try:
         if command == "demo":
@@ -171,6 +174,8 @@ def _command(args: argparse.Namespace) -> int:
             return _status(args)
         if command == "serve":
             return _serve(args, level)
+        if command == "sandbox":
+            return sandbox_cmd.main(args)
         return _deploy(args)
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)

@@ -122,6 +122,21 @@ ALL_VARIABLES: list[tuple[str, str, str, object]] = [
     ("AGENT_LOOP_FLYTE_ORG", "acme", "flyte_org", "acme"),
     ("AGENT_LOOP_FLYTE_PROJECT", "loops", "flyte_project", "loops"),
     ("AGENT_LOOP_FLYTE_DOMAIN", "production", "flyte_domain", "production"),
+    ("AGENT_LOOP_SANDBOX", "docker", "sandbox", "docker"),
+    ("AGENT_LOOP_SANDBOX_IMAGE", "node:22-slim", "sandbox_image", "node:22-slim"),
+    (
+        "AGENT_LOOP_SANDBOX_READONLY_PATHS",
+        "/opt/go, /opt/node",
+        "sandbox_readonly_paths",
+        ("/opt/go", "/opt/node"),
+    ),
+    ("AGENT_LOOP_TEST_COMMAND", "make test", "test_command", "make test"),
+    ("AGENT_LOOP_SETUP_COMMAND", "uv sync --frozen", "setup_command", "uv sync --frozen"),
+    ("AGENT_LOOP_MAX_TEST_RUNS", "3", "max_test_runs", 3),
+    ("AGENT_LOOP_SANDBOX_TIMEOUT_SECONDS", "120", "sandbox_timeout_seconds", 120.0),
+    ("AGENT_LOOP_SANDBOX_MEMORY_MB", "2048", "sandbox_memory_mb", 2048),
+    ("AGENT_LOOP_SANDBOX_MAX_PROCESSES", "128", "sandbox_max_processes", 128),
+    ("AGENT_LOOP_SANDBOX_MAX_FILE_MB", "64", "sandbox_max_file_mb", 64),
     ("AGENT_LOOP_LOG_FORMAT", "json", "log_format", "json"),
     ("AGENT_LOOP_LOG_LEVEL", "DEBUG", "log_level", "DEBUG"),
 ]
@@ -346,6 +361,53 @@ def test_derived_objects(minimal_env: pytest.MonkeyPatch) -> None:
         "development",
     )
     assert (location.root, location.prefix) == ("/tmp/flyte-data", "agent-loop")
+
+
+def test_sandbox_defaults_and_limits(minimal_env: pytest.MonkeyPatch) -> None:
+    s = load_settings()
+    assert (s.sandbox, s.sandbox_image, s.sandbox_readonly_paths) == (
+        "auto",
+        "python:3.11-slim",
+        (),
+    )
+    assert (s.test_command, s.setup_command, s.max_test_runs) == (None, None, 5)
+    limits = s.sandbox_limits()
+    assert (limits.wall_seconds, limits.memory_mb, limits.max_processes, limits.max_file_mb) == (
+        600.0,
+        4096,
+        256,
+        256,
+    )
+    assert limits.cpu == 601
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        ("AGENT_LOOP_TEST_COMMAND", "pytest -q && make lint", "uses shell syntax"),
+        ("AGENT_LOOP_SETUP_COMMAND", "pip install -r req.txt > /dev/null", "uses shell syntax"),
+        ("AGENT_LOOP_TEST_COMMAND", "CI=1 pytest", "variable assignment"),
+        ("AGENT_LOOP_SANDBOX", "chroot", "'auto', 'bwrap', 'docker', 'flyte' or 'off'"),
+        ("AGENT_LOOP_SANDBOX_READONLY_PATHS", "/opt/x,relative/dir", "expected absolute paths"),
+        ("AGENT_LOOP_SANDBOX_MAX_PROCESSES", "2", "greater than or equal to 8"),
+    ],
+)
+def test_sandbox_settings_are_checked_at_load(
+    minimal_env: pytest.MonkeyPatch, variable: str, value: str, expected: str
+) -> None:
+    minimal_env.setenv(variable, value)
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    (problem,) = caught.value.problems
+    assert problem.startswith(f"{variable}: ")
+    assert expected in problem
+
+
+def test_empty_commands_mean_detect(minimal_env: pytest.MonkeyPatch) -> None:
+    minimal_env.setenv("AGENT_LOOP_TEST_COMMAND", "  ")
+    minimal_env.setenv("AGENT_LOOP_SETUP_COMMAND", "")
+    s = load_settings()
+    assert (s.test_command, s.setup_command) == (None, None)
 
 
 def test_settings_are_immutable(minimal_env: pytest.MonkeyPatch) -> None:

@@ -30,6 +30,7 @@ _SECTIONS = {
     "builder_schedule": "Schedules",
     "webhook_secret": "Events (gateway)",
     "home": "Memory and local mode",
+    "sandbox": "Sandbox and tests",
     "log_format": "Logging",
 }
 
