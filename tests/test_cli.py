@@ -215,7 +215,7 @@ async def _fill_memory(home: pathlib.Path) -> None:
     batch = await memory.collect(now=_T0 + timedelta(hours=2))
     lesson = Lesson(
         id="L-0001",
-        text="Stage tests with every behaviour change.",
+        text="Stage tests with every behavior change.",
         roles=[Role.BUILDER],
         source_run_ids=["run-b1", "run-b2"],
         created_at=_T0,
@@ -257,7 +257,7 @@ def test_status_shows_runs_metrics_and_lessons(
     assert "$1.50" in metric["cost"]
     assert "100%" in metric["merged"]
     assert "L-0001" in out
-    assert "Stage tests with every behaviour change." in out
+    assert "Stage tests with every behavior change." in out
     assert "2 run(s)" in out
     assert "Context digest: 9 characters" in out
 

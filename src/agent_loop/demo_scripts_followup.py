@@ -138,7 +138,7 @@ def distiller_episode(*, rejected_run: str, review_fix_run: str) -> Episode:
                     call(
                         "add_lesson",
                         text=(
-                            "Stage the tests together with the change whenever behaviour "
+                            "Stage the tests together with the change whenever behavior "
                             "changes: the verifier rejects a fix that comes without a test."
                         ),
                         evidence_run_ids=[rejected_run],
@@ -164,7 +164,7 @@ def distiller_episode(*, rejected_run: str, review_fix_run: str) -> Episode:
                     call(
                         "finish",
                         summary=(
-                            "Two lessons: tests come with every behaviour change (a "
+                            "Two lessons: tests come with every behavior change (a "
                             "rejected first try), and money is rounded to cents (a review fix)."
                         ),
                     ).expecting("Finished with 2 edit(s)")

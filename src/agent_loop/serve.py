@@ -3,7 +3,7 @@
 The same app as the deployed gateway (`agent_loop_gateway`), with a runner that calls
 `run_agent_once(agent, settings, target=N)`: exactly `agent-loop run <agent> --issue N`
 or `--pr N`, memory under `AGENT_LOOP_HOME`. Flyte's local mode is synchronous and
-initialises process-global state, so every run goes through one worker thread, one at
+initializes process-global state, so every run goes through one worker thread, one at
 a time; the gateway's dispatcher still coalesces deliveries per target and keeps one
 run per target, and the event loop keeps answering GitHub while a run works.
 

@@ -35,8 +35,8 @@ def test_the_environment_declares_the_tick_and_its_durable_writes() -> None:
     assert SCHEDULE == "*/5 * * * *"
 
 
-async def test_the_trigger_serialises_against_the_task_inputs() -> None:
-    # `flyte deploy --dry-run` does not check triggers; this is the serialisation deploy runs.
+async def test_the_trigger_serializes_against_the_task_inputs() -> None:
+    # `flyte deploy --dry-run` does not check triggers; this is the serialization deploy runs.
     interface = transform_native_to_typed_interface(builder_tick.interface)
     assert interface is not None
     (trigger,) = builder_tick.triggers

@@ -17,7 +17,7 @@ from agent_loop_common.claims import (
     new_run_id,
     parse_dibs,
 )
-from agent_loop_common.github import GitHub, GitHubError, RetryPolicy, TokenAuth
+from agent_loop_common.github import GitHub, GitHubError, GitHubRetryPolicy, TokenAuth
 from agent_loop_common.testing import GitHubEmulator
 
 TTL = timedelta(minutes=10)
@@ -29,7 +29,7 @@ class EmulatorClock:
     """The runs' clock, kept equal to the emulator's (which moves one second per write).
 
     The emulator has no public clock, so we read it from a write of our own (a comment on
-    a dedicated issue), and move it by writing more. Claimers read ``now`` from here.
+    a dedicated issue), and move it by writing more. Claimers read `now` from here.
     """
 
     def __init__(self, emu: GitHubEmulator) -> None:
@@ -67,7 +67,7 @@ class Repo:
             self.emu.full_name,
             auth=TokenAuth(self.emu.bot_token),
             transport=transport or self.emu.transport(),
-            retry=RetryPolicy(max_attempts=1),
+            retry=GitHubRetryPolicy(max_attempts=1),
             per_page=self.page_size,
         )
         self.clients.append(client)

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from agent_loop_common.claims import Claim, Claimer, claim_state, new_run_id, parse_dibs
-from agent_loop_common.github import GitHub, RetryPolicy, TokenAuth
+from agent_loop_common.github import GitHub, GitHubRetryPolicy, TokenAuth
 from agent_loop_common.testing import GitHubEmulator
 
 RACERS = 12
@@ -69,7 +69,7 @@ class Arena:
             self.emu.full_name,
             auth=TokenAuth(self.emu.bot_token),
             transport=Jitter(self.emu.transport(), self.rng),
-            retry=RetryPolicy(max_attempts=1),
+            retry=GitHubRetryPolicy(max_attempts=1),
         )
         self.clients.append(client)
         run_id = new_run_id(now=self.clock(), suffix=f"{self.rng.getrandbits(32):08x}")

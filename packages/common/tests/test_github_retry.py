@@ -1,4 +1,4 @@
-"""RetryPolicy and typed errors, driven through the real facade over httpx.MockTransport.
+"""GitHubRetryPolicy and typed errors, driven through the real facade over httpx.MockTransport.
 
 Sleeps go to a recorder that advances a fake clock, so every test is instant while the
 policy still sees time pass.
@@ -19,12 +19,12 @@ from agent_loop_common.github import (
     NO_RESPONSE,
     AuthError,
     GitHub,
+    GitHubRetryPolicy,
     GitHubUnavailable,
     NotFastForward,
     NotFound,
     RateLimited,
     RefExists,
-    RetryPolicy,
     TokenAuth,
     Unprocessable,
 )
@@ -45,7 +45,7 @@ class FakeTime:
         self.sleeps.append(seconds)
         self.now += seconds
 
-    def policy(self, **kw: float) -> RetryPolicy:
+    def policy(self, **kw: float) -> GitHubRetryPolicy:
         defaults: dict[str, float] = {
             "max_attempts": 4,
             "base_delay": 1.0,
@@ -54,7 +54,7 @@ class FakeTime:
             "jitter": 0.0,
         }
         defaults.update(kw)
-        return RetryPolicy(
+        return GitHubRetryPolicy(
             int(defaults["max_attempts"]),
             defaults["base_delay"],
             defaults["max_delay"],
@@ -372,14 +372,14 @@ async def test_validation_errors_are_quoted(clock: FakeTime) -> None:
 
 def test_policy_rejects_nonsense_and_jitter_stays_in_range() -> None:
     with pytest.raises(ValueError, match="max_attempts"):
-        RetryPolicy(max_attempts=0)
+        GitHubRetryPolicy(max_attempts=0)
     with pytest.raises(ValueError, match="jitter"):
-        RetryPolicy(jitter=1.5)
-    low = RetryPolicy(base_delay=2.0, jitter=0.5, random=lambda: 0.999999)
-    high = RetryPolicy(base_delay=2.0, jitter=0.5, random=lambda: 0.0)
+        GitHubRetryPolicy(jitter=1.5)
+    low = GitHubRetryPolicy(base_delay=2.0, jitter=0.5, random=lambda: 0.999999)
+    high = GitHubRetryPolicy(base_delay=2.0, jitter=0.5, random=lambda: 0.0)
     assert low.backoff(2) == pytest.approx(2.0, abs=1e-4)
     assert high.backoff(2) == 4.0
-    assert RetryPolicy(base_delay=1.0, max_delay=3.0, jitter=0.0).backoff(10) == 3.0
+    assert GitHubRetryPolicy(base_delay=1.0, max_delay=3.0, jitter=0.0).backoff(10) == 3.0
 
 
 def test_repo_and_page_size_are_validated() -> None:

@@ -24,7 +24,7 @@ from agent_loop_common.llm import (
     ErrorKind,
     ModelCallFailed,
     ModelRequestsDisabled,
-    RetryPolicy,
+    ModelRetryPolicy,
     UsageMeter,
     classify_error,
     from_litellm_response,
@@ -119,9 +119,9 @@ def test_resolve_max_tokens_rejects_nonsense() -> None:
 
 
 def test_backoff_doubles_jitters_and_is_capped() -> None:
-    policy = RetryPolicy(base_delay=2.0, max_delay=10.0, jitter=lambda: 1.0)
+    policy = ModelRetryPolicy(base_delay=2.0, max_delay=10.0, jitter=lambda: 1.0)
     assert [policy.delay(n) for n in (1, 2, 3, 4, 5)] == [2.0, 4.0, 8.0, 10.0, 10.0]
-    low = RetryPolicy(base_delay=2.0, max_delay=10.0, jitter=lambda: 0.0)
+    low = ModelRetryPolicy(base_delay=2.0, max_delay=10.0, jitter=lambda: 0.0)
     assert [low.delay(n) for n in (1, 2, 3)] == [1.0, 2.0, 4.0]
 
 
@@ -131,7 +131,7 @@ def test_backoff_honours_retry_after_up_to_the_cap() -> None:
         exc.response = httpx.Response(429, headers={"Retry-After": value})  # type: ignore[attr-defined]
         return exc
 
-    policy = RetryPolicy(base_delay=1.0, max_delay=30.0, jitter=lambda: 1.0)
+    policy = ModelRetryPolicy(base_delay=1.0, max_delay=30.0, jitter=lambda: 1.0)
     assert policy.delay(1, with_header("7")) == 7.0
     assert policy.delay(1, with_header("600")) == 30.0
     assert policy.delay(1, with_header("Wed, 21 Oct 2015 07:28:00 GMT")) == 1.0
@@ -143,7 +143,7 @@ def test_backoff_honours_retry_after_up_to_the_cap() -> None:
 
 def test_retry_policy_validates() -> None:
     with pytest.raises(ValueError, match="max_attempts"):
-        RetryPolicy(max_attempts=0)
+        ModelRetryPolicy(max_attempts=0)
 
 
 def test_usage_meter_accumulates_per_model_and_flags_unpriced_calls() -> None:

@@ -1,12 +1,12 @@
 """The model call through real litellm, offline.
 
 Three offline paths reach litellm's real request handling with no network:
-- ``mock_response`` (litellm answers itself),
-- a registered ``CustomLLM`` provider (``scripted/<name>``) that records each request and
+- `mock_response` (litellm answers itself),
+- a registered `CustomLLM` provider (`scripted/<name>`) that records each request and
   replies from a script,
 - a fake provider API served on loopback (Anthropic Messages and OpenAI chat formats),
   which exercises litellm's provider translation and HTTP error mapping. Those tests opt
-  in with ``AGENT_LOOP_ALLOW_MODEL_REQUESTS=1``; the network guard still keeps every
+  in with `AGENT_LOOP_ALLOW_MODEL_REQUESTS=1`; the network guard still keeps every
   connection on loopback.
 
 This module imports litellm (several seconds, once per session).
@@ -35,7 +35,7 @@ from agent_loop_common.llm import (
     ErrorKind,
     ModelCallFailed,
     ModelRequestsDisabled,
-    RetryPolicy,
+    ModelRetryPolicy,
     UsageMeter,
     make_call_llm,
 )
@@ -63,7 +63,7 @@ def model_response(
     prompt_tokens: int = 30,
     completion_tokens: int = 10,
 ) -> ModelResponse:
-    """A litellm response as a provider would return it (``model=None``: unpriced)."""
+    """A litellm response as a provider would return it (`model=None`: unpriced)."""
     calls = [
         {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
         for cid, name, args in tool_calls
@@ -242,7 +242,7 @@ async def test_mock_exception_is_classified_and_retried(monkeypatch: pytest.Monk
     call = make_call_llm(
         model="anthropic/claude-sonnet-4-5",
         usage=usage,
-        retry=RetryPolicy(max_attempts=2, sleep=sleep, jitter=lambda: 1.0),
+        retry=ModelRetryPolicy(max_attempts=2, sleep=sleep, jitter=lambda: 1.0),
         extra_params={"mock_response": "litellm.RateLimitError"},
     )
     with pytest.raises(ModelCallFailed, match="still failing after 2 attempts") as failed:
@@ -475,7 +475,7 @@ async def test_transient_errors_are_retried_with_capped_backoff(fake_api: FakePr
         model="anthropic/claude-sonnet-4-5",
         api_base=fake_api.base_url,
         usage=usage,
-        retry=RetryPolicy(
+        retry=ModelRetryPolicy(
             max_attempts=4, base_delay=1.0, max_delay=5.0, sleep=sleep, jitter=lambda: 1.0
         ),
     )
@@ -515,7 +515,7 @@ async def test_permanent_errors_are_not_retried(
         model="anthropic/claude-sonnet-4-5",
         api_base=fake_api.base_url,
         usage=UsageMeter(),
-        retry=RetryPolicy(sleep=sleep),
+        retry=ModelRetryPolicy(sleep=sleep),
     )
     with pytest.raises(ModelCallFailed, match=f"{kind.value} error, not retried") as failed:
         await call("anthropic/claude-sonnet-4-5", "s", [{"role": "user", "content": "x"}], None)
@@ -531,7 +531,7 @@ async def test_retries_run_out(fake_api: FakeProviderAPI) -> None:
         model="openai/local-model",
         api_base=f"{fake_api.base_url}/v1",
         usage=UsageMeter(),
-        retry=RetryPolicy(max_attempts=3, sleep=sleep, jitter=lambda: 1.0),
+        retry=ModelRetryPolicy(max_attempts=3, sleep=sleep, jitter=lambda: 1.0),
     )
     with pytest.raises(ModelCallFailed, match="still failing after 3 attempts") as failed:
         await call("openai/local-model", "s", [{"role": "user", "content": "x"}], None)

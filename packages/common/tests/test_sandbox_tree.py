@@ -46,7 +46,7 @@ def test_bad_paths_are_refused(tmp_path: Path, path: str) -> None:
         write_tree({path: "x"}, tmp_path / "t")
 
 
-def test_safe_relpath_normalises() -> None:
+def test_safe_relpath_normalizes() -> None:
     assert safe_relpath("a//b/./c.py") == "a/b/c.py"
     assert safe_relpath("a\\b.py") == "a/b.py"
 

@@ -345,7 +345,7 @@ def test_derived_objects(minimal_env: pytest.MonkeyPatch) -> None:
     s = load_settings()
     budget = s.budget()
     assert (budget.max_tokens, budget.max_cost_usd) == (4_000_000, None)
-    retry = s.retry_policy()
+    retry = s.model_retry_policy()
     assert (retry.max_attempts, retry.base_delay, retry.max_delay) == (4, 2.0, 60.0)
     staging = s.staging_policy()
     assert staging.protected_globs == ("secrets/**",)

@@ -1,4 +1,4 @@
-"""StagingPolicy and path normalisation: what an agent may and may not stage."""
+"""StagingPolicy and path normalization: what an agent may and may not stage."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from agent_loop_common.staging import (
     PolicyViolation,
     StagingPolicy,
     glob_matches,
-    normalise_path,
+    normalize_path,
 )
 
 
@@ -25,8 +25,8 @@ from agent_loop_common.staging import (
         ("docs/.git-notes.md", "docs/.git-notes.md"),
     ],
 )
-def test_paths_are_normalised(raw: str, expected: str) -> None:
-    assert normalise_path(raw) == expected
+def test_paths_are_normalized(raw: str, expected: str) -> None:
+    assert normalize_path(raw) == expected
 
 
 @pytest.mark.parametrize(
@@ -54,7 +54,7 @@ def test_paths_are_normalised(raw: str, expected: str) -> None:
 )
 def test_bad_paths_are_refused_with_a_reason(raw: object, needle: str) -> None:
     with pytest.raises(PolicyViolation) as info:
-        normalise_path(raw)
+        normalize_path(raw)
     assert needle in str(info.value)
 
 
@@ -152,7 +152,7 @@ def test_check_files_rechecks_a_whole_change() -> None:
     policy.check_files({"src/a.py": "x", "old.py": None})
     with pytest.raises(PolicyViolation, match="workflow"):
         policy.check_files({".github/workflows/ci.yml": "on: push"})
-    with pytest.raises(PolicyViolation, match="not normalised"):
+    with pytest.raises(PolicyViolation, match="not normalized"):
         policy.check_files({"./src/a.py": "x"})
     with pytest.raises(PolicyViolation, match="touches 4 paths"):
         policy.check_files({f"f{i}.py": "x" for i in range(4)})

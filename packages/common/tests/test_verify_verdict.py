@@ -71,6 +71,6 @@ def test_failing_closed_keeps_the_notes_and_the_tail() -> None:
     assert "the end of my answer" in parse_verdict("blah " * 200 + "the end of my answer").notes
 
 
-def test_verdict_is_frozen_and_serialisable() -> None:
+def test_verdict_is_frozen_and_serializable() -> None:
     verdict = Verdict(verified=True, notes="n")
     assert Verdict.model_validate_json(verdict.model_dump_json()) == verdict

@@ -69,7 +69,7 @@ async def _tick(scope: RunScope, target: int | None, write: Writer, *, retry_now
         if issue is None:
             break
         async with scope.stage("claim"):
-            claim = await scope.claim("issue", issue.number)
+            claim = await scope.claim(TargetKind.ISSUE, issue.number)
         if claim is None:
             finder.refused[issue.number] = Refusal(
                 RefusalCode.CLAIMED, f"#{issue.number} was claimed by another run first"

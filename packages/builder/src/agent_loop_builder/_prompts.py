@@ -66,7 +66,7 @@ How to work:
    - Decline it with skip_issue(reason) when it is unclear, already done, or needs a
      human decision. Do not guess.
 3. Keep the change scoped to the issue: change only what it asks for, with no unrelated
-   refactoring, reformatting or clean-up. Add or update tests whenever behaviour
+   refactoring, reformatting or clean-up. Add or update tests whenever behavior
    changes. Update the docs and examples when the change is user-facing.
 4. Never change CI workflow files, add credentials, or stage binary or generated files.
 5. Make one tool call per turn. After submitting, reply with one short final message."""

@@ -11,7 +11,7 @@ issues that passed the earlier ones:
 3. `thread_refusal`: not claimed by another live run and not resting in back-off, as the
    agents' own markers in the comments say.
 
-An agent pull request is recognised by `agent_loop_common.trust.is_agent_pull` (the
+An agent pull request is recognized by `agent_loop_common.trust.is_agent_pull` (the
 agents' identity *and* the branch prefix), so a person's pull request from a similar
 branch, or a bot PR outside the prefix, never blocks an issue.
 """
@@ -27,6 +27,7 @@ from enum import StrEnum
 from agent_loop_common.agents import strip_hidden
 from agent_loop_common.claims import CommentLike, backoff_state, claim_state, format_time
 from agent_loop_common.github import Issue, PullRequest
+from agent_loop_common.records import TargetKind
 from agent_loop_common.trust import is_agent_pull, permission_at_least
 
 __all__ = [
@@ -199,7 +200,7 @@ def thread_refusal(
         retry_now: The operator asked to retry this issue now: a back-off is ignored
             (a live claim never is).
     """
-    state = claim_state(comments, agent_login=agent_login, now=now, kind="issue")
+    state = claim_state(comments, agent_login=agent_login, now=now, kind=TargetKind.ISSUE)
     if state.owner is not None:
         return Refusal(
             RefusalCode.CLAIMED,

@@ -3,7 +3,7 @@
 A write is a plain function over a facade: `env.py` turns the book into durable Flyte
 actions (`WRITES.durable(env, ...)`), and tests and scripts call the same functions in
 process (`DirectWriter`). Each takes frozen pydantic inputs (task inputs that survive
-serialisation) and is safe to run again after a failure part-way, because a durable
+serialization) and is safe to run again after a failure part-way, because a durable
 action may be retried: an open PR on the branch is returned instead of opening a second
 one, and sub-issues already filed by this run (found by their marker) are not filed
 twice.

@@ -1,6 +1,6 @@
 """structlog configuration, applied only by entry points (CLI, tasks), never on import.
 
-Library modules call ``structlog.get_logger(__name__)`` and stay silent about format;
+Library modules call `structlog.get_logger(__name__)` and stay silent about format;
 the process that owns stdout decides: JSON lines inside Flyte tasks (machine-read by the
 cluster's log pipeline), a readable console renderer for the CLI.
 """
@@ -41,8 +41,8 @@ def configure_logging(fmt: LogFormat = "console", level: str | int = "INFO") -> 
     """Configure structlog and the stdlib root logger for this process.
 
     Args:
-        fmt: ``"json"`` for tasks (one JSON object per line), ``"console"`` for humans.
-        level: minimum level, a name such as ``"INFO"`` or a ``logging`` constant.
+        fmt: `"json"` for tasks (one JSON object per line), `"console"` for humans.
+        level: minimum level, a name such as `"INFO"` or a `logging` constant.
     """
     numeric = logging.getLevelNamesMapping().get(level.upper()) if isinstance(level, str) else level
     if numeric is None:

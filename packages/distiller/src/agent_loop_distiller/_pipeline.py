@@ -129,7 +129,7 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
     async with scope.stage("claim"):
         # The claim guards memory, which bookkeeping writes without a model: the model is
         # checked only before the distiller agent runs.
-        claim = await runtime.claimer.claim("repo", CLAIM_KEY)
+        claim = await runtime.claimer.claim(TargetKind.REPO, CLAIM_KEY)
     if claim is None:
         out.kind, out.note = TickKind.BUSY, "another distiller run holds the claim"
         return

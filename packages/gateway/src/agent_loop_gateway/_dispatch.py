@@ -90,7 +90,7 @@ class _Slot:
 
 
 class Dispatcher:
-    """Coalescing, per-target serialising front of a `Runner` (see the module docstring)."""
+    """Coalescing, per-target serializing front of a `Runner` (see the module docstring)."""
 
     def __init__(
         self,

@@ -83,7 +83,7 @@ async def _tick(scope: RunScope, only: int | None, write: Writer, *, retry_now: 
         if candidate is None:
             continue
         async with scope.stage("claim"):
-            claim = await scope.claim("pr", pull.number)
+            claim = await scope.claim(TargetKind.PR, pull.number)
         if claim is None:
             continue
         scope.target = Target(

@@ -51,7 +51,7 @@ On each pass:
 1. Review the change itself: read the description, the diff and whatever files you need
    at the head commit (read-only tools). Check correctness (it does what it claims and
    would work: names, imports, signatures and edge cases), tests (added or updated
-   wherever behaviour changes, and they would pass) and scope (nothing unrelated).
+   wherever behavior changes, and they would pass) and scope (nothing unrelated).
 2. Address every open point: each feedback item from people and each failing check.
    Fix it in the change, or explain in a reply why not. Never ignore one silently.
 3. Finish with exactly one of:

@@ -25,6 +25,7 @@ from datetime import datetime
 from agent_loop_common.claims import backoff_state, claim_state
 from agent_loop_common.github import PullRequest
 from agent_loop_common.memory import ReviewedMark
+from agent_loop_common.records import TargetKind
 from agent_loop_common.trust import is_agent_pull
 from agent_loop_reviewer._feedback import FeedbackItem, PullSnapshot, snapshot_time
 from agent_loop_reviewer._texts import PassHistory
@@ -55,7 +56,7 @@ def blocked_by(
     Only `trusted` people's comments reset a back-off; `retry_now` (the operator's
     `--retry-now`) ignores it.
     """
-    claim = claim_state(snapshot.comments, agent_login=agent_login, now=now, kind="pr")
+    claim = claim_state(snapshot.comments, agent_login=agent_login, now=now, kind=TargetKind.PR)
     if claim.owner is not None and claim.owner.run != own_run:
         return f"claimed by run {claim.owner.run} ({claim.owner.role})"
     if retry_now:

@@ -31,7 +31,7 @@ _LABEL_BAD = re.compile(r"[^\w .,#:/()@+-]")
 
 
 def strip_hidden(text: str) -> str:
-    """Remove HTML comments and invisible characters; normalise line endings.
+    """Remove HTML comments and invisible characters; normalize line endings.
 
     An unterminated `<!--` hides the rest of the text on GitHub, so it is cut to the end
     here as well.

@@ -6,8 +6,8 @@ an invisible marker tells humans (and cheap pre-checks) who holds what. Claims e
 are re-entrant only for the same run, and are released on every exit path. Failed targets
 rest with exponential backoff recorded on the target itself until a human touches it.
 
-Pure parts (marker grammar, state machine, backoff, run ids) do no I/O; ``Claimer`` holds
-the effects and takes the GitHub facade. The design is in ``docs/claims.md``.
+Pure parts (marker grammar, state machine, backoff, run ids) do no I/O; `Claimer` holds
+the effects and takes the GitHub facade. The design is in `docs/claims.md`.
 """
 
 from agent_loop_common.claims._atomic import DEFAULT_NAMESPACE, ClaimRefs, RefHead, RefsAPI
@@ -28,7 +28,6 @@ from agent_loop_common.claims._errors import (
 from agent_loop_common.claims._marker import (
     BackoffMarker,
     DibsMarker,
-    Kind,
     Op,
     format_time,
     parse_backoff,
@@ -77,7 +76,6 @@ __all__ = [
     "Holder",
     "InvalidMarker",
     "InvalidRunId",
-    "Kind",
     "NotClaimed",
     "Op",
     "RefDecision",

@@ -1,25 +1,25 @@
 """The atomic step: a compare-and-swap on a git ref decides who holds a target.
 
 Comments cannot decide a race: two runs can both read "free" and both post a claim. Git
-refs can. On GitHub, creating a ref that exists answers 422 (``RefExists``) and a
-non-forced ref update that is not a fast-forward answers 422 (``NotFastForward``); both
+refs can. On GitHub, creating a ref that exists answers 422 (`RefExists`) and a
+non-forced ref update that is not a fast-forward answers 422 (`NotFastForward`); both
 checks are atomic on the server. So each target gets one ref,
-``refs/agent-loop/claims/<kind>-<key>``, pointing at a commit whose message carries the
+`refs/agent-loop/claims/<kind>-<key>`, pointing at a commit whose message carries the
 dibs marker of its latest claim event:
 
-- claim a free target: create the ref at a parentless claim commit; ``RefExists`` = lost;
+- claim a free target: create the ref at a parentless claim commit; `RefExists` = lost;
 - claim a released or expired target (or extend, or re-enter): write a child of the head
-  commit and fast-forward the ref without force; ``NotFastForward`` = someone else moved
+  commit and fast-forward the ref without force; `NotFastForward` = someone else moved
   it first = lost;
 - release while the claim is live: delete the ref (nobody else may move a live claim, so
   the unconditional delete cannot destroy another run's claim); release after expiry:
   fast-forward to a release commit instead and leave the ref for the next claimer, because
   a delete could then race with a takeover.
 
-The namespace is outside ``refs/heads`` and ``refs/tags``: GitHub accepts any ``refs/``
+The namespace is outside `refs/heads` and `refs/tags`: GitHub accepts any `refs/`
 name with at least three components through the REST API, such refs are not listed as
 branches or tags, and push-triggered workflows concern branches and tags. See
-``docs/claims.md`` for the full reasoning and the cleanup rules.
+`docs/claims.md` for the full reasoning and the cleanup rules.
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ __all__ = ["DEFAULT_NAMESPACE", "ClaimRefs", "CommitLike", "RefHead", "RefsAPI"]
 _log = structlog.get_logger(__name__)
 
 DEFAULT_NAMESPACE = "agent-loop/claims"
-"""Claim refs live at ``refs/agent-loop/claims/<kind>-<key>``."""
+"""Claim refs live at `refs/agent-loop/claims/<kind>-<key>`."""
 
 
 class CommitLike(Protocol):
-    """The part of a git commit the claim refs read (``github.GitCommit`` fits)."""
+    """The part of a git commit the claim refs read (`github.GitCommit` fits)."""
 
     @property
     def sha(self) -> str: ...
@@ -75,7 +75,7 @@ class RefHead:
     tree_sha: str
     """That commit's tree, reused by child commits (no tree is ever built)."""
     marker: DibsMarker | None
-    """The last valid dibs marker in the message; ``None`` when there is none."""
+    """The last valid dibs marker in the message; `None` when there is none."""
 
 
 class ClaimRefs:
@@ -86,15 +86,15 @@ class ClaimRefs:
         self._namespace = namespace.strip("/")
 
     def ref(self, target: ClaimTarget) -> str:
-        """The full ref name, e.g. ``refs/agent-loop/claims/issue-4``."""
+        """The full ref name, e.g. `refs/agent-loop/claims/issue-4`."""
         return f"refs/{target.ref_name(self._namespace)}"
 
     async def sha(self, target: ClaimTarget) -> str | None:
-        """The commit the claim ref points at; ``None`` when the target has no ref."""
+        """The commit the claim ref points at; `None` when the target has no ref."""
         return await self._github.get_ref(target.ref_name(self._namespace))
 
     async def read(self, target: ClaimTarget) -> RefHead | None:
-        """Read the claim ref and its head commit; ``None`` when the target has no ref."""
+        """Read the claim ref and its head commit; `None` when the target has no ref."""
         sha = await self.sha(target)
         if sha is None:
             return None
@@ -103,7 +103,7 @@ class ClaimRefs:
         return RefHead(sha=sha, tree_sha=commit.tree_sha, marker=markers[-1] if markers else None)
 
     async def create(self, target: ClaimTarget, message: str, *, tree_sha: str) -> str | None:
-        """Create the ref at a new parentless commit; ``None`` when another run created it first.
+        """Create the ref at a new parentless commit; `None` when another run created it first.
 
         A create is not retried by the facade when GitHub may have applied it (5xx,
         timeout): then the ref is read back, and if it points at our commit we won.
@@ -123,10 +123,10 @@ class ClaimRefs:
     async def advance(
         self, target: ClaimTarget, parent: str, message: str, *, tree_sha: str
     ) -> str | None:
-        """Fast-forward the ref from ``parent`` to a new child commit; ``None`` when it moved.
+        """Fast-forward the ref from `parent` to a new child commit; `None` when it moved.
 
         No read is needed first: the non-forced update is the compare-and-swap. If anyone
-        moved the ref since ``parent`` (a takeover writes its own child of ``parent``; a
+        moved the ref since `parent` (a takeover writes its own child of `parent`; a
         fresh claim after a delete is parentless), the child is not a descendant of the
         new head and GitHub refuses it. A deleted ref also counts as moved.
         """
@@ -145,7 +145,7 @@ class ClaimRefs:
         return sha
 
     async def delete(self, target: ClaimTarget) -> bool:
-        """Delete the ref; ``False`` when it was already gone."""
+        """Delete the ref; `False` when it was already gone."""
         try:
             await self._github.delete_ref(target.ref_name(self._namespace))
         except NotFound:

@@ -1,20 +1,20 @@
 """Bounded re-work: exponential backoff per target, stored as marker comments.
 
 A target whose attempt failed must not consume a run on every scheduled tick. Each failure
-posts a comment with a backoff marker (``attempts=N until=...``) on the issue or PR: every
+posts a comment with a backoff marker (`attempts=N until=...`) on the issue or PR: every
 run reads it from there, and a human sees why the agents stopped trying and until when.
 
 A trusted person resets the count by touching the target: a comment after the latest
 backoff marker, an edit of their comment after it, or an edit of the issue itself (seen
-as ``issue.updated_at`` later than every agent comment; the agents' own comments also
-bump ``updated_at``, hence the comparison with agent activity and a small ``slack`` for
-GitHub setting the two timestamps a moment apart). When a ``trusted`` predicate is given,
-comments by anyone else neither reset the count nor, through the ``updated_at`` they
+as `issue.updated_at` later than every agent comment; the agents' own comments also
+bump `updated_at`, hence the comparison with agent activity and a small `slack` for
+GitHub setting the two timestamps a moment apart). When a `trusted` predicate is given,
+comments by anyone else neither reset the count nor, through the `updated_at` they
 bump, pass for an edit: a stranger cannot buy a run with a comment. An edit that is
-followed by a later agent comment is not seen; a label change also bumps ``updated_at``;
+followed by a later agent comment is not seen; a label change also bumps `updated_at`;
 both are documented limits.
 
-Everything here is pure: comments and ``now`` in, values out.
+Everything here is pure: comments and `now` in, values out.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ __all__ = ["Backoff", "BackoffPolicy", "backoff_resetters", "backoff_state", "is
 
 @dataclass(frozen=True, slots=True)
 class BackoffPolicy:
-    """How long a target rests after its N-th consecutive failure: ``min(cap, base * 2**(N-1))``."""
+    """How long a target rests after its N-th consecutive failure: `min(cap, base * 2**(N-1))`."""
 
     base: timedelta = timedelta(minutes=15)
     """Rest after the first failure."""
@@ -43,7 +43,7 @@ class BackoffPolicy:
             raise ValueError(f"backoff needs 0 < base <= cap, got base={self.base} cap={self.cap}")
 
     def delay(self, attempts: int) -> timedelta:
-        """Rest after ``attempts`` consecutive failures (``attempts >= 1``)."""
+        """Rest after `attempts` consecutive failures (`attempts >= 1`)."""
         if attempts < 1:
             raise ValueError(f"attempts must be >= 1, got {attempts}")
         delay = self.base
@@ -54,7 +54,7 @@ class BackoffPolicy:
         return min(delay, self.cap)
 
     def next(self, current: Backoff | None, *, now: datetime, run: str) -> BackoffMarker:
-        """The marker to record for one more failure at ``now`` after ``current``."""
+        """The marker to record for one more failure at `now` after `current`."""
         attempts = 1 if current is None else current.attempts + 1
         return BackoffMarker(attempts=attempts, until=now + self.delay(attempts), run=run)
 
@@ -73,7 +73,7 @@ class Backoff:
     """When the latest backoff comment was posted."""
 
     def active(self, now: datetime) -> bool:
-        """Tell whether the target is still resting at ``now``."""
+        """Tell whether the target is still resting at `now`."""
         return now < self.until
 
     def describe(self) -> str:
@@ -108,15 +108,15 @@ def backoff_state(
     slack: timedelta = timedelta(seconds=5),
     trusted: Callable[[str], bool] | None = None,
 ) -> Backoff | None:
-    """Return the backoff recorded on a target, or ``None`` (never failed, or reset by a human).
+    """Return the backoff recorded on a target, or `None` (never failed, or reset by a human).
 
     Args:
         comments: all of the target's comments.
-        issue_updated_at: the issue's (or PR's) ``updated_at``.
+        issue_updated_at: the issue's (or PR's) `updated_at`.
         agent_login: the agents' own identity; only its backoff markers count.
-        slack: how far ``issue_updated_at`` may trail the latest agent comment and still be
+        slack: how far `issue_updated_at` may trail the latest agent comment and still be
             attributed to it rather than to a human edit.
-        trusted: whose comments may reset it (``None``: anyone's, the behaviour before
+        trusted: whose comments may reset it (`None`: anyone's, the behavior before
             trust mattered; pipelines always pass one).
     """
     agent = agent_login.casefold()
@@ -156,7 +156,7 @@ def is_backed_off(
     *,
     slack: timedelta = timedelta(seconds=5),
 ) -> bool:
-    """Tell whether a target is resting after failures at ``now`` (see ``backoff_state``)."""
+    """Tell whether a target is resting after failures at `now` (see `backoff_state`)."""
     state = backoff_state(
         comments, issue_updated_at=issue_updated_at, agent_login=agent_login, slack=slack
     )

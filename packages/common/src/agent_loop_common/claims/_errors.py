@@ -9,8 +9,8 @@ ClaimError                  base of everything raised here
 ```
 
 Reading markers never raises: malformed markers are logged and ignored, because one broken
-comment on an issue must not stop every future run. Losing a race in ``Claimer.claim`` is
-not an exception either (it returns ``None``): it is the normal outcome for all but one
+comment on an issue must not stop every future run. Losing a race in `Claimer.claim` is
+not an exception either (it returns `None`): it is the normal outcome for all but one
 racer. Exceptions are kept for non-local exits a caller cannot ignore by accident.
 """
 
@@ -24,19 +24,19 @@ class ClaimError(Exception):
 
 
 class InvalidRunId(ClaimError, ValueError):
-    """A run id does not match ``YYYYMMDDTHHMMSSZ-xxxxxxxx``."""
+    """A run id does not match `YYYYMMDDTHHMMSSZ-xxxxxxxx`."""
 
 
 class InvalidMarker(ClaimError, ValueError):
-    """A marker field holds a value the grammar cannot carry (space, ``--``, naive time...)."""
+    """A marker field holds a value the grammar cannot carry (space, `--`, naive time...)."""
 
 
 class NotClaimed(ClaimError):
-    """``Claimer.hold`` could not claim the target because another live run holds it."""
+    """`Claimer.hold` could not claim the target because another live run holds it."""
 
 
 class ClaimLost(ClaimError):
     """The claim ref no longer points at this run's commit: another run took the target over.
 
-    Raised by ``Claimer.extend``; the holder should stop writing to the target.
+    Raised by `Claimer.extend`; the holder should stop writing to the target.
     """

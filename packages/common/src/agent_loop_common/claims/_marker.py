@@ -8,11 +8,11 @@ commit messages of the claim ref):
 <!-- agent-loop:backoff v1 attempts=3 until=2026-12-02T12:00:00Z run=<run-id> -->
 ```
 
-Grammar (strict): ``<!--``, ``agent-loop:<name>``, ``v<N>``, then exactly the fields of
-that marker as ``key=value`` separated by whitespace, each once, then ``-->``. Values use a
-small character set without spaces or ``--`` so a value can never close the HTML comment;
-times are UTC with second precision and a ``Z``. Rendering refuses values outside the
-grammar (``InvalidMarker``); that is a programming error.
+Grammar (strict): `<!--`, `agent-loop:<name>`, `v<N>`, then exactly the fields of
+that marker as `key=value` separated by whitespace, each once, then `-->`. Values use a
+small character set without spaces or `--` so a value can never close the HTML comment;
+times are UTC with second precision and a `Z`. Rendering refuses values outside the
+grammar (`InvalidMarker`); that is a programming error.
 
 Reading is tolerant: anything that looks like one of our markers but breaks the grammar,
 or carries a version this code does not know, is logged and skipped, never raised. A
@@ -30,11 +30,11 @@ import structlog
 
 from agent_loop_common.claims._errors import InvalidMarker
 from agent_loop_common.claims._runid import is_run_id
+from agent_loop_common.records import TargetKind
 
 __all__ = [
     "BackoffMarker",
     "DibsMarker",
-    "Kind",
     "Op",
     "format_time",
     "parse_backoff",
@@ -48,7 +48,7 @@ __all__ = [
 _log = structlog.get_logger(__name__)
 
 Op = Literal["claim", "extend", "release"]
-Kind = Literal["issue", "pr", "repo"]
+# What a claim is on: `TargetKind` (issue, pr, repo), the records' own name for it.
 
 _OPS: Final = ("claim", "extend", "release")
 _KINDS: Final = ("issue", "pr", "repo")
@@ -66,13 +66,13 @@ class DibsMarker:
     """One claim event: a run claims, extends (heartbeat) or releases a target."""
 
     op: Op
-    """``claim`` takes the target, ``extend`` moves ``until`` on, ``release`` frees it."""
-    kind: Kind
+    """`claim` takes the target, `extend` moves `until` on, `release` frees it."""
+    kind: TargetKind
     """What is claimed: an issue, a pull request, or a repository-level target."""
     agent: str
     """The deployment that wrote it (for humans and logs; identity comes from the author)."""
     role: str
-    """The agent role, e.g. ``builder``, ``reviewer``, ``distiller``."""
+    """The agent role, e.g. `builder`, `reviewer`, `distiller`."""
     run: str
     """The run id of the claiming run; claims are re-entrant only for this run."""
     until: datetime
@@ -81,7 +81,7 @@ class DibsMarker:
 
 @dataclass(frozen=True, slots=True)
 class BackoffMarker:
-    """A failed attempt on a target: do not try again before ``until``."""
+    """A failed attempt on a target: do not try again before `until`."""
 
     attempts: int
     """Failed attempts so far, counting this one (1 for the first failure)."""
@@ -92,14 +92,14 @@ class BackoffMarker:
 
 
 def format_time(moment: datetime) -> str:
-    """Render an aware datetime as ``YYYY-MM-DDTHH:MM:SSZ`` in UTC (seconds truncated)."""
+    """Render an aware datetime as `YYYY-MM-DDTHH:MM:SSZ` in UTC (seconds truncated)."""
     if moment.tzinfo is None:
         raise InvalidMarker("marker times must be timezone-aware")
     return moment.astimezone(UTC).strftime(_TIME_FORMAT)
 
 
 def parse_time(text: str) -> datetime | None:
-    """Parse ``YYYY-MM-DDTHH:MM:SSZ``; ``None`` when it is not exactly that."""
+    """Parse `YYYY-MM-DDTHH:MM:SSZ`; `None` when it is not exactly that."""
     if not _TIME.match(text):
         return None
     try:
@@ -146,7 +146,7 @@ def render_backoff(marker: BackoffMarker) -> str:
 
 
 def _fields(name: str, inner: str, keys: tuple[str, ...], where: str) -> dict[str, str] | None:
-    """Split the inside of a candidate marker into exactly ``keys``; log and drop otherwise."""
+    """Split the inside of a candidate marker into exactly `keys`; log and drop otherwise."""
     tokens = inner.split()
     if not tokens or tokens[0] != _VERSION:
         version = tokens[0] if tokens else ""
@@ -191,7 +191,7 @@ def _dibs(fields: dict[str, str], where: str) -> DibsMarker | None:
     if problems or until is None or op not in _OPS or kind not in _KINDS:
         _log.warning("claims.marker_ignored", marker="dibs", reason=f"bad {problems}", where=where)
         return None
-    return DibsMarker(op=op, kind=kind, agent=agent, role=role, run=run, until=until)
+    return DibsMarker(op=op, kind=TargetKind(kind), agent=agent, role=role, run=run, until=until)
 
 
 def _backoff(fields: dict[str, str], where: str) -> BackoffMarker | None:
@@ -204,11 +204,11 @@ def _backoff(fields: dict[str, str], where: str) -> BackoffMarker | None:
 
 
 def parse_dibs(text: str, *, where: str = "") -> list[DibsMarker]:
-    """Return the valid dibs markers in ``text``, in order; log and skip the rest.
+    """Return the valid dibs markers in `text`, in order; log and skip the rest.
 
     Args:
         text: a comment body or commit message.
-        where: names the source in log lines (e.g. ``"issue 4 comment 17"``).
+        where: names the source in log lines (e.g. `"issue 4 comment 17"`).
     """
     found: list[DibsMarker] = []
     for match in _CANDIDATE.finditer(text):
@@ -223,7 +223,7 @@ def parse_dibs(text: str, *, where: str = "") -> list[DibsMarker]:
 
 
 def parse_backoff(text: str, *, where: str = "") -> list[BackoffMarker]:
-    """Return the valid backoff markers in ``text``, in order; log and skip the rest."""
+    """Return the valid backoff markers in `text`, in order; log and skip the rest."""
     found: list[BackoffMarker] = []
     for match in _CANDIDATE.finditer(text):
         if match.group(1) != "backoff":
@@ -239,7 +239,7 @@ def safe_text(text: str) -> str:
     """Neutralise HTML comment openers in human text placed next to a marker.
 
     Notes and failure reasons may quote model output or error messages; written by the
-    agents' own identity, a ``<!-- agent-loop:dibs ... -->`` inside them would count as a
-    real marker. Escaping ``<!--`` keeps them readable and inert.
+    agents' own identity, a `<!-- agent-loop:dibs ... -->` inside them would count as a
+    real marker. Escaping `<!--` keeps them readable and inert.
     """
     return text.replace("<!--", "&lt;!--").replace("-->", "--&gt;")

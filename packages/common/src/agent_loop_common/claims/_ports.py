@@ -1,9 +1,9 @@
 """The GitHub facade methods the claim protocol needs, as structural types.
 
-``Claimer`` takes any object with these methods, so it depends on the shape of
-``agent_loop_common.github.GitHub`` rather than on its class, and the pure modules never
+`Claimer` takes any object with these methods, so it depends on the shape of
+`agent_loop_common.github.GitHub` rather than on its class, and the pure modules never
 import the facade at all. Positional parameters are positional-only here so the facade is
-free to name them (``n``, ``number``).
+free to name them (`n`, `number`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class RepositoryLike(Protocol):
 
 
 class ClaimsGitHub(RefsAPI, Protocol):
-    """The GitHub facade methods the claim protocol uses (``agent_loop_common.github.GitHub`` fits)."""
+    """The GitHub facade methods the claim protocol uses (`agent_loop_common.github.GitHub` fits)."""
 
     async def viewer(self) -> UserLike: ...
     async def repository(self) -> RepositoryLike: ...

@@ -1,9 +1,9 @@
-"""``Claimer``: the claim protocol with its effects, over the GitHub facade.
+"""`Claimer`: the claim protocol with its effects, over the GitHub facade.
 
 The ref decides, the comment tells: every operation first does its compare-and-swap on
-the claim ref (``ClaimRefs``) and only then writes the human-visible comment. Reads that
+the claim ref (`ClaimRefs`) and only then writes the human-visible comment. Reads that
 need no race (is a target claimed or backed off?) use the pure state machines over the
-comments. Time comes from an injected clock so tests and the emulator agree on ``now``.
+comments. Time comes from an injected clock so tests and the emulator agree on `now`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from agent_loop_common.claims._atomic import DEFAULT_NAMESPACE, ClaimRefs
 from agent_loop_common.claims._backoff import Backoff, BackoffPolicy, backoff_state
 from agent_loop_common.claims._comments import backoff_body, claim_body, release_body
 from agent_loop_common.claims._errors import ClaimLost, NotClaimed
-from agent_loop_common.claims._marker import DibsMarker, Kind, Op, render_dibs
+from agent_loop_common.claims._marker import DibsMarker, Op, render_dibs
 from agent_loop_common.claims._ports import ClaimsGitHub
 from agent_loop_common.claims._runid import new_run_id, validate_run_id
 from agent_loop_common.claims._state import (
@@ -30,6 +30,7 @@ from agent_loop_common.claims._state import (
     decide_ref,
 )
 from agent_loop_common.claims._target import Claim, ClaimTarget
+from agent_loop_common.records import TargetKind
 
 __all__ = ["Claimer", "ClaimsGitHub", "TargetView"]
 
@@ -41,9 +42,9 @@ class TargetView:
     """What the comments say about a target: its claim state and any backoff in force."""
 
     claim: ClaimState
-    """Owner at ``now`` per the markers (the ref still decides races)."""
+    """Owner at `now` per the markers (the ref still decides races)."""
     backoff: Backoff | None
-    """Backoff in force, or ``None``."""
+    """Backoff in force, or `None`."""
     now: datetime
     """The moment this view was computed for."""
 
@@ -61,16 +62,16 @@ class Claimer:
     """Claims, renews and releases targets for one run, and records failed attempts.
 
     Args:
-        github: the GitHub facade (anything with the ``ClaimsGitHub`` methods).
-        deployment: the deployment id written into markers (``agent=``).
-        role: the run's role (``builder``, ``reviewer``, ``distiller``).
+        github: the GitHub facade (anything with the `ClaimsGitHub` methods).
+        deployment: the deployment id written into markers (`agent=`).
+        role: the run's role (`builder`, `reviewer`, `distiller`).
         run_id: this run's id; a fresh one by default.
-        agent_login: the agents' own identity; read from ``github.viewer()`` when omitted.
+        agent_login: the agents' own identity; read from `github.viewer()` when omitted.
         ttl: how long a claim (or an extend) lasts from the moment it is written.
-        skew: tolerated clock difference between runs (see ``decide_ref``).
-        policy: the backoff policy for ``record_failure``.
-        clock: returns the current aware time; ``datetime.now(UTC)`` by default.
-        namespace: claim refs live under ``refs/<namespace>/``.
+        skew: tolerated clock difference between runs (see `decide_ref`).
+        policy: the backoff policy for `record_failure`.
+        clock: returns the current aware time; `datetime.now(UTC)` by default.
+        namespace: claim refs live under `refs/<namespace>/`.
     """
 
     def __init__(
@@ -113,7 +114,7 @@ class Claimer:
         """The claims this run has won and not released yet (a lost one stays until released)."""
         return tuple(self._held.values())
 
-    def _marker(self, op: Op, kind: Kind, until: datetime) -> DibsMarker:
+    def _marker(self, op: Op, kind: TargetKind, until: datetime) -> DibsMarker:
         return DibsMarker(op, kind, self.deployment, self.role, self.run_id, until)
 
     async def _root_tree(self) -> str:
@@ -126,7 +127,7 @@ class Claimer:
             self._tree = (await self._github.get_commit(head)).tree_sha
         return self._tree
 
-    async def observe(self, kind: Kind, key: int | str) -> TargetView:
+    async def observe(self, kind: TargetKind, key: int | str) -> TargetView:
         """Read an issue's or PR's comments (all pages): its claim and backoff state.
 
         Raises:
@@ -143,8 +144,8 @@ class Claimer:
             now=now,
         )
 
-    async def claim(self, kind: Kind, key: int | str) -> Claim | None:
-        """Try to claim a target; the won ``Claim``, or ``None`` when another run holds it.
+    async def claim(self, kind: TargetKind, key: int | str) -> Claim | None:
+        """Try to claim a target; the won `Claim`, or `None` when another run holds it.
 
         Re-entrant for this run: claiming a target it already holds renews the claim.
         """
@@ -208,7 +209,7 @@ class Claimer:
         return dataclasses.replace(claim, comment_id=comment.id)
 
     async def extend(self, claim: Claim) -> Claim:
-        """Renew a held claim for another ``ttl`` from now (heartbeat for long runs).
+        """Renew a held claim for another `ttl` from now (heartbeat for long runs).
 
         Raises:
             ClaimLost: another run took the target over; stop writing to it.
@@ -234,12 +235,12 @@ class Claimer:
     async def release(
         self, claim: Claim, note: str = "done", *, ok: bool = True, withdraw: bool = False
     ) -> bool:
-        """Release a claim; ``False`` when it had already been lost to another run.
+        """Release a claim; `False` when it had already been lost to another run.
 
         While the claim is live (by the skew margin) the ref is deleted: no other run may
         move a live claim, so the delete cannot hit someone else's claim. After expiry the
         ref is fast-forwarded to a release commit instead and left for the next claimer.
-        Releasing twice is a no-op that returns ``False``.
+        Releasing twice is a no-op that returns `False`.
 
         Args:
             claim: The claim to release.
@@ -287,12 +288,12 @@ class Claimer:
 
     @asynccontextmanager
     async def hold(
-        self, kind: Kind, key: int | str, *, note: str = "done"
+        self, kind: TargetKind, key: int | str, *, note: str = "done"
     ) -> AsyncGenerator[Claim, None]:
-        """Hold a target for the body of an ``async with``; released on every exit path.
+        """Hold a target for the body of an `async with`; released on every exit path.
 
-        The body may release early with its own note (e.g. ``"skipped: ..."``); otherwise
-        a normal exit releases with ``note`` and an exception (or cancellation) releases
+        The body may release early with its own note (e.g. `"skipped: ..."`); otherwise
+        a normal exit releases with `note` and an exception (or cancellation) releases
         with the error's type name (never its message: the comment is public) before
         propagating.
 
@@ -317,7 +318,7 @@ class Claimer:
     async def record_failure(self, target: ClaimTarget, reason: str) -> Backoff:
         """Record a failed attempt on an issue or PR and return the backoff now in force.
 
-        ``reason`` is posted publicly on the target (defused and shortened); keep secrets
+        `reason` is posted publicly on the target (defused and shortened); keep secrets
         and raw model output out of it.
 
         Raises:

@@ -3,11 +3,11 @@
 Every cluster run's root action carries the same name, so the action name alone cannot
 tell two runs apart; yet the claim protocol hinges on run identity (a claim is re-entrant
 only for the run that holds it). A run id therefore combines the UTC start second (so ids
-sort by time, in logs and in ``ls``) with 32 random bits from ``secrets`` (so two runs
-started in the same second, on different machines, still differ): ``20261202T105600Z-3fa9c1d2``.
+sort by time, in logs and in `ls`) with 32 random bits from `secrets` (so two runs
+started in the same second, on different machines, still differ): `20261202T105600Z-3fa9c1d2`.
 
 The format is validated wherever a run id crosses a boundary (markers, refs, records),
-because a run id ends up inside an HTML comment and a commit message: a stray ``--`` or
+because a run id ends up inside an HTML comment and a commit message: a stray `--` or
 space would break the marker grammar.
 """
 
@@ -22,13 +22,13 @@ from agent_loop_common.claims._errors import InvalidRunId
 __all__ = ["RUN_ID_PATTERN", "is_run_id", "new_run_id", "run_id_time", "validate_run_id"]
 
 RUN_ID_PATTERN = re.compile(r"\A(\d{8}T\d{6}Z)-([0-9a-f]{8})\Z")
-"""``YYYYMMDDTHHMMSSZ-<8 lowercase hex digits>``."""
+"""`YYYYMMDDTHHMMSSZ-<8 lowercase hex digits>`."""
 
 _STAMP = "%Y%m%dT%H%M%SZ"
 
 
 def new_run_id(*, now: datetime | None = None, suffix: str | None = None) -> str:
-    """Return a fresh run id such as ``20261202T105600Z-3fa9c1d2``.
+    """Return a fresh run id such as `20261202T105600Z-3fa9c1d2`.
 
     Args:
         now: the run's start (timezone-aware); defaults to the current UTC time.
@@ -36,8 +36,8 @@ def new_run_id(*, now: datetime | None = None, suffix: str | None = None) -> str
             fixed id, production code should not.
 
     Raises:
-        ValueError: ``now`` is naive.
-        InvalidRunId: ``suffix`` is not eight lowercase hex digits.
+        ValueError: `now` is naive.
+        InvalidRunId: `suffix` is not eight lowercase hex digits.
     """
     moment = datetime.now(UTC) if now is None else now
     if moment.tzinfo is None:
@@ -47,7 +47,7 @@ def new_run_id(*, now: datetime | None = None, suffix: str | None = None) -> str
 
 
 def is_run_id(value: str) -> bool:
-    """Tell whether ``value`` has the run id format (and a real calendar time)."""
+    """Tell whether `value` has the run id format (and a real calendar time)."""
     match = RUN_ID_PATTERN.match(value)
     if match is None:
         return False
@@ -59,7 +59,7 @@ def is_run_id(value: str) -> bool:
 
 
 def validate_run_id(value: str) -> str:
-    """Return ``value`` unchanged when it is a valid run id.
+    """Return `value` unchanged when it is a valid run id.
 
     Raises:
         InvalidRunId: it is not.
@@ -75,7 +75,7 @@ def run_id_time(value: str) -> datetime:
     """Return the UTC start time encoded in a run id.
 
     Raises:
-        InvalidRunId: ``value`` is not a run id.
+        InvalidRunId: `value` is not a run id.
     """
     stamp = validate_run_id(value).split("-", 1)[0]
     return datetime.strptime(stamp, _STAMP).replace(tzinfo=UTC)

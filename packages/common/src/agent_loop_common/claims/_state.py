@@ -1,24 +1,24 @@
 """The pure claim state machine: who owns a target, computed from its markers.
 
 No I/O and no clock: callers pass the comments (or the claim ref's head commit) and an
-explicit ``now``, so every rule below is a unit test away.
+explicit `now`, so every rule below is a unit test away.
 
-Rules, applied to markers in ``created_at`` order (ties keep input order):
+Rules, applied to markers in `created_at` order (ties keep input order):
 
 1. Only markers authored by the agents' own GitHub identity count; anyone can type a
-   marker into a comment (``forged``). Malformed markers and unknown versions were already
+   marker into a comment (`forged`). Malformed markers and unknown versions were already
    dropped (and logged) by the parser.
-2. ``claim`` by run R is accepted when there is no holder, the holder's claim has expired
+2. `claim` by run R is accepted when there is no holder, the holder's claim has expired
    or was released at that moment, or the holder is R itself (re-entrant: only the same
    run id). A claim by another run while the holder is live is ignored.
-3. ``extend`` by the holder's run moves ``until``; an extend by anyone else is ignored. A
-   late extend (after ``until`` but before anyone else claimed) is accepted, mirroring the
+3. `extend` by the holder's run moves `until`; an extend by anyone else is ignored. A
+   late extend (after `until` but before anyone else claimed) is accepted, mirroring the
    claim ref, where such a heartbeat still fast-forwards because nobody moved the ref.
-4. ``release`` by the holder's run frees the target; a release by anyone else is ignored.
-5. At ``now`` the holder owns the target iff it is not released and ``now < until``.
+4. `release` by the holder's run frees the target; a release by anyone else is ignored.
+5. At `now` the holder owns the target iff it is not released and `now < until`.
 
 The comments are the human-visible record; when runs race, the claim ref decides (see
-``decide_ref`` and ``docs/claims.md``).
+`decide_ref` and `docs/claims.md`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ from typing import Protocol
 
 import structlog
 
-from agent_loop_common.claims._marker import DibsMarker, Kind, format_time, parse_dibs
+from agent_loop_common.claims._marker import DibsMarker, format_time, parse_dibs
+from agent_loop_common.records import TargetKind
 
 __all__ = [
     "ClaimState",
@@ -55,7 +56,7 @@ class UserLike(Protocol):
 
 
 class CommentLike(Protocol):
-    """The part of a GitHub comment the claim protocol reads (``github.Comment`` fits)."""
+    """The part of a GitHub comment the claim protocol reads (`github.Comment` fits)."""
 
     @property
     def body(self) -> str: ...
@@ -77,26 +78,26 @@ class Holder:
     """Deployment that wrote the claim."""
     role: str
     """Role of the holder (builder, reviewer, distiller)."""
-    kind: Kind
-    """Kind of the target."""
+    kind: TargetKind
+    """TargetKind of the target."""
     claimed_at: datetime
     """When this run's claim was accepted (re-entrant claims keep the first time)."""
     until: datetime
     """When the claim expires, after the latest accepted claim or extend."""
     released_at: datetime | None = None
-    """When the holder released it; ``None`` while not released."""
+    """When the holder released it; `None` while not released."""
 
     def live(self, now: datetime) -> bool:
-        """Tell whether this holder owns the target at ``now``."""
+        """Tell whether this holder owns the target at `now`."""
         return self.released_at is None and now < self.until
 
 
 @dataclass(frozen=True, slots=True)
 class ClaimState:
-    """The verdict: the live owner at ``now`` (``None``: free) and why."""
+    """The verdict: the live owner at `now` (`None`: free) and why."""
 
     owner: Holder | None
-    """The run that owns the target now, or ``None`` when the target is free."""
+    """The run that owns the target now, or `None` when the target is free."""
     last: Holder | None
     """The latest accepted holder, live or not (who released or let it expire)."""
     reasons: tuple[str, ...]
@@ -117,13 +118,13 @@ def claim_state(
     *,
     agent_login: str,
     now: datetime,
-    kind: Kind | None = None,
+    kind: TargetKind | None = None,
 ) -> ClaimState:
     """Compute who owns a target from its comments (all pages, any order).
 
     Args:
-        comments: the target's comments; only markers by ``agent_login`` count.
-        agent_login: the agents' own GitHub identity (e.g. ``agent-loop[bot]``).
+        comments: the target's comments; only markers by `agent_login` count.
+        agent_login: the agents' own GitHub identity (e.g. `agent-loop[bot]`).
         now: the moment to evaluate expiry at (timezone-aware).
         kind: when given, markers for another kind of target are ignored.
     """
@@ -150,7 +151,7 @@ def claim_state(
 def _apply(
     last: Holder | None, marker: DibsMarker, at: datetime, reasons: list[str]
 ) -> Holder | None:
-    """Apply one authentic marker written at ``at`` to the holder so far."""
+    """Apply one authentic marker written at `at` to the holder so far."""
     mine = last is not None and last.run == marker.run
     if marker.op == "claim":
         if last is None or not last.live(at) or mine:
@@ -205,12 +206,12 @@ def decide_ref(
     """Decide how to claim a target from its claim ref (the ref decides ownership).
 
     Args:
-        head: the marker in the ref's head commit message (``None`` if unreadable).
+        head: the marker in the ref's head commit message (`None` if unreadable).
         exists: whether the ref exists at all.
         run: the deciding run's id.
         now: the decider's clock.
         skew: tolerated clock difference between runs; an expired claim is only taken
-            over once ``now >= until + skew``, so a holder whose clock runs behind is not
+            over once `now >= until + skew`, so a holder whose clock runs behind is not
             robbed while it still believes it holds the target.
     """
     if not exists:

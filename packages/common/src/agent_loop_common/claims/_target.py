@@ -1,4 +1,4 @@
-"""What can be claimed (``ClaimTarget``) and what a won claim carries (``Claim``)."""
+"""What can be claimed (`ClaimTarget`) and what a won claim carries (`Claim`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from agent_loop_common.claims._marker import Kind
+from agent_loop_common.records import TargetKind
 
 __all__ = ["Claim", "ClaimTarget"]
 
@@ -17,13 +17,13 @@ _REPO_KEY = re.compile(r"\A(?!.*\.\.)[a-z0-9][a-z0-9_-]{0,62}\Z")
 class ClaimTarget:
     """A claimable thing: an issue, a pull request, or a repository-level job by name.
 
-    Repository-level targets (``ClaimTarget.repo("distiller")``) have no comment thread; they
+    Repository-level targets (`ClaimTarget.repo("distiller")`) have no comment thread; they
     are decided by the claim ref alone, which is what keeps two distiller runs from
     writing the shared context at once.
     """
 
-    kind: Kind
-    """``issue``, ``pr`` or ``repo``."""
+    kind: TargetKind
+    """`issue`, `pr` or `repo`."""
     key: str
     """The issue/PR number in decimal, or the repository-level target's name."""
 
@@ -38,7 +38,7 @@ class ClaimTarget:
             raise ValueError(f"unknown target kind {self.kind!r}")
 
     @classmethod
-    def of(cls, kind: Kind, key: int | str) -> ClaimTarget:
+    def of(cls, kind: TargetKind, key: int | str) -> ClaimTarget:
         """Build a target from a kind and a number or name."""
         return cls(kind, str(key))
 
@@ -59,7 +59,7 @@ class ClaimTarget:
         return self.kind != "repo"
 
     def ref_name(self, namespace: str) -> str:
-        """The claim ref below ``refs/``, e.g. ``agent-loop/claims/issue-4``."""
+        """The claim ref below `refs/`, e.g. `agent-loop/claims/issue-4`."""
         return f"{namespace}/{self.kind}-{self.key}"
 
     def __str__(self) -> str:
@@ -68,7 +68,7 @@ class ClaimTarget:
 
 @dataclass(frozen=True, slots=True)
 class Claim:
-    """A claim this run won; pass it back to ``Claimer.extend`` and ``Claimer.release``."""
+    """A claim this run won; pass it back to `Claimer.extend` and `Claimer.release`."""
 
     target: ClaimTarget
     """What is claimed."""
@@ -85,4 +85,4 @@ class Claim:
     head: str
     """Sha of the claim ref commit this run wrote last; the ref must still point here."""
     comment_id: int | None
-    """The human-visible claim comment (``None`` for repository-level targets)."""
+    """The human-visible claim comment (`None` for repository-level targets)."""

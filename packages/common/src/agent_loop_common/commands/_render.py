@@ -21,6 +21,7 @@ from agent_loop_common.claims import (
     parse_dibs,
 )
 from agent_loop_common.commands._state import CommandState, ThreadKind
+from agent_loop_common.records import TargetKind
 
 __all__ = ["StatusComment", "render_help", "render_status"]
 
@@ -115,7 +116,7 @@ def render_status(
         lines.append(f"- Last run: {_first_line(last.body)} ([comment]({last.html_url}))")
     else:
         lines.append("- Last run: none yet on this thread.")
-    claims = claim_state(comments, agent_login=agent_login, now=now, kind=kind)
+    claims = claim_state(comments, agent_login=agent_login, now=now, kind=TargetKind(kind))
     backoff = backoff_state(
         comments,
         issue_updated_at=updated_at or datetime.min.replace(tzinfo=now.tzinfo),

@@ -2,7 +2,7 @@
 
 One `GitHub` per run and repository. It returns the frozen models below (never githubkit
 types), raises the typed errors below (never githubkit or httpx exceptions), retries per
-`RetryPolicy`, answers unchanged polls from an `ETagCache` with free 304s, and counts
+`GitHubRetryPolicy`, answers unchanged polls from an `ETagCache` with free 304s, and counts
 every request in `RequestStats`. The few answers REST cannot give (who last edited a
 body: `last_edit`, `last_comment_edit`) come from GitHub's GraphQL API.
 
@@ -43,7 +43,7 @@ from agent_loop_common.github._models import (
     TreeEntry,
     User,
 )
-from agent_loop_common.github._retry import RetryPolicy
+from agent_loop_common.github._retry import GitHubRetryPolicy
 from agent_loop_common.github._stats import NO_RESPONSE, RequestStats
 
 __all__ = [
@@ -60,6 +60,7 @@ __all__ = [
     "GitCommit",
     "GitHub",
     "GitHubError",
+    "GitHubRetryPolicy",
     "GitHubUnavailable",
     "Issue",
     "IssueEvent",
@@ -72,7 +73,6 @@ __all__ = [
     "RefExists",
     "Repository",
     "RequestStats",
-    "RetryPolicy",
     "Review",
     "ReviewComment",
     "TokenAuth",

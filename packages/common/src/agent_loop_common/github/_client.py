@@ -5,7 +5,7 @@ Requests flow through a stack of httpx transports under githubkit:
 ```
 githubkit (auth, parsing, pagination)
   -> ETagTransport    If-None-Match on polled reads; 304 -> cached 200
-  -> RetryTransport   our RetryPolicy; typed errors when it gives up
+  -> RetryTransport   our GitHubRetryPolicy; typed errors when it gives up
   -> StatsTransport   counts each attempt by route and status
   -> httpx.AsyncHTTPTransport, or the transport passed in (emulator)
 ```
@@ -34,7 +34,7 @@ from agent_loop_common.github._git import GitOps
 from agent_loop_common.github._issues import IssueOps
 from agent_loop_common.github._models import Repository, User
 from agent_loop_common.github._pulls import PullOps
-from agent_loop_common.github._retry import RetryPolicy, RetryTransport
+from agent_loop_common.github._retry import GitHubRetryPolicy, RetryTransport
 from agent_loop_common.github._routes import Router
 from agent_loop_common.github._stats import RequestStats, StatsTransport
 
@@ -64,7 +64,7 @@ class GitHub(IssueOps, PullOps, GitOps, EditOps):
             bounded by the retry policy's `max_total`.
         archive_timeout: the same bound for one attempt of `download_archive`, whose
             body is a whole repository (at least `timeout`).
-        retry: retry policy; `RetryPolicy()` by default.
+        retry: retry policy; `GitHubRetryPolicy()` by default.
         etags: ETag cache for polled reads, typically loaded from memory; a fresh
             in-memory one by default, so repeated polls within a run are 304s.
         per_page: page size for listings (100, GitHub's maximum, saves requests).
@@ -80,7 +80,7 @@ class GitHub(IssueOps, PullOps, GitOps, EditOps):
         transport: httpx.AsyncBaseTransport | None = None,
         timeout: float = 30,
         archive_timeout: float = 300,
-        retry: RetryPolicy | None = None,
+        retry: GitHubRetryPolicy | None = None,
         etags: ETagCache | None = None,
         per_page: int = 100,
         user_agent: str = "agent-loop",
@@ -100,7 +100,7 @@ class GitHub(IssueOps, PullOps, GitOps, EditOps):
         """Requests sent so far, by route and status (for the RunRecord)."""
         self.etags = etags if etags is not None else ETagCache()
         """The conditional-request cache (save `dump()` when `changed`)."""
-        self.retry = retry if retry is not None else RetryPolicy()
+        self.retry = retry if retry is not None else GitHubRetryPolicy()
         url = _base_url(base_url)
         router = Router(url)
         self._owned: httpx.AsyncBaseTransport | None = None

@@ -32,7 +32,7 @@ class _Entry:
 
 
 class ETagCache:
-    """Bounded LRU of `url -> (ETag, body, Link)`, serialisable to a small JSON dict."""
+    """Bounded LRU of `url -> (ETag, body, Link)`, serializable to a small JSON dict."""
 
     def __init__(self, *, max_entries: int = 256, max_bytes: int = 2_000_000) -> None:
         if max_entries < 1 or max_bytes < 1:

@@ -62,7 +62,7 @@ def attempt_timeout(seconds: float) -> Generator[None]:
 
 
 @dataclass(frozen=True)
-class RetryPolicy:
+class GitHubRetryPolicy:
     """Capped exponential backoff with jitter, bounded in attempts and in total time."""
 
     max_attempts: int = 5
@@ -170,12 +170,12 @@ def _seconds(value: str | None, now: float) -> float | None:
 
 
 class RetryTransport(httpx.AsyncBaseTransport):
-    """Retries attempts per `RetryPolicy`; raises typed errors when it gives up."""
+    """Retries attempts per `GitHubRetryPolicy`; raises typed errors when it gives up."""
 
     def __init__(
         self,
         inner: httpx.AsyncBaseTransport,
-        policy: RetryPolicy,
+        policy: GitHubRetryPolicy,
         router: Router,
         attempt_timeout: float | None,
     ) -> None:

@@ -7,7 +7,7 @@ real call. Typical use in a pipeline:
 usage = UsageMeter()                       # one per pipeline run, shared by every agent
 call_llm = make_call_llm(
     model=settings.model, api_base=settings.api_base, usage=usage,
-    budget=settings.budget(), retry=settings.retry_policy(),
+    budget=settings.budget(), retry=settings.model_retry_policy(),
     max_tokens=settings.max_output_tokens, timeout=settings.llm_timeout_seconds,
 )
 agent = Agent(model=settings.model, call_llm=call_llm, parallel_tool_calls=False, ...)
@@ -40,7 +40,7 @@ from agent_loop_common.llm._limits import (
     resolve_max_tokens,
 )
 from agent_loop_common.llm._litellm import load_litellm
-from agent_loop_common.llm._retry import RetryPolicy
+from agent_loop_common.llm._retry import ModelRetryPolicy
 from agent_loop_common.llm._usage import Budget, ModelUsage, UsageMeter
 
 __all__ = [
@@ -54,8 +54,8 @@ __all__ = [
     "LLMError",
     "ModelCallFailed",
     "ModelRequestsDisabled",
+    "ModelRetryPolicy",
     "ModelUsage",
-    "RetryPolicy",
     "UsageMeter",
     "classify_error",
     "from_litellm_response",

@@ -1,13 +1,13 @@
-"""``make_call_llm``: the model call every ``flyte.ai.agents.Agent`` in agent-loop uses.
+"""`make_call_llm`: the model call every `flyte.ai.agents.Agent` in agent-loop uses.
 
 The returned coroutine has the shape the Agent expects,
-``(model, system, messages, tools) -> LLMMessage``, and wraps ``litellm.acompletion``
+`(model, system, messages, tools) -> LLMMessage`, and wraps `litellm.acompletion`
 with what a scheduled, unattended run needs: one model string for any provider (or an
-OpenAI-compatible server through ``api_base``), a generous output limit clamped to the
+OpenAI-compatible server through `api_base`), a generous output limit clamped to the
 model's, parallel tool calls switched off at the provider when staging needs ordered
 calls, our own capped retries on transient errors only, usage and cost capture, a
 per-run budget checked before each call, and a refusal to reach a real model while
-``AGENT_LOOP_ALLOW_MODEL_REQUESTS=0``.
+`AGENT_LOOP_ALLOW_MODEL_REQUESTS=0`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from agent_loop_common.llm._limits import (
     resolve_max_tokens,
     uses_offline_model,
 )
-from agent_loop_common.llm._retry import RetryPolicy
+from agent_loop_common.llm._retry import ModelRetryPolicy
 from agent_loop_common.llm._usage import Budget, UsageMeter
 
 __all__ = ["make_call_llm"]
@@ -48,35 +48,35 @@ def make_call_llm(
     api_base: str | None = None,
     max_tokens: int | None = None,
     parallel_tool_calls: bool = False,
-    retry: RetryPolicy | None = None,
+    retry: ModelRetryPolicy | None = None,
     timeout: float = 600.0,
     extra_params: Mapping[str, Any] | None = None,
 ) -> LLMCallable:
-    """Build the ``call_llm`` for one role of one pipeline run.
+    """Build the `call_llm` for one role of one pipeline run.
 
     Args:
-        model: litellm model string (``anthropic/claude-sonnet-4-6``, ``openai/<name>`` with
-            ``api_base``, ...). It is authoritative: the Agent passes its own ``model``
+        model: litellm model string (`anthropic/claude-sonnet-4-6`, `openai/<name>` with
+            `api_base`, ...). It is authoritative: the Agent passes its own `model`
             field to each call, and a different value there is logged and ignored, so a
-            forgotten ``Agent(model=...)`` cannot silently switch to flyte's default.
+            forgotten `Agent(model=...)` cannot silently switch to flyte's default.
         usage: The run's meter; every successful call adds tokens and estimated cost.
-        budget: The run's limits, checked before each call (``None``: unlimited).
+        budget: The run's limits, checked before each call (`None`: unlimited).
         api_base: Base URL of an OpenAI-compatible server or a proxy.
-        max_tokens: Output tokens per response; ``None`` asks for a generous amount.
+        max_tokens: Output tokens per response; `None` asks for a generous amount.
             Either way it is clamped to the model's published limit.
-        parallel_tool_calls: ``False`` asks the provider for at most one tool call per
-            turn (OpenAI ``parallel_tool_calls``, Anthropic ``disable_parallel_tool_use``)
+        parallel_tool_calls: `False` asks the provider for at most one tool call per
+            turn (OpenAI `parallel_tool_calls`, Anthropic `disable_parallel_tool_use`)
             where litellm maps it; ordered staging tools rely on that.
         retry: Back-off for transient errors (rate limit, overload, 5xx, timeouts,
             dropped connections); auth, bad-request and context-window errors fail at once.
         timeout: Seconds one request may take.
-        extra_params: More ``litellm.acompletion`` keyword arguments (``temperature``,
-            ``mock_response`` in tests, ...); they override ours.
+        extra_params: More `litellm.acompletion` keyword arguments (`temperature`,
+            `mock_response` in tests, ...); they override ours.
 
     Returns:
-        An async callable to pass as ``Agent(call_llm=...)``.
+        An async callable to pass as `Agent(call_llm=...)`.
     """
-    policy = retry or RetryPolicy()
+    policy = retry or ModelRetryPolicy()
     extras = dict(extra_params or {})
     resolved: dict[str, Any] = {}
     warned_models: set[str] = set()
@@ -148,7 +148,7 @@ def make_call_llm(
 
 
 async def _complete_with_retries(
-    model: str, kwargs: dict[str, Any], policy: RetryPolicy, usage: UsageMeter
+    model: str, kwargs: dict[str, Any], policy: ModelRetryPolicy, usage: UsageMeter
 ) -> object:
     attempt = 1
     while True:

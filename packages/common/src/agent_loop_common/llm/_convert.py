@@ -1,15 +1,15 @@
 """Translate between flyte's Agent message shapes and litellm's, both ways.
 
 The Agent already speaks the OpenAI chat format (it is what its default callback sends):
-``messages`` holds user, assistant (with ``tool_calls`` whose ``arguments`` are JSON
-strings) and tool messages (with ``tool_call_id``), and ``tools`` holds
-``{"type": "function", "function": {name, description, parameters}}`` entries. What it
-expects back is ``LLMMessage(content, tool_calls=[{id, name, arguments: dict}])``.
+`messages` holds user, assistant (with `tool_calls` whose `arguments` are JSON
+strings) and tool messages (with `tool_call_id`), and `tools` holds
+`{"type": "function", "function": {name, description, parameters}}` entries. What it
+expects back is `LLMMessage(content, tool_calls=[{id, name, arguments: dict}])`.
 
 The translation is small but not empty: the system prompt goes first, an assistant turn
-that only called tools gets ``content=None`` (Anthropic rejects empty text blocks), the
+that only called tools gets `content=None` (Anthropic rejects empty text blocks), the
 Agent's own dicts are copied rather than shared, and tool-call arguments are parsed
-defensively (a truncated or malformed JSON string becomes ``{"_raw": text}`` so the tool
+defensively (a truncated or malformed JSON string becomes `{"_raw": text}` so the tool
 reports an error the model can see, instead of the loop crashing).
 """
 
@@ -70,10 +70,10 @@ def _first_message(response: object) -> object:
 
 
 def from_litellm_response(response: object) -> LLMMessage:
-    """The Agent's ``LLMMessage`` from a litellm ``ModelResponse`` (duck-typed).
+    """The Agent's `LLMMessage` from a litellm `ModelResponse` (duck-typed).
 
-    Every tool call gets an id (providers that omit one get ``call_<hex>``), its name, and
-    its arguments as a dict; ``raw`` keeps the provider response for debugging.
+    Every tool call gets an id (providers that omit one get `call_<hex>`), its name, and
+    its arguments as a dict; `raw` keeps the provider response for debugging.
     """
     message = _first_message(response)
     content = getattr(message, "content", None)
@@ -98,7 +98,7 @@ def from_litellm_response(response: object) -> LLMMessage:
 
 
 def usage_tokens(response: object) -> tuple[int, int]:
-    """``(prompt_tokens, completion_tokens)`` reported with a response; zeros when absent."""
+    """`(prompt_tokens, completion_tokens)` reported with a response; zeros when absent."""
     usage = getattr(response, "usage", None)
     prompt = getattr(usage, "prompt_tokens", 0) if usage is not None else 0
     completion = getattr(usage, "completion_tokens", 0) if usage is not None else 0

@@ -1,21 +1,21 @@
 """Why a model call did not produce a message, and which failures are worth retrying.
 
-The Agent loop turns any exception raised by ``call_llm`` into ``AgentResult.error``
+The Agent loop turns any exception raised by `call_llm` into `AgentResult.error`
 (the text of the exception), so each exception here carries a message that a person
 reading a run record can act on. The pipeline also inspects the type to pick the run's
-outcome (``budget_exceeded`` vs ``error``).
+outcome (`budget_exceeded` vs `error`).
 
 ```
 LLMError
 ├── ModelRequestsDisabled   real model requests are switched off (tests, offline demo)
 ├── BudgetExceeded          the run's token or cost budget is used up: the loop stops
-└── ModelCallFailed         the provider refused or kept failing (``kind`` says why)
-AgentRunFailed              an agent's run ended without an answer (``cause``: the model
+└── ModelCallFailed         the provider refused or kept failing (`kind` says why)
+AgentRunFailed              an agent's run ended without an answer (`cause`: the model
                             failure behind it, when a model call failed)
 ```
 
-Classification (:func:`classify_error`) looks at exception class names along the MRO and
-at ``status_code`` instead of ``isinstance`` checks against litellm classes, so that it
+Classification (`classify_error`) looks at exception class names along the MRO and
+at `status_code` instead of `isinstance` checks against litellm classes, so that it
 needs no litellm import, and also understands openai, httpx and builtin errors.
 """
 
@@ -40,7 +40,7 @@ class LLMError(RuntimeError):
 
 
 class ModelRequestsDisabled(LLMError):
-    """Raised when ``AGENT_LOOP_ALLOW_MODEL_REQUESTS=0`` and a call would reach a real model."""
+    """Raised when `AGENT_LOOP_ALLOW_MODEL_REQUESTS=0` and a call would reach a real model."""
 
     def __init__(self, model: str) -> None:
         self.model = model
@@ -57,8 +57,8 @@ class BudgetExceeded(LLMError):
 
     Attributes:
         reason: One line naming the limit and the usage that crossed it; the same text
-            is stored on ``UsageMeter.exceeded`` so the pipeline can record outcome
-            ``budget_exceeded`` even though the Agent only keeps the message.
+            is stored on `UsageMeter.exceeded` so the pipeline can record outcome
+            `budget_exceeded` even though the Agent only keeps the message.
     """
 
     def __init__(self, reason: str) -> None:
@@ -82,7 +82,7 @@ class AgentRunFailed(Exception):
 
 
 class ErrorKind(StrEnum):
-    """What kind of failure a provider error is; only ``TRANSIENT`` is retried."""
+    """What kind of failure a provider error is; only `TRANSIENT` is retried."""
 
     TRANSIENT = "transient"
     """Rate limits, overload, 5xx, timeouts and dropped connections: try again later."""
@@ -93,7 +93,7 @@ class ErrorKind(StrEnum):
     BAD_REQUEST = "bad_request"
     """The provider rejected the request itself (schema, parameters, content policy)."""
     NOT_FOUND = "not_found"
-    """Unknown model or endpoint: usually a typo in ``AGENT_LOOP_MODEL`` or the api base."""
+    """Unknown model or endpoint: usually a typo in `AGENT_LOOP_MODEL` or the api base."""
     UNKNOWN = "unknown"
     """Anything else (including bugs in our code): surfaced at once, never retried."""
 
@@ -163,12 +163,12 @@ def _kind_from_status(status: int) -> ErrorKind | None:
 
 
 def classify_error(exc: BaseException) -> ErrorKind:
-    """Classify a failed provider call; only :attr:`ErrorKind.TRANSIENT` is worth retrying.
+    """Classify a failed provider call; only `ErrorKind.TRANSIENT` is worth retrying.
 
     Order matters: a specific class name wins over the HTTP status (litellm reports a
     context-window error as a 400 and a connection error as a 500), the status decides
     for generic API errors, and builtin timeouts and connection errors are transient.
-    Our own :class:`LLMError` subclasses are never transient.
+    Our own `LLMError` subclasses are never transient.
     """
     if isinstance(exc, LLMError):
         return ErrorKind.UNKNOWN

@@ -1,7 +1,7 @@
 """How many output tokens to ask for, and whether model requests may leave the process.
 
 A builder turn may write a whole file in one tool call, so we ask for a generous
-``max_tokens``; asking for more than the model allows is a 400 from the provider, so the
+`max_tokens`; asking for more than the model allows is a 400 from the provider, so the
 request is clamped to the model's published limit. For a model litellm does not know
 (a local or custom server) a conservative fallback is used unless the caller set one.
 """
@@ -28,19 +28,19 @@ UNKNOWN_MODEL_MAX_TOKENS = 8_192
 """Default output budget for models without a published limit (local servers)."""
 
 ALLOW_MODEL_REQUESTS_ENV = "AGENT_LOOP_ALLOW_MODEL_REQUESTS"
-"""Set to ``0`` (the pytest plugin does) to refuse every call that would reach a real model."""
+"""Set to `0` (the pytest plugin does) to refuse every call that would reach a real model."""
 
 
 def resolve_max_tokens(requested: int | None, model_limit: int | None) -> int:
-    """The ``max_tokens`` to send.
+    """The `max_tokens` to send.
 
     Args:
-        requested: What the caller asked for, or ``None`` for "generous".
-        model_limit: The model's output limit, or ``None`` when unknown.
+        requested: What the caller asked for, or `None` for "generous".
+        model_limit: The model's output limit, or `None` when unknown.
 
     An explicit request is honoured up to the model's limit (and as given when the limit
     is unknown: the operator knows their server). The default is
-    :data:`GENEROUS_MAX_TOKENS` clamped to the limit, or :data:`UNKNOWN_MODEL_MAX_TOKENS`.
+    `GENEROUS_MAX_TOKENS` clamped to the limit, or `UNKNOWN_MODEL_MAX_TOKENS`.
     """
     if requested is not None and requested <= 0:
         raise ValueError(f"max_tokens must be positive, got {requested}")
@@ -50,7 +50,7 @@ def resolve_max_tokens(requested: int | None, model_limit: int | None) -> int:
 
 
 def model_requests_allowed(environ: Mapping[str, str] | None = None) -> bool:
-    """False when ``AGENT_LOOP_ALLOW_MODEL_REQUESTS`` is ``0`` (tests, offline demo)."""
+    """False when `AGENT_LOOP_ALLOW_MODEL_REQUESTS` is `0` (tests, offline demo)."""
     env = os.environ if environ is None else environ
     return env.get(ALLOW_MODEL_REQUESTS_ENV, "1").strip() != "0"
 
@@ -58,7 +58,7 @@ def model_requests_allowed(environ: Mapping[str, str] | None = None) -> bool:
 def uses_offline_model(
     model: str, extra_params: Mapping[str, Any], offline_providers: frozenset[str]
 ) -> bool:
-    """True when a call is answered in-process: litellm's ``mock_response`` or a ``CustomLLM``.
+    """True when a call is answered in-process: litellm's `mock_response` or a `CustomLLM`.
 
     These are the only litellm paths allowed while model requests are disabled; they let
     tests drive the real request building, retries and usage capture with no network.

@@ -67,13 +67,13 @@ def load_litellm() -> ModuleType:
 
 
 async def acompletion(**kwargs: Any) -> object:
-    """``litellm.acompletion(**kwargs)``: the response is a ``ModelResponse``."""
+    """`litellm.acompletion(**kwargs)`: the response is a `ModelResponse`."""
     call = cast("Callable[..., Awaitable[object]]", load_litellm().acompletion)
     return await call(**kwargs)
 
 
 def model_output_limit(model: str) -> int | None:
-    """The most output tokens ``model`` accepts per response, or ``None`` if litellm does not know."""
+    """The most output tokens `model` accepts per response, or `None` if litellm does not know."""
     litellm = load_litellm()
     try:
         info = cast("Mapping[str, Any]", litellm.get_model_info(model))
@@ -87,9 +87,9 @@ def model_output_limit(model: str) -> int | None:
 
 
 def provider_supports(model: str, param: str) -> bool | None:
-    """Whether litellm maps the OpenAI parameter ``param`` for ``model``'s provider.
+    """Whether litellm maps the OpenAI parameter `param` for `model`'s provider.
 
-    ``None`` when litellm has no parameter list for the provider (custom providers):
+    `None` when litellm has no parameter list for the provider (custom providers):
     callers then pass the parameter and let the provider decide.
     """
     litellm = load_litellm()
@@ -107,7 +107,7 @@ def provider_supports(model: str, param: str) -> bool | None:
 
 
 def estimate_cost(response: object) -> float | None:
-    """litellm's cost estimate for one response, or ``None`` when the model is not priced."""
+    """litellm's cost estimate for one response, or `None` when the model is not priced."""
     litellm = load_litellm()
     try:
         cost = litellm.completion_cost(completion_response=response)
@@ -117,7 +117,7 @@ def estimate_cost(response: object) -> float | None:
 
 
 def offline_providers() -> frozenset[str]:
-    """Provider prefixes served in-process by a registered litellm ``CustomLLM``.
+    """Provider prefixes served in-process by a registered litellm `CustomLLM`.
 
     Only looked up when litellm is already imported: a provider can only have been
     registered by code that imported it, so an unimported litellm means there are none.

@@ -2,7 +2,7 @@
 
 Our own loop owns retries (litellm and the provider SDKs are told not to retry), so that
 every attempt is counted, the waits are capped, and tests can make them instant by
-passing a ``sleep`` that returns at once.
+passing a `sleep` that returns at once.
 """
 
 from __future__ import annotations
@@ -13,19 +13,19 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-__all__ = ["RetryPolicy", "retry_after_seconds"]
+__all__ = ["ModelRetryPolicy", "retry_after_seconds"]
 
 
 @dataclass(frozen=True)
-class RetryPolicy:
+class ModelRetryPolicy:
     """Capped exponential back-off with jitter for transient provider errors.
 
     Attributes:
         max_attempts: Requests per model call, the first included (1 = never retry).
         base_delay: Wait in seconds before the second attempt; doubled each time after.
-        max_delay: No single wait is longer than this, whatever ``Retry-After`` says.
-        sleep: The awaitable used to wait (``asyncio.sleep``; tests pass an instant one).
-        jitter: Returns a number in [0, 1]; the wait is ``delay * (0.5 + jitter() / 2)``
+        max_delay: No single wait is longer than this, whatever `Retry-After` says.
+        sleep: The awaitable used to wait (`asyncio.sleep`; tests pass an instant one).
+        jitter: Returns a number in [0, 1]; the wait is `delay * (0.5 + jitter() / 2)`
             so that runs hitting one rate limit together do not retry in lockstep.
     """
 
@@ -37,15 +37,15 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
-            raise ValueError(f"RetryPolicy.max_attempts must be >= 1, got {self.max_attempts}")
+            raise ValueError(f"ModelRetryPolicy.max_attempts must be >= 1, got {self.max_attempts}")
         if self.base_delay < 0 or self.max_delay < 0:
-            raise ValueError("RetryPolicy delays must not be negative")
+            raise ValueError("ModelRetryPolicy delays must not be negative")
 
     def delay(self, attempt: int, exc: BaseException | None = None) -> float:
-        """Seconds to wait after failed attempt number ``attempt`` (1-based).
+        """Seconds to wait after failed attempt number `attempt` (1-based).
 
-        A provider's ``Retry-After`` is honoured when it asks for longer than our own
-        back-off, but never beyond ``max_delay``.
+        A provider's `Retry-After` is honoured when it asks for longer than our own
+        back-off, but never beyond `max_delay`.
         """
         backoff = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
         wait = backoff * (0.5 + min(1.0, max(0.0, self.jitter())) / 2)
@@ -56,10 +56,10 @@ class RetryPolicy:
 
 
 def retry_after_seconds(exc: BaseException) -> float | None:
-    """The ``Retry-After`` (seconds form) a provider sent with the error ``exc``, if any.
+    """The `Retry-After` (seconds form) a provider sent with the error `exc`, if any.
 
-    litellm keeps the provider's headers on ``litellm_response_headers`` (its Anthropic
-    errors carry an empty ``response``); openai-style errors carry ``response.headers``.
+    litellm keeps the provider's headers on `litellm_response_headers` (its Anthropic
+    errors carry an empty `response`); openai-style errors carry `response.headers`.
     """
     candidates = (
         getattr(exc, "litellm_response_headers", None),

@@ -1,6 +1,6 @@
 """Token and cost accounting for one pipeline run, and the run's budget.
 
-One :class:`UsageMeter` is created per pipeline run and shared by every ``call_llm`` the
+One `UsageMeter` is created per pipeline run and shared by every `call_llm` the
 run makes (the main agent and the verifier), so the figures the pipeline copies onto the
 run record are the whole run's. Budgets are checked *before* each call: a call that starts
 under budget may overshoot it by one response, and the next call is refused.
@@ -18,14 +18,14 @@ __all__ = ["Budget", "ModelUsage", "UsageMeter"]
 
 @dataclass(frozen=True)
 class Budget:
-    """Per-run limits; ``None`` means no limit of that kind.
+    """Per-run limits; `None` means no limit of that kind.
 
     Attributes:
         max_tokens: Prompt plus completion tokens summed over every call of the run.
             Each turn resends the whole conversation, so this grows faster than the
             transcript: it is what the provider bills.
         max_cost_usd: Estimated cost in US dollars (litellm's price table). Calls whose
-            price is unknown count as zero, so set ``max_tokens`` too for such models.
+            price is unknown count as zero, so set `max_tokens` too for such models.
     """
 
     max_tokens: int | None = None
@@ -40,7 +40,7 @@ class Budget:
             )
 
     def exceeded_by(self, usage: UsageMeter) -> str | None:
-        """The reason this budget is used up by ``usage``, or ``None`` while it is not."""
+        """The reason this budget is used up by `usage`, or `None` while it is not."""
         if self.max_tokens is not None and usage.total_tokens >= self.max_tokens:
             return f"{usage.total_tokens} tokens used, limit {self.max_tokens} (AGENT_LOOP_MAX_TOKENS_PER_RUN)"
         if self.max_cost_usd is not None and usage.cost_usd >= self.max_cost_usd:
@@ -72,9 +72,9 @@ class UsageMeter:
         retries: Failed attempts that were retried.
         cost_usd: Estimated cost in US dollars of the priced calls.
         unpriced_calls: Calls whose cost litellm could not estimate (custom or local
-            models): when non-zero, ``cost_usd`` is a lower bound.
+            models): when non-zero, `cost_usd` is a lower bound.
         exceeded: Set to the reason when a call was refused for budget, so the pipeline
-            records outcome ``budget_exceeded``; ``None`` otherwise.
+            records outcome `budget_exceeded`; `None` otherwise.
         by_model: The same figures split by model string.
     """
 
@@ -96,14 +96,14 @@ class UsageMeter:
 
     @property
     def cost_known(self) -> bool:
-        """True when every call was priced, so ``cost_usd`` is a full estimate."""
+        """True when every call was priced, so `cost_usd` is a full estimate."""
         return self.unpriced_calls == 0
 
     def ensure_within(self, budget: Budget | None) -> None:
-        """Raise :class:`BudgetExceeded` if the run was stopped or ``budget`` is used up.
+        """Raise `BudgetExceeded` if the run was stopped or `budget` is used up.
 
         Called before every model call (the real one and test doubles alike); the first
-        refusal stores its reason on :attr:`exceeded`, and later calls repeat it.
+        refusal stores its reason on `exceeded`, and later calls repeat it.
         """
         if self.exceeded is not None:
             raise BudgetExceeded(self.exceeded)
@@ -114,7 +114,7 @@ class UsageMeter:
     def record(
         self, model: str, *, prompt_tokens: int, completion_tokens: int, cost_usd: float | None
     ) -> None:
-        """Add one successful call; ``cost_usd=None`` means the price is unknown."""
+        """Add one successful call; `cost_usd=None` means the price is unknown."""
         per_model = self.by_model.setdefault(model, ModelUsage())
         for target in (self, per_model):
             target.prompt_tokens += prompt_tokens

@@ -7,7 +7,7 @@ tools = repo_tools(snapshot, stage=stage)     # list_files, read_file, search_co
 
 The builder reads the base commit it builds on; the reviewer reads the pull request's
 head commit it reviews. Both, and their verifiers, get the same tools, so a path is
-normalised and an output bounded the same way for every agent.
+normalized and an output bounded the same way for every agent.
 """
 
 from agent_loop_common.repo._snapshot import RepoSnapshot

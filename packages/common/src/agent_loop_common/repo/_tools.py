@@ -19,7 +19,7 @@ from typing import Annotated
 from pydantic import Field
 
 from agent_loop_common.repo._snapshot import RepoSnapshot
-from agent_loop_common.staging import ChangeStage, StagingError, normalise_path
+from agent_loop_common.staging import ChangeStage, StagingError, normalize_path
 
 __all__ = ["ReadTool", "ToolLimits", "repo_tools"]
 
@@ -75,7 +75,7 @@ def repo_tools(snapshot: RepoSnapshot, *, stage: ChangeStage | None = None) -> l
     ) -> str:
         """Read a file at {where} (or your staged version of it, if you staged one)."""
         try:
-            norm = normalise_path(path)
+            norm = normalize_path(path)
         except StagingError as exc:
             return f"Cannot read {path!r}: {exc}"
         origin = snapshot.label

@@ -2,7 +2,7 @@
 
 Flyte local mode runs tasks in this process, so the offline demo and the end-to-end
 tests install a provider (a scripted or replayed model) here instead of passing an
-unserialisable callable through a task's inputs. On a cluster nothing is installed and
+unserializable callable through a task's inputs. On a cluster nothing is installed and
 every run builds the litellm call from settings.
 """
 
@@ -56,6 +56,6 @@ def model_for(
         budget=budget,
         api_base=settings.api_base,
         max_tokens=settings.max_output_tokens,
-        retry=settings.retry_policy(),
+        retry=settings.model_retry_policy(),
         timeout=settings.llm_timeout_seconds,
     )

@@ -17,7 +17,7 @@ import structlog
 from flyte.ai.agents import LLMCallable
 
 from agent_loop_common.claims import Claimer, new_run_id
-from agent_loop_common.github import ETagCache, GitHub, RetryPolicy
+from agent_loop_common.github import ETagCache, GitHub, GitHubRetryPolicy
 from agent_loop_common.llm import Budget, UsageMeter
 from agent_loop_common.memory import MemoryLocation, read_etag_state, write_etag_state
 from agent_loop_common.records import Role
@@ -75,7 +75,7 @@ async def open_runtime(
     memory_root: str | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
     clock: Callable[[], datetime] | None = None,
-    github_retry: RetryPolicy | None = None,
+    github_retry: GitHubRetryPolicy | None = None,
 ) -> AsyncGenerator[Runtime]:
     """Build a run's effects; on exit persist the ETag cache (if it changed) and close.
 

@@ -19,7 +19,7 @@ from typing import Literal
 import flyte
 import structlog
 
-from agent_loop_common.claims import Claim, ClaimLost, ClaimTarget, Kind
+from agent_loop_common.claims import Claim, ClaimLost, ClaimTarget
 from agent_loop_common.llm import BudgetExceeded
 from agent_loop_common.memory import count_idle_run, write_run_record
 from agent_loop_common.records import (
@@ -103,7 +103,7 @@ class RunScope:
         self.attempts.append(attempt)
         return attempt
 
-    async def claim(self, kind: Kind, key: int | str) -> Claim | None:
+    async def claim(self, kind: TargetKind, key: int | str) -> Claim | None:
         """Claim a target, after proving the run could finish its work (the model is usable).
 
         The preflight runs before the first claim, so a missing key or an unknown model

@@ -153,8 +153,6 @@ def bwrap_argv(layout: BwrapLayout, argv: Sequence[str], *, network: bool) -> li
             continue
         cmd += ["--ro-bind", str(host), f"/etc/{name}"]
     cmd += ["--proc", "/proc", "--dev", "/dev"]
-    for source, inside in layout.readonly:
-        cmd += ["--ro-bind", str(source), str(inside)]
     cmd += [
         "--bind",
         str(layout.tmp),
@@ -173,6 +171,12 @@ def bwrap_argv(layout: BwrapLayout, argv: Sequence[str], *, network: bool) -> li
         "--bind",
         str(layout.shm),
         "/dev/shm",  # noqa: S108 (the sandbox's own /dev/shm, a workspace folder)
+    ]
+    # After the workspace's /tmp: a toolchain installed under /tmp (a checkout there, its
+    # virtual environment) stays visible instead of being hidden by the sandbox's /tmp.
+    for source, inside in layout.readonly:
+        cmd += ["--ro-bind", str(source), str(inside)]
+    cmd += [
         "--remount-ro",
         "/dev",
         "--remount-ro",

@@ -48,7 +48,7 @@ CACHE_DIRS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_ca
 
 
 def safe_relpath(path: str) -> str:
-    """A normalised repository path; `TreeError` for absolute paths, `..` and `.git/`."""
+    """A normalized repository path; `TreeError` for absolute paths, `..` and `.git/`."""
     if not path or "\x00" in path or path.startswith(("/", "\\")):
         raise TreeError(f"not a relative path: {path!r}")
     normal = posixpath.normpath(path.replace("\\", "/"))

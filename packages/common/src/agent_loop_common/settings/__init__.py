@@ -4,11 +4,11 @@
 settings = load_settings()          # raises ConfigError naming each bad variable
 auth = settings.github_auth()       # token or GitHub App installation
 call_llm = make_call_llm(model=settings.model, usage=usage, budget=settings.budget(),
-                         retry=settings.retry_policy(), api_base=settings.api_base)
+                         retry=settings.model_retry_policy(), api_base=settings.api_base)
 ```
 
-The reference table in ``docs/configuration.md`` is rendered from the field docstrings
-(``python -m agent_loop_common.settings``). Importing this package stays cheap: helpers
+The reference table in `docs/configuration.md` is rendered from the field docstrings
+(`python -m agent_loop_common.settings`). Importing this package stays cheap: helpers
 that build other packages' objects import them when called.
 """
 

@@ -1,4 +1,4 @@
-"""``python -m agent_loop_common.settings [--update FILE]``: print or refresh the reference table."""
+"""`python -m agent_loop_common.settings [--update FILE]`: print or refresh the reference table."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """GitHub credentials: checked when settings load, built for the facade when asked.
 
 Settings validates that exactly one way to authenticate is configured; this module turns
-it into the GitHub facade's ``TokenAuth`` or ``AppAuth``. The App key file is read at the
+it into the GitHub facade's `TokenAuth` or `AppAuth`. The App key file is read at the
 moment credentials are needed, not at load time.
 """
 
@@ -25,7 +25,7 @@ def github_credentials(settings: Settings) -> TokenAuth | AppAuth:
     """The facade's credentials from validated settings; an App wins over a token.
 
     Imports the GitHub facade (and githubkit) only when called, so loading settings stays
-    cheap. The facade's auth values keep their secrets out of ``repr``.
+    cheap. The facade's auth values keep their secrets out of `repr`.
     """
     from agent_loop_common.github import AppAuth, TokenAuth
 
@@ -48,7 +48,7 @@ def github_credentials(settings: Settings) -> TokenAuth | AppAuth:
 def check_github_credentials(values: Mapping[str, Any]) -> None:
     """Exactly one usable way to authenticate, named by its variables when it is not.
 
-    Raises ``PydanticCustomError`` of type ``github_credentials``: its message names the
+    Raises `PydanticCustomError` of type `github_credentials`: its message names the
     variables itself, so the error report shows it as it is.
     """
     token = values.get("github_token")

@@ -1,9 +1,9 @@
-"""Render the settings reference table that ``docs/configuration.md`` embeds.
+"""Render the settings reference table that `docs/configuration.md` embeds.
 
 The docstrings under the fields are the single source; a test checks that the committed
 document contains exactly this rendering, so the docs cannot drift from the code.
-Regenerate with ``uv run --frozen python -m agent_loop_common.settings --update
-docs/configuration.md``.
+Regenerate with `uv run --frozen python -m agent_loop_common.settings --update
+docs/configuration.md`.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def render_settings_table() -> str:
 
 
 def update_document(path: Path) -> bool:
-    """Replace the generated block in ``path``; returns True when the file changed."""
+    """Replace the generated block in `path`; returns True when the file changed."""
     text = path.read_text(encoding="utf-8")
     start, end = text.index(TABLE_START), text.index(TABLE_END) + len(TABLE_END)
     updated = text[:start] + render_settings_table() + text[end:]

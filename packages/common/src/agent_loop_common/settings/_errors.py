@@ -1,6 +1,6 @@
 """One readable error for a bad configuration, naming each variable and what to set.
 
-pydantic's ``ValidationError`` speaks in field names and locations; a person starting an
+pydantic's `ValidationError` speaks in field names and locations; a person starting an
 agent needs the environment variable, what was wrong with it, and what it is for. Values
 of secret variables are never echoed.
 """
@@ -49,7 +49,7 @@ def describe_validation_error(
     meanings: Mapping[str, str],
     secret: frozenset[str],
 ) -> list[str]:
-    """One line per pydantic error: ``VARIABLE: what is wrong. What the variable is for.``
+    """One line per pydantic error: `VARIABLE: what is wrong. What the variable is for.`
 
     Args:
         error: The validation error of the settings model.

@@ -15,7 +15,7 @@ __all__ = ["env_var_name", "field_meaning", "load_settings"]
 
 
 def env_var_name(field_name: str) -> str:
-    """The environment variable that sets ``field_name`` (``repo`` -> ``AGENT_LOOP_REPO``)."""
+    """The environment variable that sets `field_name` (`repo` -> `AGENT_LOOP_REPO`)."""
     alias = Settings.model_fields[field_name].validation_alias
     if isinstance(alias, AliasChoices):
         first = alias.choices[0]
@@ -44,7 +44,7 @@ def _secret_variables() -> frozenset[str]:
 
 
 def load_settings(env_file: str | Path | None = None, **overrides: Any) -> Settings:
-    """Read the configuration from the environment (and ``env_file`` if given).
+    """Read the configuration from the environment (and `env_file` if given).
 
     Args:
         env_file: An optional dotenv file; real environment variables win over it.

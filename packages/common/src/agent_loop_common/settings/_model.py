@@ -1,10 +1,10 @@
 """Every knob of agent-loop, one environment variable each, in one pydantic-settings model.
 
-The names in the GitHub ecosystem (``GITHUB_TOKEN``, ``GITHUB_API_URL``, ``GITHUB_APP_*``)
+The names in the GitHub ecosystem (`GITHUB_TOKEN`, `GITHUB_API_URL`, `GITHUB_APP_*`)
 are kept as they are so the same variables work in Actions, Flyte secrets and a shell;
-every other knob is ``AGENT_LOOP_<FIELD>``. The docstring under each field is its
-documentation: ``docs/configuration.md`` is rendered from it and a test keeps the two in
-step. Load with :func:`agent_loop_common.settings.load_settings`, which turns validation
+every other knob is `AGENT_LOOP_<FIELD>`. The docstring under each field is its
+documentation: `docs/configuration.md` is rendered from it and a test keeps the two in
+step. Load with `agent_loop_common.settings.load_settings`, which turns validation
 errors into one readable message naming each variable.
 """
 
@@ -32,7 +32,7 @@ from agent_loop_common.settings._secrets import credential_in
 if TYPE_CHECKING:
     from agent_loop_common.claims import BackoffPolicy
     from agent_loop_common.github import AppAuth, TokenAuth
-    from agent_loop_common.llm import Budget, RetryPolicy
+    from agent_loop_common.llm import Budget, ModelRetryPolicy
     from agent_loop_common.memory import MemoryLocation
     from agent_loop_common.sandbox import SandboxLimits
     from agent_loop_common.staging import StagingPolicy
@@ -381,13 +381,13 @@ class Settings(BaseSettings):
 
     @property
     def claim_ttl(self) -> timedelta:
-        """``AGENT_LOOP_CLAIM_TTL_MINUTES`` as a duration."""
+        """`AGENT_LOOP_CLAIM_TTL_MINUTES` as a duration."""
         return timedelta(minutes=self.claim_ttl_minutes)
 
     def github_auth(self) -> TokenAuth | AppAuth:
-        """The credentials for ``agent_loop_common.github.GitHub(auth=...)``.
+        """The credentials for `agent_loop_common.github.GitHub(auth=...)`.
 
-        A ``TokenAuth``, or an ``AppAuth`` when ``GITHUB_APP_ID`` is set. Reads the App's key file (``GITHUB_APP_PRIVATE_KEY_PATH``) here, not at load time,
+        A `TokenAuth`, or an `AppAuth` when `GITHUB_APP_ID` is set. Reads the App's key file (`GITHUB_APP_PRIVATE_KEY_PATH`) here, not at load time,
         so that a settings object can be built and shown without touching the key.
         """
         from agent_loop_common.settings._auth import github_credentials
@@ -398,8 +398,8 @@ class Settings(BaseSettings):
         """Where the memory stores live: the Flyte org/project/domain and key prefix set here.
 
         Args:
-            root: Storage root; in local mode the ``raw_data_path`` given to
-                ``flyte.with_runcontext``. ``None``: resolved from the running task.
+            root: Storage root; in local mode the `raw_data_path` given to
+                `flyte.with_runcontext`. `None`: resolved from the running task.
         """
         from agent_loop_common.memory import MemoryLocation
 
@@ -412,7 +412,7 @@ class Settings(BaseSettings):
         )
 
     def budget(self) -> Budget:
-        """The per-run token and cost budget for :func:`agent_loop_common.llm.make_call_llm`."""
+        """The per-run token and cost budget for `agent_loop_common.llm.make_call_llm`."""
         from agent_loop_common.llm import Budget
 
         return Budget(
@@ -420,18 +420,18 @@ class Settings(BaseSettings):
             max_cost_usd=self.max_cost_usd_per_run or None,
         )
 
-    def retry_policy(self) -> RetryPolicy:
-        """Model-call retries as configured (``AGENT_LOOP_LLM_*``)."""
-        from agent_loop_common.llm import RetryPolicy
+    def model_retry_policy(self) -> ModelRetryPolicy:
+        """Model-call retries as configured (`AGENT_LOOP_LLM_*`)."""
+        from agent_loop_common.llm import ModelRetryPolicy
 
-        return RetryPolicy(
+        return ModelRetryPolicy(
             max_attempts=self.llm_max_attempts,
             base_delay=self.llm_retry_base_seconds,
             max_delay=self.llm_retry_cap_seconds,
         )
 
     def staging_policy(self) -> StagingPolicy:
-        """What agents may stage, from the ``AGENT_LOOP_*STAGED*`` and path settings."""
+        """What agents may stage, from the `AGENT_LOOP_*STAGED*` and path settings."""
         from agent_loop_common.staging import StagingPolicy
 
         return StagingPolicy(
@@ -444,7 +444,7 @@ class Settings(BaseSettings):
         )
 
     def backoff_policy(self) -> BackoffPolicy:
-        """How long a failing issue or PR rests, from ``AGENT_LOOP_BACKOFF_*``."""
+        """How long a failing issue or PR rests, from `AGENT_LOOP_BACKOFF_*`."""
         from agent_loop_common.claims import BackoffPolicy
 
         return BackoffPolicy(

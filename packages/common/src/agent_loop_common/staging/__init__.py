@@ -36,7 +36,7 @@ from agent_loop_common.staging._paths import (
     PathRelation,
     ancestors,
     glob_matches,
-    normalise_path,
+    normalize_path,
     path_relation,
 )
 from agent_loop_common.staging._plans import (
@@ -75,7 +75,7 @@ __all__ = [
     "fix_tools",
     "glob_matches",
     "implementation_tools",
-    "normalise_path",
+    "normalize_path",
     "order_issues",
     "path_relation",
 ]

@@ -55,10 +55,10 @@ __all__ = [
 ]
 
 ExistsAtBase = Callable[[str], Awaitable[bool]]
-"""Whether a normalised path is a file on the base branch (a read-only repository lookup)."""
+"""Whether a normalized path is a file on the base branch (a read-only repository lookup)."""
 
 IsDirAtBase = Callable[[str], Awaitable[bool]]
-"""Whether a normalised path is a directory on the base branch (a read-only lookup)."""
+"""Whether a normalized path is a directory on the base branch (a read-only lookup)."""
 
 
 def directory_lookup(list_files: Callable[[], Awaitable[Iterable[str]]]) -> IsDirAtBase:

@@ -1,7 +1,7 @@
-"""Repository path normalisation, glob matching and tree relations (pure).
+"""Repository path normalization, glob matching and tree relations (pure).
 
 A staged path names one file inside the repository, in git's own spelling: POSIX
-separators, relative to the root, no `.`/`..` segments. Normalising before any check means
+separators, relative to the root, no `.`/`..` segments. Normalizing before any check means
 `./src//a.py`, `src/a.py` and `src\\a.py` are one entry in the stage and one policy
 decision, so a protected path cannot be reached through an alternative spelling.
 
@@ -19,7 +19,7 @@ from typing import Literal
 
 from agent_loop_common.staging._errors import PolicyViolation
 
-__all__ = ["PathRelation", "ancestors", "glob_matches", "normalise_path", "path_relation"]
+__all__ = ["PathRelation", "ancestors", "glob_matches", "normalize_path", "path_relation"]
 
 PathRelation = Literal["matches", "inside", "contains"]
 """How a path relates to a protected pattern: it is a match, lies under one, or holds one."""
@@ -29,14 +29,14 @@ _MAX_SEGMENT_CHARS = 255
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
-def normalise_path(raw: object) -> str:
-    """Return `raw` as a normalised repository-relative POSIX path.
+def normalize_path(raw: object) -> str:
+    """Return `raw` as a normalized repository-relative POSIX path.
 
     Args:
         raw: The path as the model sent it (any JSON value).
 
     Returns:
-        The normalised path, e.g. `"src/pkg/mod.py"`.
+        The normalized path, e.g. `"src/pkg/mod.py"`.
 
     Raises:
         PolicyViolation: The value is not a string, is empty, absolute, leaves the
@@ -87,7 +87,7 @@ def normalise_path(raw: object) -> str:
 
 
 def glob_matches(path: str, pattern: str) -> bool:
-    """Whether normalised `path` matches `pattern`, case-insensitively.
+    """Whether normalized `path` matches `pattern`, case-insensitively.
 
     `*` and `?` stay within one path segment, a `**` segment matches any number of
     segments (including none in the middle, at least one at the end), and a pattern
@@ -98,13 +98,13 @@ def glob_matches(path: str, pattern: str) -> bool:
 
 
 def ancestors(path: str) -> list[str]:
-    """The directories above normalised `path`, outermost first: `a/b/c` -> `a`, `a/b`."""
+    """The directories above normalized `path`, outermost first: `a/b/c` -> `a`, `a/b`."""
     segments = path.split("/")
     return ["/".join(segments[:i]) for i in range(1, len(segments))]
 
 
 def path_relation(path: str, pattern: str) -> PathRelation | None:
-    """How normalised `path` relates to the paths `pattern` protects, or `None`.
+    """How normalized `path` relates to the paths `pattern` protects, or `None`.
 
     - `matches`: `path` itself matches (`glob_matches`).
     - `inside`: a directory above `path` matches, e.g. `Jenkinsfile/x` for `Jenkinsfile`:
@@ -132,7 +132,7 @@ def path_relation(path: str, pattern: str) -> PathRelation | None:
 
 
 def _segments(pattern: str) -> list[str]:
-    """A pattern's segments in normalised form (a trailing `/` becomes a `**` segment)."""
+    """A pattern's segments in normalized form (a trailing `/` becomes a `**` segment)."""
     text = pattern.strip().replace("\\", "/")
     while text.startswith("./"):
         text = text[2:]

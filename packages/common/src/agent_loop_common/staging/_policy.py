@@ -23,7 +23,7 @@ from agent_loop_common.staging._errors import PolicyViolation
 from agent_loop_common.staging._paths import (
     PathRelation,
     glob_matches,
-    normalise_path,
+    normalize_path,
     path_relation,
 )
 
@@ -113,7 +113,7 @@ class StagingPolicy:
     """Longest PR body, issue body or reply (GitHub refuses bodies over 65,536)."""
 
     def protected_reason(self, path: str) -> str | None:
-        """Why normalised `path` is protected, or `None` when it may be changed.
+        """Why normalized `path` is protected, or `None` when it may be changed.
 
         A path is protected when it is, lies under, or contains a protected path: the
         configured `protected_globs` first, then `CI_GLOBS` (unless `allow_workflows`),
@@ -141,8 +141,8 @@ class StagingPolicy:
         return None
 
     def check_path(self, raw: object) -> str:
-        """Normalise `raw` and refuse protected paths; returns the normalised path."""
-        path = normalise_path(raw)
+        """Normalize `raw` and refuse protected paths; returns the normalized path."""
+        path = normalize_path(raw)
         reason = self.protected_reason(path)
         if reason is not None:
             raise PolicyViolation(reason)
@@ -199,7 +199,7 @@ class StagingPolicy:
         return path
 
     def check_files(self, files: Mapping[str, str | None]) -> None:
-        """Re-check a whole change (paths already normalised) before it is applied.
+        """Re-check a whole change (paths already normalized) before it is applied.
 
         The tools check each call as it happens; the pipeline calls this again right
         before writing, so a plan built or carried over any other way gets the same rules.
@@ -212,7 +212,7 @@ class StagingPolicy:
         for raw_path, content in files.items():
             path = self.check_path(raw_path)
             if path != raw_path:
-                raise PolicyViolation(f"path {raw_path!r} is not normalised (expected {path!r}).")
+                raise PolicyViolation(f"path {raw_path!r} is not normalized (expected {path!r}).")
             if content is not None:
                 total += len(self.check_content(path, content).encode("utf-8"))
                 _check_tree(path, files)

@@ -80,16 +80,16 @@ class ChangeStage(_Outcome):
 
     @property
     def files(self) -> Mapping[str, str | None]:
-        """Read-only view of the staged paths (normalised)."""
+        """Read-only view of the staged paths (normalized)."""
         return MappingProxyType(self._files)
 
     def put(self, path: str, content: str) -> None:
-        """Stage the full new `content` of normalised `path` (checked by the caller)."""
+        """Stage the full new `content` of normalized `path` (checked by the caller)."""
         self._files[path] = content
         self.reopen()
 
     def delete(self, path: str) -> None:
-        """Stage the deletion of normalised `path`."""
+        """Stage the deletion of normalized `path`."""
         self._files[path] = None
         self.reopen()
 

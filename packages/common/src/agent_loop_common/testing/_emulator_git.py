@@ -3,7 +3,7 @@
 Real objects mean real SHAs: a blob, tree or commit created through the emulated REST
 API has the id `git` itself would compute, so code that builds commits through the git
 data API can be checked against the bytes it meant to write. Refs are a plain dict; the
-emulator serialises every request under one lock, which makes create/update atomic the
+emulator serializes every request under one lock, which makes create/update atomic the
 way GitHub's are.
 """
 

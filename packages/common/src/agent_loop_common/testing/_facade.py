@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from agent_loop_common.github import GitHub, RetryPolicy, TokenAuth
+from agent_loop_common.github import GitHub, GitHubRetryPolicy, TokenAuth
 
 if TYPE_CHECKING:
     from agent_loop_common.testing._emulator import GitHubEmulator
@@ -25,9 +25,9 @@ async def _no_wait(_seconds: float) -> None:
     await asyncio.sleep(0)
 
 
-def instant_retry(**kwargs: Any) -> RetryPolicy:
-    """A `RetryPolicy` whose sleeps return immediately (other fields as given)."""
-    return RetryPolicy(sleep=_no_wait, **kwargs)
+def instant_retry(**kwargs: Any) -> GitHubRetryPolicy:
+    """A `GitHubRetryPolicy` whose sleeps return immediately (other fields as given)."""
+    return GitHubRetryPolicy(sleep=_no_wait, **kwargs)
 
 
 def emulator_client(emulator: GitHubEmulator, *, token: str | None = None, **kwargs: Any) -> GitHub:

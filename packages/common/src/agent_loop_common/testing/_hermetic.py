@@ -3,10 +3,10 @@
 Tests must never reach GitHub, a model provider or any other host: they talk to the
 GitHub emulator on loopback and to a scripted model. Instead of relying on discipline,
 this module patches the socket layer so that any connection (or DNS lookup) to a
-non-loopback address raises :class:`NetworkAccessDenied` with a message that names
+non-loopback address raises `NetworkAccessDenied` with a message that names
 the address and says how to fix the test.
 
-A test that really needs the network (never in CI) opts in with the ``network`` marker.
+A test that really needs the network (never in CI) opts in with the `network` marker.
 """
 
 from __future__ import annotations

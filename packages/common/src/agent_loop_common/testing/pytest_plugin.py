@@ -1,48 +1,48 @@
-"""pytest plugin (auto-loaded through the ``pytest11`` entry point of agent-loop-common).
+"""pytest plugin (auto-loaded through the `pytest11` entry point of agent-loop-common).
 
-Every test session in an environment where ``agent_loop_common`` is installed is hermetic
+Every test session in an environment where `agent_loop_common` is installed is hermetic
 by construction: no connection leaves loopback, litellm never downloads its cost map, and
-real model calls are refused by :mod:`agent_loop_common.llm`.
+real model calls are refused by `agent_loop_common.llm`.
 
 It also ships the fixtures every agent's tests share, one name per concept, so the three
-agent packages drive their pipelines the same way (their own ``conftest.py`` keeps only
-what is really theirs: the seeded ``emulator``, a ``tick`` running that agent's tick, and
+agent packages drive their pipelines the same way (their own `conftest.py` keeps only
+what is really theirs: the seeded `emulator`, a `tick` running that agent's tick, and
 package helpers). A fixture is only set up when a test asks for it, and each imports what
-it needs on first use: the plugin itself imports no emulator (the ``testing`` extra) and
+it needs on first use: the plugin itself imports no emulator (the `testing` extra) and
 no agent package, so it loads in every member's environment.
 
 Fixtures:
 
-``emulator``
-    A fresh :class:`~agent_loop_common.testing.GitHubEmulator` whose ``main`` holds a
-    ``README.md``. A package overrides it (same name, in its conftest) to seed its files
+`emulator`
+    A fresh `agent_loop_common.testing.GitHubEmulator` whose `main` holds a
+    `README.md`. A package overrides it (same name, in its conftest) to seed its files
     and users.
-``settings``
-    :func:`~agent_loop_common.testing.emulator_settings` for ``emulator``, with
-    ``tmp_path / "home"`` as AGENT_LOOP_HOME. A package overrides it to pass extra
-    settings (``emulator_settings(emulator, tmp_path / "home", max_tries=2)``).
-``memory_root``
-    The local storage root of the test's memory stores (``tmp_path / "mem"``, a str).
-``memory``
-    The :class:`~agent_loop_common.memory.MemoryLocation` of ``settings`` under
-    ``memory_root``: where the test's runs read and write memory.
-``install``
-    Installs one :class:`~agent_loop_common.testing.ModelSlot` with ``use_model`` for the
-    test and gives ``install(model, *, via=None) -> model``: every run started after it
-    is answered by the latest model installed (or by ``via``, a wrapper acting between
-    calls, with usage still recorded on ``model``). A run that asks for a model before
-    one is installed fails closed (``LookupError``).
-``stored``
-    ``stored(run, *, memory=None) -> RunRecord``: a run's record read back from memory,
-    as the distiller reads it. Given a ``RunRecord``, it is read from exactly the hourly
-    bucket its ``finished_at`` belongs in; given a run id, from whichever runs bucket
-    holds it (exactly one). ``memory`` defaults to the ``memory`` fixture.
-``agent_runtime``
-    ``agent_runtime(role, *, settings=None, clock=None)``: the async context manager of
-    :func:`~agent_loop_common.testing.emulator_runtime` over ``emulator`` and
-    ``memory_root`` (``settings`` defaults to the fixture's): one run's runtime, fresh
+`settings`
+    `agent_loop_common.testing.emulator_settings` for `emulator`, with
+    `tmp_path / "home"` as AGENT_LOOP_HOME. A package overrides it to pass extra
+    settings (`emulator_settings(emulator, tmp_path / "home", max_tries=2)`).
+`memory_root`
+    The local storage root of the test's memory stores (`tmp_path / "mem"`, a str).
+`memory`
+    The `agent_loop_common.memory.MemoryLocation` of `settings` under
+    `memory_root`: where the test's runs read and write memory.
+`install`
+    Installs one `agent_loop_common.testing.ModelSlot` with `use_model` for the
+    test and gives `install(model, *, via=None) -> model`: every run started after it
+    is answered by the latest model installed (or by `via`, a wrapper acting between
+    calls, with usage still recorded on `model`). A run that asks for a model before
+    one is installed fails closed (`LookupError`).
+`stored`
+    `stored(run, *, memory=None) -> RunRecord`: a run's record read back from memory,
+    as the distiller reads it. Given a `RunRecord`, it is read from exactly the hourly
+    bucket its `finished_at` belongs in; given a run id, from whichever runs bucket
+    holds it (exactly one). `memory` defaults to the `memory` fixture.
+`agent_runtime`
+    `agent_runtime(role, *, settings=None, clock=None)`: the async context manager of
+    `agent_loop_common.testing.emulator_runtime` over `emulator` and
+    `memory_root` (`settings` defaults to the fixture's): one run's runtime, fresh
     each time, as a schedule would start it.
-``quiet_logs``
+`quiet_logs`
     Opt-in: keeps structlog events as data for the test (the fixture's value is the list
     of events) and gives the process its logging configuration back afterwards. An agent
     package that wants it for every test makes it autouse in its conftest.
@@ -80,13 +80,13 @@ _Model = TypeVar("_Model", bound="LLMCallable")
 
 
 class Install(Protocol):
-    """The ``install`` fixture's value: answer the test's next runs with ``model``."""
+    """The `install` fixture's value: answer the test's next runs with `model`."""
 
     def __call__(self, model: _Model, *, via: LLMCallable | None = None) -> _Model: ...
 
 
 class Stored(Protocol):
-    """The ``stored`` fixture's value: a run's record as written to memory."""
+    """The `stored` fixture's value: a run's record as written to memory."""
 
     def __call__(
         self, run: RunRecord | str, *, memory: MemoryLocation | None = None
@@ -94,7 +94,7 @@ class Stored(Protocol):
 
 
 class AgentRuntime(Protocol):
-    """The ``agent_runtime`` fixture's value: one run's runtime over the emulator."""
+    """The `agent_runtime` fixture's value: one run's runtime over the emulator."""
 
     def __call__(
         self,
@@ -107,7 +107,7 @@ class AgentRuntime(Protocol):
 
 @pytest.fixture(autouse=True)
 def _agent_loop_hermetic(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Fail any test that opens a non-loopback connection (opt out: ``@pytest.mark.network``)."""
+    """Fail any test that opens a non-loopback connection (opt out: `@pytest.mark.network`)."""
     if request.node.get_closest_marker("network") is not None:
         yield
         return
@@ -123,7 +123,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture
 def emulator() -> GitHubEmulator:
-    """A fresh emulated repository with a README on ``main`` (packages seed their own)."""
+    """A fresh emulated repository with a README on `main` (packages seed their own)."""
     from agent_loop_common.testing import GitHubEmulator
 
     emu = GitHubEmulator()
@@ -133,7 +133,7 @@ def emulator() -> GitHubEmulator:
 
 @pytest.fixture
 def settings(emulator: GitHubEmulator, tmp_path: pathlib.Path) -> Settings:
-    """Settings acting as the emulator's bot, AGENT_LOOP_HOME under ``tmp_path``."""
+    """Settings acting as the emulator's bot, AGENT_LOOP_HOME under `tmp_path`."""
     from agent_loop_common.testing import emulator_settings
 
     return emulator_settings(emulator, tmp_path / "home")
@@ -164,7 +164,7 @@ def install() -> Generator[Install]:
 
 @pytest.fixture
 def stored(memory: MemoryLocation) -> Stored:
-    """Read a run's record back from memory (a ``RunRecord`` or a run id)."""
+    """Read a run's record back from memory (a `RunRecord` or a run id)."""
     from agent_loop_common.testing import stored_record
 
     default = memory
@@ -180,7 +180,7 @@ def stored(memory: MemoryLocation) -> Stored:
 
 @pytest.fixture
 def agent_runtime(emulator: GitHubEmulator, settings: Settings, memory_root: str) -> AgentRuntime:
-    """Open one run's runtime for ``role`` over the emulator and the test's memory."""
+    """Open one run's runtime for `role` over the emulator and the test's memory."""
     from agent_loop_common.testing import emulator_runtime
 
     default = settings

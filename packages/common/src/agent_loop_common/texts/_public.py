@@ -2,7 +2,7 @@
 
 The steps run in an order that keeps each one from undoing another:
 
-1. line endings normalised; invisible, bidirectional and control characters removed,
+1. line endings normalized; invisible, bidirectional and control characters removed,
    so `fi<ZWSP>xes #3` is seen as the `fixes #3` a reader sees;
 2. HTML comments removed until none is left (removing `<!-- x -->` from
    `<!<!-- x -->-- ... -->` leaves a new comment, which is removed in turn);

@@ -35,7 +35,7 @@ _CHECKLIST: dict[VerifierKind, str] = {
   signatures and files it relies on exist at the base branch (check with your tools),
   edge cases the issue implies are handled, nothing is left as a placeholder.
 - Completeness: every requirement of the issue is met. Tests are added or updated
-  wherever behaviour changes; docs and examples are updated when the change is
+  wherever behavior changes; docs and examples are updated when the change is
   user-facing. Each staged file is complete, not an excerpt ("rest unchanged").
 - Scope: nothing unrelated to the issue is changed, reformatted or deleted; no debug
   code, secrets, generated or binary files.""",
@@ -51,7 +51,7 @@ _CHECKLIST: dict[VerifierKind, str] = {
   answered in a reply; each reply is accurate about what the change does; nothing asked
   for is silently ignored.
 - Correctness: the fixed code is right and consistent with the rest of the pull request
-  and the repository (check with your tools); tests are updated where behaviour changes.
+  and the repository (check with your tools); tests are updated where behavior changes.
 - Scope: the fix changes only what the feedback and checks call for.""",
 }
 
