@@ -109,6 +109,7 @@ ALL_VARIABLES: list[tuple[str, str, str, object]] = [
     ("AGENT_LOOP_MAX_STAGED_FILE_BYTES", "1000", "max_staged_file_bytes", 1000),
     ("AGENT_LOOP_MAX_STAGED_TOTAL_BYTES", "5000", "max_staged_total_bytes", 5000),
     ("AGENT_LOOP_MAX_STAGED_ISSUES", "3", "max_staged_issues", 3),
+    ("AGENT_LOOP_MAX_DECOMPOSITION_DEPTH", "2", "max_decomposition_depth", 2),
     ("AGENT_LOOP_BUILDER_SCHEDULE", "0  *  * * 1-5", "builder_schedule", "0 * * * 1-5"),
     ("AGENT_LOOP_REVIEWER_SCHEDULE", "*/2 * * * *", "reviewer_schedule", "*/2 * * * *"),
     ("AGENT_LOOP_DISTILLER_SCHEDULE", "0 3 * * *", "distiller_schedule", "0 3 * * *"),

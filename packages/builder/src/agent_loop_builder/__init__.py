@@ -36,7 +36,6 @@ from agent_loop_builder._select import (
 )
 from agent_loop_builder._texts import (
     branch_name,
-    model_text,
     parse_sub_issue_marker,
     pr_body,
     slugify,
@@ -71,7 +70,6 @@ __all__ = [
     "branch_name",
     "file_sub_issues",
     "issue_tool",
-    "model_text",
     "oldest_first",
     "open_pull_request",
     "parse_depends_on",

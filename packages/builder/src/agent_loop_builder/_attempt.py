@@ -47,6 +47,8 @@ class BuildJob:
     background: str
     """Trusted comments for the verifier's background block."""
     snapshot: RepoSnapshot
+    may_decompose: bool = True
+    """Whether the issue may be split into sub-issues (its depth allows it)."""
 
 
 @dataclass
@@ -68,7 +70,9 @@ class BuildProposer:
             settings = self.runtime.settings
             self._agent = Agent(
                 name=BUILDER_NAME,
-                instructions=builder_instructions(settings.repo, self.job.snapshot.branch),
+                instructions=builder_instructions(
+                    settings.repo, self.job.snapshot.branch, may_decompose=self.job.may_decompose
+                ),
                 model=settings.model,
                 tools=builder_tools(
                     self.job.issue_text,
@@ -76,6 +80,7 @@ class BuildProposer:
                     self.change,
                     self.spec,
                     settings.staging_policy(),
+                    may_decompose=self.job.may_decompose,
                 ),
                 max_turns=settings.max_turns("builder"),
                 call_llm=self.runtime.call_llm("agent"),

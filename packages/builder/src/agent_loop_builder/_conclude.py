@@ -18,6 +18,7 @@ from agent_loop_builder._candidates import IssueFinder
 from agent_loop_builder._texts import (
     branch_name,
     commit_message,
+    parse_sub_issue_marker,
     pr_body,
     rejection_comment,
     skip_comment,
@@ -36,6 +37,7 @@ from agent_loop_common.records import Links, Outcome
 from agent_loop_common.repo import RepoSnapshot
 from agent_loop_common.runtime import RunScope, Writer
 from agent_loop_common.staging import ChangePlan, DecompositionPlan
+from agent_loop_common.texts import public_text
 
 __all__ = ["HeldIssue", "conclude"]
 
@@ -50,6 +52,15 @@ class HeldIssue:
     finder: IssueFinder
     issue: Issue
     claim: Claim
+
+    @property
+    def depth(self) -> int:
+        """How many decompositions deep the issue is: 0 for a person's issue, the marker's
+        depth for a sub-issue the agents filed (a copied marker counts for nothing)."""
+        if not self.finder.trust.is_agent(self.issue.user.login):
+            return 0
+        marker = parse_sub_issue_marker(self.issue.body)
+        return marker.depth if marker is not None else 0
 
     async def heartbeat(self, *, force: bool = False) -> None:
         """Renew the claim when half its time is gone, or always (`force`, before a write)."""
@@ -120,7 +131,7 @@ async def _open_pull(
             branch=branch_name(rt.settings.branch_prefix, issue.number, issue.title),
             base_branch=snapshot.branch,
             base_sha=snapshot.sha,
-            title=plan.title,
+            title=public_text(plan.title, limit=200) or f"Resolve #{issue.number}",
             body=pr_body(
                 issue=issue.number,
                 plan=plan,
@@ -131,6 +142,7 @@ async def _open_pull(
             ),
             commit_message=commit_message(issue.number, plan, rt.run_id),
             files=dict(plan.files),
+            agent_login=held.finder.agent_login,
         )
         opened = await write(open_pull_request, spec)
     scope.links = Links(pr_url=opened.url)
@@ -150,6 +162,8 @@ async def _file_issues(held: HeldIssue, plan: DecompositionPlan, write: Writer) 
             summary=plan.summary,
             run_id=rt.run_id,
             deployment=rt.settings.deployment_id,
+            agent_login=held.finder.agent_login,
+            depth=held.depth + 1,
         )
         filed = await write(file_sub_issues, spec)
     scope.links = Links(issue_urls=list(filed.urls))

@@ -116,6 +116,7 @@ async def _build(held: HeldIssue, write: Writer) -> None:
     snapshot = RepoSnapshot(rt.github, base_sha, branch, label=f"base branch {branch}")
     comments = await _trusted_comments(held)
     issue_text = render_issue(issue, comments)
+    may_decompose = held.depth < rt.settings.max_decomposition_depth
     job = BuildJob(
         number=issue.number,
         prompt=build_prompt(
@@ -123,11 +124,13 @@ async def _build(held: HeldIssue, write: Writer) -> None:
             context_block=await _context(scope),
             number=issue.number,
             tries=rt.settings.max_tries,
+            may_decompose=may_decompose,
         ),
         issue_text=issue_text,
         request=f"Title: {issue.title}\n\n{issue.body}",
         background="\n\n".join(f"Comment by @{c.user.login}:\n{c.body}" for c in comments),
         snapshot=snapshot,
+        may_decompose=may_decompose,
     )
     result = await attempt_loop(
         scope, BuildProposer(rt, job), tries=rt.settings.max_tries, before_retry=held.heartbeat

@@ -1,9 +1,11 @@
 """What the builder writes on GitHub: branch names, PR bodies, sub-issues, comments (pure).
 
-Everything a model wrote passes through `model_text` before the agents' identity posts
-it: the claim protocol trusts markers *because* that identity wrote them, so a marker
-inside model output must be made inert, and a closing keyword (`fixes #7`) aimed at
-another issue must not close it when the pull request merges.
+Everything a model wrote passes through `agent_loop_common.texts.public_text` before the
+agents' identity posts it: the claim protocol trusts markers *because* that identity
+wrote them, so a marker inside model output must be made inert, a closing keyword
+(`fixes #7`, `fixes other/repo#7`, an issue URL) aimed at another issue must not close it
+when the pull request merges, and an `@mention` must not notify anyone. The pipeline's
+own `Fixes #N` and markers are added after sanitizing.
 """
 
 from __future__ import annotations
@@ -12,15 +14,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent_loop_common.claims import safe_text
 from agent_loop_common.staging import ChangePlan, PlannedIssue
+from agent_loop_common.texts import public_text
 
 __all__ = [
     "SubIssueMarker",
     "branch_name",
     "commit_message",
     "decomposition_comment",
-    "model_text",
     "parse_sub_issue_marker",
     "pr_body",
     "rejection_comment",
@@ -29,10 +30,10 @@ __all__ = [
     "sub_issue_body",
 ]
 
-_CLOSES = re.compile(r"\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s+)#(\d+)\b", re.IGNORECASE)
 _SLUG_DROP = re.compile(r"[^a-z0-9]+")
 _MARKER = re.compile(
-    r"<!-- agent-loop:sub-issue v1 spec=(\d+) key=([A-Za-z0-9][A-Za-z0-9_.-]{0,63}) run=([A-Za-z0-9._-]{1,128}) -->"
+    r"<!-- agent-loop:sub-issue v1 spec=(\d+) key=([A-Za-z0-9][A-Za-z0-9_.-]{0,63}) "
+    r"run=([A-Za-z0-9._-]{1,128})(?: depth=([1-9]\d{0,2}))? -->"
 )
 _NOTES_CHARS = 6_000
 _SECTION_CHARS = 20_000
@@ -50,22 +51,6 @@ def branch_name(prefix: str, number: int, title: str) -> str:
     return f"{prefix}issue-{number}" + (f"-{slug}" if slug else "")
 
 
-def model_text(text: str, *, issue: int | None = None, limit: int = _SECTION_CHARS) -> str:
-    """Model-written text made safe to post: markers inert, foreign closing keywords defused.
-
-    Args:
-        text: What the model wrote.
-        issue: The one issue a closing keyword may name; others become `refs #N`.
-        limit: Most characters kept (GitHub refuses bodies over 65,536).
-    """
-
-    def defuse(match: re.Match[str]) -> str:
-        return match.group(0) if int(match.group(3)) == issue else f"refs #{match.group(3)}"
-
-    clean = _CLOSES.sub(defuse, safe_text(text.strip()))
-    return clean if len(clean) <= limit else clean[: limit - 1] + "…"
-
-
 def identity(run_id: str, deployment: str) -> str:
     """The run's identity line, at the end of everything the builder posts."""
     return f"agent-loop builder · run `{run_id}` · deployment `{deployment}`"
@@ -73,8 +58,8 @@ def identity(run_id: str, deployment: str) -> str:
 
 def commit_message(issue: int, plan: ChangePlan, run_id: str) -> str:
     """One commit for the whole change; the PR body, not the commit, closes the issue."""
-    summary = model_text(plan.summary, limit=2_000)
-    return f"{model_text(plan.title, limit=200)}\n\n{summary}\n\nRefs #{issue}\nAgent-Loop-Run: {run_id}\n"
+    summary = public_text(plan.summary, limit=2_000)
+    return f"{public_text(plan.title, limit=200)}\n\n{summary}\n\nRefs #{issue}\nAgent-Loop-Run: {run_id}\n"
 
 
 def pr_body(
@@ -85,10 +70,10 @@ def pr_body(
         f"- `{path}`" + (" (deleted)" if content is None else "")
         for path, content in sorted(plan.files.items())
     )
-    why = model_text(plan.body, issue=issue) or "(no further description)"
+    why = public_text(plan.body, allow_closing=issue) or "(no further description)"
     return "\n".join(
         [
-            model_text(plan.summary, issue=issue, limit=4_000),
+            public_text(plan.summary, allow_closing=issue, limit=4_000),
             "",
             f"Fixes #{issue}",
             "",
@@ -99,7 +84,7 @@ def pr_body(
             files,
             "",
             "## Verifier notes",
-            model_text(notes, issue=issue, limit=_NOTES_CHARS) or "(none)",
+            public_text(notes, allow_closing=issue, limit=_NOTES_CHARS) or "(none)",
             "",
             "---",
             f"Opened by {identity(run_id, deployment)} · base `{base_sha[:12]}`",
@@ -114,29 +99,48 @@ class SubIssueMarker:
     spec: int
     key: str
     run: str
+    depth: int = 1
+    """How many decompositions deep the sub-issue is (a spec's sub-issue: 1)."""
 
     def render(self) -> str:
-        return f"<!-- agent-loop:sub-issue v1 spec={self.spec} key={self.key} run={self.run} -->"
+        return (
+            f"<!-- agent-loop:sub-issue v1 spec={self.spec} key={self.key} run={self.run} "
+            f"depth={self.depth} -->"
+        )
 
 
 def parse_sub_issue_marker(body: str) -> SubIssueMarker | None:
-    """The sub-issue marker in `body`, if there is one."""
+    """The sub-issue marker in `body`, if there is one (a marker without depth is 1 deep).
+
+    Only trust it when the agents' identity wrote the issue: anyone can copy a marker.
+    """
     match = _MARKER.search(body)
     if match is None:
         return None
-    return SubIssueMarker(spec=int(match.group(1)), key=match.group(2), run=match.group(3))
+    return SubIssueMarker(
+        spec=int(match.group(1)),
+        key=match.group(2),
+        run=match.group(3),
+        depth=int(match.group(4) or 1),
+    )
 
 
 def sub_issue_body(
-    item: PlannedIssue, *, spec: int, depends_on: Sequence[int], run_id: str, deployment: str
+    item: PlannedIssue,
+    *,
+    spec: int,
+    depends_on: Sequence[int],
+    run_id: str,
+    deployment: str,
+    depth: int = 1,
 ) -> str:
     """A sub-issue: the model's work item, then its place in the spec and its upstreams."""
-    lines = [model_text(item.body, limit=50_000), "", "---", f"Part of #{spec}."]
+    lines = [public_text(item.body, limit=50_000), "", "---", f"Part of #{spec}."]
     if depends_on:
         lines.append("depends on " + ", ".join(f"#{n}" for n in depends_on))
     lines += [
         f"Filed by {identity(run_id, deployment)}.",
-        SubIssueMarker(spec=spec, key=item.key, run=run_id).render(),
+        SubIssueMarker(spec=spec, key=item.key, run=run_id, depth=depth).render(),
     ]
     return "\n".join(lines)
 
@@ -147,7 +151,7 @@ def decomposition_comment(
     """The spec issue's closing comment: the sub-issues in filing order with their upstreams."""
     numbers = {item.key: number for item, number in filed}
     rows = [
-        f"- #{number} {model_text(item.title, limit=200)}"
+        f"- #{number} {public_text(item.title, limit=200)}"
         + (
             " (depends on " + ", ".join(f"#{numbers[k]}" for k in item.depends_on) + ")"
             if item.depends_on
@@ -161,7 +165,7 @@ def decomposition_comment(
             "",
             *rows,
             "",
-            model_text(summary, limit=4_000),
+            public_text(summary, limit=4_000),
             "",
             "Independent sub-issues can be picked up at once; the others wait for their "
             "upstreams to close. Closing this spec issue.",
@@ -178,7 +182,7 @@ def rejection_comment(*, tries: int, notes: str, run_id: str, deployment: str) -
             f"I could not produce a change for this issue that passed verification in {tries} "
             "tries, so nothing was pushed. The verifier's last notes:",
             "",
-            "> " + model_text(notes, limit=_NOTES_CHARS).replace("\n", "\n> "),
+            "> " + public_text(notes, limit=_NOTES_CHARS).replace("\n", "\n> "),
             "",
             "Clarifying the issue (a comment or an edit) lets the builder try again sooner.",
             "",
@@ -193,7 +197,7 @@ def skip_comment(*, reason: str, run_id: str, deployment: str) -> str:
         [
             "The builder is leaving this issue alone for now:",
             "",
-            "> " + model_text(reason, limit=_NOTES_CHARS).replace("\n", "\n> "),
+            "> " + public_text(reason, limit=_NOTES_CHARS).replace("\n", "\n> "),
             "",
             "A comment or an edit of the issue lets it try again.",
             "",

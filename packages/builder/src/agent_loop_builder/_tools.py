@@ -14,6 +14,7 @@ from agent_loop_common.staging import (
     StagingPolicy,
     StagingTool,
     decomposition_tools,
+    directory_lookup,
     implementation_tools,
 )
 
@@ -36,13 +37,27 @@ def builder_tools(
     change: ChangeStage,
     spec: DecompositionStage,
     policy: StagingPolicy,
+    *,
+    may_decompose: bool = True,
 ) -> list[ReadTool | StagingTool]:
-    """Every tool of the builder agent: read the issue and the code, stage, submit."""
+    """Every tool of the builder agent: read the issue and the code, stage, submit.
+
+    Args:
+        may_decompose: Offer the decomposition tools (`stage_issue`,
+            `submit_decomposition`); off for an issue already split as deep as
+            `AGENT_LOOP_MAX_DECOMPOSITION_DEPTH` allows.
+    """
     return [
         issue_tool(issue_text),
         *repo_tools(snapshot, stage=change),
-        *implementation_tools(change, policy, exists_at_base=snapshot.exists, include_skip=False),
-        *decomposition_tools(spec, policy),
+        *implementation_tools(
+            change,
+            policy,
+            exists_at_base=snapshot.exists,
+            is_dir_at_base=directory_lookup(snapshot.paths),
+            include_skip=not may_decompose,
+        ),
+        *(decomposition_tools(spec, policy) if may_decompose else []),
     ]
 
 

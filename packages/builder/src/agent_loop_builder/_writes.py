@@ -19,9 +19,10 @@ from agent_loop_builder._texts import (
     parse_sub_issue_marker,
     sub_issue_body,
 )
-from agent_loop_common.github import GitHub, RefExists
+from agent_loop_common.github import GitHub, GitHubUnavailable, PullRequest, RefExists
 from agent_loop_common.runtime import Posted, Receipt, WriteBook
 from agent_loop_common.staging import PlannedIssue
+from agent_loop_common.texts import public_text
 
 __all__ = [
     "WRITES",
@@ -57,6 +58,8 @@ class PullRequestSpec(BaseModel):
     commit_message: str
     files: dict[str, str | None]
     """Path -> full new content, `None` to delete (already policy-checked)."""
+    agent_login: str = ""
+    """The agents' identity: only its pull requests count as already opened."""
 
 
 class OpenedPull(Receipt):
@@ -77,6 +80,10 @@ class SubIssuesSpec(BaseModel):
     summary: str
     run_id: str
     deployment: str
+    agent_login: str
+    """The agents' identity: only issues it wrote count as already filed."""
+    depth: int = 1
+    """The sub-issues' decomposition depth (the spec issue's depth + 1)."""
 
 
 class FiledIssues(Receipt):
@@ -90,36 +97,131 @@ class FiledIssues(Receipt):
 async def open_pull_request(github: GitHub, spec: PullRequestSpec) -> OpenedPull:
     """One commit with every staged file on the pinned branch, then the pull request.
 
-    A branch left behind by an earlier failed run (no open PR on it) is moved to the
-    new commit; a branch this call created is deleted again if the PR cannot be opened,
-    so a failure leaves nothing behind.
+    Safe to run again, and safe when GitHub's answer is lost:
+
+    - an open agent pull request for the branch (or one of its fresh variants) is
+      returned instead of opening a second one;
+    - a branch is only ever moved when it holds nothing but the agents' own commits on
+      top of the default branch's history (a leftover of a failed run); a branch with
+      anyone else's commits is left alone and a fresh name is used;
+    - when `POST /pulls` fails in a way that may have created the pull request (a 5xx, a
+      timeout), it is read back before anything is cleaned up, and a branch with an open
+      pull request is never deleted (deleting it would close that pull request).
     """
-    for pull in await github.list_pulls(state="open", head=spec.branch):
-        if pull.head_ref == spec.branch:
-            _log.info("builder.pull_exists", pr=pull.number, branch=spec.branch)
-            return OpenedPull(number=pull.number, url=pull.html_url, head_sha=pull.head_sha)
+    existing = await _open_agent_pull(github, spec)
+    if existing is not None:
+        _log.info("builder.pull_exists", pr=existing.number, branch=existing.head_ref)
+        return OpenedPull(number=existing.number, url=existing.html_url, head_sha=existing.head_sha)
     sha = await github.commit_files(
         parent_sha=spec.base_sha, message=spec.commit_message, files=spec.files
     )
-    created = False
-    try:
-        await github.create_ref(f"refs/heads/{spec.branch}", sha)
-        created = True
-    except RefExists:
-        _log.info("builder.branch_reused", branch=spec.branch)
-        await github.update_ref(f"heads/{spec.branch}", sha, force=True)
+    branch, created = await _place_branch(github, spec, sha)
     try:
         pull = await github.create_pull(
-            title=spec.title, body=spec.body, head=spec.branch, base=spec.base_branch
+            title=spec.title, body=spec.body, head=branch, base=spec.base_branch
         )
-    except BaseException:
+    except BaseException as exc:
+        landed = await _read_back(github, spec, branch, exc)
+        if landed is not None:
+            return landed
         if created:
             try:
-                await github.delete_ref(f"heads/{spec.branch}")
-            except Exception as exc:  # the original failure matters more
-                _log.warning("builder.branch_cleanup_failed", branch=spec.branch, error=repr(exc))
+                await github.delete_ref(f"heads/{branch}")
+            except Exception as nested:  # the original failure matters more
+                _log.warning("builder.branch_cleanup_failed", branch=branch, error=repr(nested))
         raise
     return OpenedPull(number=pull.number, url=pull.html_url, head_sha=sha)
+
+
+def _ours(spec: PullRequestSpec, head_ref: str) -> bool:
+    """The pinned branch, or one of its fresh variants (`<branch>-2`, `<branch>-3`, ...)."""
+    if head_ref == spec.branch:
+        return True
+    stem, _, suffix = head_ref.rpartition("-")
+    return stem == spec.branch and suffix.isdigit()
+
+
+async def _open_agent_pull(github: GitHub, spec: PullRequestSpec) -> PullRequest | None:
+    for pull in await github.list_pulls(state="open"):
+        if _ours(spec, pull.head_ref) and (
+            not spec.agent_login or pull.user.login.casefold() == spec.agent_login.casefold()
+        ):
+            return pull
+    return None
+
+
+async def _read_back(
+    github: GitHub, spec: PullRequestSpec, branch: str, exc: BaseException
+) -> OpenedPull | None:
+    """After a failed `POST /pulls`: the pull request GitHub may have opened anyway."""
+    if not isinstance(exc, GitHubUnavailable):
+        return None  # a clear refusal (422 ...) opened nothing
+    try:
+        for pull in await github.list_pulls(state="open", head=branch):
+            if pull.head_ref == branch:
+                _log.warning("builder.pull_created_despite_error", pr=pull.number, error=repr(exc))
+                return OpenedPull(number=pull.number, url=pull.html_url, head_sha=pull.head_sha)
+    except Exception as nested:  # cannot tell: keep the branch, it may carry a PR
+        _log.warning("builder.read_back_failed", branch=branch, error=repr(nested))
+        raise exc from nested
+    return None
+
+
+async def _place_branch(github: GitHub, spec: PullRequestSpec, sha: str) -> tuple[str, bool]:
+    """Point a branch at `sha`; `(branch, created)`. Never rewrites anyone's commits."""
+    for attempt in range(1, _FRESH_NAMES + 1):
+        branch = spec.branch if attempt == 1 else f"{spec.branch}-{attempt}"
+        try:
+            await github.create_ref(f"refs/heads/{branch}", sha)
+            return branch, True
+        except RefExists:
+            head = await github.get_ref(f"heads/{branch}")
+            if head is not None and await _only_agent_commits(github, head, spec.base_sha):
+                _log.info("builder.branch_reused", branch=branch)
+                await github.update_ref(f"heads/{branch}", sha, force=True)
+                return branch, False
+            _log.warning("builder.branch_has_foreign_commits", branch=branch)
+    raise RefExists(
+        f"branches {spec.branch} to {spec.branch}-{_FRESH_NAMES} all hold others' commits",
+        method="POST",
+        url="/git/refs",
+    )
+
+
+_FRESH_NAMES = 5
+_TRAILER = "Agent-Loop-Run:"
+_WALK = 30
+
+
+async def _only_agent_commits(github: GitHub, head: str, base_sha: str) -> bool:
+    """Whether the branch at `head` holds only the agents' commits above the default
+    branch's history (so moving it loses nobody's work).
+
+    The agents' commits carry the `Agent-Loop-Run:` trailer. Walking down from `head`,
+    the first commit without it must be part of the base's recent first-parent history
+    (where the branch started); anything else is someone's work.
+    """
+    current: str | None = head
+    for _ in range(_WALK):
+        if current is None or current == base_sha:
+            return True
+        commit = await github.get_commit(current)
+        if _TRAILER not in commit.message:
+            return await _in_history(github, current, base_sha)
+        current = commit.parents[0] if commit.parents else None
+    return False
+
+
+async def _in_history(github: GitHub, sha: str, base_sha: str) -> bool:
+    current: str | None = base_sha
+    for _ in range(_WALK):
+        if current is None:
+            return False
+        if current == sha:
+            return True
+        commit = await github.get_commit(current)
+        current = commit.parents[0] if commit.parents else None
+    return False
 
 
 @WRITES.write
@@ -127,6 +229,8 @@ async def file_sub_issues(github: GitHub, spec: SubIssuesSpec) -> FiledIssues:
     """Create the sub-issues upstreams first, list them on the spec issue, close it."""
     already: dict[str, tuple[int, str]] = {}
     for issue in await github.list_issues(state="open"):
+        if issue.user.login.casefold() != spec.agent_login.casefold():
+            continue  # a stranger can copy a marker (the run id is public); it is not ours
         marker = parse_sub_issue_marker(issue.body)
         if marker is not None and marker.spec == spec.spec_issue and marker.run == spec.run_id:
             already[marker.key] = (issue.number, issue.html_url)
@@ -143,8 +247,10 @@ async def file_sub_issues(github: GitHub, spec: SubIssuesSpec) -> FiledIssues:
                 depends_on=[numbers[k] for k in item.depends_on],
                 run_id=spec.run_id,
                 deployment=spec.deployment,
+                depth=spec.depth,
             )
-            created = await github.create_issue(item.title, body)
+            title = public_text(item.title, limit=200) or f"Part {item.key} of #{spec.spec_issue}"
+            created = await github.create_issue(title, body)
             number, url = created.number, created.html_url
         numbers[item.key] = number
         filed.append((item, number))

@@ -1,8 +1,9 @@
 """Text the reviewer writes on GitHub: commit messages, replies, pass comments (pure).
 
-Model-written text (summaries, replies, reasons) and quoted feedback pass through
-`safe_text`, so nothing in them can pose as one of the agents' invisible markers, and
-are bounded well under GitHub's 65,536-character comment limit.
+Model-written text (summaries, replies, reasons, the commit message) and quoted feedback
+pass through `agent_loop_common.texts.public_text`: nothing in them can pose as one of
+the agents' invisible markers, close an issue on merge or notify anyone, and all of it is
+bounded well under GitHub's 65,536-character comment limit.
 
 Every pass that reaches a conclusion (a pushed fix, "no changes", a rejected fix, the note
 that check fixing stopped) ends with exactly one comment by the agents' identity carrying
@@ -25,7 +26,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from agent_loop_common.claims import CommentLike, is_run_id, safe_text
+from agent_loop_common.claims import CommentLike, is_run_id
+from agent_loop_common.texts import public_text
 
 __all__ = [
     "PassHistory",
@@ -135,15 +137,19 @@ def pass_history(comments: Iterable[CommentLike], *, agent_login: str) -> PassHi
 
 
 def _text(text: str, limit: int = _TEXT_CHARS) -> str:
-    clean = safe_text(text).strip()
-    return clean if len(clean) <= limit else clean[: limit - 1] + "…"
+    return public_text(text, limit=limit)
 
 
 def commit_message(*, pr: int, summary: str, run_id: str, addressed: int) -> str:
-    """The fix commit's message: a subject line, the summary and a run trailer."""
-    first = " ".join(summary.split())[:60] or "address review feedback"
+    """The fix commit's message: a subject line, the summary and a run trailer.
+
+    The summary is the model's: sanitized like every public text, since GitHub acts on
+    closing keywords in commit messages when they reach the default branch.
+    """
+    clean = _text(summary)
+    first = " ".join(clean.split())[:60] or "address review feedback"
     return (
-        f"reviewer: {first} (#{pr})\n\n{summary.strip()[:_TEXT_CHARS]}\n\n"
+        f"reviewer: {first} (#{pr})\n\n{clean}\n\n"
         f"Addresses {addressed} review comment(s).\n\nAgent-Loop-Run: {run_id}\n"
     )
 
@@ -217,7 +223,7 @@ def stop_body(*, check_fixes: int, marker: PassMarker) -> str:
 
 def quote_reply_body(*, author: str, url: str, quote: str, reply: str) -> str:
     """A conversation-level reply: the quoted feedback, a link to it, and the answer."""
-    lines = safe_text(quote).strip().splitlines()[:_QUOTE_LINES] or ["(no text)"]
+    lines = public_text(quote).splitlines()[:_QUOTE_LINES] or ["(no text)"]
     quoted = "\n".join(f"> {line}" for line in lines)
     link = f" ([comment]({url}))" if url else ""
     return f"{quoted}\n\n@{author}{link}: {_text(reply)}"

@@ -16,7 +16,13 @@ from collections.abc import Sequence
 from agent_loop_common.agents import fence_untrusted
 from agent_loop_common.github import GitHub, PullRequest
 from agent_loop_common.repo import ReadTool, RepoSnapshot, repo_tools
-from agent_loop_common.staging import ChangeStage, StagingPolicy, StagingTool, fix_tools
+from agent_loop_common.staging import (
+    ChangeStage,
+    StagingPolicy,
+    StagingTool,
+    directory_lookup,
+    fix_tools,
+)
 from agent_loop_reviewer._feedback import FeedbackItem
 from agent_loop_reviewer._prompts import describe_item
 
@@ -83,5 +89,11 @@ def reviewer_tools(
     """Every tool of the reviewer agent: the read tools, then staging and submitting a fix."""
     return [
         *read_tools(github, pull, head, feedback, stage=stage),
-        *fix_tools(stage, policy, exists_at_base=head.exists, known_comment_ids=known_comment_ids),
+        *fix_tools(
+            stage,
+            policy,
+            exists_at_base=head.exists,
+            is_dir_at_base=directory_lookup(head.paths),
+            known_comment_ids=known_comment_ids,
+        ),
     ]

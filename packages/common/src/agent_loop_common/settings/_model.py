@@ -190,6 +190,8 @@ class Settings(BaseSettings):
     """Largest size of all staged file contents of one change together."""
     max_staged_issues: int = Field(default=12, ge=1)
     """Most sub-issues one decomposition may open."""
+    max_decomposition_depth: int = Field(default=1, ge=0, le=5)
+    """How deep specifications may be split: 1 lets a specification become sub-issues that are then implemented, never split again; 0 never decomposes."""
 
     # ------------------------------------------------------------ schedules
     builder_schedule: str = "*/5 * * * *"

@@ -424,8 +424,12 @@ class GitHubEmulator(EmulatorInspection):
         delay: float = 0.0,
         timeout: bool = False,
         body: object = None,
+        after: bool = False,
     ) -> Fault:
-        """Make the next `times` matching requests fail (or stall); see `_emulator_faults`."""
+        """Make the next `times` matching requests fail (or stall); see `_emulator_faults`.
+
+        With `after`, each request takes effect first and then answers the error.
+        """
         fault = Fault(
             method.upper(),
             re.compile(path_regex),
@@ -435,6 +439,7 @@ class GitHubEmulator(EmulatorInspection):
             delay,
             timeout,
             body,
+            after,
         )
         return self._faults.add(fault)
 

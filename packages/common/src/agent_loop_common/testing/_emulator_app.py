@@ -207,7 +207,10 @@ class EmulatorApp:
                 count = counted
                 try:
                     caller = authenticate(self.st, request.headers.get("authorization"))
-                    if fault is not None and fault.status is not None:
+                    if fault is not None and fault.status is not None and fault.after:
+                        self._handle(route, request, path, body, caller)
+                        reply, count = self._fault_reply(fault), False
+                    elif fault is not None and fault.status is not None:
                         reply, count = self._fault_reply(fault), False
                     else:
                         reply = self._handle(route, request, path, body, caller)

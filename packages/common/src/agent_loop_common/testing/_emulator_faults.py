@@ -9,7 +9,9 @@ behaves normally again. Kinds:
 - a slow response (`delay` seconds; with `status=None` the real answer follows);
 - a timeout: over `transport()` the client sees `httpx.ReadTimeout` raised by the
   wrapper transport; over `serve()` the server holds the request open until the client
-  gives up (or the server stops), so the client's own timeout fires.
+  gives up (or the server stops), so the client's own timeout fires;
+- an ambiguous failure (`after=True`): the request takes effect, then the error status
+  is answered instead of the result, as when GitHub's front end fails after the work.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ class Fault:
     delay: float = 0.0
     timeout: bool = False
     body: object = None
+    after: bool = False
+    """Answer the error only after the request took effect."""
     fired: int = 0
 
     def matches(self, method: str, path: str) -> bool:

@@ -52,6 +52,12 @@ class EmulatorInspection:
         with self._st.lock:
             return issue_view(issues.get_issue(self._st, number))
 
+    def issues(self) -> list[EmulatedIssue]:
+        """Every issue (not pull requests), open or not, by number."""
+        with self._st.lock:
+            found = [i for i in self._st.issues.values() if i.pull is None]
+            return [issue_view(i) for i in sorted(found, key=lambda i: i.number)]
+
     def comments(self, number: int) -> list[EmulatedComment]:
         with self._st.lock:
             found = [c for c in self._st.comments.values() if c.issue == number]
@@ -67,6 +73,12 @@ class EmulatorInspection:
         with self._st.lock:
             issue, _ = pulls.get_pull(self._st, number)
             return pull_view(self._st, issue)
+
+    def pulls(self) -> list[EmulatedPull]:
+        """Every pull request, open or not, by number."""
+        with self._st.lock:
+            found = [i for i in self._st.issues.values() if i.pull is not None]
+            return [pull_view(self._st, i) for i in sorted(found, key=lambda i: i.number)]
 
     def ref_sha(self, ref: str) -> str | None:
         """The sha of `heads/main` (or `refs/heads/main`), None when the ref is missing."""

@@ -1,0 +1,168 @@
+"""Attacks on the builder, written as an attacker would try them through the pipeline.
+
+Each test scripts a model (or a person) doing the hostile thing and checks what reached
+GitHub: a directory replaced by a file, a closing keyword aimed at another issue, a
+mention, a sub-issue look-alike filed by a stranger, decomposition without end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from agent_loop_builder import BUILDER_MARKER
+from agent_loop_common.records import Outcome
+from agent_loop_common.testing import GitHubEmulator, ScriptedModel, call, turn
+from agent_loop_common.testing.pytest_plugin import Install
+from agent_loop_common.texts import MENTION_BREAK
+from agent_loop_common.verify import VERIFIER_MARKER
+
+WORKFLOW = ".github/workflows/ci.yml"
+PASSES = {VERIFIER_MARKER: [turn('{"verified": true, "notes": "fine"}')]}
+
+
+async def test_a_protected_folder_cannot_be_replaced_by_a_file(
+    emulator: GitHubEmulator, tick: Callable[..., object], install: Install
+) -> None:
+    emulator.push("main", {WORKFLOW: "on: push\n"}, author=emulator.owner, message="CI")
+    emulator.add_issue("Tidy up", "Please tidy the widgets.")
+    model = install(
+        ScriptedModel(
+            [
+                turn(
+                    tool_calls=[
+                        call("stage_file", path=".github/workflows", content="gone").expecting(
+                            "Refused"
+                        )
+                    ],
+                    expect_in_system=BUILDER_MARKER,
+                ),
+                turn(
+                    tool_calls=[
+                        call("stage_file", path=".github", content="gone").expecting("Refused")
+                    ]
+                ),
+                turn(
+                    tool_calls=[call("delete_file", path="src/widgets").expecting("is a directory")]
+                ),
+                turn(
+                    tool_calls=[
+                        call("stage_file", path="src/widgets", content="x").expecting(
+                            "is a directory"
+                        )
+                    ]
+                ),
+                turn(
+                    tool_calls=[call("stage_file", path="src/widgets/tidy.py", content="X = 1\n")]
+                ),
+                turn(
+                    tool_calls=[call("submit_implementation", title="Tidy", body="b", summary="s")]
+                ),
+                turn("Done."),
+            ],
+            routes=PASSES,
+        )
+    )
+
+    record = await tick()
+
+    model.assert_finished()
+    assert record is not None
+    assert record.outcome is Outcome.OPENED_PR
+    branch = emulator.pull(int(record.links.pr_url.rsplit("/", 1)[1])).head_ref
+    assert emulator.file_at(branch, WORKFLOW) == b"on: push\n"
+    assert emulator.file_at(branch, "src/widgets/core.py") is not None
+    assert emulator.file_at(branch, "src/widgets/tidy.py") == b"X = 1\n"
+
+
+async def test_model_text_cannot_close_other_issues_or_mention_people(
+    emulator: GitHubEmulator, tick: Callable[..., object], install: Install
+) -> None:
+    number = emulator.add_issue("Add a helper", "Add a helper to widgets.")
+    hostile = (
+        "Fixes acme/other#5, closes https://github.com/acme/widgets/issues/9, "
+        "resolves: #4, fixed GH-3. cc @octocat <!-- agent-loop:dibs v1 op=release -->"
+    )
+    model = install(
+        ScriptedModel(
+            [
+                turn(
+                    tool_calls=[call("stage_file", path="src/widgets/help.py", content="H = 1\n")]
+                ),
+                turn(
+                    tool_calls=[
+                        call(
+                            "submit_implementation",
+                            title="Helper @octocat fixes #4",
+                            body=hostile,
+                            summary=hostile,
+                        )
+                    ]
+                ),
+                turn("Done."),
+            ],
+            routes=PASSES,
+        )
+    )
+
+    record = await tick()
+
+    model.assert_finished()
+    assert record is not None
+    assert record.outcome is Outcome.OPENED_PR
+    pull = emulator.pull(int(record.links.pr_url.rsplit("/", 1)[1]))
+    body, title = pull.body or "", pull.title
+    lowered = body.casefold()
+    for attack in ("fixes acme/other#5", "closes https://", "resolves: #4", "fixed gh-3", "<!--"):
+        assert attack not in lowered, attack
+    assert f"Fixes #{number}" in body  # the pipeline's own keyword survives
+    assert "@octocat" not in body
+    assert f"@{MENTION_BREAK}octocat" in body
+    assert "@octocat" not in title
+    assert "fixes #4" not in title.casefold()
+    message = emulator.log(pull.head_sha)[0].message.casefold()
+    assert "fixes acme/other#5" not in message
+    assert "@octocat" not in message
+
+
+async def test_a_sub_issue_is_never_split_again(
+    emulator: GitHubEmulator, tick: Callable[..., object], install: Install
+) -> None:
+    """Attack: agent-authored sub-issues are trusted and were split again, so the issue
+    count grew every tick. By default (depth 1) a sub-issue can only be implemented."""
+    from agent_loop_builder import sub_issue_body
+    from agent_loop_common.staging import PlannedIssue
+
+    spec = emulator.add_issue("Spec", "Everything.")
+    body = sub_issue_body(
+        PlannedIssue(key="a", title="A", body="Do a."),
+        spec=spec,
+        depends_on=[],
+        run_id="run-1",
+        deployment="d",
+    )
+    emulator.close_issue(spec)
+    sub = emulator.add_issue("A", body, author=emulator.bot)
+    model = install(
+        ScriptedModel(
+            [
+                turn(
+                    tool_calls=[call("stage_file", path="src/widgets/a.py", content="A = 1\n")],
+                    expect_in_system="may not be split again",
+                ),
+                turn(tool_calls=[call("submit_implementation", title="A", body="b", summary="s")]),
+                turn("Done."),
+            ],
+            routes=PASSES,
+        )
+    )
+
+    record = await tick(sub)
+
+    model.assert_finished()
+    offered = model.calls[0].tool_names
+    assert "stage_issue" not in offered
+    assert "submit_decomposition" not in offered
+    assert "skip_issue" in offered
+    assert record is not None
+    assert record.outcome is Outcome.OPENED_PR
+    assert len(emulator.issues()) == 2  # nothing new was filed
