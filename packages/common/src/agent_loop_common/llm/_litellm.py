@@ -15,6 +15,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from types import ModuleType
 from typing import Any, cast
 
+from agent_loop_common.llm import _quiet
+
 __all__ = [
     "acompletion",
     "estimate_cost",
@@ -26,9 +28,11 @@ __all__ = [
 
 
 def load_litellm() -> ModuleType:
-    """Import litellm (once) and silence its stdout banners on errors."""
+    """Import litellm (once), its logs routed through ours and its prints silenced."""
+    if "litellm" not in sys.modules:
+        _quiet.before_import()
     module = importlib.import_module("litellm")
-    setattr(module, "suppress_debug_info", True)  # noqa: B010 - untyped module attribute
+    _quiet.after_import(module)
     return module
 
 
