@@ -182,6 +182,8 @@ class Settings(BaseSettings):
     """Folder for local state: Flyte local-mode runs and the memory stores when running on a laptop."""
     memory_key_prefix: str = Field(default="agent-loop", pattern=r"^[a-z0-9][a-z0-9-]{0,40}$")
     """Prefix of every MemoryStore key (lowercase letters, digits, dashes); give each loop sharing a Flyte project its own."""
+    keep_reports: int = Field(default=50, ge=1, le=10_000)
+    """Reports of local ticks kept in `<AGENT_LOOP_HOME>/reports/` (one HTML file per tick, newest kept); older ones are deleted."""
     digest_token_budget: int = Field(default=4_000, ge=100)
     """Most tokens of the context digest (lessons and recent history) shown to the builder and reviewer."""
     record_retention_days: int = Field(default=30, ge=1)
@@ -192,6 +194,8 @@ class Settings(BaseSettings):
     """Flyte project used in local mode."""
     flyte_domain: str = "development"
     """Flyte domain used in local mode."""
+    flyte_config: Path | None = None
+    """Flyte config file of `--remote` runs (the CLI's `--config`); empty: where the `flyte` CLI looks (`FLYTECTL_CONFIG`, `./.flyte/config.yaml`, `~/.flyte/config.yaml`). A remote run without a config naming a cluster stops before it starts; `infra/flyte/remote.yaml` is the template."""
 
     # ------------------------------------------------------------ logging
     log_format: Literal["console", "json"] = "console"
@@ -237,7 +241,9 @@ class Settings(BaseSettings):
             return tuple(p.strip() for p in re.split(r"[,\n]", value) if p.strip())
         return value
 
-    @field_validator("trusted_label", "bot_login", "api_base", "github_app_id", mode="before")
+    @field_validator(
+        "trusted_label", "bot_login", "api_base", "github_app_id", "flyte_config", mode="before"
+    )
     @classmethod
     def _empty_is_none(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
