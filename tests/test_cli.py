@@ -104,7 +104,9 @@ def test_run_arguments_reach_the_agent(
     monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path))
     seen: list[tuple[str, int | None, bool]] = []
 
-    def fake_run(agent: str, settings: Any, *, target: int | None, remote: bool) -> TickSummary:
+    def fake_run(
+        agent: str, settings: Any, *, target: int | None, remote: bool, retry_now: bool
+    ) -> TickSummary:
         assert settings.repo == "acme/widgets"
         seen.append((agent, target, remote))
         return TickSummary(
@@ -274,6 +276,8 @@ def test_a_tick_that_ended_in_error_exits_1(
 ) -> None:
     monkeypatch.setenv("AGENT_LOOP_REPO", "acme/widgets")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_x")
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")  # the preflight's model key
 
     def errored(*_: Any, **__: Any) -> TickSummary:
         return TickSummary(role=Role.REVIEWER, run_id="r2", outcome=Outcome.ERROR, target="pr#5")

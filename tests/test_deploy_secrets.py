@@ -88,6 +88,43 @@ def test_env_vars_forward_settings_but_never_secrets_or_local_paths() -> None:
     }
 
 
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("AGENT_LOOP_API_BASE", "https://user:sk-proxy-0123456789abcdefXYZ@llm.example.com/v1"),
+        ("AGENT_LOOP_API_BASE", "https://llm.example.com/v1?api_key=sk-proxy-0123456789abcdef"),
+        ("GITHUB_API_URL", "https://ghp_0123456789abcdefghij0123@ghe.example.com/api/v3"),
+        ("AGENT_LOOP_BOT_LOGIN", "ghp_0123456789abcdefghij0123456789abcd"),  # pasted wrong
+    ],
+)
+def test_a_credential_in_a_plain_setting_never_reaches_the_deploy_spec(
+    name: str, value: str
+) -> None:
+    environ = {"AGENT_LOOP_REPO": "acme/widgets", name: value}
+    with pytest.raises(ValueError, match=f"^{name} holds") as info:
+        agent_env_vars(environ)
+    assert "0123456789" not in str(info.value)
+    assert "Flyte secret" in str(info.value)
+
+
+def test_forwarded_values_never_look_like_secrets() -> None:
+    from agent_loop_common.settings._secrets import credential_in
+
+    environ = {
+        "AGENT_LOOP_REPO": "acme/widgets",
+        "AGENT_LOOP_API_BASE": "http://vllm.internal:8000/v1",
+        "GITHUB_API_URL": "https://ghe.example.com/api/v3",
+        "AGENT_LOOP_MODEL": "openai/qwen3",
+        "GITHUB_TOKEN": "ghp_0123456789abcdefghij0123456789abcd",
+        "OPENAI_API_KEY": "sk-0123456789abcdefghij",
+    }
+    forwarded = agent_env_vars(environ)
+    assert forwarded["AGENT_LOOP_API_BASE"] == "http://vllm.internal:8000/v1"
+    assert "GITHUB_TOKEN" not in forwarded
+    assert "OPENAI_API_KEY" not in forwarded
+    assert all(credential_in(value) is None for value in forwarded.values())
+
+
 def test_an_app_id_injected_as_a_secret_is_not_also_an_env_var() -> None:
     environ = {"AGENT_LOOP_GITHUB_AUTH": "app", "GITHUB_APP_ID": "123", "AGENT_LOOP_REPO": "a/b"}
     assert agent_env_vars(environ) == {"AGENT_LOOP_REPO": "a/b"}

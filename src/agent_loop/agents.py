@@ -44,6 +44,7 @@ def run_agent_once(
     *,
     target: int | None = None,
     remote: bool = False,
+    retry_now: bool = False,
 ) -> TickSummary:
     """Run one tick of `agent` and return its summary.
 
@@ -52,10 +53,11 @@ def run_agent_once(
         settings: The loaded configuration (the task itself reads the same environment).
         target: Issue number (builder) or PR number (reviewer); `None` lets the agent pick.
         remote: Fire the deployed task on the configured Flyte cluster.
+        retry_now: Ignore the target's back-off (the operator's reset).
 
     Raises:
         ValueError: A target for the distiller, which takes none.
     """
     if target is not None and TARGETS[agent] is None:
         raise ValueError(f"the {agent} takes no target")
-    return entry_point(agent)(target=target, remote=remote, settings=settings)
+    return entry_point(agent)(target=target, remote=remote, settings=settings, retry_now=retry_now)

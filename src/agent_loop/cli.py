@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, TextIO, cast
 
 from agent_loop._logging import configure_cli_logging, preserved_logging
-from agent_loop.agents import AGENTS, AgentName, run_agent_once
-from agent_loop_common.runtime import TickSummary
+from agent_loop.agents import AGENTS, TARGETS, AgentName, run_agent_once
+from agent_loop_common.runtime import TickSummary, preflight_model
 from agent_loop_common.settings import ConfigError, Settings, load_settings
 
 __all__ = ["EXIT_CONFIG", "EXIT_FAILED", "build_parser", "main"]
@@ -104,6 +104,14 @@ def build_parser() -> argparse.ArgumentParser:
             "--remote", action="store_true", help="fire the deployed task on the Flyte cluster"
         )
         sub.add_argument(
+            "--retry-now",
+            action="store_true",
+            help=(
+                "retry now, even if the target rests in back-off after failures"
+                + ("" if agent == "distiller" else f" (needs --{TARGETS[agent]})")
+            ),
+        )
+        sub.add_argument(
             "--json", action="store_true", help="print the tick's summary as one JSON line"
         )
 
@@ -165,12 +173,22 @@ def _run(args: argparse.Namespace, level: str | None) -> int:
     agent = cast(AgentName, args.agent)
     target = cast(int | None, getattr(args, "issue", None) or getattr(args, "pr", None))
     remote = bool(args.remote)
+    retry_now = bool(args.retry_now)
+    option = TARGETS[agent]
+    if retry_now and option is not None and target is None:
+        print(
+            f"agent-loop run {agent}: --retry-now needs --{option} N (the {option} to retry).",
+            file=sys.stderr,
+        )
+        return EXIT_CONFIG
     settings = _load(level)
     where = "on the Flyte cluster" if remote else f"in Flyte local mode (home: {settings.home})"
     what = f" on #{target}" if target else ""
+    if not remote:  # a deployed tick has its own secrets; here, the key must be in this shell
+        preflight_model(settings)
     _say(f"agent-loop: one {agent} tick{what} for {settings.repo} {where}, model {settings.model}")
     try:
-        summary = run_agent_once(agent, settings, target=target, remote=remote)
+        summary = run_agent_once(agent, settings, target=target, remote=remote, retry_now=retry_now)
     except ConfigError:
         raise
     except Exception as exc:

@@ -57,9 +57,7 @@ class Narrator:
             plus what went wrong if the story went off script.
     """
 
-    def __init__(
-        self, out: TextIO, *, progress: bool = True, outcomes_only: bool = False
-    ) -> None:
+    def __init__(self, out: TextIO, *, progress: bool = True, outcomes_only: bool = False) -> None:
         self.out = out
         self.progress = progress and not outcomes_only
         self.outcomes_only = outcomes_only

@@ -8,11 +8,19 @@ unknown major version is counted, never misread).
 
 A deployed loop keeps its memory in the cluster's bucket: its view is the distiller's
 Flyte report (Metrics, Lessons, Runs and Memory tabs), not this command.
+
+Much of what the memory holds was written by others: issue titles by whoever opened the
+issue, errors quoting GitHub and model output, lessons by a model. A terminal acts on
+escape sequences and control characters in what it prints (clear the screen, move the
+cursor over earlier lines, set the title, plant a hyperlink), and bidi overrides make
+text read differently from what it is, so every such text passes `terminal_safe`
+before it is printed, and the whole page once more.
 """
 
 from __future__ import annotations
 
 import pathlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -54,7 +62,33 @@ __all__ = [
     "read_snapshot",
     "render_status",
     "runs_table",
+    "terminal_safe",
 ]
+
+_ESCAPE = re.compile(
+    # CSI (7-bit `ESC [` or 8-bit 0x9b): parameters, intermediates, a final byte
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    # OSC, DCS, SOS, PM, APC: a payload up to BEL or ST (or the end of the line)
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
+    # any other escape sequence (character sets, reset, keypad modes...)
+    r"|\x1b[ -/]*[0-~]?"
+)
+_BLANK = re.compile("[\t\r]")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with nothing a terminal would act on: escape sequences, controls, bidi marks.
+
+    Removes ANSI escape sequences whole (CSI, and OSC/DCS/APC/PM/SOS with their payload,
+    so a hyperlink's hidden target or a window title goes too), the C0 and C1 control
+    characters and DEL, and bidirectional embeddings, overrides, isolates and marks.
+    Tab and carriage return become spaces; newlines stay.
+    """
+    clean = _ESCAPE.sub("", text)
+    clean = _BLANK.sub(" ", clean)
+    return _BIDI.sub("", _CONTROL.sub("", clean))
 
 
 class StatusError(RuntimeError):
@@ -174,7 +208,7 @@ def _target(record: RunRecord) -> str:
         label = t.kind.value
     else:
         label = f"{'PR' if t.kind is TargetKind.PR else 'issue'} #{t.number}"
-    return f"{label} {t.title}".strip()
+    return f"{label} {terminal_safe(t.title)}".strip()
 
 
 def _tries(record: RunRecord) -> str:
@@ -183,10 +217,10 @@ def _tries(record: RunRecord) -> str:
 
 def _link(record: RunRecord) -> str:
     if record.links.pr_url:
-        return record.links.pr_url
+        return terminal_safe(record.links.pr_url)
     if record.links.issue_urls:
         return f"{len(record.links.issue_urls)} issue(s)"
-    return clip(record.error, 40) if record.error else ""
+    return clip(terminal_safe(record.error), 40) if record.error else ""
 
 
 def runs_table(records: Sequence[RunRecord], limit: int = 15) -> str:
@@ -256,9 +290,9 @@ def lessons_table(lessons: Sequence[Lesson], *, width: int = 70) -> str:
     """Lessons with their audience and provenance."""
     rows = [
         [
-            lesson.id,
+            terminal_safe(lesson.id),
             ",".join(r.value for r in lesson.roles) or "all",
-            lesson.text,
+            terminal_safe(lesson.text),
             f"{len(lesson.source_run_ids)} run(s)",
         ]
         for lesson in lessons
@@ -267,7 +301,11 @@ def lessons_table(lessons: Sequence[Lesson], *, width: int = 70) -> str:
 
 
 def render_status(snapshot: MemorySnapshot, *, limit: int = 15) -> str:
-    """The whole `agent-loop status` page."""
+    """The whole `agent-loop status` page, safe to print to a terminal."""
+    return terminal_safe(_render(snapshot, limit))
+
+
+def _render(snapshot: MemorySnapshot, limit: int) -> str:
     where = snapshot.location.root or "?"
     if snapshot.empty:
         return (

@@ -1,40 +1,30 @@
-"""Fixtures for the builder's tests: the emulator, settings, a runtime per tick, a model.
+"""The builder's own fixtures: its seeded repository and `tick`.
 
-Every tick runs the real pipeline: githubkit over the emulator's in-process transport,
-the real `Agent` loop driven by a `ScriptedModel` installed with `use_model` (the same
-seam Flyte local mode uses), and a real `MemoryStore` under `tmp_path`.
+The rest (`settings`, `memory_root`, `memory`, `install`, `stored`, `agent_runtime`,
+`quiet_logs`) comes from agent-loop-common's pytest plugin. Every tick runs the real
+pipeline: githubkit over the emulator's in-process transport, the real `Agent` loop
+driven by a `ScriptedModel` installed with `install` (`use_model`, the seam Flyte local
+mode uses), and a real `MemoryStore` under `tmp_path`.
 """
 
 from __future__ import annotations
 
-import pathlib
-from collections.abc import Awaitable, Callable, Generator, MutableMapping
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 import pytest
 
 from agent_loop_builder import run_builder_tick
 from agent_loop_common.records import Role, RunRecord
-from agent_loop_common.runtime import use_model
 from agent_loop_common.settings import Settings
-from agent_loop_common.testing import (
-    GitHubEmulator,
-    ModelSlot,
-    ScriptedModel,
-    emulator_runtime,
-    emulator_settings,
-    quiet_logs,
-    stored_record,
-)
+from agent_loop_common.testing import GitHubEmulator
+from agent_loop_common.testing.pytest_plugin import AgentRuntime
 
 Tick = Callable[..., Awaitable[RunRecord | None]]
 
 
 @pytest.fixture(autouse=True)
-def captured_logs() -> Generator[list[MutableMapping[str, Any]]]:
-    """Keep log events as data: rendering tracebacks of expected failures costs seconds."""
-    with quiet_logs() as logs:
-        yield logs
+def _quiet(quiet_logs: object) -> None:
+    """Every builder test keeps its log events as data (see the plugin's `quiet_logs`)."""
 
 
 @pytest.fixture
@@ -52,41 +42,13 @@ def emulator() -> GitHubEmulator:
 
 
 @pytest.fixture
-def settings(emulator: GitHubEmulator, tmp_path: pathlib.Path) -> Settings:
-    return emulator_settings(emulator, tmp_path / "home")
-
-
-@pytest.fixture
-def memory_root(tmp_path: pathlib.Path) -> str:
-    return str(tmp_path / "mem")
-
-
-@pytest.fixture
-def tick(settings: Settings, emulator: GitHubEmulator, memory_root: str) -> Tick:
-    """Run one builder tick in-process (fresh runtime each time, as a schedule would)."""
+def tick(settings: Settings, agent_runtime: AgentRuntime) -> Tick:
+    """`tick(issue=None, **settings_overrides)`: one builder tick in-process, with a fresh
+    runtime as a schedule would start it; its record, or `None` when idle."""
 
     async def run(issue: int | None = None, **overrides: object) -> RunRecord | None:
         config = settings.model_copy(update=overrides) if overrides else settings
-        async with emulator_runtime(config, emulator, Role.BUILDER, memory_root=memory_root) as rt:
+        async with agent_runtime(Role.BUILDER, settings=config) as rt:
             return await run_builder_tick(rt, issue)
 
     return run
-
-
-@pytest.fixture
-def install() -> Generator[Callable[[ScriptedModel], ScriptedModel]]:
-    """Install a scripted model for the test's next ticks (the latest installed answers)."""
-    slot = ModelSlot()
-    with use_model(slot):
-        yield slot.put
-
-
-@pytest.fixture
-def stored(memory_root: str, settings: Settings) -> Callable[[RunRecord], RunRecord]:
-    """Read a record back from memory, as the distiller will."""
-    location = settings.memory_location(memory_root)
-
-    def read(record: RunRecord) -> RunRecord:
-        return stored_record(location, record.run_id, finished_at=record.finished_at)
-
-    return read

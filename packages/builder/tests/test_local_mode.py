@@ -3,19 +3,17 @@ write actions, the record in the local MemoryStore, the same path as `python -m`
 
 from __future__ import annotations
 
-import json
 import pathlib
 
 import pytest
-from flyte.ai.agents import LLMCallable
 
 from agent_loop_builder import run_once
 from agent_loop_builder.__main__ import main
-from agent_loop_common.llm import Budget, UsageMeter
-from agent_loop_common.records import Outcome, Role, RunRecord
-from agent_loop_common.runtime import local_raw_data_path, use_model
+from agent_loop_common.records import Outcome
+from agent_loop_common.runtime import local_memory
 from agent_loop_common.settings import load_settings
 from agent_loop_common.testing import GitHubEmulator, ScriptedModel, call, turn
+from agent_loop_common.testing.pytest_plugin import Install, Stored
 from agent_loop_common.verify import VERIFIER_MARKER
 
 pytestmark = pytest.mark.slow
@@ -47,14 +45,14 @@ def _model() -> ScriptedModel:
 
 
 def test_builder_tick_in_local_mode(
-    emulator: GitHubEmulator, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+    emulator: GitHubEmulator,
+    install: Install,
+    stored: Stored,
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     number = emulator.add_issue("Add a colour", "Widgets need a colour.")
-    model = _model()
-
-    def provide(role: Role, purpose: str, usage: UsageMeter, budget: Budget) -> LLMCallable:
-        model.usage = usage
-        return model
+    model = install(_model())
 
     with emulator.serve() as url:
         monkeypatch.setenv("GITHUB_API_URL", url)
@@ -62,9 +60,8 @@ def test_builder_tick_in_local_mode(
         monkeypatch.setenv("AGENT_LOOP_REPO", emulator.full_name)
         monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path / "home"))
         settings = load_settings()
-        with use_model(provide):
-            summary = run_once(target=number, settings=settings)
-            idle = run_once(settings=settings)
+        summary = run_once(target=number, settings=settings)
+        idle = run_once(settings=settings)
 
     model.assert_finished()
     assert summary.outcome == "opened_pr"
@@ -75,9 +72,7 @@ def test_builder_tick_in_local_mode(
     assert emulator.file_at(branch, "tests/test_colour.py") == TEST.encode()
     pull = emulator.pull(int(summary.pr_url.rsplit("/", 1)[1]))
     assert "Tested now." in (pull.body or "")
-    found = list(local_raw_data_path(settings).rglob(f"runs/{summary.run_id}.json"))
-    assert len(found) == 1
-    record = RunRecord.model_validate(json.loads(found[0].read_text()))
+    record = stored(summary.run_id, memory=local_memory(settings))  # in exactly one bucket
     assert record.outcome is Outcome.OPENED_PR
     assert [a.verified for a in record.attempts] == [False, True]
     assert record.links.pr_url == summary.pr_url

@@ -6,10 +6,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from agent_loop_builder import BUILDER_MARKER
-from agent_loop_common.memory import DistillerMemory
-from agent_loop_common.records import Lesson, LessonBook, Outcome, RunRecord
-from agent_loop_common.settings import Settings
+from agent_loop_common.memory import DistillerMemory, MemoryLocation
+from agent_loop_common.records import Lesson, LessonBook, Outcome
 from agent_loop_common.testing import GitHubEmulator, ScriptedModel, Turn, call, turn
+from agent_loop_common.testing.pytest_plugin import Install, Stored
 from agent_loop_common.verify import VERIFIER_MARKER
 
 CORE = "def make_widget(name, colour='blue'):\n    return {'name': name, 'colour': colour}\n"
@@ -62,15 +62,14 @@ def _verdict(verified: bool, notes: str) -> Turn:
 
 async def test_an_issue_becomes_a_pull_request(
     emulator: GitHubEmulator,
-    settings: Settings,
-    memory_root: str,
+    memory: MemoryLocation,
     tick: Callable[..., object],
-    install: Callable[[ScriptedModel], ScriptedModel],
-    stored: Callable[[RunRecord], RunRecord],
+    install: Install,
+    stored: Stored,
 ) -> None:
     now = datetime.now(UTC)
     lesson = Lesson(id="L7", text="Run the tests you add.", created_at=now, updated_at=now)
-    distiller = await DistillerMemory.open(settings.memory_location(memory_root))
+    distiller = await DistillerMemory.open(memory)
     await distiller.commit(
         await distiller.collect(), lessons=LessonBook(lessons=[lesson]), digest="Builders pass."
     )
@@ -84,17 +83,12 @@ async def test_an_issue_becomes_a_pull_request(
             "Widgets need a colour.",
         ],
     )
-    model = install(
-        ScriptedModel(
-            script,
-            routes={
-                VERIFIER_MARKER: [
-                    turn(tool_calls=[call("read_file", path="tests/test_core.py")]),
-                    _verdict(True, "Colour added and tested."),
-                ]
-            },
-        )
-    )
+    verifier = [
+        turn(tool_calls=[call("read_file", path="tests/test_core.py")]),
+        _verdict(True, "Colour added and tested."),
+    ]
+    model = install(ScriptedModel(script, routes={VERIFIER_MARKER: verifier}))
+    scripted_calls = len(script) + len(verifier)  # every scripted turn is one model call
 
     record = await tick()
 
@@ -113,7 +107,7 @@ async def test_an_issue_becomes_a_pull_request(
         "search_code",
         "stage_file",
     ]
-    assert record.usage.llm_calls == 8
+    assert record.usage.llm_calls == scripted_calls
     assert stored(record) == record
     pull = emulator.pull(int(record.links.pr_url.rsplit("/", 1)[1]))
     assert pull.head_ref == BRANCH
@@ -138,7 +132,7 @@ async def test_an_issue_becomes_a_pull_request(
 async def test_a_rejected_try_is_retried_from_its_own_files(
     emulator: GitHubEmulator,
     tick: Callable[..., object],
-    install: Callable[[ScriptedModel], ScriptedModel],
+    install: Install,
 ) -> None:
     number = emulator.add_issue("Add a colour to widgets", "Widgets need a colour.")
     first = _implement()
@@ -202,7 +196,7 @@ async def test_a_rejected_try_is_retried_from_its_own_files(
 async def test_three_rejections_leave_feedback_and_back_off(
     emulator: GitHubEmulator,
     tick: Callable[..., object],
-    install: Callable[[ScriptedModel], ScriptedModel],
+    install: Install,
 ) -> None:
     number = emulator.add_issue("Add a colour to widgets", "Widgets need a colour.")
     resubmit = [

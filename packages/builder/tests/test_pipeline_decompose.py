@@ -7,6 +7,7 @@ from collections.abc import Callable
 from agent_loop_builder import parse_depends_on, parse_sub_issue_marker
 from agent_loop_common.records import Outcome
 from agent_loop_common.testing import GitHubEmulator, ScriptedModel, call, turn
+from agent_loop_common.testing.pytest_plugin import Install
 from agent_loop_common.verify import VERIFIER_MARKER
 
 SPEC = """Spec: widgets get a storage layer.
@@ -74,7 +75,7 @@ def _skip(reason: str) -> ScriptedModel:
 async def test_a_spec_becomes_ordered_sub_issues_and_dependents_wait(
     emulator: GitHubEmulator,
     tick: Callable[..., object],
-    install: Callable[[ScriptedModel], ScriptedModel],
+    install: Install,
 ) -> None:
     spec = emulator.add_issue("Widget storage", SPEC)
     model = install(_decompose())

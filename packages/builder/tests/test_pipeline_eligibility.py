@@ -7,8 +7,14 @@ from collections.abc import Callable
 from agent_loop_common.claims import Claimer
 from agent_loop_common.records import Outcome
 from agent_loop_common.testing import GitHubEmulator, ScriptedModel, call, emulator_client, turn
+from agent_loop_common.testing.pytest_plugin import Install
 
 LABEL = "agent-ok"
+# Issues and pulls share one numbering, handed out in order: the reader's two issues
+# (1, 2), the human PR (3), then the issue this agent branch names (4).
+HUMAN_PR = 3
+HAS_PR = 4
+AGENT_BRANCH = f"agent-loop/issue-{HAS_PR}-x"
 
 
 def _skip() -> ScriptedModel:
@@ -22,7 +28,7 @@ def _state(emulator: GitHubEmulator, numbers: range) -> dict[int, int]:
 async def test_untrusted_and_ineligible_issues_are_left_alone(
     emulator: GitHubEmulator,
     tick: Callable[..., object],
-    install: Callable[[ScriptedModel], ScriptedModel],
+    install: Install,
 ) -> None:
     emulator.add_user("reader", permission="read")
     emulator.add_user("writer", permission="write")
@@ -32,8 +38,8 @@ async def test_untrusted_and_ineligible_issues_are_left_alone(
     emulator.push("feature", {"x.txt": "x\n"}, author="writer", message="x")
     human_pr = emulator.open_pull("feature", title="A human PR", author="writer")
     has_pr = emulator.add_issue("Has an agent PR", "")
-    emulator.push("agent-loop/issue-4-x", {"y.txt": "y\n"}, author=emulator.bot, message="y")
-    emulator.open_pull("agent-loop/issue-4-x", title="Agent PR", author=emulator.bot)
+    emulator.push(AGENT_BRANCH, {"y.txt": "y\n"}, author=emulator.bot, message="y")
+    emulator.open_pull(AGENT_BRANCH, title="Agent PR", author=emulator.bot)
     claimed = emulator.add_issue("Claimed elsewhere", "")
     other = Claimer(
         emulator_client(emulator), deployment="other", role="builder", agent_login=emulator.bot
@@ -47,8 +53,8 @@ async def test_untrusted_and_ineligible_issues_are_left_alone(
 
     model.assert_finished()
     assert model.calls == []
-    assert has_pr == 4
-    assert human_pr == 3
+    assert has_pr == HAS_PR
+    assert human_pr == HUMAN_PR
     assert _state(emulator, range(1, claimed + 1)) == before
     assert emulator.refs() == refs
     for number, reason in [
@@ -74,7 +80,7 @@ async def test_untrusted_and_ineligible_issues_are_left_alone(
 async def test_a_label_from_a_trusted_person_opts_an_issue_in(
     emulator: GitHubEmulator,
     tick: Callable[..., object],
-    install: Callable[[ScriptedModel], ScriptedModel],
+    install: Install,
 ) -> None:
     emulator.add_user("reader", permission="read")
     emulator.add_user("maintainer", permission="maintain")

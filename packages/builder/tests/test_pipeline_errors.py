@@ -6,11 +6,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from flyte.ai.agents import LLMCallable, LLMMessage
+from flyte.ai.agents import LLMMessage
 
-from agent_loop_common.records import Outcome, Role
-from agent_loop_common.runtime import use_model
+from agent_loop_common.records import Outcome
 from agent_loop_common.testing import GitHubEmulator, ScriptedModel, Turn, call, turn
+from agent_loop_common.testing.pytest_plugin import Install, Stored
 from agent_loop_common.verify import VERIFIER_MARKER
 
 CONTENT = "def make_widget(name):\n    return {'name': name, 'ok': True}\n"
@@ -38,11 +38,18 @@ def _assert_released_and_rested(emulator: GitHubEmulator, number: int) -> None:
     assert any("agent-loop:backoff v1 attempts=1" in c.body for c in emulator.comments(number))
 
 
+def _assert_released_and_left_alone(emulator: GitHubEmulator, number: int) -> None:
+    """An operator's fault (credentials, an outage): no back-off, and no trace on the thread."""
+    assert emulator.ref_sha(f"agent-loop/claims/issue-{number}") is None
+    assert emulator.refs("refs/heads/agent-loop/") == {}
+    assert emulator.comments(number) == []
+
+
 async def test_a_failed_pull_request_create_is_recorded_and_cleaned_up(
     emulator: GitHubEmulator,
     tick: Callable[..., Any],
-    install: Callable[[ScriptedModel], ScriptedModel],
-    stored: Callable[..., Any],
+    install: Install,
+    stored: Stored,
 ) -> None:
     number = emulator.add_issue("Mark widgets ok", "Widgets should say they are ok.")
     emulator.inject_fault("POST", r"/pulls$", status=500, times=10)
@@ -57,17 +64,17 @@ async def test_a_failed_pull_request_create_is_recorded_and_cleaned_up(
     assert [a.verified for a in record.attempts] == [True]
     assert record.trace
     assert record.links.pr_url == ""
+    assert record.fault == "operator"  # GitHub kept failing: not the issue's fault
+    assert record.backoff_until is None
     assert stored(record) == record
-    _assert_released_and_rested(emulator, number)
+    _assert_released_and_left_alone(emulator, number)
     assert all(not i.is_pull_request for i in map(emulator.issue, range(1, number + 1)))
-    assert "stopped by" not in emulator.comments(number)[0].body
-    assert "run ended" in emulator.comments(number)[0].body
 
 
 async def test_a_builder_model_error_is_a_failed_run(
     emulator: GitHubEmulator,
     tick: Callable[..., Any],
-    install: Callable[[ScriptedModel], ScriptedModel],
+    install: Install,
 ) -> None:
     number = emulator.add_issue("Mark widgets ok", "")
     model = install(ScriptedModel([turn(error=RuntimeError("provider is down"))]))
@@ -86,7 +93,7 @@ async def test_a_builder_model_error_is_a_failed_run(
 async def test_a_verifier_model_error_is_not_a_verdict(
     emulator: GitHubEmulator,
     tick: Callable[..., Any],
-    install: Callable[[ScriptedModel], ScriptedModel],
+    install: Install,
 ) -> None:
     number = emulator.add_issue("Mark widgets ok", "")
     model = install(
@@ -108,23 +115,27 @@ async def test_a_verifier_model_error_is_not_a_verdict(
 async def test_the_budget_stops_a_run(
     emulator: GitHubEmulator,
     tick: Callable[..., Any],
-    install: Callable[[ScriptedModel], ScriptedModel],
+    install: Install,
 ) -> None:
     number = emulator.add_issue("Mark widgets ok", "")
-    install(ScriptedModel(_change()[:1]))
+    (first,) = script = _change()[:1]
+    install(ScriptedModel(script))
 
     record = await tick(max_tokens_per_run=100)
 
     assert record is not None
     assert record.outcome is Outcome.BUDGET_EXCEEDED
-    assert record.usage.tokens == 120
+    # The first call's usage (a scripted turn's default 100 in + 20 out) is over the budget
+    # of 100 tokens, so the run stops before a second call.
+    one_call = first.prompt_tokens + first.completion_tokens
+    assert record.usage.tokens == one_call
     _assert_released_and_rested(emulator, number)
 
 
 async def test_skip_issue_comments_and_rests(
     emulator: GitHubEmulator,
     tick: Callable[..., Any],
-    install: Callable[[ScriptedModel], ScriptedModel],
+    install: Install,
 ) -> None:
     number = emulator.add_issue("Make it better", "Somehow.")
     model = install(
@@ -167,6 +178,7 @@ def _close(emulator: GitHubEmulator, number: int) -> None:
 async def test_work_overtaken_during_the_run_is_not_applied(
     emulator: GitHubEmulator,
     tick: Callable[..., Any],
+    install: Install,
     meanwhile: Callable[[GitHubEmulator, int], None],
     reason: str,
 ) -> None:
@@ -182,11 +194,8 @@ async def test_work_overtaken_during_the_run_is_not_applied(
             happened.append(True)
         return await scripted(model, system, messages, tools)
 
-    def provide(role: Role, purpose: str, usage: Any, budget: Any) -> LLMCallable:
-        return racing
-
-    with use_model(provide):
-        record = await tick()
+    install(scripted, via=racing)
+    record = await tick()
 
     scripted.assert_finished()
     assert record is not None

@@ -67,7 +67,7 @@ def full_record() -> RunRecord:
 
 
 EXPECTED_JSON: dict[str, Any] = {
-    "schema_version": "1.0",
+    "schema_version": "1.1",
     "run_id": "b-20260301-abc",
     "role": "builder",
     "agent_id": "builder@v3",
@@ -106,6 +106,9 @@ EXPECTED_JSON: dict[str, Any] = {
     "links": {"pr_url": "https://github.com/o/r/pull/13", "issue_urls": []},
     "error": "",
     "lesson_ids": ["L-1"],
+    "fault": "",
+    "backoff_until": None,
+    "problems": [],
 }
 
 

@@ -20,33 +20,13 @@ from agent_loop_common.runtime import (
     run_task,
 )
 from agent_loop_common.settings import Settings
-from agent_loop_common.testing import (
-    GitHubEmulator,
-    emulator_runtime,
-    emulator_settings,
-    stored_record,
-)
+from agent_loop_common.testing import GitHubEmulator, stored_record
+from agent_loop_common.testing.pytest_plugin import AgentRuntime
 
 
 @pytest.fixture
-def emulator() -> GitHubEmulator:
-    emu = GitHubEmulator()
-    emu.seed_files({"README.md": "# widgets\n"})
-    return emu
-
-
-@pytest.fixture
-def settings(emulator: GitHubEmulator, tmp_path: pathlib.Path) -> Settings:
-    return emulator_settings(emulator, tmp_path / "home")
-
-
-@pytest.fixture
-async def runtime(
-    settings: Settings, emulator: GitHubEmulator, tmp_path: pathlib.Path
-) -> AsyncGenerator[Runtime]:
-    async with emulator_runtime(
-        settings, emulator, Role.BUILDER, memory_root=tmp_path / "mem"
-    ) as rt:
+async def runtime(agent_runtime: AgentRuntime) -> AsyncGenerator[Runtime]:
+    async with agent_runtime(Role.BUILDER) as rt:
         yield rt
 
 
@@ -115,14 +95,12 @@ async def test_a_run_that_claimed_nothing_leaves_no_record(runtime: Runtime) -> 
 
 
 async def test_etag_cache_survives_to_the_next_run(
-    settings: Settings, emulator: GitHubEmulator, tmp_path: pathlib.Path
+    emulator: GitHubEmulator, agent_runtime: AgentRuntime
 ) -> None:
     emulator.add_issue("One", "")
     requests_per_run: list[tuple[int, int]] = []
     for _ in range(2):
-        async with emulator_runtime(
-            settings, emulator, Role.BUILDER, memory_root=tmp_path / "mem"
-        ) as rt:
+        async with agent_runtime(Role.BUILDER) as rt:
             await rt.github.list_issues()
             requests_per_run.append((rt.github.stats.total, rt.github.stats.not_modified))
     assert requests_per_run == [(1, 0), (1, 1)]

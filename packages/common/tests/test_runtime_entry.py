@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Generator
 
 import pytest
 
 from agent_loop_common.records import Outcome, Role
 from agent_loop_common.runtime import TickSummary, run_entry, summarize
 from agent_loop_common.settings import Settings
-from agent_loop_common.testing import quiet_logs
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -21,12 +19,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 @pytest.fixture
-def configured(monkeypatch: pytest.MonkeyPatch) -> Generator[None]:
+def configured(monkeypatch: pytest.MonkeyPatch, quiet_logs: object) -> None:
+    """The minimum configuration; logs kept as data (run_entry configures logging for the
+    process, which the plugin's `quiet_logs` gives back afterwards)."""
     monkeypatch.setenv("GITHUB_TOKEN", "t")
     monkeypatch.setenv("AGENT_LOOP_REPO", "acme/widgets")
     monkeypatch.delenv("GITHUB_APP_ID", raising=False)
-    with quiet_logs():  # run_entry configures logging for the process
-        yield
 
 
 @pytest.mark.usefixtures("configured")

@@ -86,6 +86,7 @@ ALL_VARIABLES: list[tuple[str, str, str, object]] = [
     ("AGENT_LOOP_LLM_MAX_ATTEMPTS", "2", "llm_max_attempts", 2),
     ("AGENT_LOOP_LLM_RETRY_BASE_SECONDS", "0.5", "llm_retry_base_seconds", 0.5),
     ("AGENT_LOOP_LLM_RETRY_CAP_SECONDS", "9", "llm_retry_cap_seconds", 9.0),
+    ("AGENT_LOOP_LITELLM_REMOTE_CATALOGS", "true", "litellm_remote_catalogs", True),
     ("AGENT_LOOP_BUILDER_MAX_TURNS", "41", "builder_max_turns", 41),
     ("AGENT_LOOP_REVIEWER_MAX_TURNS", "42", "reviewer_max_turns", 42),
     ("AGENT_LOOP_VERIFIER_MAX_TURNS", "13", "verifier_max_turns", 13),

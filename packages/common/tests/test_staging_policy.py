@@ -89,8 +89,10 @@ def test_workflow_files_are_refused_unless_allowed() -> None:
     assert StagingPolicy(allow_workflows=True).check_path(".github/workflows/ci.yml") == (
         ".github/workflows/ci.yml"
     )
-    # other .github content is ordinary
-    assert StagingPolicy().check_path(".github/dependabot.yml") == ".github/dependabot.yml"
+    # the rest of .github is protected too (issue 16), workflows allowed or not
+    for policy in (StagingPolicy(), StagingPolicy(allow_workflows=True)):
+        with pytest.raises(PolicyViolation, match="protected repository configuration"):
+            policy.check_path(".github/dependabot.yml")
 
 
 def test_configured_protected_globs_are_refused() -> None:

@@ -32,13 +32,6 @@ from agent_loop_common.testing._facade import EMULATOR_BASE_URL
 MOMENT = datetime(2026, 3, 10, 14, 30, tzinfo=UTC)
 
 
-@pytest.fixture
-def emulator() -> GitHubEmulator:
-    emu = GitHubEmulator()
-    emu.seed_files({"README.md": "# widgets\n"})
-    return emu
-
-
 def _record(run_id: str) -> RunRecord:
     return RunRecord(
         run_id=run_id,

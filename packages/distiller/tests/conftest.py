@@ -1,17 +1,20 @@
-"""Fixtures for the distiller's tests: emulator, settings, memory, records, a tick runner.
+"""The distiller's own fixtures: its seeded repository and settings, `tick`, the runtimes
+its ticks used, and what its tests put in memory and on GitHub before a tick
+(`make_record`, `write_record`, `agent_pr`, `pr_url`, `issue_url`) or read back
+afterwards (`key_files`, `memory_snapshot`).
 
-Every pass runs the real pipeline: githubkit over the emulator's in-process transport,
-the real `Agent` loop driven by a `ScriptedModel` installed with `use_model` (the seam
-Flyte local mode uses too), and real `MemoryStore` keys under `tmp_path`. Records are
-written the way builder and reviewer runs write them (`write_run_record`).
+The rest (`memory_root`, `memory`, `install`, `stored`, `agent_runtime`, `quiet_logs`)
+comes from agent-loop-common's pytest plugin. Every tick runs the real pipeline:
+githubkit over the emulator's in-process transport, the real `Agent` loop driven by a
+`ScriptedModel` put in with `install`, and real `MemoryStore` keys under `tmp_path`.
+Records are written the way builder and reviewer runs write them (`write_run_record`).
 """
 
 from __future__ import annotations
 
 import os
 import pathlib
-from collections.abc import Awaitable, Callable, Generator, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -28,27 +31,18 @@ from agent_loop_common.records import (
     TraceStep,
     Usage,
 )
-from agent_loop_common.runtime import Runtime, use_model
+from agent_loop_common.runtime import Runtime
 from agent_loop_common.settings import Settings
-from agent_loop_common.testing import (
-    GitHubEmulator,
-    ModelSlot,
-    ScriptedModel,
-    emulator_runtime,
-    emulator_settings,
-    quiet_logs,
-)
+from agent_loop_common.testing import GitHubEmulator, emulator_settings
+from agent_loop_common.testing.pytest_plugin import AgentRuntime
 from agent_loop_distiller import DistillerOptions, TickResult, run_distiller_tick
 
-Pass = Callable[..., Awaitable[TickResult]]
+Tick = Callable[..., Awaitable[TickResult]]
 
 
 @pytest.fixture(autouse=True)
-def _restore_logging() -> Generator[None]:
-    """Keep log events as data (rendering expected failures costs time), and give the
-    next test the logging configuration back after `python -m` set it for the process."""
-    with quiet_logs():
-        yield
+def _quiet(quiet_logs: object) -> None:
+    """Every distiller test keeps its log events as data (see the plugin's `quiet_logs`)."""
 
 
 @pytest.fixture
@@ -69,52 +63,31 @@ def settings(emulator: GitHubEmulator, tmp_path: pathlib.Path) -> Settings:
 
 
 @pytest.fixture
-def memory_root(tmp_path: pathlib.Path) -> str:
-    return str(tmp_path / "mem")
-
-
-@pytest.fixture
-def location(settings: Settings, memory_root: str) -> MemoryLocation:
-    return settings.memory_location(memory_root)
-
-
-@pytest.fixture
 def runtimes() -> list[Runtime]:
-    """Every runtime a test's passes used, in order (for their I/O meters and stats)."""
+    """Every runtime a test's ticks used, in order (for their I/O meters and stats)."""
     return []
 
 
 @pytest.fixture
-def run_pass(
-    settings: Settings, emulator: GitHubEmulator, memory_root: str, runtimes: list[Runtime]
-) -> Pass:
-    """One distiller tick in-process, with a fresh runtime as a schedule would start."""
+def tick(settings: Settings, agent_runtime: AgentRuntime, runtimes: list[Runtime]) -> Tick:
+    """`tick(options=None, *, clock=None, **settings_overrides)`: one distiller tick
+    in-process, with a fresh runtime as a schedule would start it (kept in `runtimes`)."""
 
     async def run(
+        options: DistillerOptions | None = None,
         *,
         clock: Callable[[], datetime] | None = None,
-        options: DistillerOptions | None = None,
         **overrides: object,
     ) -> TickResult:
         config = settings.model_copy(update=overrides) if overrides else settings
-        async with emulator_runtime(
-            config, emulator, Role.DISTILLER, memory_root=memory_root, clock=clock
-        ) as rt:
+        async with agent_runtime(Role.DISTILLER, settings=config, clock=clock) as rt:
             runtimes.append(rt)
             return await run_distiller_tick(rt, options)
 
     return run
 
 
-@pytest.fixture
-def install() -> Generator[Callable[[ScriptedModel], ScriptedModel]]:
-    """Install a scripted model for the next ticks (the latest installed answers)."""
-    slot = ModelSlot(ScriptedModel([], name="no model"))
-    with use_model(slot):
-        yield slot.put
-
-
-def make_record(
+def _make_record(
     run_id: str,
     *,
     role: Role = Role.BUILDER,
@@ -131,7 +104,6 @@ def make_record(
     error: str = "",
     cost: float = 0.01,
 ) -> RunRecord:
-    """A record as a builder or reviewer run writes it (finished `ago` before now)."""
     finished = datetime.now(UTC) - ago
     return RunRecord(
         run_id=run_id,
@@ -151,53 +123,75 @@ def make_record(
     )
 
 
-def snapshot(root: str, skip: Sequence[str] = ("-idle-", "-etags-")) -> dict[str, int]:
-    """`path -> mtime_ns` of every memory file, except the keys named by `skip`."""
-    out: dict[str, int] = {}
-    for dirpath, _dirs, names in os.walk(root):
-        if any(s in dirpath for s in skip):
-            continue
-        for name in names:
-            path = os.path.join(dirpath, name)
-            out[path] = os.stat(path).st_mtime_ns
-    return out
-
-
-@dataclass
-class Kit:
-    """Helpers bound to the test's emulator and memory (tests cannot import conftest)."""
-
-    emulator: GitHubEmulator
-    location: MemoryLocation
-    root: str
-
-    record = staticmethod(make_record)
-    snapshot = staticmethod(snapshot)
-
-    async def write(self, record: RunRecord) -> RunRecord:
-        """Write a record into memory the way agent runs do."""
-        await write_run_record(self.location, record)
-        return record
-
-    def agent_pr(self, issue: int, title: str) -> int:
-        """An agent PR for `issue`, opened by the bot from its branch."""
-        emu = self.emulator
-        branch = f"agent-loop/issue-{issue}"
-        emu.push(branch, {f"src/fix_{issue}.py": "FIXED = True\n"}, author=emu.bot, message="fix")
-        return emu.open_pull(branch, title=title, author=emu.bot)
-
-    def pr_url(self, number: int) -> str:
-        return f"https://github.com/{self.emulator.full_name}/pull/{number}"
-
-    def issue_url(self, number: int) -> str:
-        return f"https://github.com/{self.emulator.full_name}/issues/{number}"
-
-    def key_files(self, key: str) -> dict[str, str]:
-        """`path -> text` of every file of a memory key."""
-        base = pathlib.Path(self.location.remote_path(key))
-        return {str(p.relative_to(base)): p.read_text() for p in base.rglob("*") if p.is_file()}
+@pytest.fixture
+def make_record() -> Callable[..., RunRecord]:
+    """`make_record(run_id, **fields)`: a record as a builder or reviewer run writes it
+    (a builder run that opened a PR, finished `ago` = 5 minutes before now, by default)."""
+    return _make_record
 
 
 @pytest.fixture
-def kit(emulator: GitHubEmulator, location: MemoryLocation, memory_root: str) -> Kit:
-    return Kit(emulator, location, memory_root)
+def write_record(memory: MemoryLocation) -> Callable[[RunRecord], Awaitable[RunRecord]]:
+    """`await write_record(record)`: write it into memory the way agent runs do; returns it."""
+
+    async def write(record: RunRecord) -> RunRecord:
+        await write_run_record(memory, record)
+        return record
+
+    return write
+
+
+@pytest.fixture
+def agent_pr(emulator: GitHubEmulator) -> Callable[[int, str], int]:
+    """`agent_pr(issue, title)`: an agent PR for `issue`, opened by the bot from its branch."""
+
+    def open_(issue: int, title: str) -> int:
+        branch = f"agent-loop/issue-{issue}"
+        emulator.push(
+            branch, {f"src/fix_{issue}.py": "FIXED = True\n"}, author=emulator.bot, message="fix"
+        )
+        return emulator.open_pull(branch, title=title, author=emulator.bot)
+
+    return open_
+
+
+@pytest.fixture
+def pr_url(emulator: GitHubEmulator) -> Callable[[int], str]:
+    """The URL a record links for pull request `number` of the emulated repository."""
+    return lambda number: f"https://github.com/{emulator.full_name}/pull/{number}"
+
+
+@pytest.fixture
+def issue_url(emulator: GitHubEmulator) -> Callable[[int], str]:
+    """The URL a record links for issue `number` of the emulated repository."""
+    return lambda number: f"https://github.com/{emulator.full_name}/issues/{number}"
+
+
+@pytest.fixture
+def key_files(memory: MemoryLocation) -> Callable[[str], dict[str, str]]:
+    """`key_files(key)`: `path -> text` of every file of a memory key."""
+
+    def read(key: str) -> dict[str, str]:
+        base = pathlib.Path(memory.remote_path(key))
+        return {str(p.relative_to(base)): p.read_text() for p in base.rglob("*") if p.is_file()}
+
+    return read
+
+
+@pytest.fixture
+def memory_snapshot(memory_root: str) -> Callable[[], dict[str, int]]:
+    """`memory_snapshot()`: `path -> mtime_ns` of every memory file under `memory_root`,
+    except the idle counters and ETags (which an idle tick may touch)."""
+    skip = ("-idle-", "-etags-")
+
+    def snapshot() -> dict[str, int]:
+        out: dict[str, int] = {}
+        for dirpath, _dirs, names in os.walk(memory_root):
+            if any(s in dirpath for s in skip):
+                continue
+            for name in names:
+                path = os.path.join(dirpath, name)
+                out[path] = os.stat(path).st_mtime_ns
+        return out
+
+    return snapshot

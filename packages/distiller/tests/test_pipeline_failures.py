@@ -31,13 +31,13 @@ def good_script() -> ScriptedModel:
 
 
 async def test_a_model_failure_leaves_the_ledger_and_the_next_pass_succeeds(
-    kit: Any, install: Any, run_pass: Any, location: Any
+    make_record: Any, write_record: Any, key_files: Any, install: Any, tick: Any, memory: Any
 ) -> None:
-    await kit.write(kit.record("b-1", outcome=Outcome.REJECTED, notes=[(False, "Renamed X.")]))
-    ledger_key = location.keys.ledger
+    await write_record(make_record("b-1", outcome=Outcome.REJECTED, notes=[(False, "Renamed X.")]))
+    ledger_key = memory.keys.ledger
     failing = install(ScriptedModel([turn(error=RuntimeError("provider down"))]))
 
-    failed = await run_pass()
+    failed = await tick()
 
     failing.assert_finished()
     assert failed.kind is TickKind.FAILED
@@ -45,28 +45,29 @@ async def test_a_model_failure_leaves_the_ledger_and_the_next_pass_succeeds(
     assert failed.record.outcome is Outcome.ERROR
     assert "provider down" in failed.record.error
     assert failed.record.attempts[0].verified is False
-    assert kit.key_files(ledger_key) == {}  # never written
-    assert (await read_context(location)).lessons.lessons == []
+    assert key_files(ledger_key) == {}  # never written
+    assert (await read_context(memory)).lessons.lessons == []
 
     # One failure: the next tick retries the same records at once, and succeeds.
     model = install(good_script())
-    retried = await run_pass()
+    retried = await tick()
 
     model.assert_finished()
     assert retried.kind is TickKind.DISTILLED
-    assert retried.ingested == 2  # b-1 and the failed distiller run's own record
-    (lesson,) = (await read_context(location)).lessons.lessons
+    new_records = ["b-1", failed.record.run_id]  # b-1 and the failed distiller run's own
+    assert retried.ingested == len(new_records)
+    (lesson,) = (await read_context(memory)).lessons.lessons
     assert lesson.source_run_ids == ["b-1"]
 
 
 async def test_edits_without_finish_are_rejected_and_not_committed(
-    kit: Any, install: Any, run_pass: Any, location: Any
+    make_record: Any, write_record: Any, key_files: Any, install: Any, tick: Any, memory: Any
 ) -> None:
-    await kit.write(kit.record("b-1", outcome=Outcome.REJECTED, notes=[(False, "No test.")]))
+    await write_record(make_record("b-1", outcome=Outcome.REJECTED, notes=[(False, "No test.")]))
     install(good_script())
-    assert (await run_pass()).kind is TickKind.DISTILLED
-    await kit.write(kit.record("b-2", outcome=Outcome.REJECTED, notes=[(False, "No test.")]))
-    ledger_before = kit.key_files(location.keys.ledger)
+    assert (await tick()).kind is TickKind.DISTILLED
+    await write_record(make_record("b-2", outcome=Outcome.REJECTED, notes=[(False, "No test.")]))
+    ledger_before = key_files(memory.keys.ledger)
     model = install(
         ScriptedModel(
             [
@@ -85,29 +86,29 @@ async def test_edits_without_finish_are_rejected_and_not_committed(
         )
     )
 
-    result = await run_pass()
+    result = await tick()
 
     model.assert_finished()
     assert result.record is not None
     assert result.record.outcome is Outcome.REJECTED
     assert "without calling finish" in result.record.error
-    assert kit.key_files(location.keys.ledger) == ledger_before
+    assert key_files(memory.keys.ledger) == ledger_before
     assert all(
         lesson.text != "Always add tests."
-        for lesson in (await read_context(location)).lessons.lessons
+        for lesson in (await read_context(memory)).lessons.lessons
     )
 
 
 async def test_repeated_failures_back_off_instead_of_burning_tokens(
-    kit: Any, install: Any, run_pass: Any
+    make_record: Any, write_record: Any, install: Any, tick: Any
 ) -> None:
-    await kit.write(kit.record("b-1", outcome=Outcome.REJECTED, notes=[(False, "x")]))
+    await write_record(make_record("b-1", outcome=Outcome.REJECTED, notes=[(False, "x")]))
     install(ScriptedModel([turn(error=RuntimeError("down")), turn(error=RuntimeError("down"))]))
-    assert (await run_pass()).kind is TickKind.FAILED
-    assert (await run_pass()).kind is TickKind.FAILED  # the immediate retry
+    assert (await tick()).kind is TickKind.FAILED
+    assert (await tick()).kind is TickKind.FAILED  # the immediate retry
     idle = install(ScriptedModel([], name="must wait"))
 
-    waiting = await run_pass()
+    waiting = await tick()
 
     assert waiting.kind is TickKind.BACKED_OFF
     assert waiting.record is None
@@ -115,15 +116,15 @@ async def test_repeated_failures_back_off_instead_of_burning_tokens(
     # After the back-off (15 minutes for the second failure) it tries again.
     later = datetime.now(UTC) + timedelta(minutes=16)
     model = install(good_script())
-    retried = await run_pass(clock=lambda: later)
+    retried = await tick(clock=lambda: later)
     model.assert_finished()
     assert retried.kind is TickKind.DISTILLED
 
 
 async def test_a_budget_stop_is_recorded_as_such_and_commits_nothing(
-    kit: Any, install: Any, run_pass: Any, location: Any
+    make_record: Any, write_record: Any, key_files: Any, install: Any, tick: Any, memory: Any
 ) -> None:
-    await kit.write(kit.record("b-1", outcome=Outcome.REJECTED, notes=[(False, "x")]))
+    await write_record(make_record("b-1", outcome=Outcome.REJECTED, notes=[(False, "x")]))
     model = install(
         ScriptedModel(
             [
@@ -133,11 +134,11 @@ async def test_a_budget_stop_is_recorded_as_such_and_commits_nothing(
         )
     )
 
-    result = await run_pass(max_tokens_per_run=500)
+    result = await tick(max_tokens_per_run=500)
 
     assert model.errors == []
     assert model.remaining() == {"": 1}
     assert result.record is not None
     assert result.record.outcome is Outcome.BUDGET_EXCEEDED
-    assert kit.key_files(location.keys.ledger) == {}
-    assert (await read_context(location)).lessons.lessons == []
+    assert key_files(memory.keys.ledger) == {}
+    assert (await read_context(memory)).lessons.lessons == []

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from agent_loop_common.memory import read_context, read_grades, read_rollups
 from agent_loop_common.metrics import total_tally
 from agent_loop_common.records import GradeState, Outcome, Role, TargetKind
@@ -13,11 +15,14 @@ from agent_loop_distiller import DISTILLER_MARKER, TickKind, estimate_tokens
 NOTES = "The change has no test for the empty input case; add one before submitting."
 
 
-async def seed_history(kit: Any) -> dict[str, Any]:
+@pytest.fixture
+async def history(
+    make_record: Any, write_record: Any, agent_pr: Any, pr_url: Any
+) -> dict[str, Any]:
     """A rejected builder run, a builder run that opened a PR, and a reviewer fix on it."""
-    pr = kit.agent_pr(4, "Handle empty widgets")
-    rejected = await kit.write(
-        kit.record(
+    pr = agent_pr(4, "Handle empty widgets")
+    rejected = await write_record(
+        make_record(
             "b-rejected",
             number=3,
             title="Parse sizes",
@@ -25,11 +30,11 @@ async def seed_history(kit: Any) -> dict[str, Any]:
             notes=[(False, NOTES), (False, "Still no test for empty input.")],
         )
     )
-    opened = await kit.write(
-        kit.record("b-opened", number=4, title="Handle empty widgets", pr_url=kit.pr_url(pr))
+    opened = await write_record(
+        make_record("b-opened", number=4, title="Handle empty widgets", pr_url=pr_url(pr))
     )
-    fixed = await kit.write(
-        kit.record(
+    fixed = await write_record(
+        make_record(
             "r-fixed",
             role=Role.REVIEWER,
             kind=TargetKind.PR,
@@ -39,6 +44,12 @@ async def seed_history(kit: Any) -> dict[str, Any]:
         )
     )
     return {"pr": pr, "rejected": rejected, "opened": opened, "fixed": fixed}
+
+
+# The three records `history` writes (and so the runs the first tick ingests and rolls up).
+HISTORY_RECORDS = 3
+# The turns `lesson_script` scripts: read a record, add a lesson, finish, answer.
+LESSON_SCRIPT_CALLS = 4
 
 
 def lesson_script() -> ScriptedModel:
@@ -68,12 +79,12 @@ def lesson_script() -> ScriptedModel:
 
 
 async def test_new_records_become_lessons_with_provenance_and_a_budgeted_digest(
-    kit: Any, install: Any, run_pass: Any, location: Any, settings: Any
+    history: dict[str, Any], install: Any, tick: Any, memory: Any, settings: Any
 ) -> None:
-    seeded = await seed_history(kit)
+    seeded = history
     model = install(lesson_script())
 
-    result = await run_pass()
+    result = await tick()
 
     model.assert_finished()
     prompt = model.calls[0].messages[0]["content"]
@@ -87,10 +98,10 @@ async def test_new_records_become_lessons_with_provenance_and_a_budgeted_digest(
         "add_lesson",
         "finish",
     ]
-    assert result.record.usage.llm_calls == 4
-    assert result.ingested == 3
+    assert result.record.usage.llm_calls == LESSON_SCRIPT_CALLS
+    assert result.ingested == HISTORY_RECORDS
 
-    context = await read_context(location)
+    context = await read_context(memory)
     (lesson,) = context.lessons.lessons
     assert lesson.text == "Add a test for empty inputs with every parser change."
     assert lesson.source_run_ids == ["b-rejected"]
@@ -110,29 +121,28 @@ async def test_new_records_become_lessons_with_provenance_and_a_budgeted_digest(
     (grade,) = [
         g
         for m in {seeded["opened"].finished_at.strftime("%Y%m")}
-        for g in await read_grades(location, m)
+        for g in await read_grades(memory, m)
     ]
     assert grade.state is GradeState.OPEN
     assert grade.run_id == "b-opened"
     assert grade.review_run_ids == ["r-fixed"]
     rollups = await read_rollups(
-        location, seeded["opened"].finished_at.date(), seeded["opened"].finished_at.date()
+        memory, seeded["opened"].finished_at.date(), seeded["opened"].finished_at.date()
     )
-    assert total_tally(rollups).runs == 3
+    assert total_tally(rollups).runs == HISTORY_RECORDS
 
 
 async def test_a_pass_with_nothing_new_calls_no_model_and_writes_nothing(
-    kit: Any, install: Any, run_pass: Any, runtimes: Any
+    history: dict[str, Any], memory_snapshot: Any, install: Any, tick: Any, runtimes: Any
 ) -> None:
-    await seed_history(kit)
     install(lesson_script())
-    first = await run_pass()
+    first = await tick()
     assert first.kind is TickKind.DISTILLED
     # The next tick sees only the first tick's own record: no news for a model.
-    before = kit.snapshot(kit.root)
+    before = memory_snapshot()
     idle_model = install(ScriptedModel([], name="must not be called"))
 
-    second = await run_pass()
+    second = await tick()
 
     assert second.kind is TickKind.IDLE
     assert second.record is None
@@ -140,19 +150,19 @@ async def test_a_pass_with_nothing_new_calls_no_model_and_writes_nothing(
     idle_model.assert_finished()
     rt = runtimes[-1]
     assert rt.usage.total_tokens == 0
-    assert kit.snapshot(kit.root) == before  # context, ledger, rollups, grades, runs untouched
+    assert memory_snapshot() == before  # context, ledger, rollups, grades, runs untouched
     assert rt.memory.meter.uploads == 1  # the idle counter, nothing else
     assert rt.github.stats.total == rt.github.stats.not_modified == 1  # one free 304
 
 
 async def test_a_pass_on_an_empty_memory_is_idle_after_one_bookkeeping_pass(
-    install: Any, run_pass: Any, runtimes: Any
+    install: Any, tick: Any, runtimes: Any
 ) -> None:
     install(ScriptedModel([], name="must not be called"))
-    first = await run_pass()
+    first = await tick()
     # The first tick ever scans the whole retention window: it sets the watermark once.
     assert first.kind is TickKind.BOOKKEEPING
     assert first.record is None
-    second = await run_pass()
+    second = await tick()
     assert second.kind is TickKind.IDLE
     assert runtimes[-1].memory.meter.uploads == 1

@@ -1,39 +1,44 @@
-"""Fixtures for the reviewer's tests: an emulated repository, settings, a runtime over the
-in-process emulator, and scripted models installed with `use_model`.
+"""The reviewer's own fixtures: its seeded repository, `tick`, and the pull request its
+tests review (`open_pr`, from `pr_branch` with `pr_files`; `fixed_calc` is the fix).
 
-Tests get one `kit` fixture (pytest's importlib mode keeps conftest helpers out of
-reach of a plain import, so they travel as attributes).
+The rest (`settings` is overridden here for `max_tries=2`; `memory`, `install`, `stored`,
+`agent_runtime`, `quiet_logs`) comes from agent-loop-common's pytest plugin. Every tick
+runs the real pipeline over the emulator's in-process transport, the real `Agent` loop
+driven by a `ScriptedModel` put in with `install`, and a real `MemoryStore`.
 """
 
 from __future__ import annotations
 
 import pathlib
-from collections.abc import Callable, Generator, Mapping
-from contextlib import ExitStack
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
 
 import pytest
 from flyte.ai.agents import LLMCallable, LLMMessage
 
-from agent_loop_common.memory import MemoryLocation
 from agent_loop_common.records import Role, RunRecord
-from agent_loop_common.runtime import use_model
 from agent_loop_common.settings import Settings
 from agent_loop_common.testing import (
     GitHubEmulator,
-    ModelSlot,
     ScriptedModel,
     emulator_client,
-    emulator_runtime,
     emulator_settings,
-    stored_record,
 )
+from agent_loop_common.testing.pytest_plugin import AgentRuntime
+from agent_loop_reviewer import run_reviewer_tick
 
-BRANCH = "agent-loop/issue-1-add"
-CALC = "def add(a, b):\n    return a - b\n"
-FIXED = "def add(a, b):\n    return a + b\n"
-TEST = "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+Tick = Callable[..., Awaitable[RunRecord | None]]
+
+
+class OpenPr(Protocol):
+    def __call__(
+        self,
+        *,
+        branch: str | None = None,
+        files: Mapping[str, str] | None = None,
+        token: str | None = None,
+        author: str | None = None,
+    ) -> Awaitable[int]: ...
 
 
 @pytest.fixture
@@ -45,38 +50,75 @@ def emulator() -> GitHubEmulator:
     return emu
 
 
-async def _open_pr(
-    emu: GitHubEmulator,
-    *,
-    branch: str = BRANCH,
-    files: Mapping[str, str] | None = None,
-    token: str | None = None,
-    author: str | None = None,
-) -> int:
-    """Push `branch` and open a PR from it, as the bot unless `author`/`token` say otherwise."""
-    emu.push(
-        branch,
-        dict(files or {"src/calc.py": CALC, "tests/test_calc.py": TEST}),
-        author=author or emu.bot,
-        message="Add add()",
-    )
-    async with emulator_client(emu, token=token) as gh:
-        pull = await gh.create_pull(
-            title="Add add()", body="Implements #1: add two numbers.", head=branch, base="main"
-        )
-    return pull.number
-
-
 @pytest.fixture
 def settings(emulator: GitHubEmulator, tmp_path: pathlib.Path) -> Settings:
     return emulator_settings(emulator, tmp_path / "home", max_tries=2)
+
+
+@pytest.fixture
+def tick(settings: Settings, agent_runtime: AgentRuntime) -> Tick:
+    """`tick(pr=None, **settings_overrides)`: one reviewer tick in-process, with a fresh
+    runtime as a schedule would start it; its record, or `None` when nothing was due."""
+
+    async def run(pr: int | None = None, **overrides: object) -> RunRecord | None:
+        config = settings.model_copy(update=overrides) if overrides else settings
+        async with agent_runtime(Role.REVIEWER, settings=config) as rt:
+            return await run_reviewer_tick(rt, pr)
+
+    return run
+
+
+@pytest.fixture
+def pr_branch() -> str:
+    """The agent branch `open_pr` opens its pull request from by default."""
+    return "agent-loop/issue-1-add"
+
+
+@pytest.fixture
+def pr_files() -> dict[str, str]:
+    """What the default pull request pushes: an `add` that subtracts, and its test."""
+    return {
+        "src/calc.py": "def add(a, b):\n    return a - b\n",
+        "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+    }
+
+
+@pytest.fixture
+def fixed_calc() -> str:
+    """`src/calc.py` as a correct fix leaves it."""
+    return "def add(a, b):\n    return a + b\n"
+
+
+@pytest.fixture
+def open_pr(emulator: GitHubEmulator, pr_branch: str, pr_files: dict[str, str]) -> OpenPr:
+    """`await open_pr(...)`: push a branch (`pr_branch`, `pr_files` by default) and open
+    a pull request from it, as the bot unless `author`/`token` say otherwise; its number."""
+
+    async def open_(
+        *,
+        branch: str | None = None,
+        files: Mapping[str, str] | None = None,
+        token: str | None = None,
+        author: str | None = None,
+    ) -> int:
+        head = branch or pr_branch
+        emulator.push(
+            head, dict(files or pr_files), author=author or emulator.bot, message="Add add()"
+        )
+        async with emulator_client(emulator, token=token) as gh:
+            pull = await gh.create_pull(
+                title="Add add()", body="Implements #1: add two numbers.", head=head, base="main"
+            )
+        return pull.number
+
+    return open_
 
 
 class Hooked:
     """A `call_llm` that runs `action` once, just before the first call whose system
     prompt contains `marker` (a person acting while the run is between two steps)."""
 
-    def __init__(self, inner: ScriptedModel, marker: str, action: Callable[[], object]) -> None:
+    def __init__(self, inner: LLMCallable, marker: str, action: Callable[[], object]) -> None:
         self.inner = inner
         self.marker = marker
         self.action = action
@@ -91,50 +133,8 @@ class Hooked:
         return await self.inner(model, system, messages, tools)
 
 
-@dataclass
-class Kit:
-    """Everything a reviewer test drives."""
-
-    emulator: GitHubEmulator
-    settings: Settings
-    tmp_path: pathlib.Path
-    slot: ModelSlot = field(default_factory=ModelSlot)
-    installed: ExitStack = field(default_factory=ExitStack)
-    slot_in_use: bool = False
-
-    BRANCH = BRANCH
-    CALC = CALC
-    FIXED = FIXED
-    TEST = TEST
-
-    async def open_pr(self, **kwargs: Any) -> int:
-        return await _open_pr(self.emulator, **kwargs)
-
-    def runtime(self, settings: Settings | None = None) -> Any:
-        return emulator_runtime(
-            settings or self.settings,
-            self.emulator,
-            Role.REVIEWER,
-            memory_root=self.tmp_path / "mem",
-        )
-
-    def install(self, model: ScriptedModel, wrapper: LLMCallable | None = None) -> None:
-        """Answer every later run of this test with `model` (usage recorded on the run)."""
-        if not self.slot_in_use:  # nothing answers until the test scripts a model
-            self.installed.enter_context(use_model(self.slot))
-            self.slot_in_use = True
-        self.slot.put(model, via=wrapper)
-
-    def stored(self, run_id: str, location: MemoryLocation | None = None) -> RunRecord:
-        memory = location or self.settings.memory_location(str(self.tmp_path / "mem"))
-        return stored_record(memory, run_id)
-
-    def hooked(self, model: ScriptedModel, marker: str, action: Callable[[], object]) -> Hooked:
-        return Hooked(model, marker, action)
-
-
 @pytest.fixture
-def kit(emulator: GitHubEmulator, settings: Settings, tmp_path: pathlib.Path) -> Generator[Kit]:
-    made = Kit(emulator, settings, tmp_path)
-    with made.installed:
-        yield made
+def hooked() -> Callable[[ScriptedModel, str, Callable[[], object]], LLMCallable]:
+    """`hooked(model, marker, action)`: `model`, with `action` run once just before its
+    first call whose system prompt contains `marker` (pass it to `install(model, via=...)`)."""
+    return Hooked

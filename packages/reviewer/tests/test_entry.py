@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Generator
 from datetime import UTC, datetime
 
 import pytest
@@ -11,16 +10,9 @@ import pytest
 from agent_loop_common.records import Outcome, Role, RunRecord, Target, TargetKind, TraceStep
 from agent_loop_common.report import run_report_html
 from agent_loop_common.runtime import summarize
-from agent_loop_common.testing import quiet_logs
+from agent_loop_common.testing import GitHubEmulator
 from agent_loop_reviewer.__main__ import main
 from agent_loop_reviewer.env import IDLE_NOTE, SCHEDULE, env, reviewer_tick
-
-
-@pytest.fixture
-def restore_logging() -> Generator[None]:
-    """`main` configures logging for the process (onto pytest's captured streams)."""
-    with quiet_logs():
-        yield
 
 
 def test_a_config_error_exits_2_naming_the_variable(monkeypatch, capsys) -> None:
@@ -32,14 +24,15 @@ def test_a_config_error_exits_2_naming_the_variable(monkeypatch, capsys) -> None
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("restore_logging")
-def test_one_idle_tick_from_the_command_line(kit, monkeypatch, capsys) -> None:
-    emu = kit.emulator
-    with emu.serve() as url:
+@pytest.mark.usefixtures("quiet_logs")  # `main` configures logging for the process
+def test_one_idle_tick_from_the_command_line(
+    emulator: GitHubEmulator, tmp_path, monkeypatch, capsys
+) -> None:
+    with emulator.serve() as url:
         monkeypatch.setenv("GITHUB_API_URL", url)
-        monkeypatch.setenv("GITHUB_TOKEN", emu.bot_token)
-        monkeypatch.setenv("AGENT_LOOP_REPO", emu.full_name)
-        monkeypatch.setenv("AGENT_LOOP_HOME", str(kit.tmp_path / "home"))
+        monkeypatch.setenv("GITHUB_TOKEN", emulator.bot_token)
+        monkeypatch.setenv("AGENT_LOOP_REPO", emulator.full_name)
+        monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path / "home"))
         assert main(["--pr", "1"]) == 0
     assert json.loads(capsys.readouterr().out)["outcome"] == "idle"
 

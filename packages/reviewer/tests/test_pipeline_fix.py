@@ -3,9 +3,15 @@ failing checks become verified fixes pushed by compare-and-swap, with replies.""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from agent_loop_common.memory import read_reviewed
-from agent_loop_common.records import Outcome
-from agent_loop_common.testing import ScriptedModel, call, emulator_client, turn
+from agent_loop_common.records import Outcome, Role
+from agent_loop_common.settings import Settings
+from agent_loop_common.testing import GitHubEmulator, ScriptedModel, call, emulator_client, turn
+from agent_loop_common.testing.pytest_plugin import AgentRuntime, Install, Stored
 from agent_loop_common.verify import VERIFIER_MARKER
 from agent_loop_reviewer import REVIEWER_MARKER, run_reviewer_tick
 
@@ -19,6 +25,11 @@ def clean() -> ScriptedModel:
             ]
         }
     )
+
+
+# The calls `fixing` scripts: read, stage, submit and a closing answer for the reviewer,
+# then a diff and a verdict for the verifier.
+FIXING_CALLS = 4 + 2
 
 
 def fixing(fixed: str, replies: list[dict[str, object]], *, expect: list[str]) -> ScriptedModel:
@@ -47,31 +58,43 @@ def fixing(fixed: str, replies: list[dict[str, object]], *, expect: list[str]) -
     )
 
 
-async def reviewed_once(kit) -> tuple[int, str]:
-    number = await kit.open_pr()
-    kit.install(clean())
-    async with kit.runtime() as rt:
-        record = await run_reviewer_tick(rt)
+@pytest.fixture
+async def reviewed_pr(
+    emulator: GitHubEmulator, open_pr: Any, install: Install, tick: Any
+) -> tuple[int, str]:
+    """An agent PR the reviewer has passed clean once: its number and the reviewed head."""
+    number = await open_pr()
+    install(clean())
+    record = await tick()
     assert record is not None
     assert record.outcome is Outcome.REVIEWED_CLEAN
-    return number, kit.emulator.pull(number).head_sha
+    return number, emulator.pull(number).head_sha
 
 
-async def test_review_comments_become_a_verified_fix_with_replies(kit) -> None:
-    emu = kit.emulator
-    number, old_head = await reviewed_once(kit)
-    review_id = emu.add_review(
+async def test_review_comments_become_a_verified_fix_with_replies(
+    reviewed_pr: tuple[int, str],
+    emulator: GitHubEmulator,
+    pr_branch: str,
+    pr_files: dict[str, str],
+    fixed_calc: str,
+    install: Install,
+    tick: Any,
+    stored: Stored,
+    agent_runtime: AgentRuntime,
+) -> None:
+    number, old_head = reviewed_pr
+    review_id = emulator.add_review(
         number,
         author="alice",
         state="CHANGES_REQUESTED",
         body="add() subtracts.",
         comments=[("src/calc.py", 2, "This should be a + b.")],
     )
-    conversation_id = emu.add_comment(number, "Also keep the test, please.", author="alice")
-    async with emulator_client(emu) as gh:
+    conversation_id = emulator.add_comment(number, "Also keep the test, please.", author="alice")
+    async with emulator_client(emulator) as gh:
         (inline,) = await gh.list_review_comments(number)
     model = fixing(
-        kit.FIXED,
+        fixed_calc,
         [
             {"comment_id": inline.id, "reply": "Fixed: it returns a + b now."},
             {"comment_id": conversation_id, "reply": "The test stays as it is."},
@@ -83,9 +106,9 @@ async def test_review_comments_become_a_verified_fix_with_replies(kit) -> None:
             f"[new] review id={review_id} by @alice, CHANGES_REQUESTED",
         ],
     )
-    kit.install(model)
+    install(model)
 
-    async with kit.runtime() as rt:
+    async with agent_runtime(Role.REVIEWER) as rt:
         record = await run_reviewer_tick(rt)
         mark = await read_reviewed(rt.memory, number)
     model.assert_finished()
@@ -98,25 +121,27 @@ async def test_review_comments_become_a_verified_fix_with_replies(kit) -> None:
     assert attempt.staged_paths == ["src/calc.py"]
     assert attempt.notes == "add() adds; the feedback is answered."
     assert attempt.tokens > 0
-    assert record.usage.llm_calls == 6
+    assert record.usage.llm_calls == FIXING_CALLS
     assert {"claim", "review", "verify", "push", "reply", "record"} <= set(record.stage_seconds)
-    assert kit.stored(record.run_id) == record
+    assert stored(record) == record
 
-    new_head = emu.pull(number).head_sha
+    new_head = emulator.pull(number).head_sha
     assert new_head != old_head
-    (commit, *_) = emu.log(kit.BRANCH)
+    (commit, *_) = emulator.log(pr_branch)
     assert commit.sha == new_head
     assert commit.parents == (old_head,)
     assert f"Agent-Loop-Run: {record.run_id}" in commit.message
-    assert emu.file_at(kit.BRANCH, "src/calc.py") == kit.FIXED.encode()
-    assert emu.file_at(kit.BRANCH, "tests/test_calc.py") == kit.TEST.encode()
+    assert emulator.file_at(pr_branch, "src/calc.py") == fixed_calc.encode()
+    assert (
+        emulator.file_at(pr_branch, "tests/test_calc.py") == pr_files["tests/test_calc.py"].encode()
+    )
 
-    async with emulator_client(emu) as gh:
+    async with emulator_client(emulator) as gh:
         replies = [c for c in await gh.list_review_comments(number) if c.in_reply_to_id]
     assert [(r.user.login, r.in_reply_to_id, r.body) for r in replies] == [
-        (emu.bot, inline.id, "Fixed: it returns a + b now.")
+        (emulator.bot, inline.id, "Fixed: it returns a + b now.")
     ]
-    mine = [c.body for c in emu.comments(number) if c.author == emu.bot]
+    mine = [c.body for c in emulator.comments(number) if c.author == emulator.bot]
     assert any(
         "> Also keep the test, please." in b and "The test stays as it is." in b for b in mine
     )
@@ -132,76 +157,80 @@ async def test_review_comments_become_a_verified_fix_with_replies(kit) -> None:
     assert mark.head_sha == new_head  # its own push is not reviewed again
     assert mark.outcome is Outcome.PUSHED_FIX
     idle = ScriptedModel()
-    kit.install(idle)
-    async with kit.runtime() as rt:
-        assert await run_reviewer_tick(rt) is None
+    install(idle)
+    assert await tick() is None
     idle.assert_finished()
     assert idle.calls == []
 
 
-async def test_a_failing_check_is_fixed_then_the_attempts_run_out(kit) -> None:
-    emu = kit.emulator
-    settings = kit.settings.model_copy(update={"reviewer_max_check_fixes": 1})
-    number = await kit.open_pr()
-    head = emu.pull(number).head_sha
-    emu.set_check_run(
+async def test_a_failing_check_is_fixed_then_the_attempts_run_out(
+    emulator: GitHubEmulator, open_pr: Any, fixed_calc: str, install: Install, tick: Any
+) -> None:
+    one_fix = {"reviewer_max_check_fixes": 1}
+    number = await open_pr()
+    head = emulator.pull(number).head_sha
+    emulator.set_check_run(
         head,
         "tests",
         conclusion="failure",
         title="1 failed",
         text="test_add: assert add(1, 2) == 3\nAssertionError: -1 != 3",
     )
-    emu.set_check_run(head, "lint", conclusion="success")
+    emulator.set_check_run(head, "lint", conclusion="success")
     model = fixing(
-        kit.FIXED,
+        fixed_calc,
         [],
         expect=["Failing checks on the head commit", "AssertionError: -1 != 3", "attempt 1 of 1"],
     )
-    kit.install(model)
-    async with kit.runtime(settings) as rt:
-        record = await run_reviewer_tick(rt)
+    install(model)
+    record = await tick(**one_fix)
     model.assert_finished()
     assert record is not None
     assert record.outcome is Outcome.PUSHED_FIX
-    fixed_head = emu.pull(number).head_sha
-    assert emu.log(fixed_head)[0].parents == (head,)
-    (summary,) = [c.body for c in emu.comments(number) if "pushed `" in c.body]
+    fixed_head = emulator.pull(number).head_sha
+    assert emulator.log(fixed_head)[0].parents == (head,)
+    (summary,) = [c.body for c in emulator.comments(number) if "pushed `" in c.body]
     assert "checks=1" in summary
 
     # CI fails on the pushed head too: the one attempt is used, so the reviewer says it
     # stops, without a model call, and then leaves later failures alone.
-    emu.set_check_run(fixed_head, "tests", conclusion="failure", text="still red")
+    emulator.set_check_run(fixed_head, "tests", conclusion="failure", text="still red")
     no_model = ScriptedModel()
-    kit.install(no_model)
-    async with kit.runtime(settings) as rt:
-        stop = await run_reviewer_tick(rt)
+    install(no_model)
+    stop = await tick(**one_fix)
     assert stop is not None
     assert stop.outcome is Outcome.COMMENTED
     assert stop.usage.llm_calls == 0
-    (note,) = [c.body for c in emu.comments(number) if "stopped fixing" in c.body]
+    (note,) = [c.body for c in emulator.comments(number) if "stopped fixing" in c.body]
     assert "after 1 attempt(s)" in note
     assert "stop=1" in note
 
-    emu.set_check_run(fixed_head, "tests", conclusion="failure", text="red again")
-    async with kit.runtime(settings) as rt:
-        assert await run_reviewer_tick(rt) is None
+    emulator.set_check_run(fixed_head, "tests", conclusion="failure", text="red again")
+    assert await tick(**one_fix) is None
     no_model.assert_finished()
     assert no_model.calls == []
-    assert emu.pull(number).head_sha == fixed_head
+    assert emulator.pull(number).head_sha == fixed_head
 
 
-async def test_a_human_push_during_the_run_is_never_overwritten(kit) -> None:
-    emu = kit.emulator
-    number, old_head = await reviewed_once(kit)
-    emu.add_comment(number, "add() subtracts; please fix.", author="alice")
-    model = fixing(kit.FIXED, [], expect=["[new] conversation comment"])
+async def test_a_human_push_during_the_run_is_never_overwritten(
+    reviewed_pr: tuple[int, str],
+    emulator: GitHubEmulator,
+    pr_branch: str,
+    fixed_calc: str,
+    install: Install,
+    hooked: Any,
+    agent_runtime: AgentRuntime,
+) -> None:
+    number, old_head = reviewed_pr
+    emulator.add_comment(number, "add() subtracts; please fix.", author="alice")
+    model = fixing(fixed_calc, [], expect=["[new] conversation comment"])
     human_version = "def add(a, b):\n    return sum((a, b))\n"
 
     def human_pushes() -> None:
-        emu.push(kit.BRANCH, {"src/calc.py": human_version}, author="alice", message="my fix")
+        emulator.push(pr_branch, {"src/calc.py": human_version}, author="alice", message="my fix")
 
-    kit.install(model, kit.hooked(model, VERIFIER_MARKER, human_pushes))
-    async with kit.runtime() as rt:
+    install(model, via=hooked(model, VERIFIER_MARKER, human_pushes))
+    async with agent_runtime(Role.REVIEWER) as rt:
         record = await run_reviewer_tick(rt)
         mark = await read_reviewed(rt.memory, number)
     model.assert_finished()
@@ -212,25 +241,31 @@ async def test_a_human_push_during_the_run_is_never_overwritten(kit) -> None:
     assert [a.verified for a in record.attempts] == [True]
     assert "push" in record.stage_seconds
     assert "reply" not in record.stage_seconds
-    (head_commit, *_) = emu.log(kit.BRANCH)
+    (head_commit, *_) = emulator.log(pr_branch)
     assert head_commit.message.startswith("my fix")
     assert head_commit.parents == (old_head,)
-    assert emu.file_at(kit.BRANCH, "src/calc.py") == human_version.encode()
-    assert not [c for c in emu.comments(number) if "pushed `" in c.body]
+    assert emulator.file_at(pr_branch, "src/calc.py") == human_version.encode()
+    assert not [c for c in emulator.comments(number) if "pushed `" in c.body]
     assert mark is not None
     assert mark.head_sha == old_head  # the human's head is still due for its own review
-    assert emu.ref_sha(f"agent-loop/claims/pr-{number}") is None
+    assert emulator.ref_sha(f"agent-loop/claims/pr-{number}") is None
 
 
-async def test_a_fix_that_never_verifies_is_not_pushed(kit) -> None:
-    emu = kit.emulator
-    number, old_head = await reviewed_once(kit)
-    emu.add_comment(number, "add() subtracts.", author="alice")
+async def test_a_fix_that_never_verifies_is_not_pushed(
+    reviewed_pr: tuple[int, str],
+    emulator: GitHubEmulator,
+    settings: Settings,
+    fixed_calc: str,
+    install: Install,
+    tick: Any,
+) -> None:
+    number, old_head = reviewed_pr
+    emulator.add_comment(number, "add() subtracts.", author="alice")
     reject = '{"verified": false, "notes": "tests/test_calc.py still expects the old name."}'
     model = ScriptedModel(
         routes={
             REVIEWER_MARKER: [
-                turn(tool_calls=[call("stage_file", path="src/calc.py", content=kit.FIXED)]),
+                turn(tool_calls=[call("stage_file", path="src/calc.py", content=fixed_calc)]),
                 turn(tool_calls=[call("submit_fix", summary="Fix add.", replies=[])]),
                 turn("Done."),
                 turn(
@@ -246,60 +281,66 @@ async def test_a_fix_that_never_verifies_is_not_pushed(kit) -> None:
             VERIFIER_MARKER: [turn(reject), turn(reject)],
         }
     )
-    kit.install(model)
-    async with kit.runtime() as rt:
-        record = await run_reviewer_tick(rt)
+    install(model)
+    record = await tick()
     model.assert_finished()
     assert record is not None
     assert record.outcome is Outcome.REJECTED
     assert [(a.number, a.verified) for a in record.attempts] == [(1, False), (2, False)]
-    assert emu.pull(number).head_sha == old_head
-    (note,) = [c.body for c in emu.comments(number) if "no fix passed" in c.body]
+    assert emulator.pull(number).head_sha == old_head
+    (note,) = [c.body for c in emulator.comments(number) if "no fix passed" in c.body]
     assert "still expects the old name" in note
-    assert "in 2 tries" in note
+    assert f"in {settings.max_tries} tries" in note  # max_tries=2 (conftest)
 
 
-async def test_a_failed_model_call_rests_the_pr(kit) -> None:
-    emu = kit.emulator
-    number = await kit.open_pr()
+async def test_a_failed_model_call_rests_the_pr(
+    emulator: GitHubEmulator, open_pr: Any, install: Install, tick: Any
+) -> None:
+    number = await open_pr()
     broken = ScriptedModel(routes={REVIEWER_MARKER: [turn(error=RuntimeError("provider down"))]})
-    kit.install(broken)
-    async with kit.runtime() as rt:
-        record = await run_reviewer_tick(rt)
+    install(broken)
+    record = await tick()
     broken.assert_finished()
     assert record is not None
     assert record.outcome is Outcome.ERROR
     assert "provider down" in record.error
-    assert any("agent-loop:backoff" in c.body for c in emu.comments(number))
-    assert emu.ref_sha(f"agent-loop/claims/pr-{number}") is None
+    assert any("agent-loop:backoff" in c.body for c in emulator.comments(number))
+    assert emulator.ref_sha(f"agent-loop/claims/pr-{number}") is None
 
     idle = ScriptedModel()
-    kit.install(idle)
-    async with kit.runtime() as rt:
-        assert await run_reviewer_tick(rt) is None  # resting, though its head is unreviewed
+    install(idle)
+    assert await tick() is None  # resting, though its head is unreviewed
     idle.assert_finished()
     assert idle.calls == []
 
 
-async def test_the_token_budget_stops_the_pass_as_budget_exceeded(kit) -> None:
-    emu = kit.emulator
-    number = await kit.open_pr()
-    settings = kit.settings.model_copy(update={"max_tokens_per_run": 150})
+async def test_the_token_budget_stops_the_pass_as_budget_exceeded(
+    emulator: GitHubEmulator,
+    open_pr: Any,
+    pr_branch: str,
+    fixed_calc: str,
+    install: Install,
+    tick: Any,
+) -> None:
+    number = await open_pr()
+    budget = {"max_tokens_per_run": 150}
     model = ScriptedModel(
         routes={
             REVIEWER_MARKER: [
-                turn(tool_calls=[call("stage_file", path="src/calc.py", content=kit.FIXED)]),
+                turn(tool_calls=[call("stage_file", path="src/calc.py", content=fixed_calc)]),
                 turn(tool_calls=[call("submit_fix", summary="Fix add.", replies=[])]),
             ],
         }
     )
-    kit.install(model)
-    async with kit.runtime(settings) as rt:
-        record = await run_reviewer_tick(rt)
+    install(model)
+    record = await tick(**budget)
     model.assert_finished()  # the third call was refused before it used a turn
     assert record is not None
     assert record.outcome is Outcome.BUDGET_EXCEEDED
-    assert record.usage.llm_calls == 2
+    # A scripted call uses 120 tokens: the first stays under 150, the second goes over,
+    # so the third is refused before it is made.
+    calls_until_over_budget = 2
+    assert record.usage.llm_calls == calls_until_over_budget
     assert record.attempts == []
-    assert emu.ref_sha(f"heads/{kit.BRANCH}") == emu.pull(number).head_sha
-    assert any("agent-loop:backoff" in c.body for c in emu.comments(number))
+    assert emulator.ref_sha(f"heads/{pr_branch}") == emulator.pull(number).head_sha
+    assert any("agent-loop:backoff" in c.body for c in emulator.comments(number))

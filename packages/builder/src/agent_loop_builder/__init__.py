@@ -89,7 +89,11 @@ __all__ = [
 
 
 def run_once(
-    *, target: int | None = None, remote: bool = False, settings: Settings | None = None
+    *,
+    target: int | None = None,
+    remote: bool = False,
+    settings: Settings | None = None,
+    retry_now: bool = False,
 ) -> TickSummary:
     """Fire one builder tick (Flyte local mode, or the deployed task with `remote`).
 
@@ -97,6 +101,7 @@ def run_once(
         target: Work on this issue only (still checked for eligibility and trust).
         remote: Run the deployed task on the configured cluster instead.
         settings: The configuration; `load_settings()` by default.
+        retry_now: With `target`: retry it now, ignoring its back-off (an operator's reset).
 
     Raises:
         ConfigError: The configuration is invalid (from `load_settings`).
@@ -105,4 +110,4 @@ def run_once(
     from agent_loop_common.runtime import run_tick
 
     config = settings if settings is not None else load_settings()
-    return run_tick(config, builder_tick, target=target, remote=remote)
+    return run_tick(config, builder_tick, target=target, remote=remote, retry_now=retry_now)

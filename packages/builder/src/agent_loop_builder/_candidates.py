@@ -21,6 +21,7 @@ from agent_loop_builder._select import (
     thread_refusal,
     trust_refusal,
 )
+from agent_loop_common.claims import backoff_resetters
 from agent_loop_common.github import Comment, GitHub, Issue, NotFound
 from agent_loop_common.settings import Settings
 from agent_loop_common.trust import Trust, label_applier
@@ -36,6 +37,8 @@ class IssueFinder:
     settings: Settings
     agent_login: str
     now: datetime
+    retry_now: int | None = None
+    """The issue the operator asked to retry now (its back-off is ignored)."""
     refused: dict[int, Refusal] = field(default_factory=dict[int, Refusal])
     """Every issue looked at and left alone this tick, with the reason."""
     trust: Trust = field(init=False)
@@ -89,8 +92,15 @@ class IssueFinder:
         refusal = await self._trust(issue)
         if refusal is not None:
             return refusal
+        comments = await self.comments(issue.number)
+        await self.trust.resolve(backoff_resetters(comments, agent_login=self.agent_login))
         return thread_refusal(
-            issue, await self.comments(issue.number), agent_login=self.agent_login, now=self.now
+            issue,
+            comments,
+            agent_login=self.agent_login,
+            now=self.now,
+            trusted=self.trust,
+            retry_now=issue.number == self.retry_now,
         )
 
     async def _trust(self, issue: Issue) -> Refusal | None:

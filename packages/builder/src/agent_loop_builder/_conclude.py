@@ -57,10 +57,10 @@ class HeldIssue:
         if force or self.claim.until - rt.clock() < rt.settings.claim_ttl / 2:
             self.claim = await rt.claimer.extend(self.claim)
 
-    async def release(self, note: str) -> None:
+    async def release(self, note: str, *, ok: bool = True) -> None:
         """Release with a note saying what came of the run; a failure here changes no outcome."""
         try:
-            await self.scope.runtime.claimer.release(self.claim, note)
+            await self.scope.runtime.claimer.release(self.claim, note, ok=ok)
         except Exception as exc:  # the claim expires by itself
             _log.warning("builder.release_failed", issue=self.issue.number, error=repr(exc))
 
@@ -76,7 +76,7 @@ class HeldIssue:
         if not reason:
             return False
         self.scope.finish(Outcome.SKIPPED, reason)
-        await self.release("skipped: " + reason)
+        await self.release("skipped: " + reason, ok=False)
         return True
 
 
@@ -188,5 +188,5 @@ async def _answer(
     scope.finish(outcome, error)
     async with scope.stage("record"):
         await write(post_feedback, held.issue.number, comment)
-        await scope.runtime.claimer.record_failure(held.claim.target, rest)
-        await held.release(note)
+        await scope.rest(held.claim.target, rest)
+        await held.release(note, ok=False)

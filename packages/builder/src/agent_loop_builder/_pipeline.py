@@ -34,7 +34,11 @@ _CLAIM_RACES = 3
 
 
 async def run_builder_tick(
-    runtime: Runtime, target: int | None = None, write: Writer | None = None
+    runtime: Runtime,
+    target: int | None = None,
+    write: Writer | None = None,
+    *,
+    retry_now: bool = False,
 ) -> RunRecord | None:
     """Run one builder tick; the record, or `None` for an idle tick.
 
@@ -44,18 +48,20 @@ async def run_builder_tick(
             run records why it was refused and changes nothing on GitHub.
         write: How the durable writes run (`env.py` passes the Flyte actions); direct
             calls on the runtime's facade by default.
+        retry_now: With `target`: the operator asks to retry it now, ignoring its back-off.
     """
     writer = write if write is not None else DirectWriter(runtime.github)
 
     async def body(scope: RunScope) -> None:
-        await _tick(scope, target, writer)
+        await _tick(scope, target, writer, retry_now=retry_now)
 
     return await run_scoped(runtime, body)
 
 
-async def _tick(scope: RunScope, target: int | None, write: Writer) -> None:
+async def _tick(scope: RunScope, target: int | None, write: Writer, *, retry_now: bool) -> None:
     rt = scope.runtime
     finder = IssueFinder(rt.github, rt.settings, await rt.claimer.agent_login(), rt.clock())
+    finder.retry_now = target if retry_now else None
     candidates = finder.eligible() if target is None else _requested(finder, target)
     for _ in range(_CLAIM_RACES):
         async with scope.stage("select"):
@@ -63,7 +69,7 @@ async def _tick(scope: RunScope, target: int | None, write: Writer) -> None:
         if issue is None:
             break
         async with scope.stage("claim"):
-            claim = await rt.claimer.claim("issue", issue.number)
+            claim = await scope.claim("issue", issue.number)
         if claim is None:
             finder.refused[issue.number] = Refusal(
                 RefusalCode.CLAIMED, f"#{issue.number} was claimed by another run first"

@@ -19,7 +19,7 @@ branch, or a bot PR outside the prefix, never blocks an issue.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -184,18 +184,36 @@ def trust_refusal(
 
 
 def thread_refusal(
-    issue: Issue, comments: Sequence[CommentLike], *, agent_login: str, now: datetime
+    issue: Issue,
+    comments: Sequence[CommentLike],
+    *,
+    agent_login: str,
+    now: datetime,
+    trusted: Callable[[str], bool] | None = None,
+    retry_now: bool = False,
 ) -> Refusal | None:
-    """Refuse issues claimed by a live run or resting in back-off, per the markers."""
+    """Refuse issues claimed by a live run or resting in back-off, per the markers.
+
+    Args:
+        trusted: Whose comments may reset a back-off (see `backoff_state`).
+        retry_now: The operator asked to retry this issue now: a back-off is ignored
+            (a live claim never is).
+    """
     state = claim_state(comments, agent_login=agent_login, now=now, kind="issue")
     if state.owner is not None:
         return Refusal(
             RefusalCode.CLAIMED,
             f"#{issue.number} is claimed by run {state.owner.run} until {format_time(state.owner.until)}",
         )
-    backoff = backoff_state(comments, issue_updated_at=issue.updated_at, agent_login=agent_login)
+    if retry_now:
+        return None
+    backoff = backoff_state(
+        comments, issue_updated_at=issue.updated_at, agent_login=agent_login, trusted=trusted
+    )
     if backoff is not None and backoff.active(now):
         return Refusal(
-            RefusalCode.BACKED_OFF, f"#{issue.number} is backed off: {backoff.describe()}"
+            RefusalCode.BACKED_OFF,
+            f"#{issue.number} is backed off: {backoff.describe()}; to retry it now: "
+            f"agent-loop run builder --issue {issue.number} --retry-now",
         )
     return None

@@ -57,7 +57,7 @@ TASKS = WRITES.durable(env, module=__name__)
 
 @env.task(report=True, triggers=(agent_trigger("builder"),))
 async def builder_tick(
-    trigger_time: datetime | None = None, target: int | None = None
+    trigger_time: datetime | None = None, target: int | None = None, retry_now: bool = False
 ) -> TickSummary:
     """One builder tick: take the oldest eligible issue (or issue `target`) to a PR or
     sub-issues, and return the tick's summary."""
@@ -71,6 +71,7 @@ async def builder_tick(
         target,
         run_builder_tick,
         tasks=TASKS,
+        retry_now=retry_now,
         heading="Builder tick",
         idle=IDLE_NOTE,
     )

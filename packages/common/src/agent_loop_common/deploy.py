@@ -19,6 +19,9 @@ spec is fixed at deploy time, as the cron schedules are):
 Every other setting set in the deploying shell (`AGENT_LOOP_REPO`, `GITHUB_API_URL`,
 budgets...) reaches the tasks as a plain env var through `agent_env_vars()`: a scheduled
 run has no shell of its own, so what the deployer configured is what the cluster runs.
+A plain env var is written into the deploy spec, so a value that looks like a credential
+(a key in `AGENT_LOOP_API_BASE`'s URL, a token pasted into the wrong variable) stops the
+deploy instead of being copied there.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ import typing
 from collections.abc import Mapping
 
 import flyte
+
+from agent_loop_common.llm import KEY_ENV_OVERRIDE, key_env
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -53,15 +58,6 @@ IMAGE_PREFIX = "agent-loop-"
 
 DEFAULT_MODEL = "anthropic/claude-sonnet-4-6"
 """Same default as `Settings.model`: its provider decides the default key variable."""
-
-_PROVIDER_KEYS = {
-    "anthropic": "ANTHROPIC_API_KEY",
-    "openai": "OPENAI_API_KEY",
-    "gemini": "GEMINI_API_KEY",
-    "together_ai": "TOGETHERAI_API_KEY",
-    "xai": "XAI_API_KEY",
-}
-"""litellm providers whose key variable is not simply `<PROVIDER>_API_KEY`, or common ones."""
 
 
 def requirements_lock(package_dir: pathlib.Path) -> pathlib.Path:
@@ -91,25 +87,17 @@ def secret_key(env_var: str) -> str:
     return env_var.lower().replace("_", "-")
 
 
-def _provider_key(model: str) -> str:
-    provider, _, rest = model.partition("/")
-    if not rest:  # a bare model name: litellm infers the provider from the family
-        provider = "openai" if model.startswith(("gpt", "o1", "o3", "o4")) else "anthropic"
-        provider = "gemini" if model.startswith("gemini") else provider
-    return _PROVIDER_KEYS.get(provider, f"{provider.upper().replace('-', '_')}_API_KEY")
-
-
 def model_key_envs(environ: Mapping[str, str] | None = None) -> list[str]:
     """Env vars holding the model keys the agents need, for the configured model(s)."""
     env = os.environ if environ is None else environ
-    override = env.get("AGENT_LOOP_MODEL_KEY_ENV", "").strip()
+    override = env.get(KEY_ENV_OVERRIDE, "").strip()
     if override:
         return [] if override.lower() == "none" else [override]
     models = [
         env.get("AGENT_LOOP_MODEL") or DEFAULT_MODEL,
         env.get("AGENT_LOOP_VERIFIER_MODEL", ""),
     ]
-    keys = [_provider_key(m.strip()) for m in models if m.strip()]
+    keys = [key_env(m.strip()) for m in models if m.strip()]
     return list(dict.fromkeys(keys))
 
 
@@ -173,10 +161,16 @@ def agent_env_vars(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 
     Secrets (`SecretStr` settings and whatever `agent_secrets` injects) are never copied:
     they reach the container only as Flyte secrets.
+
+    Raises:
+        ValueError: a value to be copied looks like a credential (a user name, password
+            or key in a URL, a private key, an API token); the message names the variable
+            and what was found, never the value.
     """
     from pydantic import SecretStr
 
     from agent_loop_common.settings import Settings, env_var_name
+    from agent_loop_common.settings._secrets import credential_in
 
     env = os.environ if environ is None else environ
     secret = set(_secret_env_vars(env))
@@ -186,8 +180,18 @@ def agent_env_vars(environ: Mapping[str, str] | None = None) -> dict[str, str]:
         if annotation is SecretStr or SecretStr in typing.get_args(annotation):
             continue
         names.append(env_var_name(field))
-    return {
+    forwarded = {
         name: env[name]
         for name in names
         if env.get(name) and name not in secret and name not in _LOCAL_ONLY
     }
+    for name, value in forwarded.items():
+        found = credential_in(value)
+        if found is not None:
+            raise ValueError(
+                f"{name} holds {found}: it would be written into the deploy spec as a plain "
+                "environment variable. Remove the credential from it and put the key in a "
+                "Flyte secret (the provider's key variable, e.g. OPENAI_API_KEY, or "
+                "GITHUB_TOKEN), which the agents receive through agent_secrets()."
+            )
+    return forwarded

@@ -127,7 +127,11 @@ __all__ = [
 
 
 def run_once(
-    *, target: int | None = None, remote: bool = False, settings: Settings | None = None
+    *,
+    target: int | None = None,
+    remote: bool = False,
+    settings: Settings | None = None,
+    retry_now: bool = False,
 ) -> TickSummary:
     """Fire one `distiller_tick`: in Flyte local mode, or on the deployed cluster.
 
@@ -135,6 +139,7 @@ def run_once(
         target: Must be `None`: the distiller works on the repository as a whole.
         remote: Run the deployed task on the cluster configured for the `flyte` CLI.
         settings: The configuration; `load_settings()` when omitted.
+        retry_now: Do not wait out the back-off after failed ticks.
     """
     from agent_loop_common.runtime import run_tick
     from agent_loop_common.settings import load_settings
@@ -142,4 +147,4 @@ def run_once(
 
     if target is not None:
         raise ValueError("the distiller takes no target: it works on the repository as a whole")
-    return run_tick(settings or load_settings(), distiller_tick, remote=remote)
+    return run_tick(settings or load_settings(), distiller_tick, remote=remote, retry_now=retry_now)

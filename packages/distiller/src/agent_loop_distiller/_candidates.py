@@ -73,7 +73,9 @@ async def look(runtime: Runtime, scope: RunScope, opts: DistillerOptions, now: d
         buckets_scanned=batch.buckets_scanned,
         grades_changed=grades_changed,
         housekeeping_buckets=opts.housekeeping_buckets,
-        retry=retry_at(failure_streak(batch.records), backoff_of(runtime, opts)),
+        retry=None
+        if opts.retry_now
+        else retry_at(failure_streak(batch.records), backoff_of(runtime, opts)),
         now=now,
     )
     return Look(memory, batch, stop)

@@ -34,7 +34,7 @@ from datetime import datetime, timedelta
 import structlog
 
 from agent_loop_common.records import Attempt, Outcome, Target, TargetKind
-from agent_loop_common.runtime import RunScope, Runtime, run_scoped
+from agent_loop_common.runtime import RunScope, Runtime, preflight_model, run_scoped
 from agent_loop_distiller._attempt import distill
 from agent_loop_distiller._candidates import backoff_of, look, retention_of, under_claim
 from agent_loop_distiller._digest import render_digest
@@ -61,7 +61,8 @@ async def _distill(
 ) -> list[Edit]:
     """Run the agent on the evidence; sets the record's attempt and trace."""
     records = learnable(work.batch.records)
-    scope.target = Target(kind=TargetKind.REPO, title="distil lessons")
+    scope.target = Target(kind=TargetKind.REPO, title="distill lessons")
+    preflight_model(runtime.settings)
     scope.lesson_ids = [lesson.id for lesson in work.context.lessons.lessons]
     before = runtime.usage.total_tokens
     async with scope.stage("distill"):
@@ -126,6 +127,8 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
         out.note = "nothing new" if idle else "waiting after failed attempts"
         return
     async with scope.stage("claim"):
+        # The claim guards memory, which bookkeeping writes without a model: the model is
+        # checked only before the distiller agent runs.
         claim = await runtime.claimer.claim("repo", CLAIM_KEY)
     if claim is None:
         out.kind, out.note = TickKind.BUSY, "another distiller run holds the claim"
@@ -144,7 +147,11 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
     book, out.expired = expire_stale(book, now, max_age)
     work = Work(memory, batch, context, grading, book)
     out.lessons = context.lessons
-    retry = retry_at(failure_streak(batch.records), backoff_of(runtime, opts))
+    retry = (
+        None
+        if opts.retry_now
+        else retry_at(failure_streak(batch.records), backoff_of(runtime, opts))
+    )
     if (records or grading.decided) and retry is not None and now < retry:
         # Committing now would move the ledger past records nobody learned from.
         out.kind, out.note = TickKind.BACKED_OFF, "waiting after failed attempts"

@@ -53,8 +53,9 @@ class TickKind(StrEnum):
 
 
 def learnable(records: Iterable[RunRecord]) -> list[RunRecord]:
-    """Records the model learns from: every role's but the distiller's own."""
-    return [r for r in records if r.role is not Role.DISTILLER]
+    """Records the model learns from: every role's but the distiller's own, and none that
+    an operator's fault ended (a revoked token teaches nothing about the work)."""
+    return [r for r in records if r.role is not Role.DISTILLER and r.fault != "operator"]
 
 
 def failure_streak(records: Iterable[RunRecord]) -> list[RunRecord]:

@@ -38,6 +38,8 @@ class DistillerOptions:
     """Most characters of evidence in the distiller agent's prompt."""
     with_report: bool = True
     """Build the report's data after a tick that did work (reads the window's rollups)."""
+    retry_now: bool = False
+    """The operator's `--retry-now`: do not wait out the back-off after failed ticks."""
 
 
 @dataclass

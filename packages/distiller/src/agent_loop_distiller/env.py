@@ -25,7 +25,7 @@ from agent_loop_common.deploy import (
 from agent_loop_common.records import Outcome, Role
 from agent_loop_common.runtime import TickSummary, open_runtime, summarize
 from agent_loop_common.settings import load_settings
-from agent_loop_distiller._pipeline import TickResult, run_distiller_tick
+from agent_loop_distiller._pipeline import DistillerOptions, TickResult, run_distiller_tick
 from agent_loop_distiller._report import render_summary, render_tabs
 from agent_loop_distiller._select import TickKind
 
@@ -91,18 +91,19 @@ async def publish_report(result: TickResult, run_id: str, model: str = "") -> No
 
 @env.task(report=True, triggers=(agent_trigger("distiller"),))
 async def distiller_tick(
-    trigger_time: datetime | None = None, target: int | None = None
+    trigger_time: datetime | None = None, target: int | None = None, retry_now: bool = False
 ) -> TickSummary:
     """One distiller tick: ingest, grade, distill, commit, report.
 
     `target` is accepted for the common tick signature and must be `None`: the
-    distiller works on the repository as a whole.
+    distiller works on the repository as a whole. `retry_now` does not wait out the
+    back-off after failed ticks.
     """
     if target is not None:
         raise ValueError("the distiller takes no target: it works on the repository as a whole")
     settings = load_settings()
     async with open_runtime(settings, Role.DISTILLER) as runtime:
-        result = await run_distiller_tick(runtime)
+        result = await run_distiller_tick(runtime, DistillerOptions(retry_now=retry_now))
         run_id, model = runtime.run_id, runtime.model_name
     await publish_report(result, run_id, model)
     del trigger_time  # the schedule's time only names the run; the tick uses the clock

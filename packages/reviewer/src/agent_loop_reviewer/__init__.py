@@ -88,7 +88,11 @@ __all__ = [
 
 
 def run_once(
-    *, target: int | None = None, remote: bool = False, settings: Settings | None = None
+    *,
+    target: int | None = None,
+    remote: bool = False,
+    settings: Settings | None = None,
+    retry_now: bool = False,
 ) -> TickSummary:
     """Fire one reviewer tick and return its summary.
 
@@ -97,8 +101,15 @@ def run_once(
         remote: Run the deployed task on the configured Flyte cluster instead of in
             local mode on this machine.
         settings: The configuration; `load_settings()` by default.
+        retry_now: With `target`: retry it now, ignoring its back-off (an operator's reset).
     """
     from agent_loop_common.runtime import run_tick
     from agent_loop_reviewer.env import reviewer_tick
 
-    return run_tick(settings or load_settings(), reviewer_tick, target=target, remote=remote)
+    return run_tick(
+        settings or load_settings(),
+        reviewer_tick,
+        target=target,
+        remote=remote,
+        retry_now=retry_now,
+    )

@@ -16,6 +16,7 @@ from datetime import datetime
 
 import structlog
 
+from agent_loop_common.claims import backoff_resetters
 from agent_loop_common.github import GitHub, NotFound, PullRequest
 from agent_loop_common.memory import ReviewedMark, read_reviewed
 from agent_loop_common.runtime import Runtime
@@ -63,17 +64,32 @@ async def agent_pulls(rt: Runtime, agent_login: str, only: int | None = None) ->
 
 
 async def examine(
-    rt: Runtime, pull: PullRequest, *, agent_login: str, trust: Trust, full: bool = False
+    rt: Runtime,
+    pull: PullRequest,
+    *,
+    agent_login: str,
+    trust: Trust,
+    full: bool = False,
+    retry_now: bool = False,
 ) -> Candidate | None:
     """Read one PR and decide; `None` when it needs no pass or may not be worked now.
 
     Args:
         full: Resolve the trust of every author (the pass shows all feedback); otherwise
             only the authors of items newer than the last pass are looked up.
+        retry_now: The operator asked to retry this PR now (its back-off is ignored).
     """
     snapshot = await read_snapshot(rt.github, pull)
     log = _log.bind(pr=pull.number, head=pull.head_sha[:7])
-    blocked = blocked_by(snapshot, agent_login=agent_login, now=rt.clock(), own_run=rt.run_id)
+    await trust.resolve(backoff_resetters(snapshot.comments, agent_login=agent_login))
+    blocked = blocked_by(
+        snapshot,
+        agent_login=agent_login,
+        now=rt.clock(),
+        own_run=rt.run_id,
+        trusted=trust,
+        retry_now=retry_now,
+    )
     if blocked:
         log.info("reviewer.pr_blocked", reason=blocked)
         return None

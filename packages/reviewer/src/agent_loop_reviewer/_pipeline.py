@@ -42,7 +42,11 @@ _log = structlog.get_logger(__name__)
 
 
 async def run_reviewer_tick(
-    runtime: Runtime, target: int | None = None, write: Writer | None = None
+    runtime: Runtime,
+    target: int | None = None,
+    write: Writer | None = None,
+    *,
+    retry_now: bool = False,
 ) -> RunRecord | None:
     """Run one reviewer tick; the run's record, or `None` when nothing needed a pass.
 
@@ -51,18 +55,19 @@ async def run_reviewer_tick(
         target: Only consider this PR (still only if it is an agent PR that needs a pass).
         write: How the durable writes run (`env.py` passes the Flyte actions); direct
             calls on the runtime's facade by default.
+        retry_now: With `target`: the operator asks to retry it now, ignoring its back-off.
     """
     if runtime.role is not Role.REVIEWER:
         raise ValueError(f"the reviewer needs a reviewer runtime, got {runtime.role.value}")
     writer = write if write is not None else DirectWriter(runtime.github)
 
     async def body(scope: RunScope) -> None:
-        await _tick(scope, target, writer)
+        await _tick(scope, target, writer, retry_now=retry_now and target is not None)
 
     return await run_scoped(runtime, body)
 
 
-async def _tick(scope: RunScope, only: int | None, write: Writer) -> None:
+async def _tick(scope: RunScope, only: int | None, write: Writer, *, retry_now: bool) -> None:
     rt = scope.runtime
     async with scope.stage("select"):
         agent_login = await rt.claimer.agent_login()
@@ -72,11 +77,13 @@ async def _tick(scope: RunScope, only: int | None, write: Writer) -> None:
         pulls = await agent_pulls(rt, agent_login, only)
     for pull in pulls:
         async with scope.stage("select"):
-            candidate = await examine(rt, pull, agent_login=agent_login, trust=trust)
+            candidate = await examine(
+                rt, pull, agent_login=agent_login, trust=trust, retry_now=retry_now
+            )
         if candidate is None:
             continue
         async with scope.stage("claim"):
-            claim = await rt.claimer.claim("pr", pull.number)
+            claim = await scope.claim("pr", pull.number)
         if claim is None:
             continue
         scope.target = Target(
@@ -88,13 +95,13 @@ async def _tick(scope: RunScope, only: int | None, write: Writer) -> None:
         )
         scope.links = Links(pr_url=pull.html_url)
         async with scope.resting_on_failure(claim.target):
-            await _pass(scope, claim, agent_login, trust, write)
+            await _pass(scope, claim, agent_login, trust, write, retry_now=retry_now)
         return
     _log.info("reviewer.idle", agent_prs=len(pulls))
 
 
 async def _pass(
-    scope: RunScope, claim: Claim, agent_login: str, trust: Trust, write: Writer
+    scope: RunScope, claim: Claim, agent_login: str, trust: Trust, write: Writer, *, retry_now: bool
 ) -> None:
     rt = scope.runtime
     number = claim.target.number
@@ -102,7 +109,9 @@ async def _pass(
         pulls = await agent_pulls(rt, agent_login, number)
         fresh: Candidate | None = None
         if pulls:
-            fresh = await examine(rt, pulls[0], agent_login=agent_login, trust=trust, full=True)
+            fresh = await examine(
+                rt, pulls[0], agent_login=agent_login, trust=trust, full=True, retry_now=retry_now
+            )
     if fresh is None:
         scope.finish(Outcome.SKIPPED, "the PR needed no pass any more once claimed")
         return

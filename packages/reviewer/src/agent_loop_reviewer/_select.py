@@ -18,7 +18,7 @@ timestamps with the GitHub time the last pass had seen (`snapshot_time`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -40,21 +40,38 @@ def is_open_agent_pull(pull: PullRequest, *, agent_login: str, branch_prefix: st
 
 
 def blocked_by(
-    snapshot: PullSnapshot, *, agent_login: str, now: datetime, own_run: str = ""
+    snapshot: PullSnapshot,
+    *,
+    agent_login: str,
+    now: datetime,
+    own_run: str = "",
+    trusted: Callable[[str], bool] | None = None,
+    retry_now: bool = False,
 ) -> str:
     """Why the PR may not be worked on now ("" when it may): a live claim or a backoff.
 
     `now` is the runner's clock, the same clock that wrote the claim and backoff expiry
     times being compared. A live claim of `own_run` (this run, after claiming) is no block.
+    Only `trusted` people's comments reset a back-off; `retry_now` (the operator's
+    `--retry-now`) ignores it.
     """
     claim = claim_state(snapshot.comments, agent_login=agent_login, now=now, kind="pr")
     if claim.owner is not None and claim.owner.run != own_run:
         return f"claimed by run {claim.owner.run} ({claim.owner.role})"
+    if retry_now:
+        return ""
     backoff = backoff_state(
-        snapshot.comments, issue_updated_at=snapshot.pull.updated_at, agent_login=agent_login
+        snapshot.comments,
+        issue_updated_at=snapshot.pull.updated_at,
+        agent_login=agent_login,
+        trusted=trusted,
     )
     if backoff is not None and backoff.active(now):
-        return f"backed off: {backoff.describe()}"
+        number = snapshot.pull.number
+        return (
+            f"backed off: {backoff.describe()}; to retry it now: "
+            f"agent-loop run reviewer --pr {number} --retry-now"
+        )
     return ""
 
 

@@ -53,7 +53,7 @@ TASKS = WRITES.durable(env, module=__name__)
 
 @env.task(report=True, triggers=(agent_trigger("reviewer"),))
 async def reviewer_tick(
-    trigger_time: datetime | None = None, target: int | None = None
+    trigger_time: datetime | None = None, target: int | None = None, retry_now: bool = False
 ) -> TickSummary:
     """One reviewer tick: give the first agent PR that needs it (or PR `target`) a review
     pass, and return the tick's summary."""
@@ -63,6 +63,7 @@ async def reviewer_tick(
         target,
         run_reviewer_tick,
         tasks=TASKS,
+        retry_now=retry_now,
         heading="Reviewer tick",
         idle=IDLE_NOTE,
     )

@@ -96,7 +96,10 @@ def _raise_if_failed(scope: RunScope, run: AgentRun, name: str) -> None:
     if exceeded:
         raise BudgetExceeded(exceeded)
     if run.stop == "model_error":
-        raise AgentFailed(f"the {name} agent's model run failed: {run.result.error}")
+        raise AgentFailed(
+            f"the {name} agent's model run failed: {run.result.error}",
+            cause=scope.runtime.usage.failure,
+        )
 
 
 async def _verify(
@@ -123,6 +126,7 @@ async def _verify(
             trace=scope.trace,
         )
     except VerifierError as exc:
+        exc.cause = exc.cause or rt.usage.failure
         scope.add_attempt(
             number,
             verified=False,

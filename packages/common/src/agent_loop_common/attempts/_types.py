@@ -9,6 +9,7 @@ from typing import Protocol
 from flyte.ai.agents import Agent
 
 from agent_loop_common.agents import AgentRun
+from agent_loop_common.llm import AgentRunFailed
 from agent_loop_common.repo import ReadTool
 from agent_loop_common.staging import ChangePlan, DecompositionPlan
 from agent_loop_common.verify import VerifierKind
@@ -28,7 +29,7 @@ Plan = ChangePlan | DecompositionPlan
 """A submitted proposal: files to change, or sub-issues to file."""
 
 
-class AgentFailed(Exception):
+class AgentFailed(AgentRunFailed):
     """The agent's own model call failed (provider error), so the try has no proposal."""
 
 

@@ -11,7 +11,13 @@ the effects and takes the GitHub facade. The design is in ``docs/claims.md``.
 """
 
 from agent_loop_common.claims._atomic import DEFAULT_NAMESPACE, ClaimRefs, RefHead, RefsAPI
-from agent_loop_common.claims._backoff import Backoff, BackoffPolicy, backoff_state, is_backed_off
+from agent_loop_common.claims._backoff import (
+    Backoff,
+    BackoffPolicy,
+    backoff_resetters,
+    backoff_state,
+    is_backed_off,
+)
 from agent_loop_common.claims._errors import (
     ClaimError,
     ClaimLost,
@@ -79,6 +85,7 @@ __all__ = [
     "RefsAPI",
     "TargetView",
     "UserLike",
+    "backoff_resetters",
     "backoff_state",
     "claim_state",
     "decide_ref",

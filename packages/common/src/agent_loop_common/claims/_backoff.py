@@ -4,26 +4,29 @@ A target whose attempt failed must not consume a run on every scheduled tick. Ea
 posts a comment with a backoff marker (``attempts=N until=...``) on the issue or PR: every
 run reads it from there, and a human sees why the agents stopped trying and until when.
 
-A human resets the count by touching the target: a comment by anyone but the agents'
-identity after the latest backoff marker, an edit of a human comment after it, or an edit
-of the issue itself (seen as ``issue.updated_at`` later than every agent comment; the
-agents' own comments also bump ``updated_at``, hence the comparison with agent activity
-and a small ``slack`` for GitHub setting the two timestamps a moment apart). An edit that
-is followed by a later agent comment is not seen; that is a documented limit.
+A trusted person resets the count by touching the target: a comment after the latest
+backoff marker, an edit of their comment after it, or an edit of the issue itself (seen
+as ``issue.updated_at`` later than every agent comment; the agents' own comments also
+bump ``updated_at``, hence the comparison with agent activity and a small ``slack`` for
+GitHub setting the two timestamps a moment apart). When a ``trusted`` predicate is given,
+comments by anyone else neither reset the count nor, through the ``updated_at`` they
+bump, pass for an edit: a stranger cannot buy a run with a comment. An edit that is
+followed by a later agent comment is not seen; a label change also bumps ``updated_at``;
+both are documented limits.
 
 Everything here is pure: comments and ``now`` in, values out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from agent_loop_common.claims._marker import BackoffMarker, format_time, parse_backoff
 from agent_loop_common.claims._state import CommentLike
 
-__all__ = ["Backoff", "BackoffPolicy", "backoff_state", "is_backed_off"]
+__all__ = ["Backoff", "BackoffPolicy", "backoff_resetters", "backoff_state", "is_backed_off"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,12 +81,32 @@ class Backoff:
         return f"{self.attempts} failed attempt(s), next try after {format_time(self.until)}"
 
 
+def backoff_resetters(comments: Iterable[CommentLike], *, agent_login: str) -> set[str]:
+    """Logins whose comments touched the target after the agents' latest comment.
+
+    Only these can have reset a backoff, so only their trust needs looking up.
+    """
+    agent = agent_login.casefold()
+    listed = list(comments)
+    last_agent = max(
+        (max(c.created_at, c.updated_at) for c in listed if c.user.login.casefold() == agent),
+        default=None,
+    )
+    return {
+        c.user.login
+        for c in listed
+        if c.user.login.casefold() != agent
+        and (last_agent is None or max(c.created_at, c.updated_at) > last_agent)
+    }
+
+
 def backoff_state(
     comments: Iterable[CommentLike],
     *,
     issue_updated_at: datetime,
     agent_login: str,
     slack: timedelta = timedelta(seconds=5),
+    trusted: Callable[[str], bool] | None = None,
 ) -> Backoff | None:
     """Return the backoff recorded on a target, or ``None`` (never failed, or reset by a human).
 
@@ -93,6 +116,8 @@ def backoff_state(
         agent_login: the agents' own identity; only its backoff markers count.
         slack: how far ``issue_updated_at`` may trail the latest agent comment and still be
             attributed to it rather than to a human edit.
+        trusted: whose comments may reset it (``None``: anyone's, the behaviour before
+            trust mattered; pipelines always pass one).
     """
     agent = agent_login.casefold()
     latest: tuple[datetime, BackoffMarker] | None = None
@@ -101,6 +126,10 @@ def backoff_state(
     for index, comment in enumerate(comments):
         touched = max(comment.created_at, comment.updated_at)
         if comment.user.login.casefold() != agent:
+            if trusted is not None and not trusted(comment.user.login):
+                # A stranger's comment: no reset, and the updated_at it bumps is explained.
+                agent_activity = touched if agent_activity is None else max(agent_activity, touched)
+                continue
             human_activity = touched if human_activity is None else max(human_activity, touched)
             continue
         agent_activity = touched if agent_activity is None else max(agent_activity, touched)

@@ -40,10 +40,14 @@ def claim_body(claim: DibsMarker) -> str:
     )
 
 
-def release_body(claim: DibsMarker, release: DibsMarker, note: str) -> str:
-    """The claim comment after release: both markers, and what came of the run."""
+def release_body(claim: DibsMarker, release: DibsMarker, note: str, *, ok: bool = True) -> str:
+    """The claim comment after release: both markers, and what came of the run.
+
+    Only a run that succeeded is marked with a tick; any other end says it stopped.
+    """
+    mark, verb = ("✅", "released this") if ok else ("⏹️", "stopped and released this")
     return (
-        f"✅ {_who(claim)} released this at {format_time(release.until)}: {_note(note)}\n\n"
+        f"{mark} {_who(claim)} {verb} at {format_time(release.until)}: {_note(note)}\n\n"
         f"{render_dibs(claim)}\n{render_dibs(release)}"
     )
 

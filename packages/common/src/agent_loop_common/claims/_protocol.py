@@ -231,20 +231,31 @@ class Claimer:
             await self._github.update_issue_comment(renewed.comment_id, claim_body(shown))
         return renewed
 
-    async def release(self, claim: Claim, note: str = "done") -> bool:
+    async def release(
+        self, claim: Claim, note: str = "done", *, ok: bool = True, withdraw: bool = False
+    ) -> bool:
         """Release a claim; ``False`` when it had already been lost to another run.
 
         While the claim is live (by the skew margin) the ref is deleted: no other run may
         move a live claim, so the delete cannot hit someone else's claim. After expiry the
         ref is fast-forwarded to a release commit instead and left for the next claimer.
         Releasing twice is a no-op that returns ``False``.
+
+        Args:
+            claim: The claim to release.
+            note: What came of the run (public: keep secrets and raw errors out).
+            ok: Whether the run succeeded; only then does the comment carry a tick.
+            withdraw: Delete the claim comment instead of recording the release in it,
+                when the live claim's ref was deleted: a run stopped by the operator's
+                fault (credentials, permissions, an outage) leaves no trace on the thread.
         """
         current = self._held.pop(claim.target, None)
         tree = self._trees.pop(claim.target, None)
         if current is None or tree is None:
             return False
         now = self._clock()
-        if now + self.skew < current.until:
+        live = now + self.skew < current.until
+        if live:
             kept = await self._refs.sha(claim.target) == current.head
             if kept:
                 await self._refs.delete(claim.target)
@@ -257,16 +268,20 @@ class Claimer:
             _log.warning("claims.lost_before_release", target=str(claim.target), run=self.run_id)
             note = f"{note} (the claim had already expired and passed to another run)"
         if current.comment_id is not None:
-            shown = self._marker("claim", claim.target.kind, current.until)
-            body = release_body(shown, self._marker("release", claim.target.kind, now), note)
-            await self._github.update_issue_comment(current.comment_id, body)
+            if withdraw and live and kept:
+                await self._github.delete_issue_comment(current.comment_id)
+            else:
+                shown = self._marker("claim", claim.target.kind, current.until)
+                released = self._marker("release", claim.target.kind, now)
+                body = release_body(shown, released, note, ok=ok)
+                await self._github.update_issue_comment(current.comment_id, body)
         _log.info("claims.released", target=str(claim.target), run=self.run_id, kept=kept)
         return kept
 
-    async def _release_quietly(self, claim: Claim, note: str) -> None:
+    async def _release_quietly(self, claim: Claim, note: str, *, ok: bool = True) -> None:
         """Release on an exit path: log failures instead of masking the original outcome."""
         try:
-            await self.release(claim, note)
+            await self.release(claim, note, ok=ok)
         except Exception as exc:
             _log.warning("claims.release_failed", target=str(claim.target), error=repr(exc))
 
@@ -294,7 +309,7 @@ class Claimer:
                 # Only the type goes into the public comment: messages may carry paths,
                 # model output or URLs. The full error is in the run's logs and record.
                 _log.warning("claims.hold_exit_on_error", target=str(claim.target), error=repr(exc))
-                await self._release_quietly(claim, f"stopped by {type(exc).__name__}")
+                await self._release_quietly(claim, f"stopped by {type(exc).__name__}", ok=False)
             raise
         if claim.target in self._held:
             await self._release_quietly(claim, note)

@@ -3,7 +3,8 @@
 One `GitHub` per run and repository. It returns the frozen models below (never githubkit
 types), raises the typed errors below (never githubkit or httpx exceptions), retries per
 `RetryPolicy`, answers unchanged polls from an `ETagCache` with free 304s, and counts
-every request in `RequestStats`.
+every request in `RequestStats`. The few answers REST cannot give (who last edited a
+body: `last_edit`, `last_comment_edit`) come from GitHub's GraphQL API.
 
 ```python
 async with GitHub("acme/widgets", auth=TokenAuth(token), base_url=api_url) as gh:
@@ -29,6 +30,7 @@ from agent_loop_common.github._models import (
     CheckRun,
     Comment,
     CommitStatus,
+    Edit,
     GitCommit,
     Issue,
     IssueEvent,
@@ -53,6 +55,7 @@ __all__ = [
     "CommitStatus",
     "Conflict",
     "ETagCache",
+    "Edit",
     "GitCommit",
     "GitHub",
     "GitHubError",

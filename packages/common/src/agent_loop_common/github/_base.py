@@ -98,6 +98,7 @@ class Base:
     _owner: str
     _name: str
     _per_page: int
+    _archive_timeout: float
     _auth: TokenAuth | AppAuth
     _kit: GitHubKit[Any]
     _installed: GitHubKit[Any] | None

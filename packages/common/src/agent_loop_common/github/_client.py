@@ -27,6 +27,7 @@ from githubkit.cache import MemCacheStrategy
 from agent_loop_common.github import _convert as conv
 from agent_loop_common.github._auth import AppAuth, TokenAuth
 from agent_loop_common.github._base import translated
+from agent_loop_common.github._edits import EditOps
 from agent_loop_common.github._errors import AuthError
 from agent_loop_common.github._etag import ETagCache, ETagTransport
 from agent_loop_common.github._git import GitOps
@@ -48,7 +49,7 @@ def _base_url(url: str) -> httpx.URL:
     return parsed
 
 
-class GitHub(IssueOps, PullOps, GitOps):
+class GitHub(IssueOps, PullOps, GitOps, EditOps):
     """Async GitHub facade for one repository; create one per run.
 
     Args:
@@ -57,7 +58,12 @@ class GitHub(IssueOps, PullOps, GitOps):
         base_url: API root; `https://HOST/api/v3` for GitHub Enterprise Server.
         transport: httpx transport to send through (the emulator's, in tests); by
             default a pooled HTTP transport that this client owns and closes.
-        timeout: seconds allowed per connect/read/write/pool phase and per attempt.
+        timeout: seconds one attempt may take in all, from sending the request to the
+            last byte of the response body (a body dripped slowly cannot hold a run);
+            also httpx's limit per connect/read/write/pool phase. Retries come on top,
+            bounded by the retry policy's `max_total`.
+        archive_timeout: the same bound for one attempt of `download_archive`, whose
+            body is a whole repository (at least `timeout`).
         retry: retry policy; `RetryPolicy()` by default.
         etags: ETag cache for polled reads, typically loaded from memory; a fresh
             in-memory one by default, so repeated polls within a run are 304s.
@@ -73,6 +79,7 @@ class GitHub(IssueOps, PullOps, GitOps):
         base_url: str = DEFAULT_BASE_URL,
         transport: httpx.AsyncBaseTransport | None = None,
         timeout: float = 30,
+        archive_timeout: float = 300,
         retry: RetryPolicy | None = None,
         etags: ETagCache | None = None,
         per_page: int = 100,
@@ -86,6 +93,7 @@ class GitHub(IssueOps, PullOps, GitOps):
         self._owner, self._name = owner, name
         self._per_page = per_page
         self._auth = auth
+        self._archive_timeout = max(archive_timeout, timeout)
         self.full_name = f"{owner}/{name}"
         """`owner/name` of the repository this client works on."""
         self.stats = RequestStats()

@@ -89,6 +89,7 @@ def comment(c: gh.IssueComment) -> Comment:
         created_at=c.created_at,
         updated_at=c.updated_at,
         html_url=c.html_url,
+        node_id=c.node_id,
     )
 
 
@@ -174,6 +175,7 @@ def review_comment(c: gh.PullRequestReviewComment) -> ReviewComment:
         created_at=c.created_at,
         updated_at=c.updated_at,
         html_url=c.html_url,
+        node_id=c.node_id,
     )
 
 

@@ -14,6 +14,7 @@ from agent_loop_common.github import _convert as conv
 from agent_loop_common.github._base import Base, retype, translated
 from agent_loop_common.github._errors import NotFastForward, NotFound, RefExists, Unprocessable
 from agent_loop_common.github._models import GitCommit, TreeEntry
+from agent_loop_common.github._retry import attempt_timeout
 
 _KEEP_MODES = frozenset({"100755"})  # an agent editing a script must not drop its x bit
 
@@ -26,6 +27,33 @@ def _short(ref: str) -> str:
 def _path(path: str) -> str:
     """Percent-encode a path segment list so `#`, `?` or spaces stay in the path."""
     return quote(path, safe="/")
+
+
+def _check_tree_shape(
+    files: Mapping[str, object], blobs: Mapping[str, str], directories: set[str]
+) -> None:
+    """Refuse a change that turns a directory into a file or a kept file into a directory.
+
+    GitHub's tree API applies a blob entry at a directory's path by replacing the whole
+    directory, so this is the last check that a change cannot delete a tree (every
+    workflow under `.github/workflows`) by naming it as one file.
+    """
+    for path, content in files.items():
+        if path in directories:
+            raise ValueError(
+                f"commit_files: {path!r} is a directory at the parent commit; a file there "
+                "would replace, and a deletion remove, everything in it"
+            )
+        if content is None:
+            continue
+        parts = path.split("/")
+        for i in range(1, len(parts)):
+            above = "/".join(parts[:i])
+            if above in blobs and files.get(above, "") is not None:
+                raise ValueError(
+                    f"commit_files: {above!r} is a file at the parent commit, so {path!r} "
+                    "cannot be created inside it unless the change deletes it"
+                )
 
 
 class GitOps(Base):
@@ -154,9 +182,12 @@ class GitOps(Base):
         return base64.b64decode(blob.parsed_data.content)
 
     async def download_archive(self, ref: str) -> bytes:
-        """A gzipped tarball of the repository at `ref` (follows GitHub's redirect)."""
+        """A gzipped tarball of the repository at `ref` (follows GitHub's redirect).
+
+        Each attempt may take the client's `archive_timeout` rather than its `timeout`.
+        """
         gh = await self._gh()
-        with translated():
+        with translated(), attempt_timeout(self._archive_timeout):
             resp = await gh.rest.repos.async_download_tarball_archive(
                 self._owner, self._name, _path(ref)
             )
@@ -170,14 +201,20 @@ class GitOps(Base):
         Text goes inline in the tree request, bytes as base64 blobs, None deletes (a path
         already absent is skipped, as GitHub would refuse it). Existing executable bits
         are kept. No ref moves: the caller decides how (fast-forward, force, new branch).
+
+        Raises:
+            ValueError: a path is not repository-relative, names a directory (or
+                submodule) of the parent, since a file written there would replace and a
+                deletion remove everything in it, or lies below a file of the parent
+                that the change does not delete (the file would become a directory).
         """
         for path in files:
             if not path or path.startswith("/") or ".." in path.split("/"):
                 raise ValueError(f"commit_files needs repository-relative paths, got {path!r}")
         parent = await self.get_commit(parent_sha)
-        existing = {
-            e.path: e.mode for e in await self.get_tree(parent.tree_sha) if e.type == "blob"
-        }
+        tree = await self.get_tree(parent.tree_sha)
+        existing = {e.path: e.mode for e in tree if e.type == "blob"}
+        _check_tree_shape(files, existing, {e.path for e in tree if e.type != "blob"})
         gh = await self._gh()
         entries: list[dict[str, Any]] = []
         for path, content in sorted(files.items()):

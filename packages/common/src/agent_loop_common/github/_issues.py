@@ -117,6 +117,12 @@ class IssueOps(Base):
             )
         return conv.comment(resp.parsed_data)
 
+    async def delete_issue_comment(self, comment_id: int) -> None:
+        """Delete a comment (a claim withdrawn after an operator's fault leaves no trace)."""
+        gh = await self._gh()
+        with translated():
+            await gh.rest.issues.async_delete_comment(self._owner, self._name, comment_id)
+
     async def add_labels(self, n: int, labels: Sequence[str]) -> tuple[str, ...]:
         """Add labels (creating unknown ones); returns the issue's labels afterwards."""
         gh = await self._gh()

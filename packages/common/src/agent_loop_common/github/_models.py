@@ -62,6 +62,17 @@ class Comment(_Frozen):
     created_at: datetime
     updated_at: datetime
     html_url: str
+    node_id: str = ""
+    """GraphQL id (for `GitHub.last_comment_edit`); empty when not read from GitHub."""
+
+
+class Edit(_Frozen):
+    """The last edit of a body: who made it and when (GraphQL `editor`, `lastEditedAt`)."""
+
+    editor: str | None
+    """Login of whoever made the last edit; `None` when GitHub no longer knows the
+    account (deleted): treat that as untrusted."""
+    edited_at: datetime
 
 
 class IssueEvent(_Frozen):
@@ -132,6 +143,8 @@ class ReviewComment(_Frozen):
     created_at: datetime
     updated_at: datetime
     html_url: str
+    node_id: str = ""
+    """GraphQL id (for `GitHub.last_comment_edit`); empty when not read from GitHub."""
 
 
 class CheckRun(_Frozen):

@@ -25,7 +25,9 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
@@ -41,6 +43,22 @@ from agent_loop_common.github._errors import (
     github_message,
 )
 from agent_loop_common.github._routes import Router
+
+_ATTEMPT_TIMEOUT: ContextVar[float | None] = ContextVar("attempt_timeout", default=None)
+
+
+@contextmanager
+def attempt_timeout(seconds: float) -> Generator[None]:
+    """Within this block, one attempt may take `seconds` instead of the client's timeout.
+
+    For a response known to be large (a repository archive): it still has a deadline,
+    just one that fits its size.
+    """
+    token = _ATTEMPT_TIMEOUT.set(seconds)
+    try:
+        yield
+    finally:
+        _ATTEMPT_TIMEOUT.reset(token)
 
 
 @dataclass(frozen=True)
@@ -187,23 +205,30 @@ class RetryTransport(httpx.AsyncBaseTransport):
     async def _attempt(
         self, request: httpx.Request
     ) -> tuple[Failure | None, httpx.Response | None, Exception | None]:
+        response: httpx.Response | None = None
+        limit = _ATTEMPT_TIMEOUT.get() or self._attempt_timeout
         try:
-            async with asyncio.timeout(self._attempt_timeout):
+            # One deadline for the whole attempt, body included: httpx's timeouts are
+            # per read, so a body dripped a byte at a time would never time out, and
+            # transports that enforce no httpx timeouts (in-process ASGI) get one too.
+            async with asyncio.timeout(limit):
                 response = await self._inner.handle_async_request(request)
+                await response.aread()
         except TimeoutError as exc:
-            # Transports that do not enforce httpx timeouts (in-process ASGI) still
-            # must not hang a run: the per-attempt deadline stands in for them.
-            timeout = httpx.ReadTimeout(f"no response within {self._attempt_timeout}s")
+            if response is not None:
+                await response.aclose()
+            timeout = httpx.ReadTimeout(f"no complete response within {limit}s")
             timeout.__cause__ = exc
             return classify_exception(timeout), None, timeout
         except Exception as exc:
+            if response is not None:
+                await response.aclose()
             failure = classify_exception(exc)
             if failure is None:
                 raise
             return failure, None, exc
         if response.status_code < 403:
             return None, response, None
-        await response.aread()
         failure = classify_response(
             response.status_code, response.headers, response.content, self._policy.wall()
         )

@@ -19,6 +19,7 @@ _R = "/repos/{owner}/{repo}"
 # Routes the facade (and githubkit's App auth) calls. `{name+}` spans slashes
 # (refs like `heads/feature/x`, file paths); `{..._number}` and `{..._id}` are digits.
 ROUTES: tuple[str, ...] = (
+    "/graphql",
     "/user",
     "/app",
     "/users/{username}",
@@ -65,6 +66,8 @@ _IDEMPOTENT_POSTS = frozenset(
         f"{_R}/git/commits",
         f"{_R}/issues/{{issue_number}}/labels",
         "/app/installations/{installation_id}/access_tokens",
+        # The facade sends GraphQL queries only, never mutations: a read.
+        "/graphql",
     }
 )
 
@@ -126,6 +129,8 @@ class Router:
         # The raw path keeps `%2F` inside a label name or ref from splitting segments.
         path = url.raw_path.decode("ascii").split("?", 1)[0]
         prefix = self.base_url.path.rstrip("/")
+        if prefix.endswith("/api/v3") and path == prefix.removesuffix("/v3") + "/graphql":
+            return "/graphql"  # GHES serves GraphQL at /api/graphql, beside /api/v3
         if prefix and path.startswith(prefix + "/"):
             path = path[len(prefix) :]
         path = path.rstrip("/") or "/"

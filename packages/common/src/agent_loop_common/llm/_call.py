@@ -121,7 +121,8 @@ def make_call_llm(
         if not model_requests_allowed() and not uses_offline_model(
             model, extras, _litellm.offline_providers()
         ):
-            raise ModelRequestsDisabled(model)
+            usage.failure = ModelRequestsDisabled(model)
+            raise usage.failure
 
         kwargs = request_kwargs(to_litellm_messages(system, messages), tools)
         started = time.monotonic()
@@ -156,7 +157,8 @@ async def _complete_with_retries(
         except Exception as exc:
             kind = classify_error(exc)
             if kind is not ErrorKind.TRANSIENT or attempt >= policy.max_attempts:
-                raise ModelCallFailed(model, kind, attempt, exc) from exc
+                usage.failure = ModelCallFailed(model, kind, attempt, exc)
+                raise usage.failure from exc
             wait = policy.delay(attempt, exc)
             usage.retries += 1
             _log.warning(

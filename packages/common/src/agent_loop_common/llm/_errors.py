@@ -10,6 +10,8 @@ LLMError
 ├── ModelRequestsDisabled   real model requests are switched off (tests, offline demo)
 ├── BudgetExceeded          the run's token or cost budget is used up: the loop stops
 └── ModelCallFailed         the provider refused or kept failing (``kind`` says why)
+AgentRunFailed              an agent's run ended without an answer (``cause``: the model
+                            failure behind it, when a model call failed)
 ```
 
 Classification (:func:`classify_error`) looks at exception class names along the MRO and
@@ -23,6 +25,7 @@ import asyncio
 from enum import StrEnum
 
 __all__ = [
+    "AgentRunFailed",
     "BudgetExceeded",
     "ErrorKind",
     "LLMError",
@@ -63,6 +66,19 @@ class BudgetExceeded(LLMError):
         super().__init__(
             f"run budget exceeded: {reason}. The loop was stopped before the next model call."
         )
+
+
+class AgentRunFailed(Exception):
+    """An agent's run ended without an answer: a model call failed, or the turns ran out.
+
+    The Agent loop keeps only the text of a failed call; `cause` keeps the failure itself
+    (from `UsageMeter.failure`), so callers can tell an operator's problem (credentials,
+    an unknown model, a provider outage) from the work's.
+    """
+
+    def __init__(self, message: str, *, cause: LLMError | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause
 
 
 class ErrorKind(StrEnum):

@@ -1,15 +1,20 @@
 """The only place that touches litellm: a lazy import and narrow, typed accessors.
 
-``import litellm`` costs about 10 s on a small machine and, without
-``LITELLM_LOCAL_MODEL_COST_MAP=True``, fetches a price table from the network, so it
-happens on the first model call, never when this package is imported. litellm is largely
-untyped; each accessor here casts its result at the boundary and turns litellm's "I do
-not know this model" exceptions into ``None``.
+`import litellm` costs about 10 s on a small machine, so it happens on the first model
+call, never when this package is imported. litellm also fetches catalogs on its own
+unless told not to: its price table at import, Anthropic's beta headers on first use.
+A tick should make no request beyond GitHub and the model provider, so the bundled
+copies are the default: `offline_environment` says which of litellm's variables to set
+before the import, and the user opts back in with `AGENT_LOOP_LITELLM_REMOTE_CATALOGS`
+(or decides by setting litellm's variables themselves). litellm is largely untyped;
+each accessor here casts its result at the boundary and turns litellm's "I do not know
+this model" exceptions into `None`.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from types import ModuleType
@@ -18,18 +23,46 @@ from typing import Any, cast
 from agent_loop_common.llm import _quiet
 
 __all__ = [
+    "LITELLM_OFFLINE_VARIABLES",
+    "REMOTE_CATALOGS_VARIABLE",
     "acompletion",
     "estimate_cost",
     "load_litellm",
     "model_output_limit",
+    "offline_environment",
     "offline_providers",
     "provider_supports",
 ]
 
+REMOTE_CATALOGS_VARIABLE = "AGENT_LOOP_LITELLM_REMOTE_CATALOGS"
+"""Opt-in (`Settings.litellm_remote_catalogs`): let litellm fetch its catalogs itself."""
+
+LITELLM_OFFLINE_VARIABLES: Mapping[str, str] = {
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "LITELLM_OFFLINE_MODE": "true",
+}
+"""litellm's switches to its bundled price table and other bundled catalogs."""
+
+_TRUE = frozenset({"1", "true", "t", "yes", "y", "on"})
+
+
+def offline_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables to set before importing litellm so that it fetches nothing itself.
+
+    Empty when the user opted in (`AGENT_LOOP_LITELLM_REMOTE_CATALOGS` true) or set
+    either of litellm's own variables: their choice stands as they made it.
+    """
+    if environ.get(REMOTE_CATALOGS_VARIABLE, "").strip().lower() in _TRUE:
+        return {}
+    if any(name in environ for name in LITELLM_OFFLINE_VARIABLES):
+        return {}
+    return dict(LITELLM_OFFLINE_VARIABLES)
+
 
 def load_litellm() -> ModuleType:
-    """Import litellm (once), its logs routed through ours and its prints silenced."""
+    """Import litellm (once), offline by default, its logs routed through ours (`_quiet`)."""
     if "litellm" not in sys.modules:
+        os.environ.update(offline_environment(os.environ))
         _quiet.before_import()
     module = importlib.import_module("litellm")
     _quiet.after_import(module)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_loop_common.llm._errors import BudgetExceeded
+from agent_loop_common.llm._errors import BudgetExceeded, LLMError
 
 __all__ = ["Budget", "ModelUsage", "UsageMeter"]
 
@@ -86,6 +86,8 @@ class UsageMeter:
     unpriced_calls: int = 0
     exceeded: str | None = None
     by_model: dict[str, ModelUsage] = field(default_factory=dict[str, ModelUsage])
+    failure: LLMError | None = None
+    """The last model call that failed for good (kept: the Agent loop keeps only text)."""
 
     @property
     def total_tokens(self) -> int:

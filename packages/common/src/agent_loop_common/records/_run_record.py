@@ -8,7 +8,7 @@ know.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
 
@@ -25,7 +25,7 @@ from agent_loop_common.records._parts import (
 
 __all__ = ["SCHEMA_VERSION", "RunId", "RunRecord"]
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 """The version this code writes. Bump the minor for added optional fields, the major for
 anything an older reader would misread (removed/renamed fields, new enum members)."""
 
@@ -76,6 +76,15 @@ class RunRecord(BaseModel):
     """Error text for `error`, `budget_exceeded` and other failed outcomes."""
     lesson_ids: list[str] = Field(default_factory=list[str])
     """Ids of the lessons that were in the agent's context, so they can be graded."""
+    fault: Literal["", "operator", "work"] = ""
+    """Whose failure a failed run was (1.1): `operator` for configuration and
+    infrastructure (credentials, permissions, an unreachable service, an unknown model),
+    which never rests the target; `work` for the work itself; empty when it did not fail."""
+    backoff_until: AwareDatetime | None = None
+    """When the target may be tried again, if the run left it resting in back-off (1.1)."""
+    problems: list[str] = Field(default_factory=list[str])
+    """Things the run worked around, for people (1.1): e.g. a corrupt memory document it
+    ignored and set aside."""
 
     @property
     def duration_seconds(self) -> float:

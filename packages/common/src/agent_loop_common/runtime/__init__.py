@@ -16,18 +16,13 @@ body of `python -m agent_loop_<role>`.
 """
 
 from agent_loop_common.runtime._entry import agent_main, run_entry
+from agent_loop_common.runtime._faults import operator_fault
 from agent_loop_common.runtime._local import (
     github_from_settings,
     local_memory,
     local_raw_data_path,
     run_task,
     run_tick,
-)
-from agent_loop_common.runtime._remote import (
-    CONFIG_TEMPLATE,
-    FlyteConfigError,
-    RemoteConfig,
-    remote_flyte_config,
 )
 from agent_loop_common.runtime._models import (
     ModelProvider,
@@ -36,6 +31,13 @@ from agent_loop_common.runtime._models import (
     model_for,
     model_label,
     use_model,
+)
+from agent_loop_common.runtime._preflight import preflight_model
+from agent_loop_common.runtime._remote import (
+    CONFIG_TEMPLATE,
+    FlyteConfigError,
+    RemoteConfig,
+    remote_flyte_config,
 )
 from agent_loop_common.runtime._runtime import Runtime, open_runtime
 from agent_loop_common.runtime._scope import RunScope, run_scoped
@@ -84,6 +86,8 @@ __all__ = [
     "model_for",
     "model_label",
     "open_runtime",
+    "operator_fault",
+    "preflight_model",
     "remote_flyte_config",
     "run_entry",
     "run_scoped",

@@ -43,6 +43,11 @@ def agent_main(
     if target_flag is not None:
         parser.add_argument(target_flag, dest="target", type=int, default=None, help=target_help)
     parser.add_argument(
+        "--retry-now",
+        action="store_true",
+        help="retry now even if it rests in back-off after failures",
+    )
+    parser.add_argument(
         "--remote",
         action="store_true",
         help="fire the deployed task on the configured Flyte cluster instead of local mode",
@@ -50,7 +55,10 @@ def agent_main(
     return run_entry(
         parser,
         lambda args, settings: run_once(
-            target=getattr(args, "target", None), remote=args.remote, settings=settings
+            target=getattr(args, "target", None),
+            remote=args.remote,
+            settings=settings,
+            retry_now=args.retry_now,
         ),
         argv=argv,
     )

@@ -82,16 +82,22 @@ def _run_local(settings: Settings, task: Any, **inputs: Any) -> tuple[Any, pathl
 
 
 def run_tick(
-    settings: Settings, task: Any, *, target: int | None = None, remote: bool = False
+    settings: Settings,
+    task: Any,
+    *,
+    target: int | None = None,
+    remote: bool = False,
+    retry_now: bool = False,
 ) -> TickSummary:
-    """Run one agent tick task (inputs `target`) and return its typed summary.
+    """Run one agent tick task (inputs `target`, `retry_now`) and return its typed summary.
 
     A local tick's report is kept as `<AGENT_LOOP_HOME>/reports/<role>-<run id>.html`
     (its path in `TickSummary.report`), and Flyte's metadata folder of the run removed.
     """
+    inputs: dict[str, Any] = {"target": target, "retry_now": retry_now}
     if remote:
-        return TickSummary.model_validate(run_task(settings, task, remote=True, target=target))
-    output, run_dir = _run_local(settings, task, target=target)
+        return TickSummary.model_validate(run_task(settings, task, remote=True, **inputs))
+    output, run_dir = _run_local(settings, task, **inputs)
     summary = TickSummary.model_validate(output)
     report = keep_report(settings, summary, run_dir)
     return summary.model_copy(update={"report": str(report)}) if report else summary

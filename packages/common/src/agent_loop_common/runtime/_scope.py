@@ -14,11 +14,12 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Literal
 
 import flyte
 import structlog
 
-from agent_loop_common.claims import ClaimLost, ClaimTarget
+from agent_loop_common.claims import Claim, ClaimLost, ClaimTarget, Kind
 from agent_loop_common.llm import BudgetExceeded
 from agent_loop_common.memory import count_idle_run, write_run_record
 from agent_loop_common.records import (
@@ -28,9 +29,12 @@ from agent_loop_common.records import (
     Outcome,
     RunRecord,
     Target,
+    TargetKind,
     TraceStep,
     Usage,
 )
+from agent_loop_common.runtime._faults import operator_fault
+from agent_loop_common.runtime._preflight import preflight_model
 from agent_loop_common.runtime._runtime import Runtime
 
 __all__ = ["RunScope", "run_scoped"]
@@ -56,6 +60,12 @@ class RunScope:
     links: Links = field(default_factory=Links)
     lesson_ids: list[str] = field(default_factory=list[str])
     stage_seconds: dict[str, float] = field(default_factory=dict[str, float])
+    fault: Literal["", "operator", "work"] = ""
+    """Whose failure ended the run (see `operator_fault`); empty while it has not failed."""
+    backoff_until: datetime | None = None
+    """When the target rests until, if this run backed it off."""
+    problems: list[str] = field(default_factory=list[str])
+    """What the run worked around (a corrupt memory document, ...), for its record."""
 
     @asynccontextmanager
     async def stage(self, name: str) -> AsyncGenerator[None]:
@@ -93,6 +103,16 @@ class RunScope:
         self.attempts.append(attempt)
         return attempt
 
+    async def claim(self, kind: Kind, key: int | str) -> Claim | None:
+        """Claim a target, after proving the run could finish its work (the model is usable).
+
+        The preflight runs before the first claim, so a missing key or an unknown model
+        stops the run with nothing public written; a tick that finds no work needs no
+        model and is not stopped by it.
+        """
+        preflight_model(self.runtime.settings)
+        return await self.runtime.claimer.claim(kind, key)
+
     def tokens(self) -> int:
         """Prompt plus completion tokens of the run so far (every model call)."""
         return self.runtime.usage.total_tokens
@@ -111,13 +131,28 @@ class RunScope:
         except ClaimLost:
             raise
         except Exception as exc:
-            try:
-                await self.runtime.claimer.record_failure(
-                    target, f"the run stopped with {type(exc).__name__}"
-                )
-            except Exception as nested:  # the record still tells what happened
-                _log.warning("run.backoff_failed", target=str(target), error=repr(nested))
+            reason = operator_fault(exc)
+            if reason is not None:
+                self.fault = "operator"
+                _log.warning("run.operator_fault", target=str(target), reason=reason)
+                raise
+            await self.rest(target, f"the run stopped with {type(exc).__name__}")
             raise
+
+    async def rest(self, target: ClaimTarget, reason: str) -> None:
+        """Back the target off after the work failed (a failing write here is only logged).
+
+        Args:
+            target: The claimed issue or PR.
+            reason: Posted publicly on the target (no secrets, no raw error text).
+        """
+        self.fault = "work"
+        try:
+            backoff = await self.runtime.claimer.record_failure(target, reason)
+        except Exception as nested:  # the record still tells what happened
+            _log.warning("run.backoff_failed", target=str(target), error=repr(nested))
+            return
+        self.backoff_until = backoff.until
 
     def finish(self, outcome: Outcome, error: str = "") -> None:
         """Set how the run ended (the last call wins)."""
@@ -159,6 +194,9 @@ class RunScope:
             links=self.links,
             error=self.error,
             lesson_ids=self.lesson_ids,
+            fault=self.fault,
+            backoff_until=self.backoff_until,
+            problems=self.problems,
         )
 
 
@@ -184,29 +222,54 @@ async def run_scoped(
     except ClaimLost as exc:
         scope.finish(Outcome.LOST_CLAIM, str(exc))
     except Exception as exc:
-        _log.exception("run.error", role=runtime.role.value, run_id=runtime.run_id)
+        reason = operator_fault(exc)
+        if reason is not None:
+            scope.fault = "operator"
+            _log.error("run.operator_fault", role=runtime.role.value, reason=reason, error=str(exc))
+        else:
+            scope.fault = scope.fault or "work"
+            _log.exception("run.error", role=runtime.role.value, run_id=runtime.run_id)
         scope.finish(Outcome.ERROR, f"{type(exc).__name__}: {exc}")
     finally:
-        await _release_all(runtime)
+        await _release_all(runtime, scope)
     if runtime.usage.exceeded and scope.outcome not in (Outcome.ERROR, None):
         scope.finish(Outcome.BUDGET_EXCEEDED, runtime.usage.exceeded)
     return await _persist(runtime, scope)
 
 
-async def _release_all(runtime: Runtime) -> None:
+async def _release_all(runtime: Runtime, scope: RunScope) -> None:
+    """Release what the body still holds, saying honestly how the run ended."""
+    failed = scope.outcome in _FAILED
+    if scope.fault == "operator":
+        note = "stopped by a configuration or infrastructure problem; nothing was changed"
+    elif failed:
+        note = f"the run stopped ({scope.outcome.value if scope.outcome else 'error'})"
+    else:
+        note = "run ended"
     for claim in runtime.claimer.held():
         try:
-            await runtime.claimer.release(claim, "run ended")
+            await runtime.claimer.release(
+                claim, note, ok=not failed, withdraw=scope.fault == "operator"
+            )
         except Exception as exc:  # the claim expires by itself; never hide the outcome
             _log.warning("run.release_failed", target=str(claim.target), error=repr(exc))
 
 
+_FAILED = frozenset(
+    {Outcome.ERROR, Outcome.BUDGET_EXCEEDED, Outcome.LOST_CLAIM, Outcome.REJECTED, Outcome.CONFLICT}
+)
+"""Outcomes whose release comment must not carry a success mark."""
+
+
 async def _persist(runtime: Runtime, scope: RunScope) -> RunRecord | None:
     if scope.target is None:
-        if scope.outcome is Outcome.ERROR:
-            _log.error("run.failed_before_claim", role=runtime.role.value, error=scope.error)
-        await count_idle_run(runtime.memory, runtime.role, now=runtime.clock())
-        return None
+        if scope.outcome is not Outcome.ERROR:
+            await count_idle_run(runtime.memory, runtime.role, now=runtime.clock())
+            return None
+        # It could not even look for work (credentials, network, corrupt state): that is
+        # an error a cron job must see, never an idle tick.
+        _log.error("run.failed_before_claim", role=runtime.role.value, error=scope.error)
+        scope.target = Target(kind=TargetKind.REPO, title=f"{runtime.role.value} tick")
     record = scope.record()
     await write_run_record(runtime.memory, record, now=runtime.clock())
     _log.info(

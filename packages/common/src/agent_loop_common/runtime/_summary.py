@@ -138,7 +138,12 @@ class AgentEntry(Protocol):
     """`run_once` of every agent package: fire one tick of its scheduled task."""
 
     def __call__(
-        self, *, target: int | None = None, remote: bool = False, settings: Settings | None = None
+        self,
+        *,
+        target: int | None = None,
+        remote: bool = False,
+        settings: Settings | None = None,
+        retry_now: bool = False,
     ) -> TickSummary:
         """Run one tick (Flyte local mode, or the deployed task with `remote`).
 
@@ -147,5 +152,6 @@ class AgentEntry(Protocol):
                 distiller takes none.
             remote: Fire the deployed task on the configured cluster.
             settings: The configuration; `load_settings()` by default.
+            retry_now: Ignore the target's back-off (the operator's reset).
         """
         ...

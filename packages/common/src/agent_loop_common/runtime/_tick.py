@@ -8,7 +8,7 @@ the typed summary returned) is the same for every agent and written once.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 import flyte
 import flyte.report
@@ -22,8 +22,18 @@ from agent_loop_common.settings import load_settings
 
 __all__ = ["Pipeline", "tick_body"]
 
-Pipeline = Callable[[Runtime, int | None, Writer], Awaitable[RunRecord | None]]
-"""`(runtime, target, write) -> record`: an agent's Flyte-free tick."""
+
+class Pipeline(Protocol):
+    """An agent's Flyte-free tick: `run_builder_tick`, `run_reviewer_tick`."""
+
+    async def __call__(
+        self,
+        runtime: Runtime,
+        target: int | None = None,
+        write: Writer | None = None,
+        *,
+        retry_now: bool = False,
+    ) -> RunRecord | None: ...
 
 
 async def tick_body(
@@ -34,6 +44,7 @@ async def tick_body(
     tasks: TaskWrites,
     heading: str,
     idle: str,
+    retry_now: bool = False,
 ) -> TickSummary:
     """Run one tick of `pipeline` inside the agent's task and return its summary.
 
@@ -44,10 +55,13 @@ async def tick_body(
         tasks: The agent's durable writes as tasks of its environment.
         heading: The report's title.
         idle: What an idle tick says (report and summary).
+        retry_now: The operator's `--retry-now` for `target` (its back-off is ignored).
     """
     settings = load_settings()
     async with open_runtime(settings, role) as runtime:
-        record = await pipeline(runtime, target, tasks.writer(runtime.github.stats))
+        record = await pipeline(
+            runtime, target, tasks.writer(runtime.github.stats), retry_now=retry_now
+        )
     html = run_report_html(record, heading=heading, idle=f"Idle: {idle}.")
     await flyte.report.log.aio(html, do_flush=True)
     return summarize(role, record, idle=idle)

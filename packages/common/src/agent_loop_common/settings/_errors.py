@@ -33,6 +33,10 @@ class ConfigError(ValueError):
         super().__init__("\n".join(lines))
 
 
+_NEVER_SHOWN = frozenset({"credentials_in_url"})
+"""Error types whose input holds a credential: the message says what, never the value."""
+
+
 def _shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -65,7 +69,7 @@ def describe_validation_error(
         name = env_names.get(key, key.upper())
         if item.get("type") == "missing":
             what = "not set"
-        elif name in secret:
+        elif name in secret or item.get("type") in _NEVER_SHOWN:
             what = f"invalid ({message})"
         else:
             what = f"{_shown(item.get('input'))} is invalid: {message}"

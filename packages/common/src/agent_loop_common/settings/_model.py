@@ -23,9 +23,11 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from agent_loop_common.settings._auth import check_github_credentials
+from agent_loop_common.settings._secrets import credential_in
 
 if TYPE_CHECKING:
     from agent_loop_common.claims import BackoffPolicy
@@ -54,6 +56,23 @@ def normalize_cron(value: str) -> str:
     if len(fields) != 5 or not all(_CRON_FIELD.match(f) for f in fields):
         raise ValueError("expected a 5-field cron expression such as '*/5 * * * *'")
     return " ".join(fields)
+
+
+def _refuse_credentials(url: str, where_instead: str) -> None:
+    """Refuse a URL setting that carries a credential, without repeating the value.
+
+    Raises `PydanticCustomError` of type `credentials_in_url`, whose input the settings
+    error never shows.
+    """
+    found = credential_in(url)
+    if found is not None:
+        raise PydanticCustomError(
+            "credentials_in_url",
+            "the URL carries a credential ({found}), and a plain setting travels as a "
+            "plain environment variable and into the deploy spec. Give the URL without "
+            "it and put {where}",
+            {"found": found, "where": where_instead},
+        )
 
 
 def _alias(name: str) -> AliasChoices:
@@ -97,7 +116,7 @@ class Settings(BaseSettings):
     )
     """REST API base URL; for GitHub Enterprise Server use `https://HOST/api/v3`."""
     github_timeout_seconds: float = Field(default=30.0, gt=0)
-    """Timeout of one GitHub request in seconds (githubkit has none by default)."""
+    """Timeout of one GitHub request attempt in seconds, the whole response body included (githubkit has none by default); retries of failed reads come on top."""
 
     # ------------------------------------------------------------ identity and trust
     bot_login: str | None = None
@@ -119,7 +138,7 @@ class Settings(BaseSettings):
     verifier_model: str = ""
     """litellm model string for the verifier sub-agent; empty: the same as `AGENT_LOOP_MODEL`."""
     api_base: str | None = None
-    """Base URL of an OpenAI-compatible server (vLLM, Ollama, a LiteLLM proxy), e.g. `http://localhost:8000/v1`."""
+    """Base URL of an OpenAI-compatible server (vLLM, Ollama, a LiteLLM proxy), e.g. `http://localhost:8000/v1`. A URL carrying a credential (`user:key@host`, `?api_key=`) is refused: this is a plain setting, so the key goes in the provider's key variable, a secret."""
     max_output_tokens: int | None = Field(default=None, gt=0)
     """Output tokens per model response; empty: a generous 32,000, or 8,192 for models litellm does not know. Always clamped to the model's published limit."""
     llm_timeout_seconds: float = Field(default=600.0, gt=0)
@@ -130,6 +149,8 @@ class Settings(BaseSettings):
     """Wait before the first model retry; doubled on each further retry (with jitter)."""
     llm_retry_cap_seconds: float = Field(default=60.0, ge=0)
     """Longest wait between model retries, even when the provider's `Retry-After` asks for more."""
+    litellm_remote_catalogs: bool = False
+    """Let litellm download its price table and other catalogs (Anthropic's beta headers) itself. Off: the copies bundled with the installed litellm are used (`LITELLM_LOCAL_MODEL_COST_MAP` and `LITELLM_OFFLINE_MODE` are set before litellm is imported, unless you set either yourself), so a run makes no request beyond GitHub and the model provider."""
 
     # ------------------------------------------------------------ limits and budgets
     builder_max_turns: int = Field(default=40, ge=1)
@@ -157,9 +178,9 @@ class Settings(BaseSettings):
 
     # ------------------------------------------------------------ staging
     protected_paths: Annotated[tuple[str, ...], NoDecode] = ()
-    """Comma-separated globs the agents may never change, e.g. `**/*.pem,deploy/**`. Workflow files are always protected unless `AGENT_LOOP_ALLOW_WORKFLOW_CHANGES` is true."""
+    """Comma-separated globs the agents may never change, e.g. `**/*.pem,deploy/**`. Paths are protected as trees: a path that matches, lies under or contains a match is refused, so a directory cannot be replaced by a file. Always protected as well: all of `.github/` and `.gitlab/`, `CODEOWNERS`, and CI configuration unless `AGENT_LOOP_ALLOW_WORKFLOW_CHANGES` is true."""
     allow_workflow_changes: bool = False
-    """Let the agents change `.github/workflows/` (off: workflows run with the repository's secrets)."""
+    """Let the agents change CI pipeline definitions: `.github/workflows/`, `.github/actions/` and other CI systems' files (`.gitlab-ci.yml`, `.circleci/`, `Jenkinsfile`, `azure-pipelines.yml`, `.buildkite/`, `.travis.yml`, `bitbucket-pipelines.yml`). Off: CI runs with the repository's secrets. The rest of `.github/` (`CODEOWNERS`, `dependabot.yml`, templates) stays protected either way."""
     max_staged_files: int = Field(default=40, ge=1)
     """Most paths one change may touch (writes and deletions together)."""
     max_staged_file_bytes: int = Field(default=256_000, ge=1)
@@ -220,6 +241,19 @@ class Settings(BaseSettings):
         value = value.strip().rstrip("/")
         if not re.match(r"^https?://[^/\s]+", value):
             raise ValueError("expected an http(s) URL such as https://api.github.com")
+        _refuse_credentials(value, "the token in GITHUB_TOKEN (or use the GitHub App variables)")
+        return value
+
+    @field_validator("api_base")
+    @classmethod
+    def _check_api_base(cls, value: str | None) -> str | None:
+        if value is not None:
+            _refuse_credentials(
+                value,
+                "the key in a secret: the provider's key variable, e.g. OPENAI_API_KEY for "
+                "`openai/...` models (AGENT_LOOP_MODEL_KEY_ENV names another), which "
+                "deploy injects as a Flyte secret",
+            )
         return value
 
     @field_validator("branch_prefix")

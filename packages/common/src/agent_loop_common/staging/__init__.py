@@ -8,7 +8,13 @@ applies.
 
 ```python
 stage = ChangeStage()
-agent = Agent(..., tools=[*read_tools, *implementation_tools(stage, StagingPolicy())])
+tools = implementation_tools(
+    stage,
+    StagingPolicy(),
+    exists_at_base=snapshot.exists,
+    is_dir_at_base=directory_lookup(snapshot.paths),
+)
+agent = Agent(..., tools=[*read_tools, *tools])
 await agent.run.aio(prompt)
 if stage.submitted:
     plan = stage.to_plan()
@@ -17,14 +23,22 @@ if stage.submitted:
 
 from agent_loop_common.staging._change_tools import (
     ExistsAtBase,
+    IsDirAtBase,
     change_tools,
+    directory_lookup,
     fix_tools,
     implementation_tools,
 )
 from agent_loop_common.staging._errors import PlanError, PolicyViolation, StagingError
 from agent_loop_common.staging._fields import REFUSAL_PREFIX, StagingTool
 from agent_loop_common.staging._issue_tools import decomposition_tools
-from agent_loop_common.staging._paths import glob_matches, normalise_path
+from agent_loop_common.staging._paths import (
+    PathRelation,
+    ancestors,
+    glob_matches,
+    normalise_path,
+    path_relation,
+)
 from agent_loop_common.staging._plans import (
     ChangePlan,
     DecompositionPlan,
@@ -32,17 +46,20 @@ from agent_loop_common.staging._plans import (
     Reply,
     order_issues,
 )
-from agent_loop_common.staging._policy import WORKFLOW_GLOBS, StagingPolicy
+from agent_loop_common.staging._policy import CI_GLOBS, REPOSITORY_CONFIG_GLOBS, StagingPolicy
 from agent_loop_common.staging._stages import ChangeStage, DecompositionStage, StageStatus
 
 __all__ = [
+    "CI_GLOBS",
     "REFUSAL_PREFIX",
-    "WORKFLOW_GLOBS",
+    "REPOSITORY_CONFIG_GLOBS",
     "ChangePlan",
     "ChangeStage",
     "DecompositionPlan",
     "DecompositionStage",
     "ExistsAtBase",
+    "IsDirAtBase",
+    "PathRelation",
     "PlanError",
     "PlannedIssue",
     "PolicyViolation",
@@ -51,11 +68,14 @@ __all__ = [
     "StagingError",
     "StagingPolicy",
     "StagingTool",
+    "ancestors",
     "change_tools",
     "decomposition_tools",
+    "directory_lookup",
     "fix_tools",
     "glob_matches",
     "implementation_tools",
     "normalise_path",
     "order_issues",
+    "path_relation",
 ]

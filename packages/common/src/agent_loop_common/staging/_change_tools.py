@@ -8,11 +8,24 @@ The tools are in-process and deliberately not `@flyte.trace`d: a replayed trace 
 the recorded result without running the body, which would skip the effect on the stage.
 A refused call returns a message starting with `REFUSAL_PREFIX` instead of raising, so
 the model can correct itself within the same run.
+
+The policy alone sees strings; the tools also look at the base branch through two
+read-only lookups, so that a change never replaces a directory with a file (which would
+delete everything in it) or a file with a directory. Wire both:
+
+```python
+tools = implementation_tools(
+    stage,
+    policy,
+    exists_at_base=snapshot.exists,  # async (path) -> bool: a file at the base?
+    is_dir_at_base=directory_lookup(snapshot.paths),  # from the base's file listing
+)
+```
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from typing import Annotated, cast
 
 from pydantic import Field, ValidationError
@@ -26,14 +39,45 @@ from agent_loop_common.staging._fields import (
     decline_tool,
     refused,
 )
+from agent_loop_common.staging._paths import ancestors
 from agent_loop_common.staging._plans import Reply
 from agent_loop_common.staging._policy import StagingPolicy
 from agent_loop_common.staging._stages import ChangeStage
 
-__all__ = ["ExistsAtBase", "StagingTool", "change_tools", "fix_tools", "implementation_tools"]
+__all__ = [
+    "ExistsAtBase",
+    "IsDirAtBase",
+    "StagingTool",
+    "change_tools",
+    "directory_lookup",
+    "fix_tools",
+    "implementation_tools",
+]
 
 ExistsAtBase = Callable[[str], Awaitable[bool]]
-"""Whether a normalised path exists on the base branch (a read-only repository lookup)."""
+"""Whether a normalised path is a file on the base branch (a read-only repository lookup)."""
+
+IsDirAtBase = Callable[[str], Awaitable[bool]]
+"""Whether a normalised path is a directory on the base branch (a read-only lookup)."""
+
+
+def directory_lookup(list_files: Callable[[], Awaitable[Iterable[str]]]) -> IsDirAtBase:
+    """An `is_dir_at_base` built from the base branch's file listing.
+
+    git stores no empty directories, so the directories of a commit are exactly the
+    paths above its files. `list_files` (e.g. a snapshot's cached `paths()`) is awaited
+    once, on the first lookup.
+    """
+    dirs: set[str] | None = None
+
+    async def is_dir_at_base(path: str) -> bool:
+        nonlocal dirs
+        if dirs is None:
+            dirs = {above for file in await list_files() for above in ancestors(file)}
+        return path in dirs
+
+    return is_dir_at_base
+
 
 RepoPath = Annotated[
     str, Field(description="Path relative to the repository root, e.g. 'src/pkg/module.py'.")
@@ -58,15 +102,41 @@ def change_tools(
     policy: StagingPolicy,
     *,
     exists_at_base: ExistsAtBase | None = None,
+    is_dir_at_base: IsDirAtBase | None = None,
 ) -> list[StagingTool]:
     """`stage_file`, `unstage_file` and `delete_file` over `stage`, checked by `policy`.
 
     Args:
         stage: Where the staged files accumulate; the pipeline reads it afterwards.
         policy: Path and content limits.
-        exists_at_base: Optional lookup used by `delete_file` so a deletion of a path
-            that does not exist is refused (a commit deleting a missing path fails).
+        exists_at_base: Optional lookup of the files on the base branch. `delete_file`
+            refuses a path that does not exist (a commit deleting a missing path fails),
+            and `stage_file` refuses a path below an existing file (that would replace
+            the file with a directory) unless the file's deletion is staged.
+        is_dir_at_base: Optional lookup of the directories on the base branch (see
+            `directory_lookup`): `stage_file` and `delete_file` refuse a directory, as a
+            file written there would replace, and a deletion remove, everything in it.
+            `None` skips the lookup while staging; protected trees are still refused by
+            the policy, and `GitHub.commit_files` still refuses such a change when it is
+            applied, but only after the agent and the verifier spent their work on it.
     """
+
+    async def base_conflict(norm: str) -> str | None:
+        """Why `norm` cannot be a file given the base branch, or `None`."""
+        if is_dir_at_base is not None and await is_dir_at_base(norm):
+            return (
+                f"{REFUSAL_PREFIX}'{norm}' is a directory on the base branch; a file there "
+                "would replace everything in it. Stage or delete the files inside it one "
+                "by one."
+            )
+        if exists_at_base is not None:
+            for above in ancestors(norm):
+                if stage.files.get(above, "") is not None and await exists_at_base(above):
+                    return (
+                        f"{REFUSAL_PREFIX}'{above}' is a file on the base branch, so "
+                        f"'{norm}' cannot be created inside it. Choose another path."
+                    )
+        return None
 
     async def stage_file(path: RepoPath, content: FileContent) -> str:
         """Stage the complete new content of one file, creating it or replacing it. Call it once per file; staging the same path again replaces the earlier content. Nothing is written to the repository until the change is submitted and verified."""
@@ -75,6 +145,9 @@ def change_tools(
             norm = policy.check_write(path, content, stage.files)
         except StagingError as exc:
             return refused(exc)
+        conflict = await base_conflict(norm)
+        if conflict is not None:
+            return conflict
         stage.put(norm, content)
         size = len(content.encode("utf-8"))
         note = REOPENED_NOTE if was != "open" else ""
@@ -100,6 +173,11 @@ def change_tools(
             norm = policy.check_delete(path, stage.files)
         except StagingError as exc:
             return refused(exc)
+        if is_dir_at_base is not None and await is_dir_at_base(norm):
+            return (
+                f"{REFUSAL_PREFIX}'{norm}' is a directory on the base branch; delete the "
+                "files inside it one by one."
+            )
         if exists_at_base is not None and not await exists_at_base(norm):
             if stage.files.get(norm) is not None:
                 stage.remove(norm)
@@ -117,10 +195,12 @@ def implementation_tools(
     policy: StagingPolicy,
     *,
     exists_at_base: ExistsAtBase | None = None,
+    is_dir_at_base: IsDirAtBase | None = None,
     include_skip: bool = True,
 ) -> list[StagingTool]:
     """The builder's change tools: `change_tools` plus `submit_implementation` and `skip_issue`.
 
+    `exists_at_base` and `is_dir_at_base` are the base-branch lookups of `change_tools`.
     Pass `include_skip=False` when `skip_issue` comes from `decomposition_tools` instead
     (an agent may offer both toolsets, but a tool name can be registered once).
     """
@@ -140,7 +220,10 @@ def implementation_tools(
             "verification next. Reply with a short final message; do not call more tools."
         )
 
-    tools = [*change_tools(stage, policy, exists_at_base=exists_at_base), submit_implementation]
+    tools = [
+        *change_tools(stage, policy, exists_at_base=exists_at_base, is_dir_at_base=is_dir_at_base),
+        submit_implementation,
+    ]
     if include_skip:
         tools.append(decline_tool(stage, policy, "skip_issue"))
     return tools
@@ -151,6 +234,7 @@ def fix_tools(
     policy: StagingPolicy,
     *,
     exists_at_base: ExistsAtBase | None = None,
+    is_dir_at_base: IsDirAtBase | None = None,
     known_comment_ids: Collection[int] | None = None,
 ) -> list[StagingTool]:
     """The reviewer's tools: `change_tools` plus `submit_fix` and `no_changes`.
@@ -159,6 +243,7 @@ def fix_tools(
         stage: Where the fix accumulates.
         policy: Path, content and text limits.
         exists_at_base: See `change_tools`.
+        is_dir_at_base: See `change_tools`.
         known_comment_ids: When given, replies may only answer these comment ids (the
             feedback shown to the model), so a reply cannot land anywhere else.
     """
@@ -180,7 +265,7 @@ def fix_tools(
         )
 
     return [
-        *change_tools(stage, policy, exists_at_base=exists_at_base),
+        *change_tools(stage, policy, exists_at_base=exists_at_base, is_dir_at_base=is_dir_at_base),
         submit_fix,
         decline_tool(stage, policy, "no_changes"),
     ]

@@ -1,19 +1,28 @@
-"""Repository path normalisation and glob matching (pure).
+"""Repository path normalisation, glob matching and tree relations (pure).
 
 A staged path names one file inside the repository, in git's own spelling: POSIX
 separators, relative to the root, no `.`/`..` segments. Normalising before any check means
 `./src//a.py`, `src/a.py` and `src\\a.py` are one entry in the stage and one policy
 decision, so a protected path cannot be reached through an alternative spelling.
+
+A repository is a tree, not a set of strings: writing a file at `.github` replaces the
+whole `.github` directory, and writing `Jenkinsfile/x` replaces the file `Jenkinsfile`.
+`path_relation` says whether a path is, lies under, or contains what a pattern
+protects, so the policy can refuse all three.
 """
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Literal
 
 from agent_loop_common.staging._errors import PolicyViolation
 
-__all__ = ["glob_matches", "normalise_path"]
+__all__ = ["PathRelation", "ancestors", "glob_matches", "normalise_path", "path_relation"]
+
+PathRelation = Literal["matches", "inside", "contains"]
+"""How a path relates to a protected pattern: it is a match, lies under one, or holds one."""
 
 _MAX_PATH_CHARS = 1024
 _MAX_SEGMENT_CHARS = 255
@@ -88,15 +97,59 @@ def glob_matches(path: str, pattern: str) -> bool:
     return _compile(pattern).fullmatch(path) is not None
 
 
-@lru_cache(maxsize=256)
-def _compile(pattern: str) -> re.Pattern[str]:
+def ancestors(path: str) -> list[str]:
+    """The directories above normalised `path`, outermost first: `a/b/c` -> `a`, `a/b`."""
+    segments = path.split("/")
+    return ["/".join(segments[:i]) for i in range(1, len(segments))]
+
+
+def path_relation(path: str, pattern: str) -> PathRelation | None:
+    """How normalised `path` relates to the paths `pattern` protects, or `None`.
+
+    - `matches`: `path` itself matches (`glob_matches`).
+    - `inside`: a directory above `path` matches, e.g. `Jenkinsfile/x` for `Jenkinsfile`:
+      writing it would turn the protected file into a directory.
+    - `contains`: `path` is a directory above what the pattern names, e.g. `.github` or
+      `.github/workflows` for `.github/workflows/`: a file written there, or a deletion,
+      would replace the whole protected tree.
+
+    `contains` follows the pattern's segments up to its first `**` (`**/*.pem` could
+    match under any directory, so no path is refused as its ancestor); a directory of
+    the base branch is refused by the staging tools' `is_dir_at_base` lookup instead.
+    """
+    if glob_matches(path, pattern):
+        return "matches"
+    if any(glob_matches(above, pattern) for above in ancestors(path)):
+        return "inside"
+    segments = path.split("/")
+    fixed = _segments(pattern)
+    if len(segments) < len(fixed) and all(
+        seg != "**" and _segment_regex(seg).fullmatch(name) is not None
+        for seg, name in zip(fixed, segments, strict=False)
+    ):
+        return "contains"
+    return None
+
+
+def _segments(pattern: str) -> list[str]:
+    """A pattern's segments in normalised form (a trailing `/` becomes a `**` segment)."""
     text = pattern.strip().replace("\\", "/")
     while text.startswith("./"):
         text = text[2:]
     text = text.lstrip("/")
     if text.endswith("/"):
         text += "**"
-    segments = [seg for seg in text.split("/") if seg not in ("", ".")]
+    return [seg for seg in text.split("/") if seg not in ("", ".")]
+
+
+@lru_cache(maxsize=512)
+def _segment_regex(segment: str) -> re.Pattern[str]:
+    return re.compile(_translate_segment(segment), re.IGNORECASE)
+
+
+@lru_cache(maxsize=256)
+def _compile(pattern: str) -> re.Pattern[str]:
+    segments = _segments(pattern)
     parts: list[str] = []
     for index, seg in enumerate(segments):
         last = index == len(segments) - 1

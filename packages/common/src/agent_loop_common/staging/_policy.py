@@ -2,8 +2,15 @@
 
 The policy is the last line between a model's proposal and a commit on the repository,
 so it is deliberately narrow: files inside the repository, no git metadata, no CI
-workflow files (a workflow change runs with the repository's secrets), text only, and
-bounded in size and count so one run cannot produce an unreviewable change.
+configuration (CI runs with the repository's secrets) and no repository configuration
+that decides who reviews what (`.github/`, `CODEOWNERS`), text only, and bounded in size
+and count so one run cannot produce an unreviewable change.
+
+Protected paths are trees, not strings: a path is refused when it is, lies under, or
+contains a protected path (`path_relation`), so staging a file at `.github` (which
+would replace the whole directory) or deleting `.github/workflows` is refused like
+editing `.github/workflows/ci.yml`. A path that is a directory on the base branch is
+refused by the staging tools, which can look at the base (`is_dir_at_base`).
 """
 
 from __future__ import annotations
@@ -13,12 +20,69 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from agent_loop_common.staging._errors import PolicyViolation
-from agent_loop_common.staging._paths import glob_matches, normalise_path
+from agent_loop_common.staging._paths import (
+    PathRelation,
+    glob_matches,
+    normalise_path,
+    path_relation,
+)
 
-__all__ = ["WORKFLOW_GLOBS", "StagingPolicy"]
+__all__ = ["CI_GLOBS", "REPOSITORY_CONFIG_GLOBS", "StagingPolicy"]
 
-WORKFLOW_GLOBS: tuple[str, ...] = (".github/workflows/**",)
-"""GitHub Actions workflow files: refused unless `StagingPolicy.allow_workflows`."""
+CI_GLOBS: tuple[str, ...] = (
+    ".github/workflows/",
+    ".github/actions/",
+    ".gitlab-ci.yml",
+    ".circleci/",
+    "Jenkinsfile",
+    "azure-pipelines.yml",
+    "azure-pipelines.yaml",
+    ".azure-pipelines/",
+    ".buildkite/",
+    ".travis.yml",
+    "bitbucket-pipelines.yml",
+)
+"""CI pipeline definitions: refused unless `StagingPolicy.allow_workflows`.
+
+GitHub Actions workflows and the repository's own actions (which workflows run, with
+the same secrets), and the pipeline files of GitLab CI, CircleCI, Jenkins, Azure
+Pipelines, Buildkite, Travis CI and Bitbucket Pipelines.
+"""
+
+REPOSITORY_CONFIG_GLOBS: tuple[str, ...] = (".github/", ".gitlab/", "CODEOWNERS", "docs/CODEOWNERS")
+"""Repository configuration that is always protected, whatever `allow_workflows` says.
+
+Everything else under `.github/` and `.gitlab/` (`CODEOWNERS`, `dependabot.yml`,
+templates, settings read by apps) and the other places GitHub reads `CODEOWNERS` from:
+they decide who must review a change and what automation runs, so a change to them is
+a change to the loop's own safeguards.
+"""
+
+_CI_REASON = (
+    "CI configuration, which runs with the repository's secrets, and workflow changes "
+    "are not allowed"
+)
+_CONFIG_REASON = (
+    "protected repository configuration (it decides reviews, automation and CI), which "
+    "agents never change"
+)
+_LEAVE_IT = " Leave it as it is and describe any needed change in the pull request body instead."
+
+
+def _refusal(path: str, relation: PathRelation, pattern: str, what: str) -> str:
+    if relation == "matches":
+        where = f"'{path}' is {what} (it matches '{pattern}')."
+    elif relation == "inside":
+        where = (
+            f"'{path}' lies under a path that is {what} (it matches '{pattern}'): creating "
+            "it would replace that file with a directory."
+        )
+    else:
+        where = (
+            f"'{path}' contains paths that are {what} ('{pattern}'): a file at '{path}', or "
+            "its deletion, would replace or remove all of them."
+        )
+    return where + _LEAVE_IT
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,9 +94,9 @@ class StagingPolicy:
     """
 
     allow_workflows: bool = False
-    """Allow changes under `.github/workflows/` (off: workflows run with repository secrets)."""
+    """Allow changes to CI pipeline definitions (`CI_GLOBS`: `.github/workflows/`, `.github/actions/`, other CI systems' files). Off: CI runs with the repository's secrets. The rest of `.github/` stays protected either way (`REPOSITORY_CONFIG_GLOBS`)."""
     protected_globs: tuple[str, ...] = ()
-    """Further protected paths, e.g. `("**/*.pem", "deploy/")`; see `glob_matches`."""
+    """Further protected paths, e.g. `("**/*.pem", "deploy/")`; see `glob_matches`. They are protected as trees (see `path_relation`) and win over `allow_workflows`."""
     allow_binary: bool = False
     """Allow content with NUL or other control characters (off: text files only)."""
     max_file_bytes: int = 256_000
@@ -49,20 +113,31 @@ class StagingPolicy:
     """Longest PR body, issue body or reply (GitHub refuses bodies over 65,536)."""
 
     def protected_reason(self, path: str) -> str | None:
-        """Why normalised `path` is protected, or `None` when it may be changed."""
-        if not self.allow_workflows and any(glob_matches(path, g) for g in WORKFLOW_GLOBS):
-            return (
-                f"'{path}' is a GitHub Actions workflow file and workflow changes are not "
-                "allowed. Leave CI configuration as it is and describe any needed workflow "
-                "change in the pull request body instead."
-            )
+        """Why normalised `path` is protected, or `None` when it may be changed.
+
+        A path is protected when it is, lies under, or contains a protected path: the
+        configured `protected_globs` first, then `CI_GLOBS` (unless `allow_workflows`),
+        then `REPOSITORY_CONFIG_GLOBS`. With `allow_workflows`, a path inside a CI
+        pipeline definition may change even though it is also under `.github/`.
+        """
         for pattern in self.protected_globs:
-            if glob_matches(path, pattern):
-                return (
-                    f"'{path}' is protected (matches '{pattern}') and cannot be changed by an "
-                    "agent. Leave it as it is and describe any needed change in the pull "
-                    "request body instead."
+            relation = path_relation(path, pattern)
+            if relation is not None:
+                return _refusal(
+                    path, relation, pattern, "protected and cannot be changed by an agent"
                 )
+        if self.allow_workflows:
+            if any(glob_matches(path, pattern) for pattern in CI_GLOBS):
+                return None
+        else:
+            for pattern in CI_GLOBS:
+                relation = path_relation(path, pattern)
+                if relation is not None:
+                    return _refusal(path, relation, pattern, _CI_REASON)
+        for pattern in REPOSITORY_CONFIG_GLOBS:
+            relation = path_relation(path, pattern)
+            if relation is not None:
+                return _refusal(path, relation, pattern, _CONFIG_REASON)
         return None
 
     def check_path(self, raw: object) -> str:
@@ -105,6 +180,7 @@ class StagingPolicy:
         path = self.check_path(raw_path)
         text = self.check_content(path, content)
         self._check_count(path, staged)
+        _check_tree(path, staged)
         others = sum(
             len(v.encode("utf-8")) for p, v in staged.items() if v is not None and p != path
         )
@@ -139,6 +215,7 @@ class StagingPolicy:
                 raise PolicyViolation(f"path {raw_path!r} is not normalised (expected {path!r}).")
             if content is not None:
                 total += len(self.check_content(path, content).encode("utf-8"))
+                _check_tree(path, files)
         if total > self.max_total_bytes:
             raise PolicyViolation(
                 f"the change is {total} bytes; the limit is {self.max_total_bytes}."
@@ -149,6 +226,27 @@ class StagingPolicy:
             raise PolicyViolation(
                 f"the change already touches {len(staged)} paths, the limit. Keep the change "
                 "focused on the task: unstage_file what is not needed, or submit as it is."
+            )
+
+
+def _check_tree(path: str, staged: Mapping[str, str | None]) -> None:
+    """Refuse writing a file at `path` where the change also makes it a directory.
+
+    A staged deletion does not conflict: deleting the file `a` and creating `a/b.py` is a
+    valid change (a directory at the base is refused by the staging tools instead).
+    """
+    inside = path + "/"
+    for other, content in staged.items():
+        if content is not None and other.startswith(inside):
+            raise PolicyViolation(
+                f"'{path}' is a directory in this change ('{other}' is staged inside it): "
+                "a path cannot be both a file and a directory. Stage files inside it one "
+                "by one, or unstage_file the files inside it first."
+            )
+        if content is not None and path.startswith(other + "/"):
+            raise PolicyViolation(
+                f"'{other}' is staged as a file, so '{path}' cannot be created inside it. "
+                f"Choose another path, or unstage_file '{other}' first."
             )
 
 

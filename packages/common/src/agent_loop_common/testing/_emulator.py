@@ -213,9 +213,40 @@ class GitHubEmulator(EmulatorInspection):
         with self._st.lock:
             return issues.create_comment(self._st, number, body, author).id
 
-    def edit_comment(self, comment_id: int, body: str) -> None:
+    def edit_issue(
+        self, number: int, *, title: str | None = None, body: str | None = None, by: str
+    ) -> None:
+        """A person edits an issue or PR: a new body is an edit (editor and time), a new
+        title a `renamed` event. No permission check: seeding acts as GitHub's UI would
+        for someone allowed to."""
         with self._st.lock:
-            issues.edit_comment(self._st, comment_id, body)
+            st = self._st
+            issues.edit_issue_text(st, issues.get_issue(st, number), by, title=title, body=body)
+
+    def edit_comment(self, comment_id: int, body: str, *, by: str | None = None) -> None:
+        """Edit an issue comment as `by` (default: its author)."""
+        with self._st.lock:
+            st = self._st
+            editor = by or issues.get_comment(st, comment_id).author
+            issues.edit_comment(st, comment_id, body, editor)
+
+    def edit_review_comment(self, comment_id: int, body: str, *, by: str | None = None) -> None:
+        """Edit a pull request review comment as `by` (default: its author)."""
+        with self._st.lock:
+            st = self._st
+            editor = by or pulls.get_review_comment(st, comment_id).author
+            pulls.edit_review_comment(st, comment_id, body, editor)
+
+    def delete_branch(self, branch: str, *, by: str | None = None) -> None:
+        """A person deletes a branch; PRs with it as head record it, open ones close."""
+        with self._st.lock:
+            st = self._st
+            name = f"refs/heads/{branch}"
+            if name not in st.git.refs:
+                raise KeyError(f"no branch {branch!r}")
+            st.tick()
+            del st.git.refs[name]
+            pulls.branch_deleted(st, branch, by or st.owner)
 
     def label_issue(self, number: int, label: str, *, actor: str) -> None:
         """Apply a label as `actor` (records the `labeled` event with that actor)."""

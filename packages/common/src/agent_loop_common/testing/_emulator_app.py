@@ -24,6 +24,7 @@ from starlette.routing import Route as StarletteRoute
 
 from agent_loop_common.testing import (
     _emulator_auth,
+    _emulator_graphql,
     _emulator_routes_checks,
     _emulator_routes_git,
     _emulator_routes_issues,
@@ -52,6 +53,7 @@ API_ROUTES: list[Route] = [
     *_emulator_routes_checks.ROUTES,
     *_emulator_routes_repo.ROUTES,
     *_emulator_auth.ROUTES,
+    *_emulator_graphql.ROUTES,
 ]
 _ALL_METHODS = ["GET", "POST", "PATCH", "PUT", "DELETE", "HEAD"]
 _DEFAULT_MESSAGES = {
@@ -99,7 +101,16 @@ class EmulatorApp:
             StarletteRoute(r.path, self._endpoint(r, counted=False), methods=[r.method])
             for r in _emulator_routes_repo.CODELOAD_ROUTES
         ]
-        return Starlette(routes=[*codeload, Mount(GHES_PREFIX, routes=routes), *routes])
+        # GHES serves GraphQL at /api/graphql, beside (not under) its /api/v3 REST root.
+        ghes_graphql = [
+            StarletteRoute(
+                _emulator_graphql.GHES_GRAPHQL_PATH, self._endpoint(r), methods=[r.method]
+            )
+            for r in _emulator_graphql.ROUTES
+        ]
+        return Starlette(
+            routes=[*codeload, *ghes_graphql, Mount(GHES_PREFIX, routes=routes), *routes]
+        )
 
     # ------------------------------------------------------------------ helpers
     def _urls(self, request: Request) -> Urls:

@@ -1,8 +1,10 @@
 """Issue, comment and label operations, shared by the REST routes and the seeding helpers.
 
-Every write moves the clock one second and bumps the issue's `updated_at`, and label and
-state changes leave the events GitHub records (`labeled`, `unlabeled`, `closed`,
-`reopened`), because the agents decide trust from who applied a label.
+Every write moves the clock one second and bumps the issue's `updated_at`, and label,
+title and state changes leave the events GitHub records (`labeled`, `unlabeled`,
+`renamed`, `closed`, `reopened`), because the agents decide trust from who applied a
+label. A body edit is recorded with its editor and time, as GitHub's GraphQL API shows
+them (`lastEditedAt`, `editor`): who last rewrote an issue matters as much as who wrote it.
 """
 
 from __future__ import annotations
@@ -10,13 +12,20 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from agent_loop_common.testing._emulator_errors import ApiError
-from agent_loop_common.testing._emulator_state import CommentRec, EventRec, IssueRec, State
+from agent_loop_common.testing._emulator_state import (
+    CommentRec,
+    EditRec,
+    EventRec,
+    IssueRec,
+    State,
+)
 
 __all__ = [
     "add_labels",
     "create_comment",
     "create_issue",
     "edit_comment",
+    "edit_issue_text",
     "get_comment",
     "get_issue",
     "record_event",
@@ -47,8 +56,9 @@ def record_event(
     *,
     label: str | None = None,
     commit_id: str | None = None,
+    rename: tuple[str, str] | None = None,
 ) -> EventRec:
-    rec = EventRec(st.new_id(), issue.number, event, actor, st.now, label, commit_id)
+    rec = EventRec(st.new_id(), issue.number, event, actor, st.now, label, commit_id, rename)
     st.events.append(rec)
     return rec
 
@@ -90,12 +100,44 @@ def create_comment(st: State, number: int, body: str, author: str) -> CommentRec
     return comment
 
 
-def edit_comment(st: State, comment_id: int, body: str) -> CommentRec:
+def edit_comment(st: State, comment_id: int, body: str, editor: str) -> CommentRec:
+    """Replace a comment's body as `editor`; an actual change is recorded as an edit."""
     comment = get_comment(st, comment_id)
-    comment.body = body
+    st.user(editor)
     comment.updated_at = st.tick()
+    if body != comment.body:
+        comment.edits.append(EditRec(editor, comment.updated_at))
+    comment.body = body
     st.issues[comment.issue].updated_at = comment.updated_at
     return comment
+
+
+def edit_issue_text(
+    st: State, issue: IssueRec, actor: str, *, title: str | None, body: str | None
+) -> None:
+    """Change an issue's or PR's title and body as `actor`, as GitHub records it.
+
+    A new title leaves a `renamed` event; a new body is an edit with its editor and
+    time. Nothing given, nothing changed.
+    """
+    if title is None and body is None:
+        return
+    st.user(actor)
+    now = st.tick()
+    issue.updated_at = now
+    if title is not None and title != issue.title:
+        if not title.strip():
+            raise ApiError(
+                422,
+                "Validation Failed",
+                errors=[{"resource": "Issue", "field": "title", "code": "missing_field"}],
+            )
+        record_event(st, issue, "renamed", actor, rename=(issue.title, title))
+        issue.title = title
+    if body is not None and body != (issue.body or ""):
+        issue.edits.append(EditRec(actor, now))
+    if body is not None:
+        issue.body = body
 
 
 def add_labels(st: State, number: int, labels: Iterable[str], actor: str) -> IssueRec:
@@ -177,12 +219,7 @@ def update_issue(
     labels: list[str] | None = None,
 ) -> IssueRec:
     issue = get_issue(st, number)
-    if title is not None or body is not None:
-        issue.updated_at = st.tick()
-        if title is not None:
-            issue.title = title
-        if body is not None:
-            issue.body = body
+    edit_issue_text(st, issue, actor, title=title, body=body)
     if labels is not None:
         set_labels(st, number, labels, actor)
     if state is not None:

@@ -2,8 +2,9 @@
 
 GitHub's rules that the agents depend on are kept: a PR needs commits between base and
 head (422 otherwise), only one open PR per head and base (422), the head SHA follows the
-branch as it is pushed, an author cannot approve their own PR, and a merge with a stale
-`sha` answers 409.
+branch as it is pushed, deleting the head branch closes an open PR (events
+`head_ref_deleted` and `closed`), an author cannot approve their own PR, and a merge with
+a stale `sha` answers 409.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from agent_loop_common.testing._emulator_gitdiff import (
 from agent_loop_common.testing._emulator_ops_issues import record_event, set_state
 from agent_loop_common.testing._emulator_state import (
     CheckRunRec,
+    EditRec,
     IssueRec,
     PullRec,
     ReviewCommentRec,
@@ -31,8 +33,11 @@ __all__ = [
     "add_review",
     "add_review_comment",
     "base_sha",
+    "branch_deleted",
     "combined_state",
+    "edit_review_comment",
     "get_pull",
+    "get_review_comment",
     "head_sha",
     "latest_statuses",
     "merge_base_tree",
@@ -49,6 +54,41 @@ def get_pull(st: State, number: int) -> tuple[IssueRec, PullRec]:
     if issue is None or issue.pull is None:
         raise ApiError(404, "Not Found")
     return issue, issue.pull
+
+
+def get_review_comment(st: State, comment_id: int) -> ReviewCommentRec:
+    comment = st.review_comments.get(comment_id)
+    if comment is None:
+        raise ApiError(404, "Not Found")
+    return comment
+
+
+def edit_review_comment(st: State, comment_id: int, body: str, editor: str) -> ReviewCommentRec:
+    """Replace a review comment's body as `editor`; an actual change is an edit."""
+    comment = get_review_comment(st, comment_id)
+    st.user(editor)
+    comment.updated_at = st.tick()
+    if body != comment.body:
+        comment.edits.append(EditRec(editor, comment.updated_at))
+    comment.body = body
+    st.issues[comment.pull].updated_at = comment.updated_at
+    return comment
+
+
+def branch_deleted(st: State, branch: str, actor: str) -> None:
+    """What GitHub does after `refs/heads/<branch>` is deleted, for PRs with that head.
+
+    Each PR records `head_ref_deleted`; an open one is then closed by the same actor
+    (it cannot stay open without a head). Call after the ref is gone.
+    """
+    for issue in sorted(st.issues.values(), key=lambda i: i.number):
+        pull = issue.pull
+        if pull is None or pull.head_ref != branch:
+            continue
+        st.tick()
+        record_event(st, issue, "head_ref_deleted", actor)
+        if issue.state == "open":
+            set_state(st, issue, "closed", actor)
 
 
 def head_sha(st: State, pull: PullRec) -> str:

@@ -351,6 +351,8 @@ def event_json(st: State, event: EventRec, urls: Urls) -> Json:
     }
     if event.label is not None:
         out["label"] = {"name": event.label, "color": st.label(event.label).color}
+    if event.rename is not None:
+        out["rename"] = {"from": event.rename[0], "to": event.rename[1]}
     return out
 
 

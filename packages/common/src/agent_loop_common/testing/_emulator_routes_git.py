@@ -25,6 +25,7 @@ from agent_loop_common.testing._emulator_git import (
     type_of_mode,
 )
 from agent_loop_common.testing._emulator_http import Ctx, Reply, Route, string
+from agent_loop_common.testing._emulator_ops_pulls import branch_deleted
 from agent_loop_common.testing._emulator_refname import is_valid_ref_name, qualify_ref
 from agent_loop_common.testing._emulator_render import Json, Urls, node_id, ts
 from agent_loop_common.testing._emulator_state import State
@@ -347,13 +348,15 @@ def update_ref(st: State, ctx: Ctx) -> Reply:
 
 
 def delete_ref(st: State, ctx: Ctx) -> Reply:
-    ctx.require("write")
+    user = ctx.require("write")
     name = qualify_ref(ctx.params["ref"])
     _not_empty(st)
     if name not in st.git.refs:
         raise ApiError(422, "Reference does not exist")
     st.tick()
     del st.git.refs[name]
+    if name.startswith("refs/heads/"):
+        branch_deleted(st, name.removeprefix("refs/heads/"), user.login)
     return Reply(204)
 
 

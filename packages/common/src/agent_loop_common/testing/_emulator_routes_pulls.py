@@ -12,11 +12,13 @@ from typing import cast
 from agent_loop_common.testing._emulator_errors import ApiError
 from agent_loop_common.testing._emulator_gitdiff import unified_diff
 from agent_loop_common.testing._emulator_http import Ctx, Reply, Route, page_reply, string
-from agent_loop_common.testing._emulator_ops_issues import set_state
+from agent_loop_common.testing._emulator_ops_issues import edit_issue_text, set_state
 from agent_loop_common.testing._emulator_ops_pulls import (
     add_review,
     add_review_comment,
+    edit_review_comment,
     get_pull,
+    get_review_comment,
     head_sha,
     merge_base_tree,
     merge_pull,
@@ -97,18 +99,19 @@ def get_one(st: State, ctx: Ctx) -> Reply:
 
 
 def update(st: State, ctx: Ctx) -> Reply:
+    """Authors edit their own PRs; triage closes and reopens any; a new title, body or
+    base for someone else's PR needs write."""
     issue, pull = get_pull(st, ctx.int_param("number"))
     user = ctx.caller()
     if user.login != issue.author:
-        ctx.require("write")
+        ctx.require("triage")
     body = ctx.json()
     title = string(body, "title", required=False)
     text = string(body, "body", required=False)
-    if title is not None or text is not None:
-        issue.updated_at = st.tick()
-        issue.title = title if title is not None else issue.title
-        issue.body = text if text is not None else issue.body
     base = string(body, "base", required=False)
+    if user.login != issue.author and (title, text, base) != (None, None, None):
+        ctx.require("write")
+    edit_issue_text(st, issue, user.login, title=title, body=text)
     if base is not None:
         if f"refs/heads/{base}" not in st.git.refs:
             raise ApiError(
@@ -237,9 +240,36 @@ def reply(st: State, ctx: Ctx) -> Reply:
     return Reply(201, review_comment_json(st, comment, ctx.urls))
 
 
+def get_one_comment(st: State, ctx: Ctx) -> Reply:
+    comment = get_review_comment(st, ctx.int_param("comment_id"))
+    return Reply(200, review_comment_json(st, comment, ctx.urls))
+
+
+def patch_comment(st: State, ctx: Ctx) -> Reply:
+    """Authors edit their own review comments; anyone else's needs write."""
+    comment = get_review_comment(st, ctx.int_param("comment_id"))
+    user = ctx.caller()
+    if user.login != comment.author:
+        ctx.require("write")
+    edit_review_comment(st, comment.id, string(ctx.json(), "body") or "", user.login)
+    return Reply(200, review_comment_json(st, comment, ctx.urls))
+
+
 _P = "/repos/{owner}/{repo}/pulls"
 _N = f"{_P}/{{number}}"
 ROUTES = [
+    Route(
+        "GET",
+        f"{_P}/comments/{{comment_id}}",
+        get_one_comment,
+        f"{_DOCS}/comments#get-a-review-comment-for-a-pull-request",
+    ),
+    Route(
+        "PATCH",
+        f"{_P}/comments/{{comment_id}}",
+        patch_comment,
+        f"{_DOCS}/comments#update-a-review-comment-for-a-pull-request",
+    ),
     Route("GET", _P, list_pulls, f"{_DOCS}/pulls#list-pull-requests"),
     Route("POST", _P, create, f"{_DOCS}/pulls#create-a-pull-request"),
     Route("GET", _N, get_one, f"{_DOCS}/pulls#get-a-pull-request"),

@@ -18,6 +18,7 @@ __all__ = [
     "AppRec",
     "CheckRunRec",
     "CommentRec",
+    "EditRec",
     "EventRec",
     "IssueRec",
     "LabelRec",
@@ -70,6 +71,14 @@ class PullRec:
     merge_commit_sha: str | None = None
 
 
+@dataclass(frozen=True)
+class EditRec:
+    """One edit of a body: who made it and when (GitHub's `userContentEdits`)."""
+
+    editor: str
+    edited_at: datetime
+
+
 @dataclass
 class IssueRec:
     number: int
@@ -85,6 +94,8 @@ class IssueRec:
     closed_at: datetime | None = None
     closed_by: str | None = None
     pull: PullRec | None = None
+    edits: list[EditRec] = field(default_factory=list[EditRec])
+    """Body edits, oldest first; title changes are `renamed` events instead."""
 
 
 @dataclass
@@ -95,6 +106,7 @@ class CommentRec:
     author: str
     created_at: datetime
     updated_at: datetime
+    edits: list[EditRec] = field(default_factory=list[EditRec])
 
 
 @dataclass
@@ -106,6 +118,8 @@ class EventRec:
     created_at: datetime
     label: str | None = None
     commit_id: str | None = None
+    rename: tuple[str, str] | None = None
+    """`(from, to)` of a `renamed` event."""
 
 
 @dataclass
@@ -134,6 +148,7 @@ class ReviewCommentRec:
     created_at: datetime
     updated_at: datetime
     in_reply_to: int | None = None
+    edits: list[EditRec] = field(default_factory=list[EditRec])
 
 
 @dataclass

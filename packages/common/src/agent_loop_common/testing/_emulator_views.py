@@ -30,6 +30,10 @@ class EmulatedIssue:
     created_at: datetime
     updated_at: datetime
     closed_at: datetime | None
+    last_editor: str | None = None
+    """Who last edited the body (GitHub's GraphQL `editor`); `None` when never edited."""
+    last_edited_at: datetime | None = None
+    """When the body was last edited (GraphQL `lastEditedAt`)."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,10 @@ class EmulatedComment:
     author: str
     created_at: datetime
     updated_at: datetime
+    last_editor: str | None = None
+    """Who last edited the comment; `None` when never edited."""
+    last_edited_at: datetime | None = None
+    """When the comment was last edited."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +89,8 @@ def issue_view(issue: IssueRec) -> EmulatedIssue:
         issue.created_at,
         issue.updated_at,
         issue.closed_at,
+        issue.edits[-1].editor if issue.edits else None,
+        issue.edits[-1].edited_at if issue.edits else None,
     )
 
 
@@ -92,6 +102,8 @@ def comment_view(comment: CommentRec) -> EmulatedComment:
         comment.author,
         comment.created_at,
         comment.updated_at,
+        comment.edits[-1].editor if comment.edits else None,
+        comment.edits[-1].edited_at if comment.edits else None,
     )
 
 

@@ -31,7 +31,7 @@ from typing import Any, NoReturn
 
 from flyte.ai.agents import LLMMessage
 
-from agent_loop_common.llm import Budget, BudgetExceeded, UsageMeter
+from agent_loop_common.llm import Budget, BudgetExceeded, LLMError, UsageMeter
 
 __all__ = [
     "DEFAULT_ROUTE",
@@ -253,6 +253,8 @@ class ScriptedModel:
         self._used[route] = position + 1
         self._check_inputs(recorded, step, position + 1)
         if step.error is not None:
+            if self.usage is not None and isinstance(step.error, LLMError):
+                self.usage.failure = step.error  # as the real model call keeps it
             raise step.error
         if self.usage is not None:
             self.usage.record(

@@ -19,6 +19,7 @@ from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict
 
+from agent_loop_common.llm import AgentRunFailed, LLMError
 from agent_loop_common.records import TraceStep
 
 __all__ = ["Verdict", "VerifierError", "parse_verdict"]
@@ -38,15 +39,19 @@ class Verdict(BaseModel):
     """The verifier's notes, or why its answer could not be read as a pass."""
 
 
-class VerifierError(Exception):
+class VerifierError(AgentRunFailed):
     """The verifier run failed, so there is no verdict (not the same as a rejection).
 
     Attributes:
         trace: The steps the verifier took before failing, for the run record.
+        cause: The model failure behind it, when a model call failed (set by the caller
+            that holds the run's usage meter).
     """
 
-    def __init__(self, message: str, trace: list[TraceStep] | None = None) -> None:
-        super().__init__(message)
+    def __init__(
+        self, message: str, trace: list[TraceStep] | None = None, *, cause: LLMError | None = None
+    ) -> None:
+        super().__init__(message, cause=cause)
         self.trace: list[TraceStep] = list(trace or [])
 
 
