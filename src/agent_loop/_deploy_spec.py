@@ -165,6 +165,8 @@ def check_spec(
     """
     agent, report = spec.agent, spec.report
     findings = [f"cannot import {e['module']}: {e['error']}" for e in report["load_errors"]]
+    if findings:  # the root cause: what follows from a failed import would only bury it
+        return findings
     if spec.env_names != [agent]:
         findings.append(f"declares environments {spec.env_names}, expected only [{agent!r}]")
     findings += _file_findings(ws, agent, report["modules"], "deploy imports")

@@ -114,11 +114,18 @@ ALL_VARIABLES: list[tuple[str, str, str, object]] = [
     ("AGENT_LOOP_DISTILLER_SCHEDULE", "0 3 * * *", "distiller_schedule", "0 3 * * *"),
     ("AGENT_LOOP_HOME", "/var/lib/agent-loop", "home", Path("/var/lib/agent-loop")),
     ("AGENT_LOOP_MEMORY_KEY_PREFIX", "loop-prod", "memory_key_prefix", "loop-prod"),
+    ("AGENT_LOOP_KEEP_REPORTS", "7", "keep_reports", 7),
     ("AGENT_LOOP_DIGEST_TOKEN_BUDGET", "2000", "digest_token_budget", 2000),
     ("AGENT_LOOP_RECORD_RETENTION_DAYS", "90", "record_retention_days", 90),
     ("AGENT_LOOP_FLYTE_ORG", "acme", "flyte_org", "acme"),
     ("AGENT_LOOP_FLYTE_PROJECT", "loops", "flyte_project", "loops"),
     ("AGENT_LOOP_FLYTE_DOMAIN", "production", "flyte_domain", "production"),
+    (
+        "AGENT_LOOP_FLYTE_CONFIG",
+        "/etc/flyte/prod.yaml",
+        "flyte_config",
+        Path("/etc/flyte/prod.yaml"),
+    ),
     ("AGENT_LOOP_LOG_FORMAT", "json", "log_format", "json"),
     ("AGENT_LOOP_LOG_LEVEL", "DEBUG", "log_level", "DEBUG"),
 ]
