@@ -17,6 +17,8 @@ from __future__ import annotations
 import logging
 from types import ModuleType
 
+from agent_loop_common.logs import route_to_root
+
 __all__ = ["LITELLM_LOGGERS", "after_import", "before_import"]
 
 LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
@@ -48,12 +50,8 @@ def after_import(litellm: ModuleType) -> None:
     Also switches off litellm's own `print` paths: the "Give Feedback / Get Help" banner
     it prints to stdout on errors (`suppress_debug_info`) and its deprecated verbose mode.
     """
+    route_to_root(LITELLM_LOGGERS)
     for name in LITELLM_LOGGERS:
-        logger = logging.getLogger(name)
-        for handler in list(logger.handlers):
-            logger.removeHandler(handler)
-        logger.removeFilter(_TO_ROOT)
-        logger.setLevel(logging.WARNING)
-        logger.propagate = True
+        logging.getLogger(name).removeFilter(_TO_ROOT)
     setattr(litellm, "suppress_debug_info", True)  # noqa: B010 - untyped module attribute
     setattr(litellm, "set_verbose", False)  # noqa: B010 - untyped module attribute

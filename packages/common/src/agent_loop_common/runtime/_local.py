@@ -15,6 +15,7 @@ from typing import Any
 import flyte
 
 from agent_loop_common.github import GitHub
+from agent_loop_common.logs import FLYTE_LOGGERS, route_to_root
 from agent_loop_common.memory import MemoryLocation
 from agent_loop_common.runtime._remote import remote_flyte_config
 from agent_loop_common.runtime._reports import keep_report
@@ -60,6 +61,7 @@ def run_task(settings: Settings, task: Any, *, remote: bool = False, **inputs: A
     if remote:
         config = remote_flyte_config(settings.flyte_config)
         flyte.init_from_config(str(config.path) if config.path else None)
+        route_to_root(FLYTE_LOGGERS)
         run = flyte.with_runcontext(mode="remote").run(task, **inputs)
         run.wait()
         return _single(run.outputs())
@@ -77,6 +79,7 @@ def _run_local(settings: Settings, task: Any, **inputs: Any) -> tuple[Any, pathl
         domain=settings.flyte_domain,
         local_persistence=True,
     )
+    route_to_root(FLYTE_LOGGERS)
     run = flyte.with_runcontext(mode="local", raw_data_path=str(raw)).run(task, **inputs)
     return _single(run.outputs()), pathlib.Path(run.url)
 

@@ -80,6 +80,8 @@ def remote_flyte_config(explicit: Path | None = None, *, purpose: str = "--remot
             raise FlyteConfigError(f"Flyte config {explicit} does not exist.", purpose=purpose)
         config = flyte.config.auto(path)
     else:
+        # flyte caches what its search found once per process; search again each time.
+        flyte.config.get_config_file.cache_clear()
         config = flyte.config.auto()
     source = Path(config.source).resolve() if config.source else None
     endpoint = (config.platform.endpoint or "").strip()
