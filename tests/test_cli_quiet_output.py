@@ -84,5 +84,8 @@ def test_a_json_tick_that_called_the_model_through_litellm_prints_one_json_objec
     assert isinstance(summary, dict)
     assert summary["outcome"] == "opened_pr"
     assert summary["llm_calls"] == 4
+    report = pathlib.Path(summary["report"])
+    assert report == tmp_path / "home" / "reports" / f"builder-{summary['run_id']}.html"
+    assert "<th>Model</th><td>openai/scripted</td>" in report.read_text()
     assert "LiteLLM" not in out
     assert "LiteLLM completion()" not in err  # below WARNING: not shown at all

@@ -35,6 +35,7 @@ from agent_loop.agents import AGENTS, TARGETS, AgentName, run_agent_once
 from agent_loop_common.runtime import (
     CONFIG_TEMPLATE,
     TickSummary,
+    model_label,
     preflight_model,
     remote_flyte_config,
 )
@@ -261,7 +262,7 @@ def _run(args: argparse.Namespace, level: str | None) -> int:
             where = f"on the Flyte cluster {cluster.describe()} (its deployed settings)"
         else:  # a deployed tick has its own secrets; here, the key must be in this shell
             preflight_model(settings)
-            where = f"in Flyte local mode (home: {settings.home}), model {settings.model}"
+            where = f"in Flyte local mode (home: {settings.home}), model {model_label(settings)}"
         _say(f"agent-loop: one {agent} tick{what} for {settings.repo} {where}")
         try:
             summary = run_agent_once(

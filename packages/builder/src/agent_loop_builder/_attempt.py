@@ -69,7 +69,7 @@ class BuildProposer:
             self._agent = Agent(
                 name=BUILDER_NAME,
                 instructions=builder_instructions(settings.repo, self.job.snapshot.branch),
-                model=settings.model,
+                model=self.runtime.agent_model(),
                 tools=builder_tools(
                     self.job.issue_text,
                     self.job.snapshot,

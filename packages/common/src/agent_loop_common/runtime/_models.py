@@ -68,14 +68,23 @@ def installed_model_label() -> str | None:
     return _installed[1] if _installed is not None else None
 
 
-def model_label(settings: Settings) -> str:
+def model_label(settings: Settings, purpose: str | None = None) -> str:
     """The model that answers runs started now, as records and reports name it.
 
-    The installed provider's label, else `AGENT_LOOP_MODEL` (and the verifier's model
-    when `AGENT_LOOP_VERIFIER_MODEL` names another).
+    Args:
+        settings: The configuration.
+        purpose: `"agent"` or `"verifier"` for one agent's model; `None` for the run's
+            (both, when `AGENT_LOOP_VERIFIER_MODEL` names another).
+
+    Returns:
+        The installed provider's label, else the litellm model string(s).
     """
     if _installed is not None:
         return _installed[1]
+    if purpose == "verifier":
+        return settings.verifier_model or settings.model
+    if purpose is not None:
+        return settings.model
     if settings.verifier_model and settings.verifier_model != settings.model:
         return f"{settings.model} (verifier {settings.verifier_model})"
     return settings.model

@@ -60,6 +60,14 @@ class Runtime:
         """A `call_llm` for one agent of this run (`"agent"` or `"verifier"`)."""
         return model_for(self.settings, self.role, purpose, self.usage, self.budget)
 
+    def agent_model(self, purpose: str = "agent") -> str:
+        """The model an `Agent` of this run names (`"agent"` or `"verifier"`).
+
+        What its report's progress shows: an in-process provider's label, else the
+        litellm model string its `call_llm` uses.
+        """
+        return model_label(self.settings, purpose)
+
     @property
     def model_name(self) -> str:
         """The model that answers this run, as its record and report name it.
