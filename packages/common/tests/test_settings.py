@@ -224,8 +224,13 @@ def test_invalid_values_name_the_variable_and_its_meaning(
 def test_backoff_cap_below_base_is_rejected(minimal_env: pytest.MonkeyPatch) -> None:
     minimal_env.setenv("AGENT_LOOP_BACKOFF_BASE_MINUTES", "60")
     minimal_env.setenv("AGENT_LOOP_BACKOFF_CAP_MINUTES", "30")
-    with pytest.raises(ConfigError, match="AGENT_LOOP_BACKOFF_CAP_MINUTES must be at least"):
+    with pytest.raises(ConfigError) as raised:
         load_settings()
+    (problem,) = raised.value.problems
+    assert problem.startswith(
+        "AGENT_LOOP_BACKOFF_CAP_MINUTES: '30' is invalid: must be at least "
+        "AGENT_LOOP_BACKOFF_BASE_MINUTES (60): allowed 60 to 43200."
+    )
 
 
 def test_secrets_never_show(minimal_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
