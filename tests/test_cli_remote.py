@@ -170,3 +170,15 @@ def test_an_unknown_github_auth_stops_a_dry_run(
     code, _, err = _main(["deploy", "distiller", "--dry-run"], capsys)
     assert code == cli.EXIT_CONFIG
     assert "AGENT_LOOP_GITHUB_AUTH must be 'token' or 'app'" in err
+
+
+def test_python_m_an_agent_remote_without_a_config_exits_2(
+    repo: GitHubEmulator, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agent_loop_reviewer.__main__ import main
+
+    assert main(["--remote"]) == 2
+    err = capsys.readouterr().err
+    assert "No Flyte config found" in err
+    assert "--config infra/flyte/remote.yaml" in err
+    assert repo.requests == []
