@@ -204,7 +204,7 @@ class Settings(BaseSettings):
     max_staged_file_bytes: int = Field(default=256_000, ge=1, le=10_000_000)
     """Largest size of one staged file in bytes (UTF-8)."""
     max_staged_total_bytes: int = Field(default=2_000_000, ge=1, le=100_000_000)
-    """Largest size of all staged file contents of one change together."""
+    """Largest size of all staged file contents of one change together; at least `AGENT_LOOP_MAX_STAGED_FILE_BYTES`."""
     max_staged_issues: int = Field(default=12, ge=1, le=50)
     """Most sub-issues one decomposition may open."""
 
