@@ -62,8 +62,7 @@ def deploy_preflight(agent: str, *, dry_run: bool, config: Path | None) -> Path 
         config: `--config`, if given.
 
     Returns:
-        The Flyte config file (absolute); `None`: the dry run's offline config, or a
-        cluster named by environment variables only.
+        The Flyte config file (absolute); `None` for a dry run's offline config.
 
     Raises:
         ConfigError: A bad setting (see `deploy_settings`), or no usable Flyte config

@@ -60,7 +60,7 @@ def run_task(settings: Settings, task: Any, *, remote: bool = False, **inputs: A
     """
     if remote:
         config = remote_flyte_config(settings.flyte_config)
-        flyte.init_from_config(str(config.path) if config.path else None)
+        flyte.init_from_config(str(config.path))
         route_to_root(FLYTE_LOGGERS)
         run = flyte.with_runcontext(mode="remote").run(task, **inputs)
         run.wait()

@@ -50,14 +50,14 @@ class FlyteConfigError(ConfigError):
 class RemoteConfig:
     """A Flyte config that names a cluster."""
 
-    path: Path | None
-    """The config file (absolute); `None` when only environment variables name the endpoint."""
+    path: Path
+    """The config file (absolute). flyte reads no config from the environment alone."""
     endpoint: str
-    """The control plane's endpoint (`admin.endpoint`, or `FLYTE_ADMIN_ENDPOINT`)."""
+    """The control plane's endpoint (`admin.endpoint`; `FLYTE_ADMIN_ENDPOINT` overrides it)."""
 
     def describe(self) -> str:
         """`<endpoint> (config <path>)`, for the line a command prints before it starts."""
-        return f"{self.endpoint} (config {self.path})" if self.path else self.endpoint
+        return f"{self.endpoint} (config {self.path})"
 
 
 def remote_flyte_config(explicit: Path | None = None, *, purpose: str = "--remote") -> RemoteConfig:
@@ -83,14 +83,12 @@ def remote_flyte_config(explicit: Path | None = None, *, purpose: str = "--remot
         # flyte caches what its search found once per process; search again each time.
         flyte.config.get_config_file.cache_clear()
         config = flyte.config.auto()
-    source = Path(config.source).resolve() if config.source else None
+    if config.source is None:  # then flyte would run the task right here
+        raise FlyteConfigError(f"No Flyte config found (searched {_SEARCHED}).", purpose=purpose)
+    source = Path(config.source).resolve()
     endpoint = (config.platform.endpoint or "").strip()
-    where = f"Flyte config {source}" if source else "the environment"
+    where = f"Flyte config {source}"
     if not endpoint:
-        if source is None:
-            raise FlyteConfigError(
-                f"No Flyte config found (searched {_SEARCHED}).", purpose=purpose
-            )
         raise FlyteConfigError(f"{where} names no admin.endpoint.", purpose=purpose)
     if _PLACEHOLDER in endpoint:
         raise FlyteConfigError(

@@ -63,7 +63,7 @@ def keep_report(
         kept = folder / report_name(summary, now)
         shutil.copyfile(found[0], kept)
         prune_reports(folder, keep=settings.keep_reports)
-    if run_dir.resolve().parent == LOCAL_METADATA_ROOT:
+    if run_dir.resolve().parent == LOCAL_METADATA_ROOT.resolve():
         shutil.rmtree(run_dir, ignore_errors=True)
     return kept
 
