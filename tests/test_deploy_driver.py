@@ -47,7 +47,7 @@ async def {agent}_tick(trigger_time: datetime | None = None) -> dict[str, str]:
 def _sample(tmp: pathlib.Path, *, imports: str = "", bound: str = "trigger_time") -> Workspace:
     common = tmp / "packages/common/src/agent_loop_common"
     common.mkdir(parents=True)
-    for name in ("__init__.py", "deploy.py"):
+    for name in ("__init__.py", "deploy.py", "model_keys.py"):
         source = ROOT / "packages/common/src/agent_loop_common" / name
         (common / name).write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
     for agent in AGENTS:
@@ -79,6 +79,7 @@ def test_a_clean_agent_dry_runs_offline_with_only_itself_and_common(tmp_path: pa
         "packages/alpha/src/sample_alpha/helpers.py",
         "packages/common/src/agent_loop_common/__init__.py",
         "packages/common/src/agent_loop_common/deploy.py",
+        "packages/common/src/agent_loop_common/model_keys.py",
     ]
     image = spec.images["alpha"]
     assert image["identity"].startswith("agent-loop-alpha:")

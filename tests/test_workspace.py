@@ -28,6 +28,15 @@ def test_agents_never_import_each_other() -> None:
         assert not imported & others, f"{agent} imports {imported & others}"
 
 
+def test_the_gateway_and_the_agents_never_import_each_other() -> None:
+    """The gateway names agents and starts them through a runner; deploying it (or an
+    agent) never bundles the other."""
+    gateway = _imported_modules(ROOT / "packages" / "gateway" / "src")
+    assert not gateway & {f"agent_loop_{agent}" for agent in AGENTS}
+    for agent in AGENTS:
+        assert "agent_loop_gateway" not in _imported_modules(ROOT / "packages" / agent / "src")
+
+
 def _calls_task_environment(path: pathlib.Path) -> bool:
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Call):

@@ -1,4 +1,4 @@
-"""Load one agent package in a fresh interpreter and describe, dry-run or deploy it.
+"""Load one agent (or app) package in a fresh interpreter and describe, dry-run or deploy it.
 
 Flyte bundles every module loaded in the deploying process that lives under the root
 dir (`copy_style="loaded_modules"`). So this script runs in its own interpreter, started
@@ -14,7 +14,9 @@ off `sys.path`, so an import of another agent fails here as it would in the imag
 
 Input: one JSON argument (`root`, `agent`, `src_dirs` (the agent's, then common's),
 `hide` (other members' source dirs, e.g. editable installs), `config`, `mode`, `version`,
-`report`). Output: a JSON report at `report`. Modes: `inspect` (load and describe),
+`report`). Output: a JSON report at `report`. An `AppEnvironment` (the gateway) is
+described like a task environment, with its service settings under `app` and its
+serialized app spec (image, `fserve` command, env, ports) in the dry run's `apps`. Modes: `inspect` (load and describe),
 `dry-run` (also serialize every task against the config's org/project/domain with the
 real code bundle built locally; image existence is not checked, so no registry is
 contacted), `deploy` (build images with the configured builder, upload, register).
@@ -212,9 +214,26 @@ async def _describe_triggers(task: Any) -> tuple[list[dict[str, Any]], list[str]
     return triggers, errors
 
 
+def _describe_app(env: Any) -> dict[str, Any] | None:
+    """An `AppEnvironment`'s service settings (None for a `TaskEnvironment`)."""
+    from flyte.app import AppEnvironment
+
+    if not isinstance(env, AppEnvironment):
+        return None
+    server = env._server
+    return {
+        "port": env.get_port().port,
+        "requires_auth": env.requires_auth,
+        "scaling": repr(env.scaling),
+        "server": f"{server.__module__}.{server.__qualname__}" if server else None,
+        "args": env.args,
+        "command": env.command,
+    }
+
+
 async def _describe_env(env: Any, root: pathlib.Path) -> dict[str, Any]:
     tasks = []
-    for task in env.tasks.values():
+    for task in getattr(env, "tasks", {}).values():
         triggers, errors = await _describe_triggers(task)
         tasks.append(
             {
@@ -229,7 +248,7 @@ async def _describe_env(env: Any, root: pathlib.Path) -> dict[str, Any]:
         for s in (env.secrets or [])
         if not isinstance(s, str)
     ]
-    return {
+    described: dict[str, Any] = {
         "name": env.name,
         "image": await _describe_image(env.image, root),
         "secrets": secrets,
@@ -237,6 +256,10 @@ async def _describe_env(env: Any, root: pathlib.Path) -> dict[str, Any]:
         "resources": repr(env.resources),
         "tasks": sorted(tasks, key=lambda t: t["name"]),
     }
+    app = _describe_app(env)
+    if app is not None:
+        described["app"] = app
+    return described
 
 
 def _version(report: dict[str, Any]) -> str:
@@ -251,8 +274,7 @@ def _version(report: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:20]
 
 
-def _bundle_members(spec: Any) -> list[str]:
-    args = list(spec.task_template.container.args)
+def _bundle_members(args: list[str]) -> list[str]:
     if "--tgz" not in args:
         return []
     tgz = args[args.index("--tgz") + 1]
@@ -266,7 +288,7 @@ async def _dry_run(envs: list[Any], version: str) -> dict[str, Any]:
     from flyte._internal.image_cache import ImageCache
 
     lookup = {e.name: e.image.uri if isinstance(e.image, flyte.Image) else e.image for e in envs}
-    tasks, members = [], set()
+    tasks, apps, members = [], [], set()
     for plan in plan_deploy(*envs, version=version):
         deployment = await apply(
             plan,
@@ -287,24 +309,45 @@ async def _dry_run(envs: list[Any], version: str) -> dict[str, Any]:
                         "env": {kv.key: kv.value for kv in container.env},
                     }
                 )
-                members.update(_bundle_members(spec))
-    return {"tasks": sorted(tasks, key=lambda t: t["name"]), "bundle_members": sorted(members)}
+                members.update(_bundle_members(list(container.args)))
+            app = getattr(deployed, "deployed_app", None)
+            if app is not None:  # an AppEnvironment: its serialized app spec
+                container = app.pb2.spec.container
+                command = list(container.command)
+                apps.append(
+                    {
+                        "name": deployed.get_name(),
+                        "image": container.image,
+                        "command": [a for a in command if not a.endswith(".tar.gz")],
+                        "env": {kv.key: kv.value for kv in container.env},
+                        "ports": [p.container_port for p in container.ports],
+                    }
+                )
+                members.update(_bundle_members(command))
+    return {
+        "tasks": sorted(tasks, key=lambda t: t["name"]),
+        "apps": apps,
+        "bundle_members": sorted(members),
+    }
 
 
 def _deploy(envs: list[Any], version: str) -> dict[str, Any]:
     import flyte
 
     deployments = flyte.deploy(*envs, version=version, copy_style="loaded_modules")
-    tasks = []
+    tasks, apps = [], []
     for deployment in deployments:
         for deployed in deployment.envs.values():
+            app = getattr(deployed, "deployed_app", None)
+            if app is not None:
+                apps.append({"name": app.name, "revision": str(app.revision), "url": app.endpoint})
             for entity in getattr(deployed, "deployed_entities", []):
                 template = entity.deployed_task.task_template
                 triggers = [t.name for t in entity.deployed_triggers]
                 tasks.append(
                     {"name": template.id.name, "version": template.id.version, "triggers": triggers}
                 )
-    return {"tasks": tasks}
+    return {"tasks": tasks, "apps": apps}
 
 
 async def _describe(args: dict[str, Any], root: pathlib.Path) -> tuple[dict[str, Any], list[Any]]:

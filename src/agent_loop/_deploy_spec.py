@@ -1,4 +1,5 @@
-"""What one agent's deploy holds, and the rules it must keep (pure: data in, findings out).
+"""What one agent's (or app's) deploy holds, and the rules it must keep (pure: data in,
+findings out).
 
 A `DeploySpec` is the driver's report on one agent package: the environments it
 declares, each image's identity (name and content tag) and rendered Dockerfile, the
@@ -6,22 +7,31 @@ files of the code bundle with their hashes, every task's serialized triggers, an
 version derived from all of that. `check_spec` lists what breaks independent deployment:
 another agent, tests or any file outside the agent and `common` in the bundle, a trigger
 that does not serialize, an image that is not the agent's own or that installs test-only
-packages.
+packages it does not declare itself. An app (the gateway) has no trigger; it must be one
+`AppEnvironment` with a server and no tasks.
 """
 
 from __future__ import annotations
 
 import pathlib
+import re
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent_loop_common.deploy import IMAGE_PREFIX, PYTHON_VERSION
 
-__all__ = ["AGENTS", "DeploySpec", "Workspace", "check_spec", "is_test_path"]
+__all__ = ["AGENTS", "APPS", "DEPLOYABLES", "DeploySpec", "Workspace", "check_spec", "is_test_path"]
 
 AGENTS = ("builder", "reviewer", "distiller")
-"""The agent packages, each deployed on its own."""
+"""The agent packages: each a `TaskEnvironment` with a scheduled tick."""
+
+APPS = ("gateway",)
+"""The app packages: each an `AppEnvironment` (a service), with no task and no trigger."""
+
+DEPLOYABLES = (*AGENTS, *APPS)
+"""Every member deployed on its own: its env, image, lock and code bundle."""
 
 _TEST_DIRS = frozenset({"tests", "test", "testing"})
 
@@ -31,7 +41,8 @@ class Workspace:
     """Where the members live: `<root>/<members>/<name>/src`, one of them `common`."""
 
     root: pathlib.Path
-    agents: tuple[str, ...] = AGENTS
+    agents: tuple[str, ...] = DEPLOYABLES
+    """The members deployed on their own (agents and apps), none bundled with another."""
     common: str = "common"
     members: str = "packages"
     distribution_prefix: str = "agent-loop-"
@@ -56,6 +67,18 @@ class Workspace:
     def check_agent(self, agent: str) -> None:
         if agent not in self.agents:
             raise ValueError(f"unknown agent {agent!r}: expected one of {', '.join(self.agents)}")
+
+    def runtime_dependencies(self, member: str) -> frozenset[str]:
+        """Normalised names of the third-party packages `member` declares itself."""
+        pyproject = self.package_dir(member) / "pyproject.toml"
+        if not pyproject.exists():
+            return frozenset()
+        data = tomllib.loads(pyproject.read_text("utf-8"))
+        names = {
+            re.split(r"[\s\[<>=!~;]", str(dep), maxsplit=1)[0].lower().replace("_", "-")
+            for dep in data.get("project", {}).get("dependencies", [])
+        }
+        return frozenset(n for n in names if not n.startswith(self.distribution_prefix))
 
 
 def is_test_path(path: str) -> bool:
@@ -136,11 +159,11 @@ def _image_findings(ws: Workspace, agent: str, env: str, image: dict[str, Any]) 
     lock = ws.lock_path(agent).relative_to(ws.root).as_posix()
     if [item["path"] for item in image.get("locks", [])] != [lock]:
         findings.append(f"env {env}: image does not install exactly {lock}")
-    findings.extend(
-        f"{item['path']} pins test-only {', '.join(item['testing_packages'])}"
-        for item in image.get("locks", [])
-        if item["testing_packages"]
-    )
+    for item in image.get("locks", []):
+        # A member may declare one itself: the gateway serves with starlette and uvicorn.
+        extra = [p for p in item["testing_packages"] if p not in ws.runtime_dependencies(agent)]
+        if extra:
+            findings.append(f"{item['path']} pins test-only {', '.join(extra)}")
     return findings
 
 
@@ -153,6 +176,21 @@ def _env_var_findings(env: dict[str, Any], expected: Mapping[str, str]) -> list[
         f"env {env['name']} does not forward {', '.join(missing)} to its tasks "
         "(declare TaskEnvironment(env_vars=agent_env_vars()))"
     ]
+
+
+def _app_findings(envs: list[dict[str, Any]]) -> list[str]:
+    """An app is one `AppEnvironment` that serves (a server function or a command)."""
+    findings: list[str] = []
+    for env in envs:
+        app = env.get("app")
+        if app is None:
+            findings.append(f"env {env['name']} is not an AppEnvironment")
+            continue
+        if env["tasks"]:
+            findings.append(f"env {env['name']} declares tasks: an app only serves")
+        if not (app.get("server") or app.get("command") or app.get("args")):
+            findings.append(f"env {env['name']} has no server function or command")
+    return findings
 
 
 def check_spec(
@@ -180,7 +218,9 @@ def check_spec(
         for task in env["tasks"]:
             findings += task["trigger_errors"]
             triggers += len(task["triggers"])
-    if not triggers and not any(t["trigger_errors"] for e in report["envs"] for t in e["tasks"]):
+    if agent in APPS:
+        findings += _app_findings(report["envs"])
+    elif not triggers and not any(t["trigger_errors"] for e in report["envs"] for t in e["tasks"]):
         findings.append("no task declares a trigger: the agent would never run on its own")
     dry_run = report.get("dry_run")
     if dry_run is not None and sorted(dry_run["bundle_members"]) != sorted(spec.bundle):

@@ -6,7 +6,9 @@ agent-loop run builder [--issue N] [--json] [--home DIR] [--remote [--config FIL
 agent-loop run reviewer [--pr N] ...               one tick on your repository
 agent-loop run distiller ...
 agent-loop status [--home DIR] [--limit N]         runs, metrics, lessons
-agent-loop deploy builder|reviewer|distiller [--dry-run] [--config FILE]
+agent-loop deploy builder|reviewer|distiller|gateway [--dry-run] [--config FILE]
+agent-loop serve [--host H] [--port P]             the webhook gateway, runs in local mode
+agent-loop sandbox check|run [--dir PATH] [-- CMD ...]   the agents' test sandbox
 agent-loop --version
 ```
 
@@ -30,6 +32,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, TextIO, cast
 
+from agent_loop import sandbox_cmd
 from agent_loop._logging import configure_cli_logging, preserved_logging
 from agent_loop.agents import AGENTS, TARGETS, AgentName, run_agent_once
 from agent_loop_common.runtime import (
@@ -165,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"{CONFIG_TEMPLATE} (a copy with your endpoint), AGENT_LOOP_FLYTE_CONFIG or "
         "FLYTECTL_CONFIG.",
     )
-    deploy.add_argument("agent", choices=AGENTS)
+    deploy.add_argument("agent", choices=(*AGENTS, "gateway"))
     deploy.add_argument(
         "--dry-run", action="store_true", help="validate offline and show what would be deployed"
     )
@@ -176,6 +179,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="Flyte config file (default: AGENT_LOOP_FLYTE_CONFIG, else where the flyte CLI "
         "looks; a dry run: infra/flyte/offline.yaml)",
     )
+    serve = commands.add_parser(
+        "serve",
+        help="serve the webhook gateway here: GitHub events start runs in Flyte local mode",
+        description=(
+            "Serve the gateway (POST /webhook, GET /healthz): signed GitHub deliveries and "
+            "/agent-loop commands start one-target runs in Flyte local mode, one at a time. "
+            "Needs AGENT_LOOP_WEBHOOK_SECRET. See docs/events.md."
+        ),
+    )
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
+    )
+    serve.add_argument("--port", type=_positive, default=8080, help="port (default 8080)")
+    sandbox_cmd.add_parser(commands)
     return parser
 
 
@@ -210,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _command(args: argparse.Namespace) -> int:
     command = cast(str, args.command)
     level = cast(str | None, args.log_level)
-    quiet_by_default = command in ("demo", "status")
+    quiet_by_default = command in ("demo", "status", "sandbox")
     configure_cli_logging("console", level or ("WARNING" if quiet_by_default else "INFO"))
     try:
         if command == "demo":
@@ -219,6 +236,10 @@ def _command(args: argparse.Namespace) -> int:
             return _run(args, level)
         if command == "status":
             return _status(args)
+        if command == "serve":
+            return _serve(args, level)
+        if command == "sandbox":
+            return sandbox_cmd.main(args)
         return _deploy(args)
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
@@ -398,6 +419,21 @@ def _deploy(args: argparse.Namespace) -> int:
     agent, dry_run = cast(str, args.agent), bool(args.dry_run)
     config = deploy_preflight(agent, dry_run=dry_run, config=cast(Path | None, args.config))
     return deploy_agent(agent, dry_run=dry_run, config=config)
+
+
+def _serve(args: argparse.Namespace, level: str | None) -> int:
+    from agent_loop.serve import serve
+    from agent_loop_gateway import GatewayConfig
+
+    settings = _load(level)
+    try:
+        GatewayConfig.from_settings(settings)
+    except ValueError as exc:  # no webhook secret
+        print(f"agent-loop serve: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    _say(f"agent-loop: the gateway for {settings.repo} on http://{args.host}:{args.port}/webhook")
+    serve(settings, host=cast(str, args.host), port=cast(int, args.port))
+    return 0
 
 
 def _say(text: str) -> None:

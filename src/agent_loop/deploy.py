@@ -1,12 +1,14 @@
-"""Deploy one agent on its own, and validate every agent's deploy offline (CI).
+"""Deploy one agent (or the gateway) on its own, and validate every deploy offline (CI).
 
 Each agent package deploys alone: its `TaskEnvironment`, tasks and cron trigger, its
 own image (from `packages/<agent>/requirements.lock.txt`), and a code bundle holding only
 that agent and `common`, versioned by a hash of the bundled files and the env spec. The
-agent is loaded in a fresh interpreter (`_deploy_driver`), so nothing this CLI imported
-ends up in the bundle. See docs/deploy.md.
+gateway deploys the same way as an app (`AppEnvironment`: a service, no trigger). The
+package is loaded in a fresh interpreter (`_deploy_driver`), so nothing this CLI
+imported ends up in the bundle. See docs/deploy.md.
 
     agent-loop deploy builder --dry-run        # offline: validate and serialize
+    agent-loop deploy gateway --dry-run
     agent-loop deploy builder --config c.yaml  # build the image, upload, register
     python -m agent_loop.deploy validate       # CI: every agent, plus stale locks
     python -m agent_loop.deploy lock           # rewrite the exported locks
@@ -30,11 +32,21 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
 from agent_loop._deploy_lock import LockError, lock_drift, write_locks
-from agent_loop._deploy_spec import AGENTS, DeploySpec, Workspace, check_spec, is_test_path
+from agent_loop._deploy_spec import (
+    AGENTS,
+    APPS,
+    DEPLOYABLES,
+    DeploySpec,
+    Workspace,
+    check_spec,
+    is_test_path,
+)
 from agent_loop_common.deploy import agent_env_vars
 
 __all__ = [
     "AGENTS",
+    "APPS",
+    "DEPLOYABLES",
     "OFFLINE_CONFIG",
     "ROOT",
     "DeployError",
@@ -183,6 +195,11 @@ def _summary(spec: DeploySpec, out: TextIO) -> None:
     for task, triggers in spec.triggers.items():
         names = ", ".join(t["name"] for t in triggers) or "no trigger"
         print(f"  task {task}: {names}", file=out)
+    for env in spec.report["envs"]:
+        app = env.get("app")
+        if app is not None:
+            auth = "auth required" if app["requires_auth"] else "public (signed webhooks)"
+            print(f"  app {env['name']}: port {app['port']}, {auth}, {app['scaling']}", file=out)
     print(f"  bundle: {len(spec.bundle)} files", file=out)
 
 
@@ -228,6 +245,8 @@ def deploy_agent(
         print(
             f"  deployed {task['name']} {task['version']} triggers {task['triggers']}", file=stream
         )
+    for app in report["deployed"].get("apps", []):
+        print(f"  deployed app {app['name']} revision {app['revision']}: {app['url']}", file=stream)
     return 0
 
 
@@ -235,11 +254,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m agent_loop.deploy", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     validate = commands.add_parser("validate", help="offline validation of each agent's deploy")
-    validate.add_argument("agents", nargs="*", metavar="agent", help=f"default: {' '.join(AGENTS)}")
+    validate.add_argument(
+        "agents", nargs="*", metavar="agent", help=f"default: {' '.join(DEPLOYABLES)}"
+    )
     validate.add_argument("--spec", type=pathlib.Path, help="also write each spec as JSON here")
-    commands.add_parser("lock", help="rewrite packages/<agent>/requirements.lock.txt")
+    commands.add_parser("lock", help="rewrite packages/<member>/requirements.lock.txt")
     deploy = commands.add_parser("deploy", help="same as `agent-loop deploy`")
-    deploy.add_argument("agent", choices=AGENTS)
+    deploy.add_argument("agent", choices=DEPLOYABLES)
     deploy.add_argument("--dry-run", action="store_true")
     deploy.add_argument("--config", type=pathlib.Path)
     args = parser.parse_args(argv)
@@ -250,10 +271,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "deploy":
         return deploy_agent(args.agent, dry_run=args.dry_run, config=args.config)
-    unknown = sorted(set(args.agents) - set(AGENTS))
+    unknown = sorted(set(args.agents) - set(DEPLOYABLES))
     if unknown:
-        parser.error(f"unknown agent(s) {', '.join(unknown)}: expected {', '.join(AGENTS)}")
-    agents = args.agents or list(AGENTS)
+        parser.error(f"unknown agent(s) {', '.join(unknown)}: expected {', '.join(DEPLOYABLES)}")
+    agents = args.agents or list(DEPLOYABLES)
     # Each agent loads in its own process: validate them side by side.
     with ThreadPoolExecutor(max_workers=min(len(agents), os.cpu_count() or 1)) as pool:
         results = list(pool.map(validate_agent, agents))

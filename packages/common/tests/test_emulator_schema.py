@@ -124,6 +124,27 @@ async def test_issues_comments_labels(client: httpx.AsyncClient) -> None:
     assert (await client.delete(f"{REPO}/issues/comments/{comment.id}")).status_code == 204
 
 
+async def test_reactions(client: httpx.AsyncClient) -> None:
+    comment = await _ok(
+        client, "POST", f"{REPO}/issues/1/comments", m.IssueComment, json={"body": "hi"}
+    )
+    path = f"{REPO}/issues/comments/{comment.id}/reactions"
+    first = await client.post(path, json={"content": "rocket"})
+    assert first.status_code == 201
+    made = assert_matches_schema(m.Reaction, first.content)
+    again = await client.post(path, json={"content": "rocket"})
+    assert again.status_code == 200
+    assert assert_matches_schema(m.Reaction, again.content).id == made.id
+    await _ok(client, "POST", path, m.Reaction, json={"content": "eyes"})
+    listed = await _ok(client, "GET", path, list[m.Reaction])
+    assert [r.content for r in listed] == ["rocket", "eyes"]
+    only = await _ok(client, "GET", f"{path}?content=eyes", list[m.Reaction])
+    assert [r.content for r in only] == ["eyes"]
+    bad = await client.post(path, json={"content": "party"})
+    assert bad.status_code == 422
+    assert (await client.get(f"{REPO}/issues/comments/999/reactions")).status_code == 404
+
+
 _EVENT_MODELS: dict[str, Any] = {
     "labeled": m.LabeledIssueEvent,
     "unlabeled": m.UnlabeledIssueEvent,

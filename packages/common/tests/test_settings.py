@@ -112,6 +112,9 @@ ALL_VARIABLES: list[tuple[str, str, str, object]] = [
     ("AGENT_LOOP_BUILDER_SCHEDULE", "0  *  * * 1-5", "builder_schedule", "0 * * * 1-5"),
     ("AGENT_LOOP_REVIEWER_SCHEDULE", "*/2 * * * *", "reviewer_schedule", "*/2 * * * *"),
     ("AGENT_LOOP_DISTILLER_SCHEDULE", "0 3 * * *", "distiller_schedule", "0 3 * * *"),
+    ("AGENT_LOOP_WEBHOOK_MAX_BODY_BYTES", "50000", "webhook_max_body_bytes", 50_000),
+    ("AGENT_LOOP_WEBHOOK_COALESCE_SECONDS", "0.5", "webhook_coalesce_seconds", 0.5),
+    ("AGENT_LOOP_WEBHOOK_DEDUP_SIZE", "500", "webhook_dedup_size", 500),
     ("AGENT_LOOP_HOME", "/var/lib/agent-loop", "home", Path("/var/lib/agent-loop")),
     ("AGENT_LOOP_MEMORY_KEY_PREFIX", "loop-prod", "memory_key_prefix", "loop-prod"),
     ("AGENT_LOOP_KEEP_REPORTS", "7", "keep_reports", 7),
@@ -126,6 +129,21 @@ ALL_VARIABLES: list[tuple[str, str, str, object]] = [
         "flyte_config",
         Path("/etc/flyte/prod.yaml"),
     ),
+    ("AGENT_LOOP_SANDBOX", "docker", "sandbox", "docker"),
+    ("AGENT_LOOP_SANDBOX_IMAGE", "node:22-slim", "sandbox_image", "node:22-slim"),
+    (
+        "AGENT_LOOP_SANDBOX_READONLY_PATHS",
+        "/opt/go, /opt/node",
+        "sandbox_readonly_paths",
+        ("/opt/go", "/opt/node"),
+    ),
+    ("AGENT_LOOP_TEST_COMMAND", "make test", "test_command", "make test"),
+    ("AGENT_LOOP_SETUP_COMMAND", "uv sync --frozen", "setup_command", "uv sync --frozen"),
+    ("AGENT_LOOP_MAX_TEST_RUNS", "3", "max_test_runs", 3),
+    ("AGENT_LOOP_SANDBOX_TIMEOUT_SECONDS", "120", "sandbox_timeout_seconds", 120.0),
+    ("AGENT_LOOP_SANDBOX_MEMORY_MB", "2048", "sandbox_memory_mb", 2048),
+    ("AGENT_LOOP_SANDBOX_MAX_PROCESSES", "128", "sandbox_max_processes", 128),
+    ("AGENT_LOOP_SANDBOX_MAX_FILE_MB", "64", "sandbox_max_file_mb", 64),
     ("AGENT_LOOP_LOG_FORMAT", "json", "log_format", "json"),
     ("AGENT_LOOP_LOG_LEVEL", "DEBUG", "log_level", "DEBUG"),
 ]
@@ -148,7 +166,19 @@ def test_the_list_above_covers_every_field() -> None:
         for name in Settings.model_fields
         if name.startswith("github_app") or name == "github_token"
     }
-    assert set(Settings.model_fields) - covered == auth
+    secrets = {"webhook_secret"}  # checked below
+    assert set(Settings.model_fields) - covered == auth | secrets
+
+
+def test_the_webhook_secret_is_optional_and_never_shown(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("GITHUB_TOKEN", "ghp_x")
+    clean_env.setenv("AGENT_LOOP_REPO", "a/b")
+    assert load_settings().webhook_secret is None  # the agents do not need it
+    clean_env.setenv("AGENT_LOOP_WEBHOOK_SECRET", "hook-secret-value")
+    settings = load_settings()
+    assert settings.webhook_secret is not None
+    assert settings.webhook_secret.get_secret_value() == "hook-secret-value"
+    assert "hook-secret-value" not in repr(settings)
 
 
 def test_code_can_pass_field_names(clean_env: pytest.MonkeyPatch) -> None:
@@ -343,6 +373,53 @@ def test_derived_objects(minimal_env: pytest.MonkeyPatch) -> None:
         "development",
     )
     assert (location.root, location.prefix) == ("/tmp/flyte-data", "agent-loop")
+
+
+def test_sandbox_defaults_and_limits(minimal_env: pytest.MonkeyPatch) -> None:
+    s = load_settings()
+    assert (s.sandbox, s.sandbox_image, s.sandbox_readonly_paths) == (
+        "auto",
+        "python:3.11-slim",
+        (),
+    )
+    assert (s.test_command, s.setup_command, s.max_test_runs) == (None, None, 5)
+    limits = s.sandbox_limits()
+    assert (limits.wall_seconds, limits.memory_mb, limits.max_processes, limits.max_file_mb) == (
+        600.0,
+        4096,
+        256,
+        256,
+    )
+    assert limits.cpu == 601
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        ("AGENT_LOOP_TEST_COMMAND", "pytest -q && make lint", "uses shell syntax"),
+        ("AGENT_LOOP_SETUP_COMMAND", "pip install -r req.txt > /dev/null", "uses shell syntax"),
+        ("AGENT_LOOP_TEST_COMMAND", "CI=1 pytest", "variable assignment"),
+        ("AGENT_LOOP_SANDBOX", "chroot", "'auto', 'bwrap', 'docker', 'flyte' or 'off'"),
+        ("AGENT_LOOP_SANDBOX_READONLY_PATHS", "/opt/x,relative/dir", "expected absolute paths"),
+        ("AGENT_LOOP_SANDBOX_MAX_PROCESSES", "2", "greater than or equal to 8"),
+    ],
+)
+def test_sandbox_settings_are_checked_at_load(
+    minimal_env: pytest.MonkeyPatch, variable: str, value: str, expected: str
+) -> None:
+    minimal_env.setenv(variable, value)
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    (problem,) = caught.value.problems
+    assert problem.startswith(f"{variable}: ")
+    assert expected in problem
+
+
+def test_empty_commands_mean_detect(minimal_env: pytest.MonkeyPatch) -> None:
+    minimal_env.setenv("AGENT_LOOP_TEST_COMMAND", "  ")
+    minimal_env.setenv("AGENT_LOOP_SETUP_COMMAND", "")
+    s = load_settings()
+    assert (s.test_command, s.setup_command) == (None, None)
 
 
 def test_settings_are_immutable(minimal_env: pytest.MonkeyPatch) -> None:

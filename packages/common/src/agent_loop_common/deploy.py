@@ -16,6 +16,10 @@ spec is fixed at deploy time, as the cron schedules are):
   `AGENT_LOOP_MODEL_KEY_ENV` overrides the variable; `none` injects no model key (a
   local OpenAI-compatible server that wants none).
 
+The gateway (a Flyte app, not an agent) gets the GitHub credentials (for trust lookups
+and acknowledgements) and `AGENT_LOOP_WEBHOOK_SECRET` from the secret
+`agent-loop-webhook-secret`, and no model key: it runs no model.
+
 Every other setting set in the deploying shell (`AGENT_LOOP_REPO`, `GITHUB_API_URL`,
 budgets...) reaches the tasks as a plain env var through `agent_env_vars()`: a scheduled
 run has no shell of its own, so what the deployer configured is what the cluster runs.
@@ -33,17 +37,19 @@ from collections.abc import Mapping
 
 import flyte
 
-from agent_loop_common.llm import KEY_ENV_OVERRIDE, key_env
+from agent_loop_common.model_keys import KEY_ENV_OVERRIDE, key_env
 
 __all__ = [
     "DEFAULT_MODEL",
     "IMAGE_PREFIX",
     "PYTHON_VERSION",
+    "WEBHOOK_SECRET_ENV",
     "agent_env_vars",
     "agent_image",
     "agent_schedule",
     "agent_secrets",
     "agent_trigger",
+    "gateway_secrets",
     "image_name",
     "model_key_envs",
     "requirements_lock",
@@ -101,13 +107,17 @@ def model_key_envs(environ: Mapping[str, str] | None = None) -> list[str]:
     return list(dict.fromkeys(keys))
 
 
-def _secret_env_vars(env: Mapping[str, str]) -> list[str]:
-    """The env vars that arrive as Flyte secrets: GitHub credentials, then model keys."""
+def _github_env_vars(env: Mapping[str, str]) -> list[str]:
+    """The env vars of the GitHub credentials, per `AGENT_LOOP_GITHUB_AUTH`."""
     auth = env.get("AGENT_LOOP_GITHUB_AUTH", "token").strip().lower()
     if auth not in ("token", "app"):
         raise ValueError(f"AGENT_LOOP_GITHUB_AUTH must be 'token' or 'app', not {auth!r}")
-    github = ["GITHUB_APP_ID", "GITHUB_APP_PRIVATE_KEY"] if auth == "app" else ["GITHUB_TOKEN"]
-    return [*github, *model_key_envs(env)]
+    return ["GITHUB_APP_ID", "GITHUB_APP_PRIVATE_KEY"] if auth == "app" else ["GITHUB_TOKEN"]
+
+
+def _secret_env_vars(env: Mapping[str, str]) -> list[str]:
+    """The env vars that arrive as Flyte secrets: GitHub credentials, then model keys."""
+    return [*_github_env_vars(env), *model_key_envs(env)]
 
 
 def agent_secrets(environ: Mapping[str, str] | None = None) -> list[str | flyte.Secret]:
@@ -117,6 +127,17 @@ def agent_secrets(environ: Mapping[str, str] | None = None) -> list[str | flyte.
     """
     env = os.environ if environ is None else environ
     return [flyte.Secret(key=secret_key(var), as_env_var=var) for var in _secret_env_vars(env)]
+
+
+WEBHOOK_SECRET_ENV = "AGENT_LOOP_WEBHOOK_SECRET"  # noqa: S105 (a variable name, not a secret)
+"""The variable the gateway reads its webhook secret from."""
+
+
+def gateway_secrets(environ: Mapping[str, str] | None = None) -> list[str | flyte.Secret]:
+    """The gateway's secrets: the GitHub credentials and the webhook secret, no model key."""
+    env = os.environ if environ is None else environ
+    names = [*_github_env_vars(env), WEBHOOK_SECRET_ENV]
+    return [flyte.Secret(key=secret_key(var), as_env_var=var) for var in names]
 
 
 def agent_schedule(agent: str, environ: Mapping[str, str] | None = None) -> str:

@@ -21,6 +21,7 @@ from agent_loop_common.github._models import (
     IssueEvent,
     PullFile,
     PullRequest,
+    Reaction,
     Repository,
     Review,
     ReviewComment,
@@ -228,3 +229,7 @@ def git_commit(c: gh.GitCommit) -> GitCommit:
         parents=tuple(p.sha for p in c.parents),
         message=c.message,
     )
+
+
+def reaction(r: gh.Reaction) -> Reaction:
+    return Reaction(id=r.id, content=r.content, user=user(r.user), created_at=r.created_at)

@@ -11,7 +11,7 @@ from githubkit.utils import UNSET
 from agent_loop_common.github import _convert as conv
 from agent_loop_common.github._base import Base, translated
 from agent_loop_common.github._errors import NotFound
-from agent_loop_common.github._models import Comment, Issue, IssueEvent
+from agent_loop_common.github._models import Comment, Issue, IssueEvent, Reaction
 
 _ROLES = ("admin", "maintain", "write", "triage", "read")
 
@@ -122,6 +122,31 @@ class IssueOps(Base):
         gh = await self._gh()
         with translated():
             await gh.rest.issues.async_delete_comment(self._owner, self._name, comment_id)
+
+    async def add_reaction(
+        self,
+        comment_id: int,
+        content: Literal["+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"],
+    ) -> Reaction:
+        """React to an issue or PR conversation comment; reacting twice returns the first."""
+        gh = await self._gh()
+        with translated():
+            resp = await gh.rest.reactions.async_create_for_issue_comment(
+                self._owner, self._name, comment_id, data={"content": content}
+            )
+        return conv.reaction(resp.parsed_data)
+
+    async def list_reactions(self, comment_id: int) -> list[Reaction]:
+        """Every reaction on an issue or PR conversation comment, every page."""
+        gh = await self._gh()
+        paginator = gh.rest.paginate(
+            gh.rest.reactions.async_list_for_issue_comment,
+            owner=self._owner,
+            repo=self._name,
+            comment_id=comment_id,
+            per_page=self._per_page,
+        )
+        return [conv.reaction(r) for r in await self._all(paginator)]
 
     async def add_labels(self, n: int, labels: Sequence[str]) -> tuple[str, ...]:
         """Add labels (creating unknown ones); returns the issue's labels afterwards."""

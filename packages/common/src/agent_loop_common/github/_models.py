@@ -75,6 +75,16 @@ class Edit(_Frozen):
     edited_at: datetime
 
 
+class Reaction(_Frozen):
+    """An emoji reaction on a comment (how the agents acknowledge a command)."""
+
+    id: int
+    content: str
+    """`+1`, `-1`, `laugh`, `confused`, `heart`, `hooray`, `rocket` or `eyes`."""
+    user: User
+    created_at: datetime
+
+
 class IssueEvent(_Frozen):
     """A timeline event; for `labeled`/`unlabeled`, `actor` applied `label`."""
 

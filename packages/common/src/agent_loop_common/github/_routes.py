@@ -28,6 +28,7 @@ ROUTES: tuple[str, ...] = (
     _R,
     f"{_R}/issues",
     f"{_R}/issues/comments/{{comment_id}}",
+    f"{_R}/issues/comments/{{comment_id}}/reactions",
     f"{_R}/issues/{{issue_number}}",
     f"{_R}/issues/{{issue_number}}/comments",
     f"{_R}/issues/{{issue_number}}/labels",
@@ -65,6 +66,8 @@ _IDEMPOTENT_POSTS = frozenset(
         f"{_R}/git/trees",
         f"{_R}/git/commits",
         f"{_R}/issues/{{issue_number}}/labels",
+        # GitHub answers an existing reaction by the same user with 200 and that reaction.
+        f"{_R}/issues/comments/{{comment_id}}/reactions",
         "/app/installations/{installation_id}/access_tokens",
         # The facade sends GraphQL queries only, never mutations: a read.
         "/graphql",

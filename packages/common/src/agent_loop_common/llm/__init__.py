@@ -39,23 +39,13 @@ from agent_loop_common.llm._limits import (
     model_requests_allowed,
     resolve_max_tokens,
 )
-from agent_loop_common.llm._providers import (
-    KEY_ENV_OVERRIDE,
-    KEYLESS_PROVIDERS,
-    PROVIDER_KEYS,
-    key_env,
-    model_problems,
-    provider_of,
-)
+from agent_loop_common.llm._litellm import load_litellm
 from agent_loop_common.llm._retry import RetryPolicy
 from agent_loop_common.llm._usage import Budget, ModelUsage, UsageMeter
 
 __all__ = [
     "ALLOW_MODEL_REQUESTS_ENV",
     "GENEROUS_MAX_TOKENS",
-    "KEYLESS_PROVIDERS",
-    "KEY_ENV_OVERRIDE",
-    "PROVIDER_KEYS",
     "UNKNOWN_MODEL_MAX_TOKENS",
     "AgentRunFailed",
     "Budget",
@@ -69,12 +59,10 @@ __all__ = [
     "UsageMeter",
     "classify_error",
     "from_litellm_response",
-    "key_env",
+    "load_litellm",
     "make_call_llm",
-    "model_problems",
     "model_requests_allowed",
     "parse_tool_arguments",
-    "provider_of",
     "resolve_max_tokens",
     "to_litellm_messages",
 ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from agent_loop_common.llm import model_problems
+from agent_loop_common.model_keys import model_problems
 from agent_loop_common.runtime._models import installed_model
 from agent_loop_common.settings import ConfigError, Settings
 

@@ -28,7 +28,9 @@ _SECTIONS = {
     "builder_max_turns": "Limits and budgets",
     "protected_paths": "Staging",
     "builder_schedule": "Schedules",
+    "webhook_secret": "Events (gateway)",
     "home": "Memory and local mode",
+    "sandbox": "Sandbox and tests",
     "log_format": "Logging",
 }
 

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from agent_loop_common.github import AppAuth, TokenAuth
     from agent_loop_common.llm import Budget, RetryPolicy
     from agent_loop_common.memory import MemoryLocation
+    from agent_loop_common.sandbox import SandboxLimits
     from agent_loop_common.staging import StagingPolicy
 
 __all__ = [
@@ -216,6 +217,16 @@ class Settings(BaseSettings):
     distiller_schedule: str = "*/10 * * * *"
     """Cron schedule (5 fields, UTC) of the distiller."""
 
+    # ------------------------------------------------------------ events (gateway)
+    webhook_secret: SecretStr | None = None
+    """Secret GitHub signs webhook deliveries with (the App's or the repository webhook's "Secret"). Needed by the gateway (`agent-loop serve`, `agent-loop deploy gateway`) only; the agents never read it."""
+    webhook_max_body_bytes: int = Field(default=1_000_000, ge=1_000, le=100_000_000)
+    """Largest webhook delivery the gateway reads, in bytes; a bigger one is refused with 413 before anything else is done with it."""
+    webhook_coalesce_seconds: float = Field(default=1.0, ge=0, le=60)
+    """Deliveries for one issue or pull request within this many seconds start a single run (one action on GitHub often sends several events)."""
+    webhook_dedup_size: int = Field(default=10_000, ge=100, le=10_000_000)
+    """How many recent deliveries the gateway remembers (by `X-GitHub-Delivery` and by body) to refuse a replay."""
+
     # ------------------------------------------------------------ memory and local mode
     home: Path = Path(".agent-loop")
     """Folder for local state: Flyte local-mode runs and the memory stores when running on a laptop."""
@@ -235,6 +246,28 @@ class Settings(BaseSettings):
     """Flyte domain used in local mode."""
     flyte_config: Path | None = None
     """Flyte config file of `--remote` runs (the CLI's `--config`); empty: where the `flyte` CLI looks (`FLYTECTL_CONFIG`, `./.flyte/config.yaml`, `~/.flyte/config.yaml`). A remote run without a config naming a cluster stops before it starts; `infra/flyte/remote.yaml` is the template."""
+
+    # ------------------------------------------------------------ sandbox and tests
+    sandbox: Literal["auto", "bwrap", "docker", "flyte", "off"] = "auto"
+    """Where the repository's tests run: `auto` (bubblewrap when it works here, else Docker), `bwrap`, `docker`, `flyte` (a task of its own on the cluster, for deployed agents) or `off` (no tests run; pull requests open as drafts saying so). See `docs/sandbox.md`."""
+    sandbox_image: str = "python:3.11-slim"
+    """Container image of the `docker` and `flyte` sandboxes; it must hold what the tests need, or the setup command must install it."""
+    sandbox_readonly_paths: Annotated[tuple[str, ...], NoDecode] = ()
+    """Comma-separated absolute host paths the `bwrap` sandbox may read, e.g. a toolchain under `/opt`. Home folders, `AGENT_LOOP_HOME` and key files are refused even when listed here."""
+    test_command: str | None = None
+    """The command that runs the repository's tests, e.g. `python -m pytest -q --junitxml=$SANDBOX_JUNIT` (no shell: one program and its arguments; `$SANDBOX_JUNIT` is the only variable). Empty: detected from the base commit (`AGENTS.md`, `pyproject.toml`, `package.json`, `go.mod`, `Cargo.toml`, `Makefile`)."""
+    setup_command: str | None = None
+    """Optional command run before the tests on the same copy of the tree, with the network on (installing dependencies), e.g. `uv sync --frozen`. Same syntax as the test command."""
+    max_test_runs: int = Field(default=5, ge=1, le=50)
+    """Most test runs an agent may start in one try (its `run_tests` tool); the baseline and the final check do not count."""
+    sandbox_timeout_seconds: float = Field(default=600.0, ge=1, le=86_400)
+    """Wall-time limit of one command in the sandbox (setup and tests each); CPU time per process is limited to the same."""
+    sandbox_memory_mb: int = Field(default=4096, ge=64, le=1_048_576)
+    """Memory of one command in megabytes: the address space of each process with `bwrap`, the container's memory with `docker` and `flyte`."""
+    sandbox_max_processes: int = Field(default=256, ge=8, le=65_536)
+    """Most processes and threads at once in the sandbox (a fork bomb stops there)."""
+    sandbox_max_file_mb: int = Field(default=256, ge=1, le=1_048_576)
+    """Largest file a command in the sandbox may write, in megabytes."""
 
     # ------------------------------------------------------------ logging
     log_format: Literal["console", "json"] = "console"
@@ -293,8 +326,40 @@ class Settings(BaseSettings):
             return tuple(p.strip() for p in re.split(r"[,\n]", value) if p.strip())
         return value
 
+    @field_validator("sandbox_readonly_paths", mode="before")
+    @classmethod
+    def _split_readonly_paths(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(p.strip() for p in re.split(r"[,\n]", value) if p.strip())
+        return value
+
+    @field_validator("sandbox_readonly_paths")
+    @classmethod
+    def _check_readonly_paths(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        relative = [p for p in value if not p.startswith("/")]
+        if relative:
+            raise ValueError(f"expected absolute paths, got {', '.join(relative)}")
+        return value
+
+    @field_validator("test_command", "setup_command")
+    @classmethod
+    def _check_command(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from agent_loop_common.sandbox import parse_command
+
+        parse_command(value, what="the command")
+        return value
+
     @field_validator(
-        "trusted_label", "bot_login", "api_base", "github_app_id", "flyte_config", mode="before"
+        "trusted_label",
+        "bot_login",
+        "api_base",
+        "github_app_id",
+        "test_command",
+        "setup_command",
+        "flyte_config",
+        mode="before",
     )
     @classmethod
     def _empty_is_none(cls, value: object) -> object:
@@ -426,6 +491,12 @@ class Settings(BaseSettings):
             base=timedelta(minutes=self.backoff_base_minutes),
             cap=timedelta(minutes=self.backoff_cap_minutes),
         )
+
+    def sandbox_limits(self) -> SandboxLimits:
+        """The sandbox's limits, from `AGENT_LOOP_SANDBOX_*`."""
+        from agent_loop_common.sandbox import limits_from_settings
+
+        return limits_from_settings(self)
 
     def max_turns(self, role: Literal["builder", "reviewer", "verifier", "distiller"]) -> int:
         """The turn limit of one agent role."""

@@ -33,12 +33,14 @@ if TYPE_CHECKING:
     from agent_loop_common.testing._emulator_faults import Fault, LoggedRequest
     from agent_loop_common.testing._emulator_refname import is_valid_ref_name
     from agent_loop_common.testing._emulator_schema import SchemaMismatch, assert_matches_schema
+    from agent_loop_common.testing._emulator_server import serve_asgi
     from agent_loop_common.testing._emulator_views import (
         CommitView,
         EmulatedComment,
         EmulatedIssue,
         EmulatedPull,
     )
+    from agent_loop_common.testing._emulator_webhooks import Delivery, sign_payload
     from agent_loop_common.testing._facade import emulator_client, instant_retry
     from agent_loop_common.testing._harness import (
         ModelSlot,
@@ -56,7 +58,10 @@ _LAZY = {
     "is_valid_ref_name": "agent_loop_common.testing._emulator_refname",
     "SchemaMismatch": "agent_loop_common.testing._emulator_schema",
     "assert_matches_schema": "agent_loop_common.testing._emulator_schema",
+    "serve_asgi": "agent_loop_common.testing._emulator_server",
     "CommitView": "agent_loop_common.testing._emulator_views",
+    "Delivery": "agent_loop_common.testing._emulator_webhooks",
+    "sign_payload": "agent_loop_common.testing._emulator_webhooks",
     "EmulatedComment": "agent_loop_common.testing._emulator_views",
     "EmulatedIssue": "agent_loop_common.testing._emulator_views",
     "EmulatedPull": "agent_loop_common.testing._emulator_views",
@@ -82,6 +87,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "DEFAULT_ROUTE",
     "CommitView",
+    "Delivery",
     "EmulatedComment",
     "EmulatedIssue",
     "EmulatedPull",
@@ -106,7 +112,9 @@ __all__ = [
     "is_loopback_address",
     "is_valid_ref_name",
     "quiet_logs",
+    "serve_asgi",
     "serve_chat_model",
+    "sign_payload",
     "stored_record",
     "turn",
 ]

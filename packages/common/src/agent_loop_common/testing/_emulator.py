@@ -12,7 +12,11 @@ emulator.seed_files({"README.md": "hello\\n"})
 number = emulator.add_issue("Fix the widget", labels=["agent"])
 gh = GitHub(TokenAuthStrategy(emulator.bot_token), base_url="http://emulator",
             async_transport=emulator.transport())
+emulator.add_webhook("http://127.0.0.1:8080/webhook", "s3cret", events=["issues"])
 ```
+
+With a webhook registered, each state change GitHub would announce is delivered to it,
+signed, from a background thread (`deliveries`, `wait_for_deliveries`, `redeliver`).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from agent_loop_common.testing._emulator_git import MODE_EXEC, MODE_FILE, TreeWr
 from agent_loop_common.testing._emulator_inspect import EmulatorInspection
 from agent_loop_common.testing._emulator_server import serve_app
 from agent_loop_common.testing._emulator_state import PERMISSIONS, AppRec, State, UserRec
+from agent_loop_common.testing._emulator_webhooks import Delivery, WebhookSender
 
 __all__ = ["GitHubEmulator"]
 
@@ -70,6 +75,7 @@ class GitHubEmulator(EmulatorInspection):
         self._faults = FaultBook()
         self._limiter = RateLimiter(limit=rate_limit)
         self._app = EmulatorApp(st, self._faults, self._limiter)
+        self._hooks = WebhookSender()
         self.owner_token = self.add_user(owner, permission="admin")
         self.bot_login = bot_login
         self.bot_token = self.add_user(bot_login, permission="write", type="Bot")
@@ -248,6 +254,11 @@ class GitHubEmulator(EmulatorInspection):
             del st.git.refs[name]
             pulls.branch_deleted(st, branch, by or st.owner)
 
+    def assign_issue(self, number: int, login: str, *, actor: str | None = None) -> None:
+        """Assign `login` to an issue, as `actor` (the owner by default)."""
+        with self._st.lock:
+            issues.assign(self._st, number, login, actor or self._st.owner)
+
     def label_issue(self, number: int, label: str, *, actor: str) -> None:
         """Apply a label as `actor` (records the `labeled` event with that actor)."""
         with self._st.lock:
@@ -346,6 +357,40 @@ class GitHubEmulator(EmulatorInspection):
             issue, _ = pulls.get_pull(st, number)
             issues.set_state(st, issue, "closed", by or st.owner)
 
+    # ------------------------------------------------------------------ webhooks
+    def add_webhook(self, url: str, secret: str, *, events: Iterable[str] | None = None) -> int:
+        """Deliver state changes to `url`, signed with `secret`; returns the hook id.
+
+        Args:
+            url: The receiver (a gateway's `/webhook`), reached over real HTTP.
+            secret: The shared secret for `X-Hub-Signature-256`.
+            events: Event names to send (`issues`, `issue_comment`, `pull_request`,
+                `pull_request_review`, `pull_request_review_comment`, `check_run`,
+                `status`); `None` sends every event.
+        """
+        with self._st.lock:
+            hook = self._hooks.add(url, secret, events)
+            self._st.hook_sink = self._hooks
+            return hook.id
+
+    def remove_webhook(self, hook_id: int) -> None:
+        with self._st.lock:
+            self._hooks.remove(hook_id)
+
+    @property
+    def deliveries(self) -> list[Delivery]:
+        """Every delivery attempt so far, with the receiver's answer, in order."""
+        return self._hooks.deliveries()
+
+    def wait_for_deliveries(self, timeout: float = 10.0) -> list[Delivery]:
+        """Wait until every queued delivery was answered; returns all deliveries."""
+        return self._hooks.wait_idle(timeout)
+
+    def redeliver(self, delivery_id: str) -> None:
+        """Send a delivery again with the same id and body (GitHub's "Redeliver")."""
+        with self._st.lock:
+            self._hooks.redeliver(delivery_id)
+
     # ------------------------------------------------------------------ serving
     @property
     def app(self) -> object:
@@ -361,7 +406,12 @@ class GitHubEmulator(EmulatorInspection):
     def serve(self) -> Generator[str]:
         """Serve over HTTP on 127.0.0.1 (ephemeral port); yields the base URL."""
         with serve_app(self._app.app, self._app.closing) as url:
-            yield url
+            previous = self._hooks.base_url, self._hooks.web_url
+            self._hooks.base_url = self._hooks.web_url = url
+            try:
+                yield url
+            finally:
+                self._hooks.base_url, self._hooks.web_url = previous
 
     def inject_fault(
         self,

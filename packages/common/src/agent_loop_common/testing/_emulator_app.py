@@ -29,6 +29,7 @@ from agent_loop_common.testing import (
     _emulator_routes_git,
     _emulator_routes_issues,
     _emulator_routes_pulls,
+    _emulator_routes_reactions,
     _emulator_routes_repo,
 )
 from agent_loop_common.testing._emulator_auth import Caller, RateLimiter, authenticate
@@ -50,6 +51,7 @@ API_ROUTES: list[Route] = [
     *_emulator_routes_git.ROUTES,
     *_emulator_routes_issues.ROUTES,
     *_emulator_routes_pulls.ROUTES,
+    *_emulator_routes_reactions.ROUTES,
     *_emulator_routes_checks.ROUTES,
     *_emulator_routes_repo.ROUTES,
     *_emulator_auth.ROUTES,

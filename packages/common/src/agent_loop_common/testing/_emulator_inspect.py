@@ -57,6 +57,12 @@ class EmulatorInspection:
             found = [c for c in self._st.comments.values() if c.issue == number]
             return [comment_view(c) for c in sorted(found, key=lambda c: c.id)]
 
+    def reactions(self, comment_id: int) -> list[tuple[str, str]]:
+        """`(login, content)` of every reaction on an issue comment, oldest first."""
+        with self._st.lock:
+            found = [r for r in self._st.reactions.values() if r.comment == comment_id]
+            return [(r.author, r.content) for r in sorted(found, key=lambda r: r.id)]
+
     def pull(self, number: int) -> EmulatedPull:
         with self._st.lock:
             issue, _ = pulls.get_pull(self._st, number)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from agent_loop_common.testing import _emulator_hooks as hooks
 from agent_loop_common.testing._emulator_errors import ApiError
 from agent_loop_common.testing._emulator_state import (
     CommentRec,
@@ -22,6 +23,7 @@ from agent_loop_common.testing._emulator_state import (
 
 __all__ = [
     "add_labels",
+    "assign",
     "create_comment",
     "create_issue",
     "edit_comment",
@@ -77,10 +79,15 @@ def create_issue(
     issue = IssueRec(st.next_number, st.new_id(), title, body, author, now, now)
     st.next_number += 1
     st.issues[issue.number] = issue
+    added: list[str] = []
     for name in labels:
         if name not in issue.labels:
             issue.labels.append(st.label(name).name)
+            added.append(st.label(name).name)
             record_event(st, issue, "labeled", author, label=name)
+    hooks.issues(st, issue, "opened", author)
+    for name in added:
+        hooks.issues(st, issue, "labeled", author, label=name)
     return issue
 
 
@@ -97,6 +104,7 @@ def create_comment(st: State, number: int, body: str, author: str) -> CommentRec
     comment = CommentRec(st.new_id(), number, body, author, now, now)
     st.comments[comment.id] = comment
     issue.updated_at = now
+    hooks.issue_comment(st, comment, "created", author)
     return comment
 
 
@@ -104,11 +112,13 @@ def edit_comment(st: State, comment_id: int, body: str, editor: str) -> CommentR
     """Replace a comment's body as `editor`; an actual change is recorded as an edit."""
     comment = get_comment(st, comment_id)
     st.user(editor)
+    old = comment.body
     comment.updated_at = st.tick()
     if body != comment.body:
         comment.edits.append(EditRec(editor, comment.updated_at))
     comment.body = body
     st.issues[comment.issue].updated_at = comment.updated_at
+    hooks.issue_comment(st, comment, "edited", editor, old_body=old)
     return comment
 
 
@@ -149,6 +159,23 @@ def add_labels(st: State, number: int, labels: Iterable[str], actor: str) -> Iss
             issue.labels.append(label.name)
             record_event(st, issue, "labeled", actor, label=label.name)
             issue.updated_at = now
+            if issue.pull is None:
+                hooks.issues(st, issue, "labeled", actor, label=label.name)
+            else:
+                hooks.pull_request(st, issue, "labeled", actor, label=label.name)
+    return issue
+
+
+def assign(st: State, number: int, login: str, actor: str) -> IssueRec:
+    """Assign `login` to the issue and record the `assigned` event (by `actor`)."""
+    issue = get_issue(st, number)
+    st.user(login)
+    if login not in issue.assignees:
+        issue.assignees.append(login)
+        issue.updated_at = st.tick()
+        record_event(st, issue, "assigned", actor)
+        if issue.pull is None:
+            hooks.issues(st, issue, "assigned", actor, assignee=login)
     return issue
 
 
@@ -205,6 +232,11 @@ def set_state(
         issue.closed_at, issue.closed_by = None, None
         issue.state_reason = "reopened" if issue.pull is None else None
         record_event(st, issue, "reopened", actor)
+    action = "closed" if state == "closed" else "reopened"
+    if issue.pull is None:
+        hooks.issues(st, issue, action, actor)
+    else:
+        hooks.pull_request(st, issue, action, actor)
 
 
 def update_issue(

@@ -9,6 +9,7 @@ a stale `sha` answers 409.
 
 from __future__ import annotations
 
+from agent_loop_common.testing import _emulator_hooks as hooks
 from agent_loop_common.testing._emulator_errors import ApiError, validation_failed
 from agent_loop_common.testing._emulator_git import EMPTY_TREE
 from agent_loop_common.testing._emulator_gitdiff import (
@@ -148,6 +149,7 @@ def open_pull(
     issue.pull = PullRec(head_ref, head_tip, base, draft=draft)
     st.next_number += 1
     st.issues[issue.number] = issue
+    hooks.pull_request(st, issue, "opened", author)
     return issue
 
 
@@ -236,6 +238,8 @@ def add_review(
             commit_id=commit,
         )
     issue.updated_at = now
+    if submitted is not None:
+        hooks.review(st, review, author)
     return review
 
 
@@ -298,6 +302,7 @@ def add_review_comment(
     )
     st.review_comments[comment.id] = comment
     issue.updated_at = now
+    hooks.review_comment(st, comment, author)
     return comment
 
 
@@ -313,6 +318,7 @@ def set_check_run(
     text: str | None,
     details_url: str | None = None,
     external_id: str | None = None,
+    actor: str | None = None,
 ) -> CheckRunRec:
     if st.git.commit(sha) is None:
         raise validation_failed("CheckRun", f"No commit found for SHA: {sha}", field="head_sha")
@@ -333,6 +339,7 @@ def set_check_run(
         details_url,
     )
     st.check_runs[run.id] = run
+    hooks.check_run(st, run, "completed" if completed else "created", actor or st.owner)
     return run
 
 
@@ -362,6 +369,7 @@ def set_status(
         st.new_id(), sha, context, state, description, target_url, creator, st.tick()
     )
     st.statuses.append(status)
+    hooks.status(st, status)
     return status
 
 

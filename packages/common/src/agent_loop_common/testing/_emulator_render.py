@@ -291,7 +291,7 @@ def issue_json(st: State, issue: IssueRec, urls: Urls) -> Json:
         "labels": [label_json(st.label(name), urls) for name in issue.labels],
         "state": issue.state,
         "locked": False,
-        "assignees": [],
+        "assignees": [simple_user_json(st.user(login), urls) for login in issue.assignees],
         "milestone": None,
         "comments": sum(1 for c in st.comments.values() if c.issue == issue.number),
         "created_at": ts(issue.created_at),

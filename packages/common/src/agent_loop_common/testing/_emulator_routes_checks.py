@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import cast
 
+from agent_loop_common.testing import _emulator_hooks as hooks
 from agent_loop_common.testing._emulator_errors import ApiError
 from agent_loop_common.testing._emulator_http import Ctx, Reply, Route, paginate, string
 from agent_loop_common.testing._emulator_ops_pulls import (
@@ -74,6 +75,7 @@ def create_check_run(st: State, ctx: Ctx) -> Reply:
         text=string(output, "text", required=False),
         details_url=string(body, "details_url", required=False),
         external_id=string(body, "external_id", required=False),
+        actor=ctx.caller().login,
     )
     return Reply(201, check_run_json(st, run, ctx.urls))
 
@@ -99,11 +101,14 @@ def update_check_run(st: State, ctx: Ctx) -> Reply:
     run.status = string(body, "status", required=False) or run.status
     if (conclusion := string(body, "conclusion", required=False)) is not None:
         run.conclusion, run.status = conclusion, "completed"
-    if run.status == "completed" and run.completed_at is None:
+    completes = run.status == "completed" and run.completed_at is None
+    if completes:
         run.completed_at = now
     run.title = string(output, "title", required=False) or run.title
     run.summary = string(output, "summary", required=False) or run.summary
     run.text = string(output, "text", required=False) or run.text
+    if completes:
+        hooks.check_run(st, run, "completed", ctx.caller().login)
     return Reply(200, check_run_json(st, run, ctx.urls))
 
 

@@ -12,16 +12,21 @@ import threading
 import time
 from collections.abc import Generator
 from contextlib import contextmanager
+from typing import Literal
 
 import uvicorn
 from starlette.types import ASGIApp
 
-__all__ = ["serve_app"]
+__all__ = ["serve_app", "serve_asgi"]
 
 
 @contextmanager
 def serve_app(
-    app: ASGIApp, release: threading.Event, *, startup_timeout: float = 10.0
+    app: ASGIApp,
+    release: threading.Event,
+    *,
+    startup_timeout: float = 10.0,
+    lifespan: Literal["on", "off"] = "off",
 ) -> Generator[str]:
     """Run `app` on an ephemeral loopback port; yields the base URL (`http://127.0.0.1:N`)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -34,7 +39,7 @@ def serve_app(
     config = uvicorn.Config(
         app,
         log_level="warning",
-        lifespan="off",
+        lifespan=lifespan,
         access_log=False,
         timeout_graceful_shutdown=2,
     )
@@ -56,3 +61,13 @@ def serve_app(
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+@contextmanager
+def serve_asgi(app: ASGIApp, *, lifespan: Literal["on", "off"] = "off") -> Generator[str]:
+    """Serve any ASGI app (a webhook receiver, the gateway) on loopback in a thread.
+
+    Yields the base URL (`http://127.0.0.1:N`); the server stops when the block ends.
+    """
+    with serve_app(app, threading.Event(), lifespan=lifespan) as url:
+        yield url

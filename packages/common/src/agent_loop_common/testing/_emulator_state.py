@@ -10,8 +10,12 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from agent_loop_common.testing._emulator_git import GitStore, Identity
+
+if TYPE_CHECKING:
+    from agent_loop_common.testing._emulator_webhooks import WebhookSender
 
 __all__ = [
     "PERMISSIONS",
@@ -23,6 +27,7 @@ __all__ = [
     "IssueRec",
     "LabelRec",
     "PullRec",
+    "ReactionRec",
     "ReviewCommentRec",
     "ReviewRec",
     "State",
@@ -89,6 +94,7 @@ class IssueRec:
     created_at: datetime
     updated_at: datetime
     labels: list[str] = field(default_factory=list[str])
+    assignees: list[str] = field(default_factory=list[str])
     state: str = "open"
     state_reason: str | None = None
     closed_at: datetime | None = None
@@ -107,6 +113,16 @@ class CommentRec:
     created_at: datetime
     updated_at: datetime
     edits: list[EditRec] = field(default_factory=list[EditRec])
+
+
+@dataclass
+class ReactionRec:
+    id: int
+    comment: int
+    """The issue comment reacted to."""
+    author: str
+    content: str
+    created_at: datetime
 
 
 @dataclass
@@ -209,6 +225,7 @@ class State:
     issues: dict[int, IssueRec] = field(default_factory=dict[int, IssueRec])
     comments: dict[int, CommentRec] = field(default_factory=dict[int, CommentRec])
     events: list[EventRec] = field(default_factory=list[EventRec])
+    reactions: dict[int, ReactionRec] = field(default_factory=dict[int, ReactionRec])
     reviews: dict[int, ReviewRec] = field(default_factory=dict[int, ReviewRec])
     review_comments: dict[int, ReviewCommentRec] = field(
         default_factory=dict[int, ReviewCommentRec]
@@ -217,6 +234,8 @@ class State:
     statuses: list[StatusRec] = field(default_factory=list[StatusRec])
     apps: dict[int, AppRec] = field(default_factory=dict[int, AppRec])
     created_at: datetime | None = None
+    hook_sink: WebhookSender | None = None
+    """Where state changes are announced as webhook deliveries (None: nowhere)."""
 
     @property
     def full_name(self) -> str:

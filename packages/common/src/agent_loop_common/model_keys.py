@@ -2,7 +2,8 @@
 
 Known without importing litellm (about 6 s): a tick checks its model before claiming
 anything, and an idle tick must stay cheap. Providers outside this table are asked of
-litellm itself, once, when the check runs.
+litellm itself, once, when the check runs. Deploys read the same table to know which
+key to inject as a secret, so this module imports nothing of the package at import.
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ def model_problems(
 
 def _litellm_problems(model: str, *, variable: str) -> list[str]:
     """Ask litellm about a provider outside the table (imports litellm)."""
-    from agent_loop_common.llm._litellm import load_litellm
+    from agent_loop_common.llm import load_litellm
 
     litellm = load_litellm()
     try:

@@ -1,0 +1,144 @@
+"""Run a repository's own tests on a private copy of its tree, with no secret in reach.
+
+Issue 14: every pull request and fix push is checked by the repository's tests, run
+where they cannot read the agent's token or key, reach the network, or write outside
+their copy. `docs/sandbox.md` has the threat model per backend.
+
+```python
+sandbox = await open_sandbox(settings)          # SandboxUnavailable: show it, exit 2
+command = resolve_test_command(settings.test_command, base_files)   # or None: no tests
+setup = parse_command(settings.setup_command) if settings.setup_command else None
+
+base = await cache.get_or_run(
+    baseline_key(base_sha, command.argv, setup),
+    lambda: sandbox.run(base_tree, command.argv, setup=setup),
+)
+after = await sandbox.run(base_tree, command.argv, setup=setup, changes=staged_files)
+verdict = compare(base, after)                  # passed / failed / not_run, with evidence
+flags = flag_test_tampering(staged_files, base_contents)
+```
+
+A tree comes from a tarball (`extract_tarball`, GitHub's top folder stripped) or from
+files (`write_tree`); `run` never modifies it. Results are typed and small
+(`RunResult`: exit code, timing, limits hit, a bounded head and tail of the output,
+test counts and failing names from pytest's summary or a JUnit report).
+"""
+
+from agent_loop_common.sandbox._base import OFF_BACKEND, DisabledSandbox, Sandbox
+from agent_loop_common.sandbox._bwrap import BWRAP_BACKEND, BwrapSandbox
+from agent_loop_common.sandbox._bwrap_argv import BwrapLayout, bwrap_argv
+from agent_loop_common.sandbox._cache import (
+    BaselineCache,
+    BaselineKey,
+    BaselineStore,
+    baseline_key,
+)
+from agent_loop_common.sandbox._command import (
+    JUNIT_PLACEHOLDER,
+    parse_command,
+    validate_extra_args,
+)
+from agent_loop_common.sandbox._detect import (
+    CommandSource,
+    TestCommand,
+    detect_test_command,
+    resolve_test_command,
+)
+from agent_loop_common.sandbox._docker import (
+    DOCKER_BACKEND,
+    DockerSandbox,
+    DockerSpec,
+    docker_argv,
+)
+from agent_loop_common.sandbox._errors import (
+    CommandRejected,
+    SandboxError,
+    SandboxUnavailable,
+    TreeError,
+)
+from agent_loop_common.sandbox._flyte import (
+    FLYTE_BACKEND,
+    FlyteSandbox,
+    FlyteTestSpec,
+    build_container_task,
+    flyte_task_spec,
+)
+from agent_loop_common.sandbox._limits import SandboxLimits
+from agent_loop_common.sandbox._paths import ProtectedPaths
+from agent_loop_common.sandbox._plain import PLAIN_BACKEND, PlainSubprocessSandbox
+from agent_loop_common.sandbox._result import (
+    LimitName,
+    OutputExcerpt,
+    RunResult,
+    TestCounts,
+    TestOutcome,
+)
+from agent_loop_common.sandbox._select import (
+    BackendCheck,
+    SandboxChoice,
+    check_backends,
+    limits_from_settings,
+    open_sandbox,
+    selected_backend,
+)
+from agent_loop_common.sandbox._tamper import TamperFlag, TamperKind, flag_test_tampering
+from agent_loop_common.sandbox._tree import apply_changes, extract_tarball, write_tree
+from agent_loop_common.sandbox._verdict import TestVerdict, VerdictStatus, compare
+
+__all__ = [
+    "BWRAP_BACKEND",
+    "DOCKER_BACKEND",
+    "FLYTE_BACKEND",
+    "JUNIT_PLACEHOLDER",
+    "OFF_BACKEND",
+    "PLAIN_BACKEND",
+    "BackendCheck",
+    "BaselineCache",
+    "BaselineKey",
+    "BaselineStore",
+    "BwrapLayout",
+    "BwrapSandbox",
+    "CommandRejected",
+    "CommandSource",
+    "DisabledSandbox",
+    "DockerSandbox",
+    "DockerSpec",
+    "FlyteSandbox",
+    "FlyteTestSpec",
+    "LimitName",
+    "OutputExcerpt",
+    "PlainSubprocessSandbox",
+    "ProtectedPaths",
+    "RunResult",
+    "Sandbox",
+    "SandboxChoice",
+    "SandboxError",
+    "SandboxLimits",
+    "SandboxUnavailable",
+    "TamperFlag",
+    "TamperKind",
+    "TestCommand",
+    "TestCounts",
+    "TestOutcome",
+    "TestVerdict",
+    "TreeError",
+    "VerdictStatus",
+    "apply_changes",
+    "baseline_key",
+    "build_container_task",
+    "bwrap_argv",
+    "check_backends",
+    "compare",
+    "detect_test_command",
+    "docker_argv",
+    "extract_tarball",
+    "flag_test_tampering",
+    "flyte_task_spec",
+    "limits_from_settings",
+    "open_sandbox",
+    "parse_command",
+    "resolve_test_command",
+    "selected_backend",
+    "validate_extra_args",
+    "write_tree",
+]

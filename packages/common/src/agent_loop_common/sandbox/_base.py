@@ -1,0 +1,243 @@
+"""The `Sandbox` every backend implements, and what they share.
+
+A run is always the same: copy the tree into a fresh workspace (applying a staged
+change to the copy, never to the original), optionally run a setup command with the
+network on, run the command with the network off, read what the test runner reported,
+and delete the workspace. Backends differ only in `_execute`: how one command starts
+inside their isolation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import signal
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import ClassVar
+
+from agent_loop_common.sandbox._capture import OutputCapture
+from agent_loop_common.sandbox._errors import CommandRejected, TreeError
+from agent_loop_common.sandbox._limits import SandboxLimits
+from agent_loop_common.sandbox._paths import ProtectedPaths
+from agent_loop_common.sandbox._process import ProcessOutcome
+from agent_loop_common.sandbox._reports import parse_junit
+from agent_loop_common.sandbox._result import LimitName, RunResult
+from agent_loop_common.sandbox._tree import Workspace
+
+__all__ = ["OFF_BACKEND", "DisabledSandbox", "Sandbox", "infer_limit", "result_from"]
+
+OFF_BACKEND = "off"
+"""The backend name of a sandbox that runs nothing (`AGENT_LOOP_SANDBOX=off`)."""
+
+_MEMORY = re.compile(r"MemoryError|Cannot allocate memory|out of memory|std::bad_alloc", re.I)
+_FILE_SIZE = re.compile(r"File too large|File size limit exceeded|EFBIG")
+_PROCESSES = re.compile(
+    r"BlockingIOError|Resource temporarily unavailable|fork: retry|Cannot fork|EAGAIN"
+)
+
+
+def infer_limit(
+    *, exit_code: int, signal_number: int | None, timed_out: bool, text: str
+) -> LimitName | None:
+    """The limit a command most likely ran into, from how it ended and what it printed."""
+    if timed_out:
+        return "time"
+    if exit_code == 0:
+        return None
+    if signal_number == signal.SIGXCPU:
+        return "cpu"
+    if signal_number == signal.SIGXFSZ or _FILE_SIZE.search(text):
+        return "file_size"
+    if _MEMORY.search(text):
+        return "memory"
+    if _PROCESSES.search(text):
+        return "processes"
+    return None
+
+
+def result_from(
+    outcome: ProcessOutcome,
+    *,
+    backend: str,
+    argv: Sequence[str],
+    network: bool,
+    junit: Path | None,
+    notes: Sequence[str] = (),
+) -> RunResult:
+    """A `RunResult` from a finished process: output, tests, limits."""
+    excerpt = outcome.capture.excerpt()
+    tests = (parse_junit(junit) if junit is not None else None) or outcome.capture.pytest_counts()
+    return RunResult(
+        backend=backend,
+        argv=tuple(argv),
+        exit_code=outcome.exit_code,
+        signal=outcome.signal,
+        duration_seconds=round(outcome.duration, 4),
+        timed_out=outcome.timed_out,
+        limit=infer_limit(
+            exit_code=outcome.exit_code,
+            signal_number=outcome.signal,
+            timed_out=outcome.timed_out,
+            text=excerpt.text,
+        ),
+        network=network,
+        output=excerpt,
+        tests=tests,
+        error=outcome.start_error,
+        notes=tuple(notes),
+    )
+
+
+class Sandbox(ABC):
+    """Runs commands on a private copy of a tree, isolated as its backend allows.
+
+    Args:
+        limits: Time, memory, process and file-size limits of each command.
+        protected: Host paths never shown to a command (default: this machine's homes).
+        readonly_paths: Extra host paths to show read-only (protected ones are refused).
+        work_root: Where workspaces are created (default: the system's temp folder).
+        head_bytes: Output bytes kept from the start of each command.
+        tail_bytes: Output bytes kept from the end.
+    """
+
+    name: ClassVar[str]
+    """The backend's name, shown in results and by `agent-loop sandbox check`."""
+    isolated: ClassVar[bool] = True
+    """False only for the plain subprocess: it shares the machine with the agent."""
+    enabled: ClassVar[bool] = True
+    """False only for `off`: nothing runs."""
+
+    def __init__(
+        self,
+        limits: SandboxLimits | None = None,
+        *,
+        protected: ProtectedPaths | None = None,
+        readonly_paths: Sequence[str | Path] = (),
+        work_root: Path | None = None,
+        head_bytes: int = 8 * 1024,
+        tail_bytes: int = 24 * 1024,
+    ) -> None:
+        self.limits = limits or SandboxLimits()
+        self.protected = protected if protected is not None else ProtectedPaths.current()
+        self.readonly_paths = tuple(readonly_paths)
+        self.work_root = work_root
+        self.head_bytes = head_bytes
+        self.tail_bytes = tail_bytes
+
+    def workspace_owner(self) -> tuple[int, int] | None:
+        """`(uid, gid)` the workspace must belong to, when the command runs as another user."""
+        return None
+
+    def new_capture(self) -> OutputCapture:
+        """An output capture with this sandbox's head and tail sizes."""
+        return OutputCapture(self.head_bytes, self.tail_bytes)
+
+    async def run(
+        self,
+        tree: Path,
+        argv: Sequence[str],
+        *,
+        network: bool = False,
+        time_limit: float | None = None,
+        changes: Mapping[str, str | bytes | None] | None = None,
+        setup: Sequence[str] | None = None,
+    ) -> RunResult:
+        """Run `argv` on a private copy of `tree` and report what happened.
+
+        Args:
+            tree: The repository folder (never modified).
+            argv: The command; `$SANDBOX_JUNIT` in an argument becomes the report path.
+            network: Let the command reach the network (setup steps only; tests never).
+            time_limit: Wall-time limit in seconds (default: the sandbox's limit).
+            changes: A staged change (`path -> text`, `None` deletes) applied to the copy.
+            setup: A command run first on the same copy, with the network on; when it
+                fails, `argv` does not run and the result carries the setup's result.
+
+        Raises:
+            CommandRejected: `argv` is empty.
+            TreeError: `tree` is not a folder, is a protected one (a home folder, the
+                agent's state folder), or `changes` has a bad path.
+        """
+        if not argv or not argv[0]:
+            raise CommandRejected("the command is empty")
+        refusal = self.protected.tree_refusal(tree)
+        if refusal is not None:
+            raise TreeError(f"will not copy {tree} into a sandbox: {refusal}")
+        limit = time_limit if time_limit is not None else self.limits.wall_seconds
+        workspace = await asyncio.to_thread(
+            Workspace.create,
+            tree,
+            changes=changes,
+            owner=self.workspace_owner(),
+            exclude=self.protected.in_tree(tree),
+            parent=self.work_root,
+        )
+        try:
+            setup_result: RunResult | None = None
+            if setup:
+                setup_result = await self._execute(
+                    workspace, tuple(setup), network=True, time_limit=limit
+                )
+                if not setup_result.ok:
+                    return RunResult(
+                        backend=self.name,
+                        argv=tuple(argv),
+                        exit_code=None,
+                        error=f"the setup command failed ({setup_result.summary()})",
+                        setup=setup_result,
+                    )
+                await asyncio.to_thread(_clear_report, workspace)
+            result = await self._execute(workspace, tuple(argv), network=network, time_limit=limit)
+            return result.model_copy(update={"setup": setup_result}) if setup_result else result
+        finally:
+            workspace.discard()
+
+    @abstractmethod
+    async def _execute(
+        self, workspace: Workspace, argv: tuple[str, ...], *, network: bool, time_limit: float
+    ) -> RunResult:
+        """Run one command in `workspace.repo` inside this backend's isolation."""
+
+    def describe(self) -> str:
+        """One line for logs and the CLI."""
+        return self.name
+
+
+def _clear_report(workspace: Workspace) -> None:
+    workspace.junit.unlink(missing_ok=True)
+
+
+class DisabledSandbox(Sandbox):
+    """`AGENT_LOOP_SANDBOX=off`: runs nothing, and says so in every result.
+
+    The caller opens its pull request as a draft and states that no tests ran.
+    """
+
+    name = OFF_BACKEND
+    isolated = False
+    enabled = False
+
+    async def run(
+        self,
+        tree: Path,
+        argv: Sequence[str],
+        *,
+        network: bool = False,
+        time_limit: float | None = None,
+        changes: Mapping[str, str | bytes | None] | None = None,
+        setup: Sequence[str] | None = None,
+    ) -> RunResult:
+        """A result with `exit_code=None`: nothing ran."""
+        return RunResult(
+            backend=self.name,
+            argv=tuple(argv),
+            exit_code=None,
+            error="the sandbox is off (AGENT_LOOP_SANDBOX=off): no tests ran",
+        )
+
+    async def _execute(
+        self, workspace: Workspace, argv: tuple[str, ...], *, network: bool, time_limit: float
+    ) -> RunResult:  # pragma: no cover - run() never calls it
+        raise NotImplementedError

@@ -1,0 +1,293 @@
+"""The bubblewrap backend: Linux namespaces around a private copy of the tree.
+
+What the command gets (built by the pure `bwrap_argv`):
+
+- new user, PID, IPC, UTS and cgroup namespaces, and a new network namespace (only a
+  loopback of its own) unless the run asks for the network (setup commands);
+- a non-root user (`sandbox`, uid 1000) with every capability dropped, no new user
+  namespaces, and `--die-with-parent`;
+- read-only: `/usr` and the `/bin`, `/lib*`, `/sbin` links, the few `/etc` files
+  toolchains read (dynamic linker cache, certificates, alternatives, time zone), the
+  installation of a program named by absolute path, `AGENT_LOOP_SANDBOX_READONLY_PATHS`;
+  generated `passwd`, `group` and `hosts` files;
+- writable: only the workspace's copy (`/sandbox/repo`, the working directory), its
+  HOME (`/sandbox/home`), `/tmp`, `/dev/shm` and the report folder (`/sandbox/out`), all
+  folders of the workspace on disk; the root and `/dev` are remounted read-only, so no
+  memory-backed file system is writable (no rlimit counts a tmpfs);
+- an environment of `PATH`, `HOME`, `LANG` and `SANDBOX_JUNIT`, nothing else;
+- rlimits set by `prlimit` inside the namespaces (address space, CPU seconds, file size,
+  process count, no core files).
+
+**Why the command never runs as the host's root.** The kernel does not apply
+`RLIMIT_NPROC` to processes of host uid 0, even inside a user namespace, so a fork bomb
+would not be contained. When this process is root, bubblewrap itself is started as an
+unprivileged host uid (65534) through `setpriv`, so the command's processes belong to
+that uid and the process limit counts this sandbox's processes only (the count is kept
+per user namespace). Running as that uid, bubblewrap cannot read a bind source behind a
+folder only root may enter (a virtualenv's interpreter under `/root/.pyenv`): such
+sources are first bound into the workspace by an outer bubblewrap that runs as root in
+a mount namespace of its own and then drops to that uid.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import stat
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from agent_loop_common.sandbox._base import Sandbox, result_from
+from agent_loop_common.sandbox._bwrap_argv import (
+    ETC_FILES,
+    GROUP,
+    HOSTS,
+    JUNIT_PATH,
+    PASSWD,
+    REPO_DIR,
+    SANDBOX_HOST_UID,
+    BwrapLayout,
+    bwrap_argv,
+    outer_argv,
+)
+from agent_loop_common.sandbox._command import expand_placeholders
+from agent_loop_common.sandbox._limits import SandboxLimits
+from agent_loop_common.sandbox._paths import (
+    SYSTEM_DIRS,
+    ProtectedPaths,
+    plan_binds,
+    tree_program_binds,
+)
+from agent_loop_common.sandbox._process import run_process
+from agent_loop_common.sandbox._result import RunResult
+from agent_loop_common.sandbox._tree import Workspace
+
+__all__ = ["BWRAP_BACKEND", "BwrapSandbox", "find_program", "locate_program", "missing_program"]
+
+BWRAP_BACKEND = "bwrap"
+
+
+def find_program(name: str) -> str | None:
+    """A host program on `PATH` or in the usual system folders."""
+    return shutil.which(name) or shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin")
+
+
+def _reachable(path: Path, uid: int, gid: int) -> bool:
+    """Whether `uid` can reach and read `path` by permission bits (no ACLs)."""
+    try:
+        chain = [*reversed(path.parents), path]
+        for index, part in enumerate(chain):
+            info = os.stat(part)
+            last = index == len(chain) - 1
+            need = (stat.S_IXUSR, stat.S_IXGRP, stat.S_IXOTH)
+            if last and not stat.S_ISDIR(info.st_mode):
+                need = (stat.S_IRUSR, stat.S_IRGRP, stat.S_IROTH)
+            if info.st_uid == uid:
+                bit = need[0]
+            elif info.st_gid == gid:
+                bit = need[1]
+            else:
+                bit = need[2]
+            if not info.st_mode & bit:
+                return False
+    except OSError:
+        return False
+    return True
+
+
+def _system_dirs() -> dict[str, str | None]:
+    found: dict[str, str | None] = {}
+    for folder in SYSTEM_DIRS:
+        if os.path.islink(folder):
+            found[folder] = os.readlink(folder)
+        elif os.path.isdir(folder):
+            found[folder] = None
+    return found
+
+
+def _command_path(argv0: str) -> str:
+    extra = [f"{REPO_DIR}/.venv/bin"]
+    if argv0.startswith("/"):
+        extra.append(os.path.dirname(argv0))
+    base = ["/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin"]
+    return ":".join(dict.fromkeys([*extra, *base]))
+
+
+def _inside_to_host(folder: str, repo: Path) -> Path:
+    if folder == REPO_DIR or folder.startswith(REPO_DIR + "/"):
+        return repo / folder[len(REPO_DIR) :].lstrip("/")
+    return Path(folder)
+
+
+def locate_program(argv0: str, path: str, repo: Path) -> Path | None:
+    """Where the sandbox will find `argv0`, as a host path (`None`: nowhere)."""
+    if "/" in argv0:
+        host = Path(argv0) if argv0.startswith("/") else repo / argv0
+        return host if os.path.lexists(host) else None
+    for folder in path.split(":"):
+        candidate = _inside_to_host(folder, repo) / argv0
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def missing_program(argv0: str, path: str, repo: Path, visible: Sequence[Path]) -> str | None:
+    """Why `argv0` will not be found inside the sandbox, or `None` when it will be."""
+    found = locate_program(argv0, path, repo)
+    if found is None:
+        if argv0.startswith("/"):
+            return f"{argv0} does not exist"
+        if "/" in argv0:
+            return f"{argv0} does not exist in the repository"
+        return f"{argv0!r} is not on the sandbox's PATH ({path})"
+    if argv0.startswith("/"):
+        text = str(found)
+        system = any(text == d or text.startswith(d + "/") for d in SYSTEM_DIRS)
+        if not system and not any(found == v or v in found.parents for v in visible):
+            return f"{argv0} is not visible in the sandbox (its folder was not bound)"
+    return None
+
+
+class BwrapSandbox(Sandbox):
+    """Commands in bubblewrap namespaces (see the module docstring for what they get)."""
+
+    name = BWRAP_BACKEND
+
+    def __init__(
+        self,
+        limits: SandboxLimits | None = None,
+        *,
+        protected: ProtectedPaths | None = None,
+        readonly_paths: Sequence[str | Path] = (),
+        work_root: Path | None = None,
+        bwrap: str | None = None,
+        prlimit: str | None = None,
+        setpriv: str | None = None,
+    ) -> None:
+        super().__init__(
+            limits, protected=protected, readonly_paths=readonly_paths, work_root=work_root
+        )
+        self.bwrap = bwrap or find_program("bwrap") or "bwrap"
+        self.prlimit = prlimit or find_program("prlimit") or "/usr/bin/prlimit"
+        self.setpriv = setpriv or find_program("setpriv") or "/usr/bin/setpriv"
+        self.as_root = os.geteuid() == 0
+
+    def workspace_owner(self) -> tuple[int, int] | None:
+        """As root, the workspace belongs to the unprivileged uid the command runs as."""
+        return (SANDBOX_HOST_UID, SANDBOX_HOST_UID) if self.as_root else None
+
+    def _layout(
+        self, workspace: Workspace, argv0: str
+    ) -> tuple[BwrapLayout, list[tuple[Path, Path]], list[str], list[Path]]:
+        path = _command_path(argv0)
+        extra: list[Path] = []
+        found = locate_program(argv0, path, workspace.repo)
+        if found is not None and not argv0.startswith("/"):
+            extra = tree_program_binds(found, workspace.repo)
+        binds, notes = plan_binds([argv0], self.readonly_paths, self.protected, extra=extra)
+        stages: list[tuple[Path, Path]] = []
+        readonly: list[tuple[Path, Path]] = []
+        for index, bind in enumerate(binds):
+            source = bind
+            if self.as_root and not _reachable(bind, SANDBOX_HOST_UID, SANDBOX_HOST_UID):
+                stage = workspace.root / "stage" / str(index)
+                stage.mkdir(parents=True)
+                if not bind.is_dir():
+                    stage.rmdir()
+                    stage.touch()
+                os.lchown(stage.parent, SANDBOX_HOST_UID, SANDBOX_HOST_UID)
+                os.lchown(stage, SANDBOX_HOST_UID, SANDBOX_HOST_UID)
+                stages.append((bind, stage))
+                source = stage
+            readonly.append((source, bind))
+        etc = workspace.write_etc({"passwd": PASSWD, "group": GROUP, "hosts": HOSTS})
+        if self.as_root:
+            for host in etc.values():
+                os.lchown(host, SANDBOX_HOST_UID, SANDBOX_HOST_UID)
+        layout = BwrapLayout(
+            bwrap=self.bwrap,
+            prlimit=self.prlimit,
+            repo=workspace.repo,
+            home=workspace.home,
+            tmp=workspace.tmp,
+            out=workspace.out,
+            shm=workspace.shm,
+            etc=etc,
+            readonly=readonly,
+            system=_system_dirs(),
+            etc_passthrough=[e for e in ETC_FILES if os.path.exists(e)],
+            limits=self.limits,
+            path=path,
+        )
+        return layout, stages, notes, binds
+
+    async def _execute(
+        self, workspace: Workspace, argv: tuple[str, ...], *, network: bool, time_limit: float
+    ) -> RunResult:
+        argv = expand_placeholders(argv, junit_path=JUNIT_PATH)
+        layout, stages, notes, binds = await asyncio.to_thread(self._layout, workspace, argv[0])
+        missing = missing_program(argv[0], layout.path, workspace.repo, binds)
+        if missing is not None:
+            return RunResult(
+                backend=self.name,
+                argv=argv,
+                exit_code=127,
+                network=network,
+                error=f"command not found in the sandbox: {missing}",
+                notes=tuple(notes),
+            )
+        command = bwrap_argv(layout, argv, network=network)
+        if self.as_root:
+            prefix = outer_argv(
+                self.bwrap, self.setpriv, stages, SANDBOX_HOST_UID, SANDBOX_HOST_UID
+            )
+            command = [*prefix, *command]
+        outcome = await run_process(
+            command,
+            env={"PATH": "/usr/bin:/bin"},
+            cwd=workspace.root,
+            time_limit=time_limit,
+            capture=self.new_capture(),
+            signal_from_status=True,
+        )
+        return result_from(
+            outcome,
+            backend=self.name,
+            argv=argv,
+            network=network,
+            junit=workspace.junit,
+            notes=notes,
+        )
+
+    async def probe(self) -> tuple[bool, str]:
+        """Run `true` in this sandbox: whether it works here, and why not."""
+        missing = await asyncio.to_thread(self._missing_tool)
+        if missing is not None:
+            return False, missing
+        empty = Path(await asyncio.to_thread(_empty_dir, self.work_root))
+        try:
+            started = time.perf_counter()
+            result = await self.run(empty, ["true"], time_limit=20)
+            elapsed = time.perf_counter() - started
+        finally:
+            await asyncio.to_thread(shutil.rmtree, empty, True)
+        if result.ok:
+            return True, f"ran `true` in {elapsed * 1000:.0f} ms"
+        detail = (result.error or result.output.text).strip().splitlines()
+        return False, f"`true` failed in bubblewrap: {detail[-1] if detail else result.summary()}"
+
+    def _missing_tool(self) -> str | None:
+        if shutil.which(self.bwrap) is None:
+            return "bubblewrap is not installed (apt-get install -y bubblewrap)"
+        tools = [(self.prlimit, "prlimit")] + ([(self.setpriv, "setpriv")] if self.as_root else [])
+        for tool, what in tools:
+            if not os.path.exists(tool):
+                return f"{what} (util-linux) is missing at {tool}"
+        return None
+
+
+def _empty_dir(parent: Path | None) -> str:
+    return tempfile.mkdtemp(prefix="agent-loop-probe-", dir=parent)

@@ -1,0 +1,83 @@
+"""Resource limits of one sandboxed command, and how they become `prlimit` options.
+
+Every backend enforces the same numbers; only the mechanism differs (rlimits set by
+`prlimit` inside bubblewrap and for the plain subprocess, `docker run` flags, Flyte task
+resources). The limits are set on the command *inside* the sandbox's namespaces: a
+process-count limit set outside a user namespace would be counted against every process
+of that user on the host, and one set on a host-root process is ignored by the kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["SandboxLimits"]
+
+_MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """What one command may use.
+
+    Attributes:
+        wall_seconds: Wall-clock time; the whole sandbox is killed when it is up.
+        memory_mb: Address space of each process (`RLIMIT_AS`), or the container's
+            memory with docker and Flyte.
+        max_processes: Processes and threads inside the sandbox (`RLIMIT_NPROC` in its
+            own user namespace, `--pids-limit` with docker).
+        max_file_mb: Largest file a process may write (`RLIMIT_FSIZE`).
+        cpu_seconds: CPU time of each process (`RLIMIT_CPU`); `None`: the wall time,
+            rounded up, since a process cannot use more on one core before it is killed.
+    """
+
+    wall_seconds: float = 600.0
+    memory_mb: int = 4096
+    max_processes: int = 256
+    max_file_mb: int = 256
+    cpu_seconds: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.wall_seconds <= 0:
+            raise ValueError("wall_seconds must be positive")
+        for name in ("memory_mb", "max_processes", "max_file_mb"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
+
+    @property
+    def cpu(self) -> int:
+        """CPU seconds per process."""
+        if self.cpu_seconds is not None:
+            return self.cpu_seconds
+        return max(1, int(self.wall_seconds) + 1)
+
+    @property
+    def memory_bytes(self) -> int:
+        """`memory_mb` in bytes."""
+        return self.memory_mb * _MB
+
+    @property
+    def file_bytes(self) -> int:
+        """`max_file_mb` in bytes."""
+        return self.max_file_mb * _MB
+
+    def prlimit_argv(
+        self, prlimit: str = "/usr/bin/prlimit", *, processes: bool = True
+    ) -> list[str]:
+        """The `prlimit ... --` prefix that applies these limits to the command after it.
+
+        Args:
+            prlimit: The `prlimit` program (util-linux).
+            processes: Also limit the process count (only meaningful inside a user
+                namespace of its own, where the kernel counts this sandbox's processes only).
+        """
+        argv = [
+            prlimit,
+            f"--as={self.memory_bytes}",
+            f"--cpu={self.cpu}",
+            f"--fsize={self.file_bytes}",
+            "--core=0",
+        ]
+        if processes:
+            argv.append(f"--nproc={self.max_processes}")
+        return [*argv, "--"]

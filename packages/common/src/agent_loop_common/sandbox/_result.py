@@ -1,0 +1,156 @@
+"""`RunResult`: what one sandboxed command did, as typed data.
+
+A result is small by construction (a bounded head and tail of the output, a capped list
+of test names), so it can be logged, recorded in a run record, shown to a model as
+feedback and compared with a baseline without ever holding a test suite's megabytes.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = [
+    "LimitName",
+    "OutputExcerpt",
+    "RunResult",
+    "TestCounts",
+    "TestOutcome",
+]
+
+LimitName = Literal["time", "cpu", "memory", "processes", "file_size"]
+"""A limit a command ran into. `time` is certain (the sandbox killed it); the others are
+inferred from the exit signal or the command's own error output."""
+
+TestOutcome = Literal["passed", "failed", "error", "skipped"]
+"""One test's outcome (xfail counts as skipped, xpass as passed, as JUnit reports them)."""
+
+
+class OutputExcerpt(BaseModel):
+    """The beginning and the end of a command's combined stdout and stderr."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    head: str = ""
+    """The first bytes of the output (decoded as UTF-8, invalid bytes replaced)."""
+    tail: str = ""
+    """The last bytes, when the output was longer than the head; empty otherwise."""
+    total_bytes: int = 0
+    """Bytes the command wrote in total."""
+    omitted_bytes: int = 0
+    """Bytes between head and tail that were not kept."""
+
+    @property
+    def text(self) -> str:
+        """Head and tail joined, with a marker where bytes were left out."""
+        if not self.tail:
+            return self.head
+        gap = f"\n[... {self.omitted_bytes} bytes omitted ...]\n" if self.omitted_bytes else ""
+        return self.head + gap + self.tail
+
+    def last(self, chars: int) -> str:
+        """The last `chars` characters of what was kept (for feedback to a model)."""
+        return self.text[-chars:]
+
+
+class TestCounts(BaseModel):
+    """Test counts and names as the test runner reported them."""
+
+    __test__ = False  # not a pytest test class
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    passed: int = 0
+    """Tests that passed (xpassed ones included when the source is JUnit)."""
+    failed: int = 0
+    """Tests that failed."""
+    errors: int = 0
+    """Tests (or modules) that errored in setup, teardown or collection."""
+    skipped: int = 0
+    """Tests skipped (xfailed ones included when the source is JUnit)."""
+    xfailed: int = 0
+    """Expected failures (pytest summary only)."""
+    xpassed: int = 0
+    """Unexpected passes (pytest summary only)."""
+    failing: tuple[str, ...] = ()
+    """Names of failed and errored tests, as the runner prints them (capped)."""
+    outcomes: dict[str, TestOutcome] | None = None
+    """Every test's outcome by name, when a JUnit report gave them (capped); `None` when
+    only a summary line was available."""
+    source: Literal["pytest", "junit"] = "pytest"
+    """Where the counts come from: pytest's final summary line, or a JUnit XML report."""
+
+    @property
+    def total(self) -> int:
+        """All tests counted."""
+        return self.passed + self.failed + self.errors + self.skipped + self.xfailed + self.xpassed
+
+    def summary(self) -> str:
+        """pytest-style counts, failures first: `3 failed, 12 passed, 1 skipped`."""
+        parts = [
+            (self.failed, "failed"),
+            (self.passed, "passed"),
+            (self.skipped, "skipped"),
+            (self.xfailed, "xfailed"),
+            (self.xpassed, "xpassed"),
+            (self.errors, "error" if self.errors == 1 else "errors"),
+        ]
+        shown = [f"{count} {label}" for count, label in parts if count]
+        return ", ".join(shown) if shown else "no tests ran"
+
+
+class RunResult(BaseModel):
+    """What one command did in a sandbox."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    backend: str
+    """The sandbox that ran it (`bwrap`, `docker`, `flyte`, `plain-subprocess (not
+    isolated)`), or `off` when nothing ran."""
+    argv: tuple[str, ...]
+    """The command as run (after the `$SANDBOX_JUNIT` placeholder was filled in)."""
+    exit_code: int | None
+    """The exit status; `128 + N` when killed by signal `N`; `None` when nothing ran."""
+    signal: int | None = None
+    """The signal that ended the command, when it can be told from the exit status."""
+    duration_seconds: float = 0.0
+    """Wall time of the command, sandbox start-up included."""
+    timed_out: bool = False
+    """The command was killed at its wall-time limit."""
+    limit: LimitName | None = None
+    """The limit the command ran into, if any (see `LimitName`)."""
+    network: bool = False
+    """Whether the command could reach the network (setup commands only)."""
+    output: OutputExcerpt = OutputExcerpt()
+    """Head and tail of the combined stdout and stderr."""
+    tests: TestCounts | None = None
+    """Test counts, when the runner reported them (pytest summary or JUnit XML)."""
+    error: str = ""
+    """Why the command did not run or could not start (a missing program, sandbox off)."""
+    notes: tuple[str, ...] = ()
+    """Things a person should know about this run (a refused read-only bind, ...)."""
+    setup: RunResult | None = None
+    """The setup command's result, when one ran first on the same copy of the tree."""
+
+    @property
+    def ran(self) -> bool:
+        """Whether a command actually started (False when the sandbox is off)."""
+        return self.exit_code is not None
+
+    @property
+    def ok(self) -> bool:
+        """Exit status 0 within the limits."""
+        return self.exit_code == 0 and not self.timed_out
+
+    def summary(self) -> str:
+        """One line: outcome, counts and time, e.g. `exit 1: 1 failed, 3 passed (0.4 s)`."""
+        if not self.ran:
+            return f"not run: {self.error}" if self.error else "not run"
+        if self.timed_out:
+            head = f"timed out after {self.duration_seconds:.0f} s"
+        else:
+            head = f"exit {self.exit_code}"
+            if self.limit is not None:
+                head += f" ({self.limit} limit)"
+        counts = f": {self.tests.summary()}" if self.tests is not None else ""
+        return f"{head}{counts} ({self.duration_seconds:.1f} s)"

@@ -1,0 +1,214 @@
+"""The tests' verdict on a change: the run on the changed tree against the base's.
+
+Hard rules, no judgement (a model may still argue with the verdict; it cannot change
+it):
+
+- the change **fails** when a test that passed on the base fails after it (a
+  regression), when a test that did not fail on the base fails after it, when the run
+  timed out or hit a limit, when the command exits non-zero where the base did not
+  (or with another non-zero status: a collection error after plain test failures), when
+  more tests fail than on the base (when names are unknown), or when the setup command
+  failed;
+- a test that failed on the base and passes after it, or that the change added (absent
+  on the base) and passes, is **fail-to-pass evidence**;
+- nothing ran (the sandbox is off): the verdict says so and is neither.
+
+Per-test comparisons need names: JUnit reports give every test with its outcome; from
+pytest's printed output only the failing ones are known, and fail-to-pass evidence is
+then limited to base failures that are gone from a passing run.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from agent_loop_common.sandbox._reports import name_key
+from agent_loop_common.sandbox._result import RunResult, TestCounts
+
+__all__ = ["TestVerdict", "VerdictStatus", "compare"]
+
+VerdictStatus = Literal["passed", "failed", "not_run"]
+"""`passed`: no hard rule failed. `failed`: at least one did. `not_run`: nothing ran."""
+
+_FEEDBACK_TAIL = 4000
+_SHOWN = 10
+
+
+class TestVerdict(BaseModel):
+    """The comparison of a change's test run with the base's."""
+
+    __test__ = False  # not a pytest test class
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    status: VerdictStatus
+    """The outcome by the hard rules."""
+    summary: str
+    """One line for people, e.g. `12 passed (base: 11 passed)`."""
+    reasons: tuple[str, ...] = ()
+    """Why the change failed, one hard rule per line."""
+    regressions: tuple[str, ...] = ()
+    """Tests that passed on the base and fail after the change."""
+    new_failures: tuple[str, ...] = ()
+    """Tests failing after the change that did not fail (or did not exist) on the base."""
+    fail_to_pass: tuple[str, ...] = ()
+    """Tests that failed on (or were absent from) the base and pass after the change."""
+    still_failing: tuple[str, ...] = ()
+    """Tests that failed on the base and still fail (not the change's fault)."""
+    disappeared: tuple[str, ...] = ()
+    """Tests that passed on the base and are gone after the change (JUnit only)."""
+    failing: tuple[str, ...] = ()
+    """Every test failing after the change."""
+    output_tail: str = ""
+    """The end of the changed tree's output, for feedback."""
+
+    @property
+    def passed(self) -> bool:
+        """Whether the change passed the hard rules."""
+        return self.status == "passed"
+
+    def feedback(self) -> str:
+        """What to tell the model that wrote the change."""
+        lines = [f"Tests: {self.summary}"]
+        lines += [f"- {reason}" for reason in self.reasons]
+        if self.failing:
+            lines.append("Failing tests: " + ", ".join(self.failing[:20]))
+        if self.output_tail and self.status == "failed":
+            lines += ["End of the test output:", self.output_tail]
+        return "\n".join(lines)
+
+    def evidence(self) -> list[str]:
+        """Markdown bullet lines for a pull request body."""
+        lines = [f"- Tests: {self.summary}"]
+        if self.fail_to_pass:
+            lines.append(f"- Fail-to-pass: {_names(self.fail_to_pass)}")
+        if self.regressions:
+            lines.append(f"- Regressions: {_names(self.regressions)}")
+        if self.new_failures:
+            lines.append(f"- New failures: {_names(self.new_failures)}")
+        if self.still_failing:
+            lines.append(f"- Already failing on the base: {_names(self.still_failing)}")
+        if self.disappeared:
+            lines.append(f"- No longer run: {_names(self.disappeared)}")
+        return lines
+
+
+def _names(names: tuple[str, ...]) -> str:
+    shown = ", ".join(f"`{n}`" for n in names[:_SHOWN])
+    more = len(names) - _SHOWN
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def _counts(result: RunResult | None) -> str:
+    if result is None:
+        return "no baseline"
+    if not result.ran:
+        return "not run"
+    if result.timed_out:
+        return "timed out"
+    if result.tests is not None:
+        return result.tests.summary()
+    return f"exit {result.exit_code}"
+
+
+def _by_key(names: tuple[str, ...] | list[str]) -> dict[str, str]:
+    return {name_key(n): n for n in names}
+
+
+def _outcome_sets(tests: TestCounts | None) -> tuple[dict[str, str], dict[str, str] | None]:
+    """(failing key -> name, passing key -> name or None when unknown)."""
+    if tests is None:
+        return {}, None
+    if tests.outcomes is not None:
+        failing = {name_key(n): n for n, o in tests.outcomes.items() if o in ("failed", "error")}
+        passing = {name_key(n): n for n, o in tests.outcomes.items() if o == "passed"}
+        return failing, passing
+    return _by_key(tests.failing), None
+
+
+def _all_keys(tests: TestCounts | None) -> set[str] | None:
+    if tests is None or tests.outcomes is None:
+        return None
+    return {name_key(n) for n in tests.outcomes}
+
+
+def compare(base: RunResult | None, after: RunResult) -> TestVerdict:
+    """The verdict on a change: `after` (the changed tree) against `base` (its base commit).
+
+    Args:
+        base: The same command on the base commit, or `None` when there is no baseline
+            (then any non-zero exit fails the change).
+        after: The command on the changed tree.
+    """
+    summary = f"{_counts(after)} (base: {_counts(base)})"
+    if not after.ran:
+        if after.setup is not None and not after.setup.ok:
+            return TestVerdict(
+                status="failed",
+                summary=f"setup failed: {after.setup.summary()}",
+                reasons=(f"the setup command failed: {after.setup.summary()}",),
+                output_tail=after.setup.output.last(_FEEDBACK_TAIL),
+            )
+        return TestVerdict(status="not_run", summary=f"no tests ran: {after.error or 'not run'}")
+    usable_base = base if base is not None and base.ran and not base.timed_out else None
+    after_fail, after_pass = _outcome_sets(after.tests)
+    base_fail, base_pass = _outcome_sets(usable_base.tests if usable_base else None)
+    base_all = _all_keys(usable_base.tests if usable_base else None)
+
+    regressions = sorted(after_fail[k] for k in after_fail if base_pass and k in base_pass)
+    new_failures = sorted(
+        after_fail[k]
+        for k in after_fail
+        if k not in base_fail and not (base_pass and k in base_pass)
+    )
+    still_failing = sorted(after_fail[k] for k in after_fail if k in base_fail)
+    fail_to_pass: list[str] = []
+    if after_pass is not None:
+        for key, name in after_pass.items():
+            if key in base_fail or (base_all is not None and key not in base_all):
+                fail_to_pass.append(name)
+    elif after.exit_code == 0 and after.tests is not None:
+        fail_to_pass = [name for key, name in base_fail.items() if key not in after_fail]
+    disappeared: list[str] = []
+    after_all = _all_keys(after.tests)
+    if base_pass is not None and after_all is not None:
+        disappeared = sorted(name for key, name in base_pass.items() if key not in after_all)
+
+    reasons: list[str] = []
+    if after.timed_out:
+        reasons.append(f"the tests timed out after {after.duration_seconds:.0f} s")
+    elif after.limit is not None:
+        reasons.append(f"the tests hit the {after.limit} limit")
+    if regressions:
+        reasons.append(f"{len(regressions)} test(s) passed on the base and fail now")
+    if new_failures and usable_base is not None and usable_base.tests is not None:
+        reasons.append(f"{len(new_failures)} test(s) fail that did not fail on the base")
+    base_code = usable_base.exit_code if usable_base else None
+    if after.exit_code != 0 and not after.timed_out and after.exit_code != base_code:
+        base_text = "no baseline" if usable_base is None else f"base: exit {base_code}"
+        reasons.append(f"the command exited {after.exit_code} ({base_text})")
+    if (
+        usable_base is not None
+        and after.tests is not None
+        and usable_base.tests is not None
+        and not regressions
+        and not new_failures
+    ):
+        failing_now = after.tests.failed + after.tests.errors
+        failing_before = usable_base.tests.failed + usable_base.tests.errors
+        if failing_now > failing_before:
+            reasons.append(f"{failing_now} tests fail, {failing_before} on the base")
+    failing = tuple(after.tests.failing) if after.tests is not None else ()
+    return TestVerdict(
+        status="failed" if reasons else "passed",
+        summary=summary,
+        reasons=tuple(reasons),
+        regressions=tuple(regressions),
+        new_failures=tuple(new_failures),
+        fail_to_pass=tuple(sorted(fail_to_pass)),
+        still_failing=tuple(still_failing),
+        disappeared=tuple(disappeared),
+        failing=failing,
+        output_tail=after.output.last(_FEEDBACK_TAIL),
+    )

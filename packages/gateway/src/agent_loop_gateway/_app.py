@@ -1,0 +1,140 @@
+"""`POST /webhook` and `GET /healthz`: the only HTTP surface of the gateway.
+
+Each delivery goes through these steps in order, and the first that fails answers:
+
+| step | refusal |
+|---|---|
+| size: `Content-Length`, then the bytes actually read, against the cap | 413 |
+| `X-Hub-Signature-256` over the raw bytes, constant-time | 401 |
+| `X-GitHub-Event` and `X-GitHub-Delivery` present | 400 |
+| replay: delivery id or identical body seen lately | 204 |
+| JSON object | 400 |
+| routing (repository, sender, event, action) | 204 |
+| accepted: checks and dispatch continue in the background | 202 |
+
+Nothing before the signature parses the body, and nothing in the request talks to
+GitHub or runs an agent: every answer is computed in memory, well inside GitHub's
+ten-second limit. Every delivery is logged once with its outcome.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from typing import Any, cast
+
+import structlog
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from agent_loop_gateway._events import route_event
+from agent_loop_gateway._gateway import Gateway
+from agent_loop_gateway._signature import verify_signature
+
+__all__ = ["build_app"]
+
+_log = structlog.get_logger(__name__)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _read_capped(request: Request, cap: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.strip().isdigit() and int(declared) > cap:
+        raise _TooLarge
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > cap:
+            raise _TooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _answer(
+    status: int, outcome: str, *, delivery: str, event: str, action: str = "", reason: str = ""
+) -> Response:
+    level = "warning" if status in (400, 401, 413) else "info"
+    getattr(_log, level)(
+        "gateway.delivery",
+        delivery=delivery or None,
+        gh_event=event or None,
+        action=action or None,
+        status=status,
+        outcome=outcome,
+        reason=reason or None,
+    )
+    if status == 204:
+        return Response(status_code=204)
+    body: dict[str, Any] = {"outcome": outcome}
+    if reason:
+        body["reason"] = reason
+    return JSONResponse(body, status_code=status)
+
+
+def build_app(gateway: Gateway) -> Starlette:
+    """The ASGI app over `gateway` (its lifespan resolves the agents' login and closes)."""
+    config = gateway.config
+
+    async def webhook(request: Request) -> Response:
+        delivery = request.headers.get("x-github-delivery", "")
+        event = request.headers.get("x-github-event", "")
+        seen = {"delivery": delivery, "event": event}
+        try:
+            body = await _read_capped(request, config.max_body_bytes)
+        except _TooLarge:
+            return _answer(413, "too_large", reason=f"over {config.max_body_bytes} bytes", **seen)
+        if not verify_signature(config.secret, body, request.headers.get("x-hub-signature-256")):
+            return _answer(
+                401, "bad_signature", reason="missing or wrong X-Hub-Signature-256", **seen
+            )
+        if not delivery or not event:
+            return _answer(
+                400, "malformed", reason="missing X-GitHub-Event or X-GitHub-Delivery", **seen
+            )
+        replay = gateway.memory.check_and_remember(delivery, body)
+        if replay is not None:
+            return _answer(204, "replay", reason=f"same {replay} seen before", **seen)
+        try:
+            payload: object = json.loads(body)
+        except ValueError:
+            return _answer(400, "malformed", reason="body is not JSON", **seen)
+        if not isinstance(payload, dict):
+            return _answer(400, "malformed", reason="body is not a JSON object", **seen)
+        data = cast("dict[str, Any]", payload)
+        action = data.get("action")
+        seen["action"] = action if isinstance(action, str) else ""
+        routed = route_event(event, data, await gateway.route_context())
+        if not routed.intents:
+            return _answer(204, "ignored", reason=routed.reason, **seen)
+        gateway.accept(delivery, routed.intents)
+        runs = ", ".join(
+            f"{i.agent}{'' if i.target is None else f' #{i.target}'}" for i in routed.intents
+        )
+        return _answer(202, "accepted", reason=runs, **seen)
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok", "busy": gateway.dispatcher.busy})
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncGenerator[None]:
+        await gateway.agent_login()
+        _log.info("gateway.ready", repo=config.repo, agent_login=await gateway.agent_login())
+        try:
+            yield
+        finally:
+            await gateway.aclose()
+
+    return Starlette(
+        routes=[
+            Route("/webhook", webhook, methods=["POST"]),
+            Route("/healthz", healthz, methods=["GET"]),
+        ],
+        lifespan=lifespan,
+    )

@@ -1,0 +1,223 @@
+"""`agent-loop sandbox`: run a command exactly where the agents run tests, and say where that is.
+
+```text
+agent-loop sandbox check                     which backend works here, and why the others do not
+agent-loop sandbox run [--dir PATH] [--network] [--time-limit S] [--json] [-- CMD ...]
+```
+
+`run` copies the folder (default: the current one) into a fresh workspace and runs the
+command in the sandbox `AGENT_LOOP_SANDBOX` selects, with the same limits and
+environment the agents use; the folder itself is never modified. Without a command it
+runs what an agent would: `AGENT_LOOP_SETUP_COMMAND` (with the network), then
+`AGENT_LOOP_TEST_COMMAND` or the command detected from the folder's files. The exit
+code is the command's own (124 when it timed out, 127 when it could not start), or 2
+for bad usage or when no sandbox works here. Neither subcommand needs GitHub
+credentials.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, cast
+
+from agent_loop._table import render_table
+from agent_loop_common.sandbox import (
+    CommandRejected,
+    RunResult,
+    SandboxError,
+    SandboxUnavailable,
+    TestCommand,
+    check_backends,
+    open_sandbox,
+    parse_command,
+    resolve_test_command,
+    selected_backend,
+)
+from agent_loop_common.settings import Settings, load_settings
+
+__all__ = ["EXIT_TIMED_OUT", "add_parser", "main"]
+
+EXIT_USAGE = 2
+"""Bad usage, a refused command, or no sandbox works here."""
+EXIT_TIMED_OUT = 124
+"""The command was killed at its time limit (as `timeout(1)` reports it)."""
+EXIT_NOT_STARTED = 127
+"""The command could not start (not found in the sandbox)."""
+_DETECT_MAX_BYTES = 256_000
+
+
+def add_parser(commands: Any) -> None:
+    """Add `sandbox check` and `sandbox run` to the CLI's subcommands."""
+    sandbox = cast(
+        argparse.ArgumentParser,
+        commands.add_parser(
+            "sandbox",
+            help="run a command in the sandbox the agents use for tests, or check which works here",
+            description=(
+                "The agents run each repository's tests in a sandbox that holds no secret "
+                "(AGENT_LOOP_SANDBOX: auto, bwrap, docker, flyte, off). See docs/sandbox.md."
+            ),
+        ),
+    )
+    actions = sandbox.add_subparsers(dest="sandbox_command", metavar="ACTION", required=True)
+    actions.add_parser("check", help="which sandbox backend works here, and why the others do not")
+    run = actions.add_parser(
+        "run",
+        help="run a command on a copy of a folder in the agents' sandbox",
+        description=(
+            "Copy a folder into a fresh workspace and run a command there in the sandbox. "
+            "Without a command: the setup and test commands an agent would run."
+        ),
+    )
+    run.add_argument(
+        "--dir", type=Path, default=None, help="folder to copy (default: the current folder)"
+    )
+    run.add_argument(
+        "--network", action="store_true", help="let the command reach the network (setup only)"
+    )
+    run.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="wall-time limit (default: AGENT_LOOP_SANDBOX_TIMEOUT_SECONDS)",
+    )
+    run.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD", help="the command")
+
+
+def _settings() -> Settings:
+    """The settings, without requiring the GitHub variables (the sandbox needs none)."""
+    overrides: dict[str, Any] = {}
+    if not os.environ.get("AGENT_LOOP_REPO", "").strip():
+        overrides["repo"] = "local/unset"
+    if not (os.environ.get("GITHUB_TOKEN") or os.environ.get("GITHUB_APP_ID")):
+        overrides["github_token"] = "unused-by-sandbox"  # noqa: S105 (never sent anywhere)
+    return load_settings(**overrides)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run `agent-loop sandbox check|run`; returns the exit code."""
+    settings = _settings()
+    if args.sandbox_command == "check":
+        return asyncio.run(_check(settings))
+    folder = Path(cast(Path | None, args.dir) or Path.cwd()).absolute()
+    if not folder.is_dir():
+        return _fail(f"not a folder: {folder}")
+    return asyncio.run(_run(settings, folder, args))
+
+
+async def _check(settings: Settings) -> int:
+    checks = await check_backends(settings)
+    rows = [
+        (
+            c.backend,
+            "yes" if c.works else "no",
+            c.reason + ("" if c.isolated else " (not isolated)"),
+        )
+        for c in checks
+    ]
+    print(render_table(["backend", "works", "why"], rows, max_cell=100, indent=""))
+    chosen = selected_backend(checks, settings.sandbox)
+    if chosen is None:
+        print(f"\nAGENT_LOOP_SANDBOX={settings.sandbox}: no sandbox can run tests here.")
+        print(
+            "Install bubblewrap (apt-get install -y bubblewrap), or set AGENT_LOOP_SANDBOX=docker "
+            "with a Docker engine, or AGENT_LOOP_SANDBOX=off (pull requests become drafts)."
+        )
+        return EXIT_USAGE
+    print(f"\nAGENT_LOOP_SANDBOX={settings.sandbox}: the agents run tests in {chosen}.")
+    return 0
+
+
+def _reader(root: Path) -> Callable[[str], str | None]:
+    def read(path: str) -> str | None:
+        target = root / path
+        try:
+            if not target.is_file() or target.stat().st_size > _DETECT_MAX_BYTES:
+                return None
+            return target.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    return read
+
+
+def _fail(message: str) -> int:
+    print(f"agent-loop sandbox: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+async def _run(settings: Settings, folder: Path, args: argparse.Namespace) -> int:
+    cmd = list(cast(list[str], args.cmd))
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    setup: tuple[str, ...] | None = None
+    try:
+        if cmd:
+            argv = tuple(cmd)
+            what = "the command"
+        else:
+            found: TestCommand | None = resolve_test_command(settings.test_command, _reader(folder))
+            if found is None:
+                return _fail(
+                    "no command given and none detected in "
+                    f"{folder} (set AGENT_LOOP_TEST_COMMAND or pass -- CMD)"
+                )
+            argv = found.argv
+            what = f"the test command {found.describe()}"
+            if settings.setup_command:
+                setup = parse_command(settings.setup_command, what="AGENT_LOOP_SETUP_COMMAND")
+        sandbox = await open_sandbox(settings)
+    except (CommandRejected, SandboxUnavailable) as exc:
+        return _fail(str(exc))
+    if not sandbox.enabled:
+        return _fail("AGENT_LOOP_SANDBOX=off: the sandbox is off, nothing runs")
+    if not args.json:
+        print(f"agent-loop sandbox: running {what} in {sandbox.describe()} on a copy of {folder}")
+        sys.stdout.flush()
+    try:
+        result = await sandbox.run(
+            folder,
+            argv,
+            network=bool(args.network),
+            time_limit=cast(float | None, args.time_limit),
+            setup=setup,
+        )
+    except SandboxError as exc:
+        return _fail(str(exc))
+    if args.json:
+        print(json.dumps(result.model_dump(mode="json"), sort_keys=True))
+    else:
+        _print_result(result)
+    return _exit_code(result)
+
+
+def _print_result(result: RunResult) -> None:
+    if result.setup is not None:
+        print(f"-- setup: {' '.join(result.setup.argv)}")
+        print(result.setup.output.text, end="" if result.setup.output.text.endswith("\n") else "\n")
+    text = result.output.text
+    if text:
+        print(text, end="" if text.endswith("\n") else "\n")
+    print(f"-- {result.backend}: {result.summary()}")
+    if result.tests is not None and result.tests.failing:
+        print("-- failing: " + ", ".join(result.tests.failing[:20]))
+    if result.error:
+        print(f"-- {result.error}")
+    for note in result.notes:
+        print(f"-- note: {note}")
+
+
+def _exit_code(result: RunResult) -> int:
+    if result.timed_out:
+        return EXIT_TIMED_OUT
+    if result.exit_code is None:
+        return EXIT_NOT_STARTED if result.setup is None else (result.setup.exit_code or 1)
+    return result.exit_code if 0 <= result.exit_code <= 255 else 1
