@@ -75,7 +75,9 @@ def test_every_numeric_setting_documents_its_range() -> None:
         low, high = field_bounds(name)
         assert low is not None, name
         assert high is not None, name
-        row = next(line for line in readme.splitlines() if f"`{env_var_name(name)}`" in line)
+        row = next(
+            line for line in readme.splitlines() if line.startswith(f"| `{env_var_name(name)}` |")
+        )
         assert f"Allowed: {low} to {high}." in row, name
 
 
