@@ -136,7 +136,7 @@ def test_the_image_must_be_the_agents_own_pinned_and_test_free() -> None:
     ]
 
 
-def test_a_failed_import_is_the_only_finding_not_buried_under_its_consequences() -> None:
+def test_a_failed_import_is_not_buried_under_its_consequences() -> None:
     report = _report(
         load_errors=[{"module": "agent_loop_builder.env", "error": "ValueError: bad cron"}],
         envs=[],
