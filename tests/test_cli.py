@@ -41,6 +41,13 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(key)
 
 
+def _cluster_config(folder: pathlib.Path) -> pathlib.Path:
+    """A Flyte config naming a cluster (nothing connects to it in these tests)."""
+    config = folder / "cluster.yaml"
+    config.write_text("admin:\n  endpoint: dns:///flyte.example.com:443\n")
+    return config
+
+
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     code = cli.main(argv)
     out, err = capsys.readouterr()
@@ -114,16 +121,22 @@ def test_run_arguments_reach_the_agent(
         )
 
     monkeypatch.setattr(cli, "run_agent_once", fake_run)
-    code, out, err = _run(["run", "builder", "--issue", "7", "--remote"], capsys)
+    config = _cluster_config(tmp_path)
+    code, out, err = _run(
+        ["run", "builder", "--issue", "7", "--remote", "--config", str(config)], capsys
+    )
     assert code == 0
     assert seen == [("builder", 7, True)]
     assert "builder: opened_pr on ? -> http://x/pull/4" in out
     assert "run_id: r1" in out
-    assert "one builder tick on #7 for acme/widgets on the Flyte cluster" in err
+    assert (
+        "one builder tick on #7 for acme/widgets on the Flyte cluster "
+        f"dns:///flyte.example.com:443 (config {config})" in err
+    )
 
 
 def test_a_failed_tick_exits_1_without_a_traceback(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
 ) -> None:
     monkeypatch.setenv("AGENT_LOOP_REPO", "acme/widgets")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_x")
@@ -132,7 +145,8 @@ def test_a_failed_tick_exits_1_without_a_traceback(
         raise RuntimeError("no Flyte config found")
 
     monkeypatch.setattr(cli, "run_agent_once", failing)
-    code, _, err = _run(["run", "distiller", "--remote"], capsys)
+    config = _cluster_config(tmp_path)
+    code, _, err = _run(["run", "distiller", "--remote", "--config", str(config)], capsys)
     assert code == cli.EXIT_FAILED
     assert "the distiller tick failed: RuntimeError: no Flyte config found" in err
     assert "Traceback" not in err
@@ -150,10 +164,16 @@ def test_deploy_passes_agent_dry_run_and_config(
         return 1
 
     monkeypatch.setattr(deploy, "deploy_agent", record)
-    config = tmp_path / "flyte.yaml"
+    monkeypatch.setenv("AGENT_LOOP_REPO", "acme/widgets")
+    config = _cluster_config(tmp_path)
     assert cli.main(["deploy", "reviewer", "--dry-run", "--config", str(config)]) == 1
-    assert cli.main(["deploy", "builder"]) == 1
-    assert calls == [("reviewer", True, config), ("builder", False, None)]
+    assert cli.main(["deploy", "builder", "--config", str(config)]) == 1
+    assert cli.main(["deploy", "distiller", "--dry-run"]) == 1
+    assert calls == [
+        ("reviewer", True, config),
+        ("builder", False, config),
+        ("distiller", True, None),  # the offline config
+    ]
 
 
 # ------------------------------------------------------------------ status

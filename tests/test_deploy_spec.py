@@ -136,13 +136,23 @@ def test_the_image_must_be_the_agents_own_pinned_and_test_free() -> None:
     ]
 
 
-def test_load_errors_image_errors_and_a_diverging_dry_run_are_findings() -> None:
-    report = _report(load_errors=[{"module": "agent_loop_builder.env", "error": "ImportError: x"}])
+def test_a_failed_import_is_not_buried_under_its_consequences() -> None:
+    report = _report(
+        load_errors=[{"module": "agent_loop_builder.env", "error": "ValueError: bad cron"}],
+        envs=[],
+    )
+    report["dry_run"]["bundle_members"].pop()
+    assert check_spec(WS, DeploySpec("builder", report)) == [
+        "cannot import agent_loop_builder.env: ValueError: bad cron"
+    ]
+
+
+def test_image_errors_and_a_diverging_dry_run_are_findings() -> None:
+    report = _report()
     report["envs"][0]["image"] = {"name": "agent-loop-builder", "error": "FileNotFoundError: lock"}
     report["dry_run"]["bundle_members"].pop()
     report["error"] = "DeploymentError: boom"
     assert check_spec(WS, DeploySpec("builder", report)) == [
-        "cannot import agent_loop_builder.env: ImportError: x",
         "env builder: image agent-loop-builder cannot be described: FileNotFoundError: lock",
         "the dry-run's code bundle differs from the listed bundle files",
         "deploy failed: DeploymentError: boom",

@@ -193,6 +193,10 @@ def _app_findings(envs: list[dict[str, Any]]) -> list[str]:
     return findings
 
 
+def _trigger_errors(report: Mapping[str, Any]) -> bool:
+    return any(t["trigger_errors"] for e in report["envs"] for t in e["tasks"])
+
+
 def check_spec(
     ws: Workspace, spec: DeploySpec, expected_env: Mapping[str, str] | None = None
 ) -> list[str]:
@@ -203,7 +207,10 @@ def check_spec(
     """
     agent, report = spec.agent, spec.report
     findings = [f"cannot import {e['module']}: {e['error']}" for e in report["load_errors"]]
-    if spec.env_names != [agent]:
+    # A failed import comes first, and what only follows from it (no environment, no
+    # trigger, a dry run that bundled less) is left out: it would bury the root cause.
+    failed_import = bool(findings)
+    if spec.env_names != [agent] and not failed_import:
         findings.append(f"declares environments {spec.env_names}, expected only [{agent!r}]")
     findings += _file_findings(ws, agent, report["modules"], "deploy imports")
     findings += _file_findings(ws, agent, sorted(spec.bundle), "bundle holds")
@@ -218,10 +225,11 @@ def check_spec(
             triggers += len(task["triggers"])
     if agent in APPS:
         findings += _app_findings(report["envs"])
-    elif not triggers and not any(t["trigger_errors"] for e in report["envs"] for t in e["tasks"]):
+    elif not triggers and not failed_import and not _trigger_errors(report):
         findings.append("no task declares a trigger: the agent would never run on its own")
     dry_run = report.get("dry_run")
-    if dry_run is not None and sorted(dry_run["bundle_members"]) != sorted(spec.bundle):
+    bundled = dry_run is not None and sorted(dry_run["bundle_members"]) == sorted(spec.bundle)
+    if dry_run is not None and not bundled and not failed_import:
         findings.append("the dry-run's code bundle differs from the listed bundle files")
     if report.get("error"):
         findings.append(f"deploy failed: {report['error']}")

@@ -1,19 +1,23 @@
 """`agent-loop`: the offline demo, one agent tick, the memory's status, deploys.
 
 ```text
-agent-loop demo [--home DIR]                       offline, no credentials
-agent-loop run builder [--issue N] [--remote] [--json]   one tick on your repository
-agent-loop run reviewer [--pr N] [--remote] [--json]
-agent-loop run distiller [--remote] [--json]
+agent-loop demo [--home DIR] [--quiet]             offline, no credentials
+agent-loop run builder [--issue N] [--json] [--home DIR] [--remote [--config FILE]]
+agent-loop run reviewer [--pr N] ...               one tick on your repository
+agent-loop run distiller ...
 agent-loop status [--home DIR] [--limit N]         runs, metrics, lessons
 agent-loop deploy builder|reviewer|distiller|gateway [--dry-run] [--config FILE]
 agent-loop serve [--host H] [--port P]             the webhook gateway, runs in local mode
 agent-loop sandbox check|run [--dir PATH] [-- CMD ...]   the agents' test sandbox
+agent-loop --version
 ```
 
-Exit codes: 0 done, 1 the work failed, 2 bad usage or configuration. A configuration
+Exit codes: 0 done (also an idle tick), 1 the tick ended in outcome `error` (or a deploy
+failed), 2 bad usage, configuration or preflight: nothing was attempted. A configuration
 problem prints the settings' own message (each variable, what is wrong, what it is for)
-and never a traceback: a person fixing their environment needs the variable's name.
+and never a traceback: a person fixing their environment needs the variable's name. A
+remote run or a deploy without a Flyte config naming a cluster is such a problem too:
+it never falls back to running locally.
 """
 
 from __future__ import annotations
@@ -22,14 +26,22 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
+from contextlib import contextmanager
+from importlib import metadata
 from pathlib import Path
 from typing import Any, TextIO, cast
 
 from agent_loop import sandbox_cmd
 from agent_loop._logging import configure_cli_logging, preserved_logging
 from agent_loop.agents import AGENTS, TARGETS, AgentName, run_agent_once
-from agent_loop_common.runtime import TickSummary, preflight_model
+from agent_loop_common.runtime import (
+    CONFIG_TEMPLATE,
+    TickSummary,
+    model_label,
+    preflight_model,
+    remote_flyte_config,
+)
 from agent_loop_common.settings import ConfigError, Settings, load_settings
 
 __all__ = ["EXIT_CONFIG", "EXIT_FAILED", "build_parser", "main"]
@@ -66,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--log-level", choices=_LEVELS, help="log level (default: AGENT_LOOP_LOG_LEVEL or INFO)"
     )
+    parser.add_argument("--version", action="version", version=f"agent-loop {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     demo = commands.add_parser(
@@ -84,16 +97,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="demo folder, emptied first (default: .agent-loop/demo)",
     )
     demo.add_argument(
-        "--quiet", action="store_true", help="only the summary, not the step-by-step progress"
+        "--quiet", action="store_true", help="print each tick's outcome line and nothing else"
     )
 
     run = commands.add_parser(
         "run",
         help="run one tick of an agent in Flyte local mode (or --remote on a cluster)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description=(
-            "Run one tick of an agent against the configured repository and model. Local "
-            "by default (Flyte local mode, memory under AGENT_LOOP_HOME); --remote fires "
-            "the deployed task on the cluster configured for the flyte CLI."
+            "Run one tick of an agent against the configured repository and model. Local\n"
+            "by default (Flyte local mode, memory and reports under AGENT_LOOP_HOME);\n"
+            "--remote fires the deployed task on the cluster of a Flyte config."
         ),
     )
     agents = run.add_subparsers(dest="agent", metavar="AGENT", required=True)
@@ -104,7 +118,20 @@ def build_parser() -> argparse.ArgumentParser:
         elif agent == "reviewer":
             sub.add_argument("--pr", type=_positive, help="review this pull request only")
         sub.add_argument(
+            "--home",
+            type=Path,
+            metavar="DIR",
+            help="local state folder for this command (sets AGENT_LOOP_HOME)",
+        )
+        sub.add_argument(
             "--remote", action="store_true", help="fire the deployed task on the Flyte cluster"
+        )
+        sub.add_argument(
+            "--config",
+            type=Path,
+            metavar="FILE",
+            help=f"Flyte config of --remote (default: AGENT_LOOP_FLYTE_CONFIG, else where "
+            f"the flyte CLI looks); template: {CONFIG_TEMPLATE}",
         )
         sub.add_argument(
             "--retry-now",
@@ -117,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--json", action="store_true", help="print the tick's summary as one JSON line"
         )
+    run.epilog = _options_by_agent(agents)
 
     status = commands.add_parser(
         "status", help="recent runs, metrics and lessons from the local memory"
@@ -129,13 +157,28 @@ def build_parser() -> argparse.ArgumentParser:
     deploy = commands.add_parser(
         "deploy",
         help="deploy one agent (its environment, task and trigger) to a Flyte cluster",
+        description=(
+            "Deploy one agent on its own: its image (from its exported lock), a code bundle "
+            "holding only that agent and common, its tasks and its cron trigger. The "
+            "settings of this shell travel with it as plain variables; the GitHub "
+            "credentials and the model key come from Flyte secrets (docs/deploy.md). "
+            "--dry-run validates everything offline and deploys nothing."
+        ),
+        epilog=f"A deploy needs a Flyte config naming your cluster: --config "
+        f"{CONFIG_TEMPLATE} (a copy with your endpoint), AGENT_LOOP_FLYTE_CONFIG or "
+        "FLYTECTL_CONFIG.",
     )
     deploy.add_argument("agent", choices=(*AGENTS, "gateway"))
     deploy.add_argument(
-        "--dry-run", action="store_true", help="validate and show what would be deployed"
+        "--dry-run", action="store_true", help="validate offline and show what would be deployed"
     )
-    deploy.add_argument("--config", type=Path, help="Flyte config file (default: flyte's own)")
-
+    deploy.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="Flyte config file (default: AGENT_LOOP_FLYTE_CONFIG, else where the flyte CLI "
+        "looks; a dry run: infra/flyte/offline.yaml)",
+    )
     serve = commands.add_parser(
         "serve",
         help="serve the webhook gateway here: GitHub events start runs in Flyte local mode",
@@ -151,6 +194,27 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=_positive, default=8080, help="port (default 8080)")
     sandbox_cmd.add_parser(commands)
     return parser
+
+
+def _version() -> str:
+    try:
+        return metadata.version("agent-loop")
+    except metadata.PackageNotFoundError:  # a source tree without its metadata installed
+        return "unknown"
+
+
+def _options_by_agent(agents: argparse._SubParsersAction[argparse.ArgumentParser]) -> str:
+    """`run --help`'s list of each agent's options, read from the agents' own parsers."""
+    lines = ["options of each agent (details: agent-loop run AGENT --help):"]
+    for name, sub in agents.choices.items():
+        shown: list[str] = []
+        for action in sub._actions:
+            if not action.option_strings or action.dest == "help":
+                continue
+            flag = action.option_strings[-1]
+            shown.append(f"{flag} {action.metavar or 'N'}" if action.nargs != 0 else flag)
+        lines.append(f"  {name:<10} {'  '.join(shown)}")
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -203,28 +267,76 @@ def _run(args: argparse.Namespace, level: str | None) -> int:
             file=sys.stderr,
         )
         return EXIT_CONFIG
-    settings = _load(level)
-    where = "on the Flyte cluster" if remote else f"in Flyte local mode (home: {settings.home})"
-    what = f" on #{target}" if target else ""
-    if not remote:  # a deployed tick has its own secrets; here, the key must be in this shell
-        preflight_model(settings)
-    _say(f"agent-loop: one {agent} tick{what} for {settings.repo} {where}, model {settings.model}")
-    try:
-        summary = run_agent_once(agent, settings, target=target, remote=remote, retry_now=retry_now)
-    except ConfigError:
-        raise
-    except Exception as exc:
-        if level == "DEBUG":
+    config = cast(Path | None, args.config)
+    if config is not None and not remote:
+        print(
+            f"agent-loop run {agent}: --config names the cluster of a --remote run; "
+            "add --remote (a local run needs no Flyte config).",
+            file=sys.stderr,
+        )
+        return EXIT_CONFIG
+    with _home(cast(Path | None, args.home)):
+        settings = _load(level, **({"flyte_config": config} if config else {}))
+        what = f" on #{target}" if target else ""
+        if remote:  # never silently local: a config naming a cluster, or exit 2 here
+            cluster = remote_flyte_config(settings.flyte_config)
+            where = f"on the Flyte cluster {cluster.describe()} (its deployed settings)"
+        else:  # a deployed tick has its own secrets; here, the key must be in this shell
+            preflight_model(settings)
+            where = f"in Flyte local mode (home: {settings.home}), model {model_label(settings)}"
+        _say(f"agent-loop: one {agent} tick{what} for {settings.repo} {where}")
+        try:
+            summary = run_agent_once(
+                agent, settings, target=target, remote=remote, retry_now=retry_now
+            )
+        except ConfigError:
             raise
-        print(f"agent-loop: the {agent} tick failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-        print("Run again with --log-level DEBUG for the full trace.", file=sys.stderr)
-        return EXIT_FAILED
+        except Exception as exc:
+            if level == "DEBUG":
+                raise
+            print(
+                f"agent-loop: the {agent} tick failed: {type(exc).__name__}: {exc}",
+                file=sys.stderr,
+            )
+            print("Run again with --log-level DEBUG for the full trace.", file=sys.stderr)
+            return EXIT_FAILED
     if args.json:
         print(summary.model_dump_json())
     else:
         _print_summary(agent, summary, sys.stdout)
     return EXIT_FAILED if summary.failed else 0
 
+
+@contextmanager
+def _home(home: Path | None) -> Generator[None]:
+    """`AGENT_LOOP_HOME=home` for one command (the task reads it too), then as it was."""
+    if home is None:
+        yield
+        return
+    name = "AGENT_LOOP_HOME"
+    saved = os.environ.get(name)
+    os.environ[name] = str(home)
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = saved
+
+
+SUMMARY_FIELDS = (
+    "run_id",
+    "error",
+    "note",
+    "tries",
+    "llm_calls",
+    "tokens",
+    "github_requests",
+    "report",
+)
+"""The order `agent-loop run` prints a summary's fields in (after the headline, before
+the agent's own details); `--json` keeps `TickSummary`'s declaration order."""
 
 _SHOWN_ELSEWHERE = frozenset({"role", "outcome", "target", "pr_url", "issue_urls", "details"})
 
@@ -234,11 +346,14 @@ def _print_summary(agent: str, tick: TickSummary, out: TextIO) -> None:
     if tick.idle:
         note = f" ({tick.note})" if tick.note else ""
         print(f"{agent}: idle tick, nothing to do{note}.", file=out)
+        if tick.report:
+            print(f"  report: {tick.report}", file=out)
         return
     made = f" -> {', '.join(tick.links)}" if tick.links else ""
     print(f"{agent}: {tick.outcome} on {tick.target_label or '?'}{made}", file=out)
     fields = tick.model_dump(exclude=set(_SHOWN_ELSEWHERE))
-    for key, value in [*fields.items(), *tick.details.items()]:
+    ordered = [*SUMMARY_FIELDS, *(k for k in fields if k not in SUMMARY_FIELDS)]
+    for key, value in [*((k, fields[k]) for k in ordered), *tick.details.items()]:
         if value not in ("", 0, None):
             print(f"  {key}: {value}", file=out)
 
@@ -259,14 +374,26 @@ def _status(args: argparse.Namespace) -> int:
     from agent_loop.status import StatusError, read_snapshot, render_status
     from agent_loop_common.runtime import local_memory
 
-    settings = _memory_settings(cast(Path | None, args.home))
+    home = cast(Path | None, args.home)
+    settings = _memory_settings(home)
     try:
         snapshot = asyncio.run(read_snapshot(local_memory(settings)))
     except StatusError as exc:
         print(f"agent-loop status: {exc}", file=sys.stderr)
         return EXIT_FAILED
     print(render_status(snapshot, limit=cast(int, args.limit)))
+    demo = _demo_home(settings) if snapshot.empty and home is None else None
+    if demo is not None:
+        print(f"The demo's memory is in {demo}: agent-loop status --home {demo}")
     return 0
+
+
+def _demo_home(settings: Settings) -> Path | None:
+    """The default demo folder under this home, when a demo has run there."""
+    from agent_loop.demo import DEMO_MARKER
+
+    demo = settings.home / "demo"
+    return demo if (demo / DEMO_MARKER).is_file() else None
 
 
 def _demo(args: argparse.Namespace, level: str | None) -> int:
@@ -276,7 +403,7 @@ def _demo(args: argparse.Namespace, level: str | None) -> int:
         result = run_demo(
             cast(Path, args.home),
             out=sys.stdout,
-            progress=not args.quiet,
+            outcomes_only=bool(args.quiet),
             log_level=level or "WARNING",
         )
     except DemoError as exc:
@@ -286,9 +413,12 @@ def _demo(args: argparse.Namespace, level: str | None) -> int:
 
 
 def _deploy(args: argparse.Namespace) -> int:
+    from agent_loop._deploy_preflight import deploy_preflight
     from agent_loop.deploy import deploy_agent
 
-    return deploy_agent(args.agent, dry_run=bool(args.dry_run), config=args.config)
+    agent, dry_run = cast(str, args.agent), bool(args.dry_run)
+    config = deploy_preflight(agent, dry_run=dry_run, config=cast(Path | None, args.config))
+    return deploy_agent(agent, dry_run=dry_run, config=config)
 
 
 def _serve(args: argparse.Namespace, level: str | None) -> int:

@@ -37,17 +37,26 @@ from agent_loop._logging import preserved_logging
 from agent_loop.agents import AgentName, run_agent_once
 from agent_loop.demo_model import ReplayModel
 from agent_loop.demo_show import Narrator, show_results
-from agent_loop.reports import ReportFinder
 from agent_loop.status import read_snapshot
 from agent_loop_common.records import Outcome, Role
 from agent_loop_common.runtime import TickSummary, local_memory, use_model
 from agent_loop_common.settings import Settings, load_settings
 from agent_loop_common.testing import GitHubEmulator, emulator_client
 
-__all__ = ["DEMO_MARKER", "DemoError", "DemoResult", "demo_environment", "run_demo"]
+__all__ = [
+    "DEMO_MARKER",
+    "REPLAYED_LABEL",
+    "DemoError",
+    "DemoResult",
+    "demo_environment",
+    "run_demo",
+]
 
 DEMO_MARKER = ".agent-loop-demo"
 """File that marks a folder as a demo home, so the demo only ever empties its own."""
+
+REPLAYED_LABEL = "replayed (demo script, no model called)"
+"""The model the demo's records and reports name: never `AGENT_LOOP_MODEL`."""
 
 _MAX_TICKS = 8
 """Ticks per agent before the demo gives up waiting for it to go idle."""
@@ -72,7 +81,7 @@ class DemoResult:
     problems: list[str] = field(default_factory=list[str])
     """Replay mismatches, failed ticks: empty when the story went as scripted."""
     reports: list[Path] = field(default_factory=list[Path])
-    """The Flyte reports (`report.html`) of the ticks."""
+    """The ticks' Flyte reports, kept in the demo folder (`<home>/reports/`)."""
     emulator: GitHubEmulator | None = None
     """The emulator, kept for inspection (tests)."""
 
@@ -146,7 +155,6 @@ class _Story:
         self.settings = settings
         self.say = narrator
         self.model = ReplayModel(scripts.builder_episodes(), on_step=narrator.model_step)
-        self.reports = ReportFinder()
         self.report_paths: list[tuple[str, Path]] = []
         self.ticks: list[tuple[AgentName, TickSummary]] = []
         self.tick_seconds: list[float] = []
@@ -155,15 +163,15 @@ class _Story:
     def tick(self, agent: AgentName) -> TickSummary:
         started = time.perf_counter()
         self.say.tick_start(agent)
-        with self.reports.watch() as reports:
-            try:
-                tick = run_agent_once(agent, self.settings)
-            except Exception as exc:  # a failed tick is part of the story's result
-                tick = TickSummary(
-                    role=Role(agent), outcome=Outcome.ERROR, error=f"{type(exc).__name__}: {exc}"
-                )
-        label = f"{agent} {tick.target_label or 'idle tick'}"
-        self.report_paths += [(label, path) for path in reports]
+        try:
+            tick = run_agent_once(agent, self.settings)
+        except Exception as exc:  # a failed tick is part of the story's result
+            tick = TickSummary(
+                role=Role(agent), outcome=Outcome.ERROR, error=f"{type(exc).__name__}: {exc}"
+            )
+        if tick.report:
+            label = f"{agent} {tick.target_label or 'idle tick'}"
+            self.report_paths.append((label, Path(tick.report)))
         self.ticks.append((agent, tick))
         self.tick_seconds.append(time.perf_counter() - started)
         self.say.tick_end(agent, tick, self.tick_seconds[-1])
@@ -276,6 +284,7 @@ def run_demo(
     *,
     out: TextIO = sys.stdout,
     progress: bool = True,
+    outcomes_only: bool = False,
     log_level: str = "WARNING",
 ) -> DemoResult:
     """Run the whole story and print it; see the module docstring.
@@ -284,19 +293,20 @@ def run_demo(
         home: The demo folder (emptied first; it must be new, empty or a demo folder).
         out: Where the story is printed.
         progress: Print each model step and tick as it happens (else only the results).
+        outcomes_only: Print only each tick's outcome line (and any problem).
         log_level: Log level of the agents' own logs (they go to stderr).
 
     Raises:
         DemoError: `home` holds something that is not a previous demo.
     """
     with preserved_logging():  # a task may configure logging in this process
-        return _run_demo(home, out, progress, log_level)
+        narrator = Narrator(out, progress=progress, outcomes_only=outcomes_only)
+        return _run_demo(home, narrator, log_level)
 
 
-def _run_demo(home: Path, out: TextIO, progress: bool, log_level: str) -> DemoResult:
+def _run_demo(home: Path, narrator: Narrator, log_level: str) -> DemoResult:
     started = time.perf_counter()
     home = _prepare_home(home)
-    narrator = Narrator(out, progress=progress)
     # The emulator's clock moves one second per write from `start`; an hour back keeps
     # it behind the real clock the runs use, as GitHub's own timestamps would be.
     emulator = GitHubEmulator(start=datetime.now(UTC) - timedelta(hours=1))
@@ -308,7 +318,7 @@ def _run_demo(home: Path, out: TextIO, progress: bool, log_level: str) -> DemoRe
     ):
         narrator.intro(url, emulator, home, issues)
         story = _Acts(emulator, settings, narrator, issues)
-        with use_model(story.model):
+        with use_model(story.model, label=REPLAYED_LABEL):
             for act in (story.build, story.review, story.distill):
                 act()
                 if story.problems:

@@ -48,15 +48,27 @@ def _short_args(arguments: Mapping[str, Any]) -> str:
 
 
 class Narrator:
-    """Prints the demo's progress and results to `out`."""
+    """Prints the demo's progress and results to `out`.
 
-    def __init__(self, out: TextIO, *, progress: bool = True) -> None:
+    Args:
+        out: Where to print.
+        progress: Print each model step and tick as it happens.
+        outcomes_only: Print each tick's outcome line and nothing else (`demo --quiet`),
+            plus what went wrong if the story went off script.
+    """
+
+    def __init__(self, out: TextIO, *, progress: bool = True, outcomes_only: bool = False) -> None:
         self.out = out
-        self.progress = progress
+        self.progress = progress and not outcomes_only
+        self.outcomes_only = outcomes_only
         self._ticks: dict[str, int] = {}
 
-    def line(self, text: str = "") -> None:
+    def _print(self, text: str) -> None:
         print(text, file=self.out, flush=True)
+
+    def line(self, text: str = "") -> None:
+        if not self.outcomes_only:
+            self._print(text)
 
     def act(self, title: str) -> None:
         self.line()
@@ -99,17 +111,21 @@ class Narrator:
 
     def tick_end(self, agent: str, tick: TickSummary, seconds: float) -> None:
         if tick.idle:
-            self.line(f"   {agent}: idle, nothing to do ({fmt_duration(seconds)})")
+            self._print(f"   {agent}: idle, nothing to do ({fmt_duration(seconds)})")
             return
         made_numbers = [n for n in tick.made if n != tick.target_number]
         made = f" -> {', '.join(f'#{n}' for n in made_numbers)}" if made_numbers else ""
         error = f"  error: {clip(tick.error, 100)}" if tick.error else ""
-        self.line(
+        self._print(
             f"   {agent}: {tick.outcome} on {tick.target_label or '?'}{made} "
             f"({fmt_duration(seconds)}){error}"
         )
 
     def outro(self, seconds: float, problems: Sequence[str], home: Path) -> None:
+        if self.outcomes_only:
+            for problem in problems:
+                self._print(f"   off script: {clip(problem, 300)}")
+            return
         self.act("Done")
         self.note(f"The demo took {fmt_duration(seconds)}.")
         if problems:
@@ -250,7 +266,7 @@ def show_results(
             f"digest for the next runs: {len(snapshot.digest)} characters, first line: "
             f"{clip(snapshot.digest.strip().splitlines()[0], 80)!r}"
         )
-    narrator.section("Flyte reports (open in a browser)")
+    narrator.section(f"Flyte reports, one per tick (open in a browser; under {home / 'reports'})")
     width = max((len(label) for label, _ in reports), default=0)
     for label, path in reports:
         narrator.note(f"{label:<{width}}  {path}")

@@ -118,11 +118,18 @@ ALL_VARIABLES: list[tuple[str, str, str, object]] = [
     ("AGENT_LOOP_WEBHOOK_DEDUP_SIZE", "500", "webhook_dedup_size", 500),
     ("AGENT_LOOP_HOME", "/var/lib/agent-loop", "home", Path("/var/lib/agent-loop")),
     ("AGENT_LOOP_MEMORY_KEY_PREFIX", "loop-prod", "memory_key_prefix", "loop-prod"),
+    ("AGENT_LOOP_KEEP_REPORTS", "7", "keep_reports", 7),
     ("AGENT_LOOP_DIGEST_TOKEN_BUDGET", "2000", "digest_token_budget", 2000),
     ("AGENT_LOOP_RECORD_RETENTION_DAYS", "90", "record_retention_days", 90),
     ("AGENT_LOOP_FLYTE_ORG", "acme", "flyte_org", "acme"),
     ("AGENT_LOOP_FLYTE_PROJECT", "loops", "flyte_project", "loops"),
     ("AGENT_LOOP_FLYTE_DOMAIN", "production", "flyte_domain", "production"),
+    (
+        "AGENT_LOOP_FLYTE_CONFIG",
+        "/etc/flyte/prod.yaml",
+        "flyte_config",
+        Path("/etc/flyte/prod.yaml"),
+    ),
     ("AGENT_LOOP_SANDBOX", "docker", "sandbox", "docker"),
     ("AGENT_LOOP_SANDBOX_IMAGE", "node:22-slim", "sandbox_image", "node:22-slim"),
     (
@@ -248,8 +255,13 @@ def test_invalid_values_name_the_variable_and_its_meaning(
 def test_backoff_cap_below_base_is_rejected(minimal_env: pytest.MonkeyPatch) -> None:
     minimal_env.setenv("AGENT_LOOP_BACKOFF_BASE_MINUTES", "60")
     minimal_env.setenv("AGENT_LOOP_BACKOFF_CAP_MINUTES", "30")
-    with pytest.raises(ConfigError, match="AGENT_LOOP_BACKOFF_CAP_MINUTES must be at least"):
+    with pytest.raises(ConfigError) as raised:
         load_settings()
+    (problem,) = raised.value.problems
+    assert problem.startswith(
+        "AGENT_LOOP_BACKOFF_CAP_MINUTES: '30' is invalid: must be at least "
+        "AGENT_LOOP_BACKOFF_BASE_MINUTES (60): allowed 60 to 43200."
+    )
 
 
 def test_secrets_never_show(minimal_env: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -73,7 +73,7 @@ class BuildProposer:
                 instructions=builder_instructions(
                     settings.repo, self.job.snapshot.branch, may_decompose=self.job.may_decompose
                 ),
-                model=settings.model,
+                model=self.runtime.agent_model(),
                 tools=builder_tools(
                     self.job.issue_text,
                     self.job.snapshot,

@@ -171,7 +171,9 @@ def agent_trigger(agent: str, environ: Mapping[str, str] | None = None) -> flyte
     )
 
 
-_LOCAL_ONLY = frozenset({"AGENT_LOOP_HOME", "GITHUB_APP_PRIVATE_KEY_PATH"})
+_LOCAL_ONLY = frozenset(
+    {"AGENT_LOOP_HOME", "AGENT_LOOP_FLYTE_CONFIG", "GITHUB_APP_PRIVATE_KEY_PATH"}
+)
 """Settings naming paths on the deploying machine: meaningless in a container."""
 
 

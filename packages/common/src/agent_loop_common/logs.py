@@ -13,7 +13,10 @@ from typing import Literal, TextIO, cast
 
 import structlog
 
-__all__ = ["configure_logging"]
+__all__ = ["FLYTE_LOGGERS", "configure_logging", "route_to_root"]
+
+FLYTE_LOGGERS = ("flyte", "flyte.user")
+"""The Flyte SDK's loggers: `flyte.init` gives them a rich handler writing to stdout."""
 
 LogFormat = Literal["json", "console"]
 
@@ -69,3 +72,24 @@ def configure_logging(fmt: LogFormat = "console", level: str | int = "INFO") -> 
         stream=_CurrentStderr(),
         format="%(levelname)s %(name)s: %(message)s",
     )
+
+
+def route_to_root(names: tuple[str, ...], level: int = logging.WARNING) -> None:
+    """Make library loggers write through the process's own logging, once, on stderr.
+
+    Libraries that attach handlers of their own (litellm's writes below WARNING to
+    stdout, the Flyte SDK's rich handler writes to stdout) would print next to, and
+    twice with, what the entry point configured; stdout belongs to a command's result
+    (`agent-loop run --json`). Each named logger loses its handlers, keeps records from
+    `level` up, and propagates to the root logger's handlers. Idempotent.
+
+    Args:
+        names: The library loggers.
+        level: Least severe level they pass on.
+    """
+    for name in names:
+        logger = logging.getLogger(name)
+        for handler in list(logger.handlers):
+            logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = True

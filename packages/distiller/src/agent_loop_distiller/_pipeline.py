@@ -69,7 +69,7 @@ async def _distill(
         try:
             result = await distill(
                 call_llm=runtime.call_llm("agent"),
-                model=runtime.settings.model,
+                model=runtime.agent_model(),
                 book=work.book,
                 records=records,
                 decided=work.grading.decided,

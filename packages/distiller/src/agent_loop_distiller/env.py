@@ -67,9 +67,18 @@ def summarize_tick(result: TickResult) -> TickSummary:
     )
 
 
-async def publish_report(result: TickResult, run_id: str) -> None:
-    """Log the tick to the task's report: a summary, and the four tabs after real work."""
+async def publish_report(result: TickResult, run_id: str, model: str = "") -> None:
+    """Log the tick to the task's report: a summary, and the four tabs after real work.
+
+    Args:
+        result: The tick's result.
+        run_id: The tick's run id.
+        model: The model that answered (`Runtime.model_name`: a replayed or scripted
+            model is named as such).
+    """
     facts = {"run": run_id, "tick": result.kind.value, "note": result.note or "–"}
+    if model:
+        facts["model"] = model
     if result.record is not None:
         facts["outcome"] = result.record.outcome.value
         if result.record.error:
@@ -95,7 +104,7 @@ async def distiller_tick(
     settings = load_settings()
     async with open_runtime(settings, Role.DISTILLER) as runtime:
         result = await run_distiller_tick(runtime, DistillerOptions(retry_now=retry_now))
-        run_id = runtime.run_id
-    await publish_report(result, run_id)
+        run_id, model = runtime.run_id, runtime.model_name
+    await publish_report(result, run_id, model)
     del trigger_time  # the schedule's time only names the run; the tick uses the clock
     return summarize_tick(result)

@@ -55,7 +55,7 @@ class ReviewProposer:
             self._agent = Agent(
                 name=REVIEWER_NAME,
                 instructions=reviewer_instructions(),
-                model=rt.settings.model,
+                model=rt.agent_model(),
                 tools=reviewer_tools(
                     rt.github,
                     parts.pull,

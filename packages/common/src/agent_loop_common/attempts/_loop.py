@@ -109,7 +109,7 @@ async def _verify(
     shown = await proposer.verifier_input(plan)
     verifier = make_verifier_agent(
         rt.call_llm("verifier"),
-        rt.settings.verifier_model,
+        rt.agent_model("verifier"),
         shown.tools,
         rt.settings.max_turns("verifier"),
         shown.kind,

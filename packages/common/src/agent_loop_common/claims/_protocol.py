@@ -31,6 +31,7 @@ from agent_loop_common.claims._state import (
 )
 from agent_loop_common.claims._target import Claim, ClaimTarget
 from agent_loop_common.records import TargetKind
+from agent_loop_common.settings import CLAIM_SKEW, claim_ttl_problem
 
 __all__ = ["Claimer", "ClaimsGitHub", "TargetView"]
 
@@ -83,13 +84,14 @@ class Claimer:
         run_id: str | None = None,
         agent_login: str | None = None,
         ttl: timedelta = timedelta(minutes=30),
-        skew: timedelta = timedelta(seconds=60),
+        skew: timedelta = CLAIM_SKEW,
         policy: BackoffPolicy | None = None,
         clock: Callable[[], datetime] | None = None,
         namespace: str = DEFAULT_NAMESPACE,
     ) -> None:
-        if ttl <= 2 * skew:
-            raise ValueError(f"ttl ({ttl}) must exceed twice the clock skew margin ({skew})")
+        problem = claim_ttl_problem(ttl, skew)  # the settings check the same rule at load
+        if problem is not None:
+            raise ValueError(problem)
         self._github = github
         self._refs = ClaimRefs(github, namespace=namespace)
         self.deployment = deployment

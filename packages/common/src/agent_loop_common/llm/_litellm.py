@@ -20,6 +20,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from types import ModuleType
 from typing import Any, cast
 
+from agent_loop_common.llm import _quiet
+
 __all__ = [
     "LITELLM_OFFLINE_VARIABLES",
     "REMOTE_CATALOGS_VARIABLE",
@@ -58,11 +60,12 @@ def offline_environment(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 def load_litellm() -> ModuleType:
-    """Import litellm (once), offline by default, and silence its stdout banners on errors."""
+    """Import litellm (once), offline by default, its logs routed through ours (`_quiet`)."""
     if "litellm" not in sys.modules:
         os.environ.update(offline_environment(os.environ))
+        _quiet.before_import()
     module = importlib.import_module("litellm")
-    setattr(module, "suppress_debug_info", True)  # noqa: B010 - untyped module attribute
+    _quiet.after_import(module)
     return module
 
 

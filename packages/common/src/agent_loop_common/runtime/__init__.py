@@ -5,8 +5,9 @@ async with open_runtime(settings, Role.BUILDER) as rt:
     record = await run_scoped(rt, body)   # body(scope) claims, works, scope.finish(...)
 ```
 
-`use_model(provider)` installs an in-process model (scripted, replayed) for Flyte local
-mode: the offline demo and the end-to-end tests.
+`use_model(provider, label=...)` installs an in-process model (scripted, replayed) for
+Flyte local mode: the offline demo and the end-to-end tests; records and reports name
+it by its label.
 
 Each agent declares its durable writes once in a `WriteBook`; the pipeline calls them
 through a `Writer` (in process, or as Flyte actions whose `Receipt`s bring their
@@ -23,8 +24,21 @@ from agent_loop_common.runtime._local import (
     run_task,
     run_tick,
 )
-from agent_loop_common.runtime._models import ModelProvider, installed_model, model_for, use_model
+from agent_loop_common.runtime._models import (
+    ModelProvider,
+    installed_model,
+    installed_model_label,
+    model_for,
+    model_label,
+    use_model,
+)
 from agent_loop_common.runtime._preflight import preflight_model
+from agent_loop_common.runtime._remote import (
+    CONFIG_TEMPLATE,
+    FlyteConfigError,
+    RemoteConfig,
+    remote_flyte_config,
+)
 from agent_loop_common.runtime._runtime import Runtime, open_runtime
 from agent_loop_common.runtime._scope import RunScope, run_scoped
 from agent_loop_common.runtime._summary import (
@@ -46,13 +60,16 @@ from agent_loop_common.runtime._writes import (
 )
 
 __all__ = [
+    "CONFIG_TEMPLATE",
     "IDLE",
     "AgentEntry",
     "DirectWriter",
+    "FlyteConfigError",
     "ModelProvider",
     "Pipeline",
     "Posted",
     "Receipt",
+    "RemoteConfig",
     "RunScope",
     "Runtime",
     "TaskWrites",
@@ -63,12 +80,15 @@ __all__ = [
     "agent_main",
     "github_from_settings",
     "installed_model",
+    "installed_model_label",
     "local_memory",
     "local_raw_data_path",
     "model_for",
+    "model_label",
     "open_runtime",
     "operator_fault",
     "preflight_model",
+    "remote_flyte_config",
     "run_entry",
     "run_scoped",
     "run_task",

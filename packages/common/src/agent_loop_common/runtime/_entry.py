@@ -79,15 +79,16 @@ def run_entry(
         argv: The arguments (default: the process's).
 
     Returns:
-        0 after a tick (whatever its outcome), 2 on a configuration error.
+        0 after a tick (whatever its outcome), 2 on a configuration error (also one
+        found before the tick starts, e.g. `--remote` without a Flyte config).
     """
     args = parser.parse_args(argv)
     try:
         settings = load_settings()
+        configure_logging("console", settings.log_level)
+        summary = tick(args, settings)
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return 2
-    configure_logging("console", settings.log_level)
-    summary = tick(args, settings)
     print(summary.model_dump_json(indent=2))
     return 0

@@ -4,6 +4,10 @@ Flyte local mode runs tasks in this process, so the offline demo and the end-to-
 tests install a provider (a scripted or replayed model) here instead of passing an
 unserializable callable through a task's inputs. On a cluster nothing is installed and
 every run builds the litellm call from settings.
+
+An installed provider carries a label (`replayed (demo)`, `scripted`), which the run's
+record and report name as its model: a report never names `AGENT_LOOP_MODEL` for a run
+that model did not answer.
 """
 
 from __future__ import annotations
@@ -17,19 +21,37 @@ from agent_loop_common.llm import Budget, UsageMeter, make_call_llm
 from agent_loop_common.records import Role
 from agent_loop_common.settings import Settings
 
-__all__ = ["ModelProvider", "installed_model", "model_for", "use_model"]
+__all__ = [
+    "DEFAULT_LABEL",
+    "ModelProvider",
+    "installed_model",
+    "installed_model_label",
+    "model_for",
+    "model_label",
+    "use_model",
+]
 
 ModelProvider = Callable[[Role, str, UsageMeter, Budget], LLMCallable]
 """`(role, purpose, usage, budget) -> call_llm`; purpose is "agent" or "verifier"."""
 
-_installed: ModelProvider | None = None
+DEFAULT_LABEL = "in-process model"
+"""The label of a provider installed without one."""
+
+_installed: tuple[ModelProvider, str] | None = None
 
 
 @contextmanager
-def use_model(provider: ModelProvider) -> Generator[ModelProvider]:
-    """Answer every run started in this process with `provider` while the block runs."""
+def use_model(provider: ModelProvider, *, label: str | None = None) -> Generator[ModelProvider]:
+    """Answer every run started in this process with `provider` while the block runs.
+
+    Args:
+        provider: Builds each run's `call_llm`.
+        label: What runs record and report as their model, e.g. `replayed (demo)`;
+            default: the provider's `model_label` attribute, else `DEFAULT_LABEL`.
+    """
     global _installed
-    previous, _installed = _installed, provider
+    named = label or str(getattr(provider, "model_label", "") or DEFAULT_LABEL)
+    previous, _installed = _installed, (provider, named)
     try:
         yield provider
     finally:
@@ -38,7 +60,34 @@ def use_model(provider: ModelProvider) -> Generator[ModelProvider]:
 
 def installed_model() -> ModelProvider | None:
     """The provider installed with `use_model`, if any."""
-    return _installed
+    return _installed[0] if _installed is not None else None
+
+
+def installed_model_label() -> str | None:
+    """The label of the provider installed with `use_model`, if any."""
+    return _installed[1] if _installed is not None else None
+
+
+def model_label(settings: Settings, purpose: str | None = None) -> str:
+    """The model that answers runs started now, as records and reports name it.
+
+    Args:
+        settings: The configuration.
+        purpose: `"agent"` or `"verifier"` for one agent's model; `None` for the run's
+            (both, when `AGENT_LOOP_VERIFIER_MODEL` names another).
+
+    Returns:
+        The installed provider's label, else the litellm model string(s).
+    """
+    if _installed is not None:
+        return _installed[1]
+    if purpose == "verifier":
+        return settings.verifier_model or settings.model
+    if purpose is not None:
+        return settings.model
+    if settings.verifier_model and settings.verifier_model != settings.model:
+        return f"{settings.model} (verifier {settings.verifier_model})"
+    return settings.model
 
 
 def model_for(
@@ -46,7 +95,7 @@ def model_for(
 ) -> LLMCallable:
     """The `call_llm` for one agent of a run: the installed provider, else litellm."""
     if _installed is not None:
-        return _installed(role, purpose, usage, budget)
+        return _installed[0](role, purpose, usage, budget)
     model = settings.model
     if purpose == "verifier" and settings.verifier_model:
         model = settings.verifier_model

@@ -21,7 +21,7 @@ from agent_loop_common.github import ETagCache, GitHub, GitHubRetryPolicy
 from agent_loop_common.llm import Budget, UsageMeter
 from agent_loop_common.memory import MemoryLocation, read_etag_state, write_etag_state
 from agent_loop_common.records import Role
-from agent_loop_common.runtime._models import installed_model, model_for
+from agent_loop_common.runtime._models import model_for, model_label
 from agent_loop_common.settings import Settings
 
 __all__ = ["Runtime", "open_runtime"]
@@ -60,10 +60,22 @@ class Runtime:
         """A `call_llm` for one agent of this run (`"agent"` or `"verifier"`)."""
         return model_for(self.settings, self.role, purpose, self.usage, self.budget)
 
+    def agent_model(self, purpose: str = "agent") -> str:
+        """The model an `Agent` of this run names (`"agent"` or `"verifier"`).
+
+        What its report's progress shows: an in-process provider's label, else the
+        litellm model string its `call_llm` uses.
+        """
+        return model_label(self.settings, purpose)
+
     @property
     def model_name(self) -> str:
-        """The model string recorded on the run (`"installed"` for an in-process model)."""
-        return "installed" if installed_model() is not None else self.settings.model
+        """The model that answers this run, as its record and report name it.
+
+        An in-process provider's label (`replayed (demo)`, `scripted`), else the
+        configured litellm model string(s).
+        """
+        return model_label(self.settings)
 
 
 @asynccontextmanager

@@ -59,6 +59,8 @@ class TickSummary(BaseModel):
     """GitHub requests of the run, its durable writes included."""
     details: dict[str, str] = Field(default_factory=dict[str, str])
     """Figures only one agent has (the distiller: `pass`, `ingested`, `lessons`)."""
+    report: str = ""
+    """The tick's Flyte report (HTML) on this machine: `<AGENT_LOOP_HOME>/reports/<role>-<run id>.html` after a local tick; empty on a cluster (see the run in the Flyte UI)."""
 
     @classmethod
     def of_record(

@@ -15,14 +15,29 @@ that build other packages' objects import them when called.
 from agent_loop_common.settings._docs import render_settings_table
 from agent_loop_common.settings._errors import ConfigError
 from agent_loop_common.settings._load import env_var_name, load_settings
-from agent_loop_common.settings._model import ENV_PREFIX, Permission, Settings, normalize_cron
+from agent_loop_common.settings._model import (
+    ENV_PREFIX,
+    SETTING_FLOORS,
+    Permission,
+    Settings,
+    allowed_range,
+    field_bounds,
+    normalize_cron,
+)
+from agent_loop_common.settings._rules import CLAIM_SKEW, MIN_CLAIM_TTL_MINUTES, claim_ttl_problem
 
 __all__ = [
+    "CLAIM_SKEW",
     "ENV_PREFIX",
+    "MIN_CLAIM_TTL_MINUTES",
+    "SETTING_FLOORS",
     "ConfigError",
     "Permission",
     "Settings",
+    "allowed_range",
+    "claim_ttl_problem",
     "env_var_name",
+    "field_bounds",
     "load_settings",
     "normalize_cron",
     "render_settings_table",

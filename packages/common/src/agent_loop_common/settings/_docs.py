@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic_core import PydanticUndefined
 
 from agent_loop_common.settings._load import env_var_name, field_meaning
-from agent_loop_common.settings._model import Settings
+from agent_loop_common.settings._model import Settings, allowed_range
 
 __all__ = ["TABLE_END", "TABLE_START", "render_settings_table", "update_document"]
 
@@ -60,6 +60,9 @@ def render_settings_table() -> str:
                 "|---|---|---|",
             ]
         meaning = field_meaning(name).replace("|", "\\|").replace("\n", " ")
+        allowed = allowed_range(name)
+        if allowed:
+            meaning += f" Allowed: {allowed}."
         lines.append(f"| `{env_var_name(name)}` | {_default(name)} | {meaning} |")
     lines += ["", TABLE_END]
     return "\n".join(lines)

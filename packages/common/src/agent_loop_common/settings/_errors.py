@@ -37,6 +37,10 @@ _NEVER_SHOWN = frozenset({"credentials_in_url"})
 """Error types whose input holds a credential: the message says what, never the value."""
 
 
+_OUT_OF_RANGE = frozenset({"greater_than_equal", "greater_than", "less_than_equal", "less_than"})
+"""pydantic's error types of a number outside its bounds."""
+
+
 def _shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -48,6 +52,7 @@ def describe_validation_error(
     env_names: Mapping[str, str],
     meanings: Mapping[str, str],
     secret: frozenset[str],
+    ranges: Mapping[str, str] | None = None,
 ) -> list[str]:
     """One line per pydantic error: `VARIABLE: what is wrong. What the variable is for.`
 
@@ -56,6 +61,8 @@ def describe_validation_error(
         env_names: Field name or alias -> environment variable.
         meanings: Environment variable -> first sentence of its documentation.
         secret: Environment variables whose values must not be shown.
+        ranges: Environment variable -> its allowed range (`3 to 1440`), named when a
+            value is out of it.
     """
     problems: list[str] = []
     for item in error.errors(include_url=False):
@@ -73,6 +80,9 @@ def describe_validation_error(
             what = f"invalid ({message})"
         else:
             what = f"{_shown(item.get('input'))} is invalid: {message}"
+            allowed = (ranges or {}).get(name)
+            if allowed and item.get("type") in _OUT_OF_RANGE:
+                what += f" (allowed: {allowed})"
         meaning = meanings.get(name, "")
         problems.append(f"{name}: {what}." + (f" {meaning}" if meaning else ""))
     return problems

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import AliasChoices, SecretStr, ValidationError
 
 from agent_loop_common.settings._errors import ConfigError, describe_validation_error
-from agent_loop_common.settings._model import ENV_PREFIX, Settings
+from agent_loop_common.settings._model import ENV_PREFIX, Settings, allowed_range
 
 __all__ = ["env_var_name", "field_meaning", "load_settings"]
 
@@ -65,7 +65,12 @@ def load_settings(env_file: str | Path | None = None, **overrides: Any) -> Setti
             env_var_name(name): field_meaning(name, first_sentence=True)
             for name in Settings.model_fields
         }
+        ranges = {env_var_name(name): allowed_range(name) for name in Settings.model_fields}
         problems = describe_validation_error(
-            exc, env_names=env_names, meanings=meanings, secret=_secret_variables()
+            exc,
+            env_names=env_names,
+            meanings=meanings,
+            secret=_secret_variables(),
+            ranges={name: text for name, text in ranges.items() if text},
         )
         raise ConfigError(problems) from None

@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal, Self
+from typing import TYPE_CHECKING, Annotated, Literal, Self, cast
 
+import annotated_types
 from pydantic import (
     AliasChoices,
     Field,
@@ -27,6 +28,7 @@ from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from agent_loop_common.settings._auth import check_github_credentials
+from agent_loop_common.settings._rules import MIN_CLAIM_TTL_MINUTES
 from agent_loop_common.settings._secrets import credential_in
 
 if TYPE_CHECKING:
@@ -37,7 +39,14 @@ if TYPE_CHECKING:
     from agent_loop_common.sandbox import SandboxLimits
     from agent_loop_common.staging import StagingPolicy
 
-__all__ = ["ENV_PREFIX", "Permission", "Settings"]
+__all__ = [
+    "ENV_PREFIX",
+    "SETTING_FLOORS",
+    "Permission",
+    "Settings",
+    "allowed_range",
+    "field_bounds",
+]
 
 ENV_PREFIX = "AGENT_LOOP_"
 """Prefix of every agent-loop variable except the GitHub ones."""
@@ -74,6 +83,15 @@ def _refuse_credentials(url: str, where_instead: str) -> None:
             "it and put {where}",
             {"found": found, "where": where_instead},
         )
+
+
+SETTING_FLOORS: dict[str, str] = {
+    "llm_retry_cap_seconds": "llm_retry_base_seconds",
+    "backoff_cap_minutes": "backoff_base_minutes",
+    "max_staged_total_bytes": "max_staged_file_bytes",
+}
+"""Settings that must be at least another one (a cap and its base, a total and its part):
+field -> the field it must be at least."""
 
 
 def _alias(name: str) -> AliasChoices:
@@ -116,7 +134,7 @@ class Settings(BaseSettings):
         default="https://api.github.com", validation_alias=_alias("GITHUB_API_URL")
     )
     """REST API base URL; for GitHub Enterprise Server use `https://HOST/api/v3`."""
-    github_timeout_seconds: float = Field(default=30.0, gt=0)
+    github_timeout_seconds: float = Field(default=30.0, ge=1, le=600)
     """Timeout of one GitHub request attempt in seconds, the whole response body included (githubkit has none by default); retries of failed reads come on top."""
 
     # ------------------------------------------------------------ identity and trust
@@ -140,55 +158,55 @@ class Settings(BaseSettings):
     """litellm model string for the verifier sub-agent; empty: the same as `AGENT_LOOP_MODEL`."""
     api_base: str | None = None
     """Base URL of an OpenAI-compatible server (vLLM, Ollama, a LiteLLM proxy), e.g. `http://localhost:8000/v1`. A URL carrying a credential (`user:key@host`, `?api_key=`) is refused: this is a plain setting, so the key goes in the provider's key variable, a secret."""
-    max_output_tokens: int | None = Field(default=None, gt=0)
+    max_output_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     """Output tokens per model response; empty: a generous 32,000, or 8,192 for models litellm does not know. Always clamped to the model's published limit."""
-    llm_timeout_seconds: float = Field(default=600.0, gt=0)
+    llm_timeout_seconds: float = Field(default=600.0, ge=1, le=3600)
     """Timeout of one model request in seconds."""
     llm_max_attempts: int = Field(default=4, ge=1, le=20)
     """Requests per model call, the first included, on transient errors (rate limit, overload, 5xx, timeouts). Auth, bad-request and context-window errors are never retried."""
-    llm_retry_base_seconds: float = Field(default=2.0, ge=0)
+    llm_retry_base_seconds: float = Field(default=2.0, ge=0, le=600)
     """Wait before the first model retry; doubled on each further retry (with jitter)."""
-    llm_retry_cap_seconds: float = Field(default=60.0, ge=0)
-    """Longest wait between model retries, even when the provider's `Retry-After` asks for more."""
+    llm_retry_cap_seconds: float = Field(default=60.0, ge=0, le=3600)
+    """Longest wait between model retries, even when the provider's `Retry-After` asks for more; at least `AGENT_LOOP_LLM_RETRY_BASE_SECONDS`."""
     litellm_remote_catalogs: bool = False
     """Let litellm download its price table and other catalogs (Anthropic's beta headers) itself. Off: the copies bundled with the installed litellm are used (`LITELLM_LOCAL_MODEL_COST_MAP` and `LITELLM_OFFLINE_MODE` are set before litellm is imported, unless you set either yourself), so a run makes no request beyond GitHub and the model provider."""
 
     # ------------------------------------------------------------ limits and budgets
-    builder_max_turns: int = Field(default=40, ge=1)
+    builder_max_turns: int = Field(default=40, ge=1, le=500)
     """Most model turns of one builder agent attempt."""
-    reviewer_max_turns: int = Field(default=40, ge=1)
+    reviewer_max_turns: int = Field(default=40, ge=1, le=500)
     """Most model turns of one reviewer agent attempt."""
-    verifier_max_turns: int = Field(default=12, ge=1)
+    verifier_max_turns: int = Field(default=12, ge=1, le=200)
     """Most model turns of one verifier check."""
-    distiller_max_turns: int = Field(default=20, ge=1)
+    distiller_max_turns: int = Field(default=20, ge=1, le=200)
     """Most model turns of the distiller's lesson-writing agent."""
-    reviewer_max_check_fixes: int = Field(default=3, ge=0)
+    reviewer_max_check_fixes: int = Field(default=3, ge=0, le=100)
     """Most reviewer attempts per pull request at fixing its failing checks (CI check runs and statuses); after that the reviewer says on the PR that it stopped, and only a person's feedback or push brings it back. 0: never act on failing checks."""
     max_tries: int = Field(default=3, ge=1, le=10)
     """Attempts per run in total (the first plus retries after a verifier rejection, each with the verifier's feedback)."""
-    max_tokens_per_run: int = Field(default=4_000_000, ge=0)
+    max_tokens_per_run: int = Field(default=4_000_000, ge=0, le=1_000_000_000)
     """Token budget of one run (prompt plus completion, all calls, verifier included); the run stops with outcome `budget_exceeded` when it is used up. 0: no limit."""
-    max_cost_usd_per_run: float = Field(default=10.0, ge=0)
+    max_cost_usd_per_run: float = Field(default=10.0, ge=0, le=10_000)
     """Estimated-cost budget of one run in US dollars (litellm's price table; unpriced models count 0, so keep a token budget for them). 0: no limit."""
-    claim_ttl_minutes: int = Field(default=30, ge=2)
-    """How long a claim on an issue or PR lasts before another run may take it over."""
-    backoff_base_minutes: int = Field(default=15, ge=1)
+    claim_ttl_minutes: int = Field(default=30, ge=MIN_CLAIM_TTL_MINUTES, le=1440)
+    """How long a claim on an issue or PR lasts before another run may take it over (longer than twice the claims' one-minute clock-skew margin)."""
+    backoff_base_minutes: int = Field(default=15, ge=1, le=10_080)
     """Rest of a target after its first failed run; doubled after each further failure."""
-    backoff_cap_minutes: int = Field(default=1440, ge=1)
-    """Longest rest of a failing target (it is retried this often until a human steps in)."""
+    backoff_cap_minutes: int = Field(default=1440, ge=1, le=43_200)
+    """Longest rest of a failing target (it is retried this often until a human steps in); at least `AGENT_LOOP_BACKOFF_BASE_MINUTES`."""
 
     # ------------------------------------------------------------ staging
     protected_paths: Annotated[tuple[str, ...], NoDecode] = ()
     """Comma-separated globs the agents may never change, e.g. `**/*.pem,deploy/**`. Paths are protected as trees: a path that matches, lies under or contains a match is refused, so a directory cannot be replaced by a file. Always protected as well: all of `.github/` and `.gitlab/`, `CODEOWNERS`, and CI configuration unless `AGENT_LOOP_ALLOW_WORKFLOW_CHANGES` is true."""
     allow_workflow_changes: bool = False
     """Let the agents change CI pipeline definitions: `.github/workflows/`, `.github/actions/` and other CI systems' files (`.gitlab-ci.yml`, `.circleci/`, `Jenkinsfile`, `azure-pipelines.yml`, `.buildkite/`, `.travis.yml`, `bitbucket-pipelines.yml`). Off: CI runs with the repository's secrets. The rest of `.github/` (`CODEOWNERS`, `dependabot.yml`, templates) stays protected either way."""
-    max_staged_files: int = Field(default=40, ge=1)
+    max_staged_files: int = Field(default=40, ge=1, le=1000)
     """Most paths one change may touch (writes and deletions together)."""
-    max_staged_file_bytes: int = Field(default=256_000, ge=1)
+    max_staged_file_bytes: int = Field(default=256_000, ge=1, le=10_000_000)
     """Largest size of one staged file in bytes (UTF-8)."""
-    max_staged_total_bytes: int = Field(default=2_000_000, ge=1)
-    """Largest size of all staged file contents of one change together."""
-    max_staged_issues: int = Field(default=12, ge=1)
+    max_staged_total_bytes: int = Field(default=2_000_000, ge=1, le=100_000_000)
+    """Largest size of all staged file contents of one change together; at least `AGENT_LOOP_MAX_STAGED_FILE_BYTES`."""
+    max_staged_issues: int = Field(default=12, ge=1, le=50)
     """Most sub-issues one decomposition may open."""
     max_decomposition_depth: int = Field(default=1, ge=0, le=5)
     """How deep specifications may be split: 1 lets a specification become sub-issues that are then implemented, never split again; 0 never decomposes."""
@@ -204,11 +222,11 @@ class Settings(BaseSettings):
     # ------------------------------------------------------------ events (gateway)
     webhook_secret: SecretStr | None = None
     """Secret GitHub signs webhook deliveries with (the App's or the repository webhook's "Secret"). Needed by the gateway (`agent-loop serve`, `agent-loop deploy gateway`) only; the agents never read it."""
-    webhook_max_body_bytes: int = Field(default=1_000_000, ge=1_000)
+    webhook_max_body_bytes: int = Field(default=1_000_000, ge=1_000, le=100_000_000)
     """Largest webhook delivery the gateway reads, in bytes; a bigger one is refused with 413 before anything else is done with it."""
     webhook_coalesce_seconds: float = Field(default=1.0, ge=0, le=60)
     """Deliveries for one issue or pull request within this many seconds start a single run (one action on GitHub often sends several events)."""
-    webhook_dedup_size: int = Field(default=10_000, ge=100)
+    webhook_dedup_size: int = Field(default=10_000, ge=100, le=10_000_000)
     """How many recent deliveries the gateway remembers (by `X-GitHub-Delivery` and by body) to refuse a replay."""
 
     # ------------------------------------------------------------ memory and local mode
@@ -216,9 +234,11 @@ class Settings(BaseSettings):
     """Folder for local state: Flyte local-mode runs and the memory stores when running on a laptop."""
     memory_key_prefix: str = Field(default="agent-loop", pattern=r"^[a-z0-9][a-z0-9-]{0,40}$")
     """Prefix of every MemoryStore key (lowercase letters, digits, dashes); give each loop sharing a Flyte project its own."""
-    digest_token_budget: int = Field(default=4_000, ge=100)
+    keep_reports: int = Field(default=50, ge=1, le=10_000)
+    """Reports of local ticks kept in `<AGENT_LOOP_HOME>/reports/` (one HTML file per tick, newest kept); older ones are deleted."""
+    digest_token_budget: int = Field(default=4_000, ge=100, le=200_000)
     """Most tokens of the context digest (lessons and recent history) shown to the builder and reviewer."""
-    record_retention_days: int = Field(default=30, ge=1)
+    record_retention_days: int = Field(default=30, ge=1, le=3650)
     """Raw run records older than this are no longer read by the distiller (aged out); their aggregates are kept."""
     flyte_org: str = "local"
     """Flyte organization used in local mode (MemoryStore keys are scoped by it)."""
@@ -226,6 +246,8 @@ class Settings(BaseSettings):
     """Flyte project used in local mode."""
     flyte_domain: str = "development"
     """Flyte domain used in local mode."""
+    flyte_config: Path | None = None
+    """Flyte config file of `--remote` runs (the CLI's `--config`); empty: where the `flyte` CLI looks (`FLYTECTL_CONFIG`, `./.flyte/config.yaml`, `~/.flyte/config.yaml`). A remote run without a config naming a cluster stops before it starts; `infra/flyte/remote.yaml` is the template."""
 
     # ------------------------------------------------------------ sandbox and tests
     sandbox: Literal["auto", "bwrap", "docker", "flyte", "off"] = "auto"
@@ -240,13 +262,13 @@ class Settings(BaseSettings):
     """Optional command run before the tests on the same copy of the tree, with the network on (installing dependencies), e.g. `uv sync --frozen`. Same syntax as the test command."""
     max_test_runs: int = Field(default=5, ge=1, le=50)
     """Most test runs an agent may start in one try (its `run_tests` tool); the baseline and the final check do not count."""
-    sandbox_timeout_seconds: float = Field(default=600.0, gt=0, le=86_400)
+    sandbox_timeout_seconds: float = Field(default=600.0, ge=1, le=86_400)
     """Wall-time limit of one command in the sandbox (setup and tests each); CPU time per process is limited to the same."""
-    sandbox_memory_mb: int = Field(default=4096, ge=64)
+    sandbox_memory_mb: int = Field(default=4096, ge=64, le=1_048_576)
     """Memory of one command in megabytes: the address space of each process with `bwrap`, the container's memory with `docker` and `flyte`."""
-    sandbox_max_processes: int = Field(default=256, ge=8)
+    sandbox_max_processes: int = Field(default=256, ge=8, le=65_536)
     """Most processes and threads at once in the sandbox (a fork bomb stops there)."""
-    sandbox_max_file_mb: int = Field(default=256, ge=1)
+    sandbox_max_file_mb: int = Field(default=256, ge=1, le=1_048_576)
     """Largest file a command in the sandbox may write, in megabytes."""
 
     # ------------------------------------------------------------ logging
@@ -338,6 +360,7 @@ class Settings(BaseSettings):
         "github_app_id",
         "test_command",
         "setup_command",
+        "flyte_config",
         mode="before",
     )
     @classmethod
@@ -360,14 +383,31 @@ class Settings(BaseSettings):
         check_github_credentials({**info.data, "github_app_installation_id": value})
         return value
 
+    @field_validator("llm_retry_cap_seconds", "backoff_cap_minutes", "max_staged_total_bytes")
+    @classmethod
+    def _check_at_least_its_floor(cls, value: float, info: ValidationInfo) -> float:
+        # A field validator on the later field (not a model validator), so the problem is
+        # reported on its variable, with the allowed range, next to any other bad one.
+        field = info.field_name or ""
+        floor_field = SETTING_FLOORS[field]
+        floor = info.data.get(floor_field)
+        if isinstance(floor, int | float) and value < floor:
+            _, top = field_bounds(field)
+            raise PydanticCustomError(
+                "at_least_setting",
+                "must be at least {floor_variable} ({floor}): allowed {floor} to {top}",
+                {
+                    "floor_variable": f"{ENV_PREFIX}{floor_field.upper()}",
+                    "floor": floor,
+                    "top": top,
+                },
+            )
+        return value
+
     @model_validator(mode="after")
     def _check_cross_fields(self) -> Self:
         if not self.verifier_model.strip():
             object.__setattr__(self, "verifier_model", self.model)
-        if self.backoff_cap_minutes < self.backoff_base_minutes:
-            raise ValueError(
-                "AGENT_LOOP_BACKOFF_CAP_MINUTES must be at least AGENT_LOOP_BACKOFF_BASE_MINUTES"
-            )
         return self
 
     # ------------------------------------------------------------ derived values
@@ -468,3 +508,31 @@ class Settings(BaseSettings):
             "verifier": self.verifier_max_turns,
             "distiller": self.distiller_max_turns,
         }[role]
+
+
+def field_bounds(field_name: str) -> tuple[float | None, float | None]:
+    """The documented least and greatest value of a numeric setting (`None`: unbounded).
+
+    Read from the field's own constraints, so the docs, the load-time message and the
+    tests that run a tick at each bound cannot disagree with the check.
+    """
+    low: float | None = None
+    high: float | None = None
+    for item in Settings.model_fields[field_name].metadata:
+        if isinstance(item, annotated_types.Ge):
+            low = cast("float", item.ge)
+        elif isinstance(item, annotated_types.Gt):
+            low = cast("float", item.gt)
+        elif isinstance(item, annotated_types.Le):
+            high = cast("float", item.le)
+        elif isinstance(item, annotated_types.Lt):
+            high = cast("float", item.lt)
+    return low, high
+
+
+def allowed_range(field_name: str) -> str:
+    """`3 to 1440` for a bounded numeric setting; empty for any other."""
+    low, high = field_bounds(field_name)
+    if low is None or high is None:
+        return ""
+    return f"{low} to {high}"

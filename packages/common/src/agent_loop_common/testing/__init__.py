@@ -1,6 +1,7 @@
-"""Test doubles shared by every package: GitHub emulator, scripted model, network guard,
-and the harness wiring them to a run (`emulator_settings`, `emulator_runtime`,
-`ModelSlot`, `stored_record`, `quiet_logs`).
+"""Test doubles shared by every package: GitHub emulator, scripted model (in process, or
+served as an OpenAI-compatible API: `serve_chat_model`), network guard, and the harness
+wiring them to a run (`emulator_settings`, `emulator_runtime`, `ModelSlot`,
+`stored_record`, `quiet_logs`).
 
 The GitHub emulator needs the `testing` extra (dulwich, starlette, uvicorn); its names
 and the harness (which exists to drive it, and imports the runtime) are imported on
@@ -27,6 +28,7 @@ from agent_loop_common.testing._scripted import (
 )
 
 if TYPE_CHECKING:
+    from agent_loop_common.testing._chat_server import serve_chat_model
     from agent_loop_common.testing._emulator import GitHubEmulator
     from agent_loop_common.testing._emulator_faults import Fault, LoggedRequest
     from agent_loop_common.testing._emulator_refname import is_valid_ref_name
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
     )
 
 _LAZY = {
+    "serve_chat_model": "agent_loop_common.testing._chat_server",
     "GitHubEmulator": "agent_loop_common.testing._emulator",
     "Fault": "agent_loop_common.testing._emulator_faults",
     "LoggedRequest": "agent_loop_common.testing._emulator_faults",
@@ -110,6 +113,7 @@ __all__ = [
     "is_valid_ref_name",
     "quiet_logs",
     "serve_asgi",
+    "serve_chat_model",
     "sign_payload",
     "stored_record",
     "turn",

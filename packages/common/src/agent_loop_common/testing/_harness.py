@@ -98,6 +98,9 @@ class ModelSlot:
             model fail with `LookupError` (the test forgot to script one).
     """
 
+    model_label = "scripted"
+    """What runs answered through the slot record as their model (`use_model` reads it)."""
+
     def __init__(self, model: LLMCallable | None = None) -> None:
         self._model = model
         self._answer = model

@@ -2,7 +2,9 @@
 
 Everything is computed from the daily rollups (exact sums of the ingested records) and
 the grades (what humans did with the agents' PRs), through `agent_loop_common.metrics`,
-so the figures here and in `agent-loop status` agree.
+so the figures here and in `agent-loop status` agree. This pass's own record is written
+when the tick ends and ingested by the next pass, so the headline figures add it
+explicitly (and say so): `status`, which reads every record, counts it too.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from agent_loop_common.metrics import (
     Tally,
     summarize,
     tally_grades,
+    tally_records,
     total_tally,
 )
-from agent_loop_common.records import Grade, GradeState, Role, TargetKind
+from agent_loop_common.records import Grade, GradeState, Role, RunRecord, TargetKind
 from agent_loop_distiller._report._charts import Series, bar_chart, line_chart
 from agent_loop_distiller._report._data import ReportData
 from agent_loop_distiller._report._html import (
@@ -79,10 +82,10 @@ def _figures(metrics: Metrics) -> str:
     return table(["Figure", "Value", "Definition (denominator)"], rows, numeric=[1])
 
 
-def _by_role(rollups: Sequence[DailyRollup]) -> str:
+def _by_role(rollups: Sequence[DailyRollup], own: Sequence[RunRecord]) -> str:
     rows: list[list[str]] = []
     for role in Role:
-        t = total_tally(rollups, role)
+        t = total_tally(rollups, role) + tally_records(r for r in own if r.role is role)
         if not t.runs:
             continue
         m = summarize(t)
@@ -159,15 +162,32 @@ def _grade_chart(grades: Sequence[Grade]) -> str:
     )
 
 
+def _own_pass(data: ReportData) -> list[RunRecord]:
+    """This distiller pass's record (the first of `data.runs`), not yet in the rollups."""
+    return [r for r in data.runs[:1] if r.role is Role.DISTILLER]
+
+
+def _counted(own: Sequence[RunRecord]) -> str:
+    if not own:
+        return ""
+    return (
+        f'<p class="muted">Figures count the runs ingested so far and this pass '
+        f"(run {esc(own[0].run_id)}), as <code>agent-loop status</code> does; the charts "
+        "show the ingested runs only.</p>"
+    )
+
+
 def render_metrics(data: ReportData, *, window_days: int = 30) -> str:
     """The Metrics tab's HTML."""
     rollups = data.rollups
-    metrics = summarize(total_tally(rollups), tally_grades(data.grades))
+    own = _own_pass(data)
+    metrics = summarize(total_tally(rollups) + tally_records(own), tally_grades(data.grades))
     idle = sum(sum(r.idle_runs.values()) for r in rollups)
     days = _days(rollups, data.generated_at.astimezone(UTC).date(), window_days)
     return (
         _cards(metrics, idle)
+        + _counted(own)
         + section("Over time", _daily_charts(rollups, days) + _grade_chart(data.grades))
-        + section("By role", _by_role(rollups))
+        + section("By role", _by_role(rollups, own))
         + section(f"All figures (last {window_days} days)", _figures(metrics))
     )

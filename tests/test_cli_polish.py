@@ -1,0 +1,95 @@
+"""The CLI's small promises: version, help that shows the options, a status that points
+at the demo, and a summary whose fields always come in the same order."""
+
+from __future__ import annotations
+
+import io
+import os
+import pathlib
+from importlib import metadata
+
+import pytest
+
+from agent_loop import cli
+from agent_loop.demo import DEMO_MARKER
+from agent_loop_common.records import Outcome, Role
+from agent_loop_common.runtime import TickSummary
+
+
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in list(os.environ):
+        if key.startswith(("GITHUB_", "AGENT_LOOP_")) and key != "AGENT_LOOP_ALLOW_MODEL_REQUESTS":
+            monkeypatch.delenv(key)
+
+
+def _exit(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv)
+    assert exited.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _exit(["--version"], capsys) == f"agent-loop {metadata.version('agent-loop')}\n"
+
+
+def test_run_help_shows_every_agents_options(capsys: pytest.CaptureFixture[str]) -> None:
+    out = _exit(["run", "--help"], capsys)
+    for option in ("--issue N", "--pr N", "--json", "--remote", "--config FILE", "--home DIR"):
+        assert option in out, option
+    builder = next(line for line in out.splitlines() if line.startswith("  builder    --"))
+    assert "--issue N" in builder
+    assert "--pr" not in builder
+
+
+def test_run_agent_help_documents_home_and_config(capsys: pytest.CaptureFixture[str]) -> None:
+    out = _exit(["run", "reviewer", "--help"], capsys)
+    assert "sets AGENT_LOOP_HOME" in out
+    assert "infra/flyte/remote.yaml" in out
+
+
+def test_deploy_help_describes_the_command(capsys: pytest.CaptureFixture[str]) -> None:
+    out = _exit(["deploy", "--help"], capsys)
+    assert "Deploy one agent on its own" in out
+    assert "--dry-run" in out
+    assert "--config infra/flyte/remote.yaml" in " ".join(out.split())
+
+
+def test_status_without_runs_points_at_the_demos_memory(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["status"]) == 0
+    assert "--home .agent-loop/demo" not in capsys.readouterr().out  # no demo ran here
+    demo = tmp_path / ".agent-loop" / "demo"
+    demo.mkdir(parents=True)
+    (demo / DEMO_MARKER).write_text("")
+    assert cli.main(["status"]) == 0
+    out = capsys.readouterr().out
+    assert "No runs recorded yet" in out
+    assert "agent-loop status --home .agent-loop/demo" in out
+
+
+def test_the_summary_prints_its_fields_in_a_fixed_order() -> None:
+    tick = TickSummary(
+        role=Role.DISTILLER,
+        outcome=Outcome.DISTILLED,
+        report="/home/u/.agent-loop/reports/distiller-r9.html",
+        github_requests=4,
+        tokens=300,
+        llm_calls=2,
+        tries=1,
+        note="ingested 3 record(s)",
+        error="",
+        run_id="r9",
+        target="repo",
+        details={"tick": "distilled", "ingested": "3"},
+    )
+    out = io.StringIO()
+    cli._print_summary("distiller", tick, out)  # pyright: ignore[reportPrivateUsage]
+    keys = [line.split(":")[0].strip() for line in out.getvalue().splitlines()[1:]]
+    assert keys == [*(k for k in cli.SUMMARY_FIELDS if k != "error"), "tick", "ingested"]
+    # and every field of the summary has its place
+    shown_elsewhere = {"role", "outcome", "target", "pr_url", "issue_urls", "details"}
+    assert set(TickSummary.model_fields) - shown_elsewhere == set(cli.SUMMARY_FIELDS)
