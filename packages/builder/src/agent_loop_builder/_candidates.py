@@ -22,6 +22,7 @@ from agent_loop_builder._select import (
     trust_refusal,
 )
 from agent_loop_common.claims import backoff_resetters
+from agent_loop_common.commands import honour_commands
 from agent_loop_common.github import Comment, GitHub, Issue, NotFound
 from agent_loop_common.settings import Settings
 from agent_loop_common.trust import Trust, label_applier
@@ -93,6 +94,21 @@ class IssueFinder:
         if refusal is not None:
             return refusal
         comments = await self.comments(issue.number)
+        commands = await honour_commands(
+            self.github,
+            issue.number,
+            comments,
+            kind="issue",
+            trust=self.trust,
+            now=self.now,
+            updated_at=issue.updated_at,
+        )
+        if commands.stopped:
+            return Refusal(
+                RefusalCode.STOPPED,
+                f"#{issue.number} was stopped by @{commands.stopped_by} with /agent-loop stop; "
+                "a trusted /agent-loop resume lets the agents work on it again",
+            )
         await self.trust.resolve(backoff_resetters(comments, agent_login=self.agent_login))
         return thread_refusal(
             issue,
@@ -101,6 +117,7 @@ class IssueFinder:
             now=self.now,
             trusted=self.trust,
             retry_now=issue.number == self.retry_now,
+            retry_requested_at=commands.retry_requested_at,
         )
 
     async def _trust(self, issue: Issue) -> Refusal | None:

@@ -57,6 +57,7 @@ class RefusalCode(StrEnum):
     WAITING = "waiting"
     UNTRUSTED = "untrusted"
     CLAIMED = "claimed"
+    STOPPED = "stopped"
     BACKED_OFF = "backed_off"
 
 
@@ -192,6 +193,7 @@ def thread_refusal(
     now: datetime,
     trusted: Callable[[str], bool] | None = None,
     retry_now: bool = False,
+    retry_requested_at: datetime | None = None,
 ) -> Refusal | None:
     """Refuse issues claimed by a live run or resting in back-off, per the markers.
 
@@ -199,6 +201,8 @@ def thread_refusal(
         trusted: Whose comments may reset a back-off (see `backoff_state`).
         retry_now: The operator asked to retry this issue now: a back-off is ignored
             (a live claim never is).
+        retry_requested_at: When a trusted `/agent-loop build` asked for a run: a
+            back-off recorded before it no longer holds.
     """
     state = claim_state(comments, agent_login=agent_login, now=now, kind=TargetKind.ISSUE)
     if state.owner is not None:
@@ -211,7 +215,10 @@ def thread_refusal(
     backoff = backoff_state(
         comments, issue_updated_at=issue.updated_at, agent_login=agent_login, trusted=trusted
     )
-    if backoff is not None and backoff.active(now):
+    requested = retry_requested_at is not None and (
+        backoff is None or retry_requested_at > backoff.recorded_at
+    )
+    if backoff is not None and backoff.active(now) and not requested:
         return Refusal(
             RefusalCode.BACKED_OFF,
             f"#{issue.number} is backed off: {backoff.describe()}; to retry it now: "

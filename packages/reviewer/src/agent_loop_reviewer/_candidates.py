@@ -17,6 +17,7 @@ from datetime import datetime
 import structlog
 
 from agent_loop_common.claims import backoff_resetters
+from agent_loop_common.commands import honour_commands
 from agent_loop_common.github import GitHub, NotFound, PullRequest
 from agent_loop_common.memory import ReviewedMark, read_reviewed
 from agent_loop_common.runtime import Runtime
@@ -81,6 +82,18 @@ async def examine(
     """
     snapshot = await read_snapshot(rt.github, pull)
     log = _log.bind(pr=pull.number, head=pull.head_sha[:7])
+    commands = await honour_commands(
+        rt.github,
+        pull.number,
+        snapshot.comments,
+        kind="pr",
+        trust=trust,
+        now=rt.clock(),
+        updated_at=pull.updated_at,
+    )
+    if commands.stopped:
+        log.info("reviewer.pr_stopped", by=commands.stopped_by)
+        return None
     await trust.resolve(backoff_resetters(snapshot.comments, agent_login=agent_login))
     blocked = blocked_by(
         snapshot,
@@ -89,6 +102,7 @@ async def examine(
         own_run=rt.run_id,
         trusted=trust,
         retry_now=retry_now,
+        retry_requested_at=commands.retry_requested_at,
     )
     if blocked:
         log.info("reviewer.pr_blocked", reason=blocked)
@@ -104,6 +118,7 @@ async def examine(
         people=people_feedback(snapshot, agent_login=agent_login, trusted=trust),
         failing=failing_checks(snapshot),
         max_check_fixes=rt.settings.reviewer_max_check_fixes,
+        review_requested_at=commands.retry_requested_at,
     )
     log.info("reviewer.pr_assessed", due=assessment.due, reasons=list(assessment.reasons))
     return Candidate(snapshot, mark, assessment) if assessment.due else None

@@ -10,8 +10,11 @@ account, or another tool using it, keeps their PRs). Such a PR needs a pass when
   summaries, inline comments; an edit counts as new), or
 - a check run or status on the head failed after the last pass, while check-fix
   attempts remain (`AGENT_LOOP_REVIEWER_MAX_CHECK_FIXES`), or
-- those attempts are used up, checks still fail, and the PR has not been told yet.
+- those attempts are used up, checks still fail, and the PR has not been told yet, or
+- a trusted person asked for one with `/agent-loop review` after the last pass.
 
+A PR a trusted person stopped with `/agent-loop stop` gets no pass until `/agent-loop
+resume` (the candidates' reading of the thread decides that before these rules).
 Anything else costs no claim and no model call. "Newer" always compares GitHub's
 timestamps with the GitHub time the last pass had seen (`snapshot_time`).
 """
@@ -48,13 +51,15 @@ def blocked_by(
     own_run: str = "",
     trusted: Callable[[str], bool] | None = None,
     retry_now: bool = False,
+    retry_requested_at: datetime | None = None,
 ) -> str:
     """Why the PR may not be worked on now ("" when it may): a live claim or a backoff.
 
     `now` is the runner's clock, the same clock that wrote the claim and backoff expiry
     times being compared. A live claim of `own_run` (this run, after claiming) is no block.
     Only `trusted` people's comments reset a back-off; `retry_now` (the operator's
-    `--retry-now`) ignores it.
+    `--retry-now`) ignores it, and so does a trusted `/agent-loop review` written after
+    the back-off (`retry_requested_at`).
     """
     claim = claim_state(snapshot.comments, agent_login=agent_login, now=now, kind=TargetKind.PR)
     if claim.owner is not None and claim.owner.run != own_run:
@@ -67,7 +72,10 @@ def blocked_by(
         agent_login=agent_login,
         trusted=trusted,
     )
-    if backoff is not None and backoff.active(now):
+    requested = retry_requested_at is not None and (
+        backoff is None or retry_requested_at > backoff.recorded_at
+    )
+    if backoff is not None and backoff.active(now) and not requested:
         number = snapshot.pull.number
         return (
             f"backed off: {backoff.describe()}; to retry it now: "
@@ -114,8 +122,13 @@ def assess(
     people: Sequence[FeedbackItem],
     failing: Sequence[FeedbackItem],
     max_check_fixes: int,
+    review_requested_at: datetime | None = None,
 ) -> Assessment:
-    """Decide whether the PR needs a pass (see the module docstring for the rules)."""
+    """Decide whether the PR needs a pass (see the module docstring for the rules).
+
+    A trusted `/agent-loop review` newer than the last pass (`review_requested_at`)
+    makes a pass due even when nothing else changed.
+    """
     head = snapshot.pull.head_sha
     since = mark.reviewed_at if mark is not None else None
     new_head = mark is None or mark.head_sha != head
@@ -136,6 +149,8 @@ def assess(
         )
     if stop_due:
         reasons.append(f"check fixes used up ({history.check_fixes}/{max_check_fixes})")
+    if review_requested_at is not None and (since is None or review_requested_at > since):
+        reasons.append("a review was requested with /agent-loop review")
     due = bool(reasons)
     if not due:
         reasons.append("nothing new since the last pass")

@@ -18,9 +18,11 @@ for cmd in state.pending:
 ```
 
 Pure: no I/O. The caller lists the comments, looks up the trust of
-`command_authors(...)`, and the reactions the agents already gave.
+`command_authors(...)`, and the reactions the agents already gave. The agents' polls do
+that with `honour_commands`, the one effectful helper here (it also acknowledges).
 """
 
+from agent_loop_common.commands._honour import honour_commands
 from agent_loop_common.commands._parse import (
     COMMAND_PREFIX,
     KNOWN_WORDS,
@@ -58,6 +60,7 @@ __all__ = [
     "ThreadKind",
     "command_authors",
     "command_state",
+    "honour_commands",
     "parse_commands",
     "render_help",
     "render_status",
