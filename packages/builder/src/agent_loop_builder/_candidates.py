@@ -8,7 +8,7 @@ events when the opt-in label decides, and the comments for claims and back-off.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -23,9 +23,9 @@ from agent_loop_builder._select import (
 )
 from agent_loop_common.claims import backoff_resetters
 from agent_loop_common.commands import honour_commands
-from agent_loop_common.github import Comment, GitHub, Issue, NotFound
+from agent_loop_common.github import Comment, GitHub, Issue, IssueEvent, NotFound
 from agent_loop_common.settings import Settings
-from agent_loop_common.trust import Trust, label_applier
+from agent_loop_common.trust import LabelApplied, Trust, label_applied
 
 __all__ = ["IssueFinder"]
 
@@ -140,8 +140,10 @@ class IssueFinder:
                 agent_login=self.agent_login,
                 label=label,
             )
-        actor = label_applier(await self.github.list_issue_events(issue.number), label)
-        return trust_refusal(
+        events = await self.github.list_issue_events(issue.number)
+        applied = label_applied(events, label)
+        actor = applied.actor if applied is not None else None
+        refusal = trust_refusal(
             issue,
             author_permission=author_permission,
             minimum=minimum,
@@ -150,6 +152,33 @@ class IssueFinder:
             label_actor=actor,
             label_actor_permission=await self.trust.permission(actor) if actor else None,
         )
+        if refusal is not None or applied is None:
+            return refusal
+        return await self._edited_since(issue, events, applied, label)
+
+    async def _edited_since(
+        self, issue: Issue, events: Sequence[IssueEvent], applied: LabelApplied, label: str
+    ) -> Refusal | None:
+        """The label approves the issue as it was when applied: an edit of its title or
+        body since then by anyone below the trusted permission withdraws the approval."""
+        editors: list[str | None] = [
+            e.actor.login if e.actor is not None else None
+            for e in events
+            if e.event == "renamed" and e.created_at > applied.at
+        ]
+        edit = await self.github.last_edit(issue.number)
+        if edit is not None and edit.edited_at > applied.at:
+            editors.append(edit.editor)
+        for editor in editors:
+            if editor is None or not await self.trust.trusted(editor):
+                who = f"@{editor}" if editor else "a deleted account"
+                return Refusal(
+                    RefusalCode.UNTRUSTED,
+                    f"#{issue.number} was edited by {who} after the '{label}' label was applied "
+                    f"by @{applied.actor}; a trusted person must apply the label again (or "
+                    "edit the issue) for the agents to work on it",
+                )
+        return None
 
     async def eligible(self) -> AsyncIterator[Issue]:
         """Eligible issues, oldest first, checked one at a time as the caller asks."""

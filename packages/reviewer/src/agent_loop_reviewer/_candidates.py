@@ -115,7 +115,12 @@ async def examine(
         snapshot,
         mark=mark,
         history=pass_history(snapshot.comments, agent_login=agent_login),
-        people=people_feedback(snapshot, agent_login=agent_login, trusted=trust),
+        people=people_feedback(
+            snapshot,
+            agent_login=agent_login,
+            trusted=trust,
+            edited_by_untrusted=await _edited_by_untrusted(rt.github, snapshot, trust),
+        ),
         failing=failing_checks(snapshot),
         max_check_fixes=rt.settings.reviewer_max_check_fixes,
         review_requested_at=commands.retry_requested_at,
@@ -157,3 +162,25 @@ def authors(snapshot: PullSnapshot, *, since: datetime | None = None) -> set[str
     found |= {r.user.login for r in snapshot.reviews if recent(r.submitted_at)}
     found |= {c.user.login for c in snapshot.review_comments if recent(c.created_at, c.updated_at)}
     return found
+
+
+async def _edited_by_untrusted(github: GitHub, snapshot: PullSnapshot, trust: Trust) -> set[int]:
+    """Ids of trusted people's comments whose last edit someone untrusted made.
+
+    Only edited comments are asked about (one GraphQL request each; edits are rare).
+    """
+    tainted: set[int] = set()
+    edited = [
+        c
+        for c in [*snapshot.comments, *snapshot.review_comments]
+        if c.updated_at > c.created_at and not trust.is_agent(c.user.login) and trust(c.user.login)
+    ]
+    for comment in edited:
+        if not comment.node_id:
+            continue
+        edit = await github.last_comment_edit(comment)
+        if edit is None:
+            continue
+        if edit.editor is None or not await trust.trusted(edit.editor):
+            tainted.add(comment.id)
+    return tainted

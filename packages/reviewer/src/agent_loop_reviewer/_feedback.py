@@ -12,7 +12,7 @@ agents' own comments never count, and CI speaks through check runs and statuses.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -95,21 +95,28 @@ class FeedbackItem:
 
 
 def people_feedback(
-    snapshot: PullSnapshot, *, agent_login: str, trusted: Callable[[str], bool]
+    snapshot: PullSnapshot,
+    *,
+    agent_login: str,
+    trusted: Callable[[str], bool],
+    edited_by_untrusted: Collection[int] = (),
 ) -> list[FeedbackItem]:
     """Trusted people's comments, review summaries and inline comments, oldest first.
 
     A review without a body is only the envelope of its inline comments (or a bare
-    approval) and is left out; pending and dismissed reviews never count.
+    approval) and is left out; pending and dismissed reviews never count. A comment
+    whose last edit was made by someone untrusted (`edited_by_untrusted`, comment ids)
+    no longer says what its trusted author wrote, and is left out too.
     """
     agent = agent_login.casefold()
+    tainted = set(edited_by_untrusted)
 
     def counts(login: str) -> bool:
         return login.casefold() != agent and trusted(login)
 
     items: list[FeedbackItem] = []
     for c in snapshot.comments:
-        if counts(c.user.login):
+        if counts(c.user.login) and c.id not in tainted:
             at = max(c.created_at, c.updated_at)
             items.append(FeedbackItem("comment", c.id, c.user.login, c.body, at, c.html_url))
     for r in snapshot.reviews:
@@ -132,7 +139,7 @@ def people_feedback(
             thread_id=rc.in_reply_to_id or rc.id,
         )
         for rc in snapshot.review_comments
-        if counts(rc.user.login)
+        if counts(rc.user.login) and rc.id not in tainted
     )
     items.sort(key=lambda item: (item.at, item.id))
     return items

@@ -16,12 +16,19 @@ from agent_loop_common.trust._permissions import (
     Trust,
     permission_at_least,
 )
-from agent_loop_common.trust._pulls import is_agent_pull, label_applier
+from agent_loop_common.trust._pulls import (
+    LabelApplied,
+    is_agent_pull,
+    label_applied,
+    label_applier,
+)
 
 __all__ = [
     "PERMISSION_RANK",
+    "LabelApplied",
     "Trust",
     "is_agent_pull",
+    "label_applied",
     "label_applier",
     "permission_at_least",
 ]
