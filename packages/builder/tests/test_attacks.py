@@ -7,11 +7,16 @@ mention, a sub-issue look-alike filed by a stranger, decomposition without end.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
 
-from agent_loop_builder import BUILDER_MARKER
-from agent_loop_common.records import Outcome
-from agent_loop_common.testing import GitHubEmulator, ScriptedModel, call, turn
+from agent_loop_builder import BUILDER_MARKER, run_builder_tick
+from agent_loop_common.claims import Claimer, new_run_id
+from agent_loop_common.records import Outcome, Role, TargetKind
+from agent_loop_common.settings import Settings
+from agent_loop_common.testing import GitHubEmulator, ScriptedModel, call, emulator_client, turn
 from agent_loop_common.testing.pytest_plugin import Install
 from agent_loop_common.texts import MENTION_BREAK
 from agent_loop_common.verify import VERIFIER_MARKER
@@ -201,3 +206,69 @@ async def test_the_opt_in_label_approves_the_issue_as_it_was(
     assert declined is not None
     assert declined.outcome is Outcome.SKIPPED
     assert declined.error.startswith("declined by the builder")
+
+
+class _Meanwhile:
+    """A `call_llm` that runs `action` (an async callable) once, before the first call
+    whose system prompt contains `marker`: what happens elsewhere while the run thinks."""
+
+    def __init__(self, inner: ScriptedModel, marker: str, action: Any) -> None:
+        self.inner, self.marker, self.action, self.fired = inner, marker, action, False
+
+    async def __call__(self, model: str, system: str, messages: Any, tools: Any) -> Any:
+        if not self.fired and self.marker in system:
+            self.fired = True
+            await self.action()
+        return await self.inner(model, system, messages, tools)
+
+
+async def test_a_slow_run_keeps_its_claim_and_a_lost_claim_writes_nothing(
+    emulator: GitHubEmulator, settings: Settings, agent_runtime: Any, install: Install
+) -> None:
+    """Attack: leases were renewed only between tries, so a slow run was taken over, and
+    its reject path still wrote feedback and a back-off after losing the claim."""
+    number = emulator.add_issue("Add x", "Add an x.")
+    now = [datetime.now(UTC)]
+    config = settings.model_copy(update={"claim_ttl_minutes": 3, "max_tries": 1})
+    ttl = config.claim_ttl
+
+    def rival(run: str) -> Claimer:
+        return Claimer(
+            emulator_client(emulator),
+            deployment="other",
+            role="builder",
+            run_id=run,
+            agent_login=emulator.bot,
+            ttl=ttl,
+            clock=lambda: now[0],
+        )
+
+    async def slow_then_taken_over() -> None:
+        for _ in range(4):  # the model thinks for twice the claim's lifetime...
+            now[0] += ttl / 2
+            await asyncio.sleep(0.05)  # ...while the run's heartbeat renews it
+        assert await rival(new_run_id()).claim(TargetKind.ISSUE, number) is None
+        now[0] += ttl * 10  # then the run stalls long enough for a takeover
+        assert await rival(new_run_id()).claim(TargetKind.ISSUE, number) is not None
+        await asyncio.sleep(0.05)  # the heartbeat finds the claim lost
+
+    model = ScriptedModel(
+        [
+            turn(tool_calls=[call("stage_file", path="src/widgets/x.py", content="X = 1\n")]),
+            turn(tool_calls=[call("submit_implementation", title="X", body="b", summary="s")]),
+            turn("Done."),
+        ],
+        routes={VERIFIER_MARKER: [turn('{"verified": false, "notes": "No test."}')]},
+    )
+    install(model, via=_Meanwhile(model, VERIFIER_MARKER, slow_then_taken_over))
+
+    async with agent_runtime(Role.BUILDER, settings=config, clock=lambda: now[0]) as rt:
+        rt.sleep = lambda _seconds: asyncio.sleep(0.01)
+        record = await run_builder_tick(rt, number)
+
+    model.assert_finished()
+    assert record is not None
+    assert record.outcome is Outcome.LOST_CLAIM
+    bodies = [c.body for c in emulator.comments(number)]
+    assert not any("agent-loop:backoff" in b for b in bodies)  # no back-off written
+    assert not any("could not produce a change" in b for b in bodies)  # no feedback

@@ -62,11 +62,10 @@ class HeldIssue:
         marker = parse_sub_issue_marker(self.issue.body)
         return marker.depth if marker is not None else 0
 
-    async def heartbeat(self, *, force: bool = False) -> None:
-        """Renew the claim when half its time is gone, or always (`force`, before a write)."""
-        rt = self.scope.runtime
-        if force or self.claim.until - rt.clock() < rt.settings.claim_ttl / 2:
-            self.claim = await rt.claimer.extend(self.claim)
+    async def renew(self) -> None:
+        """Renew the claim now (right before writing; the run's heartbeat renews it on
+        its own while the run works)."""
+        self.claim = await self.scope.runtime.claimer.extend(self.claim)
 
     async def release(self, note: str, *, ok: bool = True) -> None:
         """Release with a note saying what came of the run; a failure here changes no outcome."""
@@ -77,7 +76,7 @@ class HeldIssue:
 
     async def overtaken(self, *, check_pulls: bool) -> bool:
         """Right before writing: renew the claim, then make sure the work is still wanted."""
-        await self.heartbeat(force=True)
+        await self.renew()
         number = self.issue.number
         reason = ""
         if (await self.scope.runtime.github.get_issue(number)).state != "open":

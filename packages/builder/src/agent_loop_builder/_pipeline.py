@@ -132,10 +132,8 @@ async def _build(held: HeldIssue, write: Writer) -> None:
         snapshot=snapshot,
         may_decompose=may_decompose,
     )
-    result = await attempt_loop(
-        scope, BuildProposer(rt, job), tries=rt.settings.max_tries, before_retry=held.heartbeat
-    )
-    await conclude(held, result, snapshot, write)
+    result = await attempt_loop(scope, BuildProposer(rt, job), tries=rt.settings.max_tries)
+    await conclude(held, result, snapshot, scope.guarded(write))
 
 
 async def _trusted_comments(held: HeldIssue) -> list[Comment]:

@@ -116,6 +116,7 @@ async def _pass(
         scope.finish(Outcome.SKIPPED, "the PR needed no pass any more once claimed")
         return
     a = fresh.assessment
+    write = scope.guarded(write)  # a pass that lost its claim writes nothing more
     if a.only_stop_note:
         await conclude(scope, claim, fresh, None, write)
         return

@@ -7,7 +7,8 @@ GitHub emulator and a scripted model: only what `open_runtime` is given differs.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable
+import asyncio
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -55,6 +56,8 @@ class Runtime:
     """The per-run limits the model calls are checked against."""
     clock: Callable[[], datetime] = _utcnow
     """The current aware time (the emulator's clock in tests)."""
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    """How the run waits (claim heartbeats); tests pass a faster one."""
 
     def call_llm(self, purpose: str = "agent") -> LLMCallable:
         """A `call_llm` for one agent of this run (`"agent"` or `"verifier"`)."""

@@ -9,17 +9,19 @@ lives here once; the pipelines fill in the body.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Concatenate, Literal, ParamSpec, TypeVar
 
 import flyte
 import structlog
 
 from agent_loop_common.claims import Claim, ClaimLost, ClaimTarget
+from agent_loop_common.github import GitHub
 from agent_loop_common.llm import BudgetExceeded
 from agent_loop_common.memory import count_idle_run, write_run_record
 from agent_loop_common.records import (
@@ -36,6 +38,7 @@ from agent_loop_common.records import (
 from agent_loop_common.runtime._faults import operator_fault
 from agent_loop_common.runtime._preflight import preflight_model
 from agent_loop_common.runtime._runtime import Runtime
+from agent_loop_common.runtime._writes import Receipt, Writer
 
 __all__ = ["RunScope", "run_scoped"]
 
@@ -66,6 +69,10 @@ class RunScope:
     """When the target rests until, if this run backed it off."""
     problems: list[str] = field(default_factory=list[str])
     """What the run worked around (a corrupt memory document, ...), for its record."""
+    _beats: dict[ClaimTarget, asyncio.Task[None]] = field(
+        default_factory=dict[ClaimTarget, "asyncio.Task[None]"]
+    )
+    _lost: dict[ClaimTarget, str] = field(default_factory=dict[ClaimTarget, str])
 
     @asynccontextmanager
     async def stage(self, name: str) -> AsyncGenerator[None]:
@@ -111,7 +118,61 @@ class RunScope:
         model and is not stopped by it.
         """
         preflight_model(self.runtime.settings)
-        return await self.runtime.claimer.claim(kind, key)
+        claim = await self.runtime.claimer.claim(kind, key)
+        if claim is not None:
+            self._beats[claim.target] = asyncio.create_task(self._heartbeat(claim.target))
+        return claim
+
+    async def _heartbeat(self, target: ClaimTarget) -> None:
+        """Renew the claim every ttl/3 while the run works; stop when it is released.
+
+        A run may think for many minutes between two writes (a slow model, a long test
+        run); without renewals its claim would expire and another run take the target
+        over. A renewal that finds the claim lost records it, and every later write is
+        refused (`ensure_held`).
+        """
+        rt = self.runtime
+        interval = rt.settings.claim_ttl.total_seconds() / 3
+        while True:
+            await rt.sleep(interval)
+            current = next((c for c in rt.claimer.held() if c.target == target), None)
+            if current is None:
+                return
+            try:
+                await rt.claimer.extend(current)
+            except ClaimLost as exc:
+                self._lost[target] = str(exc)
+                _log.warning("run.claim_lost", target=str(target), error=str(exc))
+                return
+            except Exception as exc:  # a failed renewal is retried; expiry is checked on write
+                _log.warning("run.heartbeat_failed", target=str(target), error=repr(exc))
+
+    def ensure_held(self) -> None:
+        """Refuse to go on writing once a claim of this run is lost or has expired.
+
+        Every write after the claim goes through here (`guarded`, `rest`): a run that lost
+        its target writes nothing more to it.
+
+        Raises:
+            ClaimLost: A renewal found the claim taken, or it expired unrenewed.
+        """
+        claimer = self.runtime.claimer
+        now = self.runtime.clock()
+        for target, reason in self._lost.items():
+            raise ClaimLost(f"{target}: {reason}")
+        for claim in claimer.held():
+            if claim.until - claimer.skew <= now:
+                raise ClaimLost(f"{claim.target}: the claim expired at {claim.until.isoformat()}")
+
+    def guarded(self, write: Writer) -> Writer:
+        """`write`, refusing every write once this run's claim is lost (`ensure_held`)."""
+        return _GuardedWriter(self, write)
+
+    def stop_heartbeats(self) -> None:
+        """Stop renewing (the run is ending; its claims are about to be released)."""
+        for task in self._beats.values():
+            task.cancel()
+        self._beats.clear()
 
     def tokens(self) -> int:
         """Prompt plus completion tokens of the run so far (every model call)."""
@@ -136,7 +197,8 @@ class RunScope:
                 self.fault = "operator"
                 _log.warning("run.operator_fault", target=str(target), reason=reason)
                 raise
-            await self.rest(target, f"the run stopped with {type(exc).__name__}")
+            if not self._lost:  # a run that lost its claim writes nothing more
+                await self.rest(target, f"the run stopped with {type(exc).__name__}")
             raise
 
     async def rest(self, target: ClaimTarget, reason: str) -> None:
@@ -147,6 +209,7 @@ class RunScope:
             reason: Posted publicly on the target (no secrets, no raw error text).
         """
         self.fault = "work"
+        self.ensure_held()
         try:
             backoff = await self.runtime.claimer.record_failure(target, reason)
         except Exception as nested:  # the record still tells what happened
@@ -231,6 +294,7 @@ async def run_scoped(
             _log.exception("run.error", role=runtime.role.value, run_id=runtime.run_id)
         scope.finish(Outcome.ERROR, f"{type(exc).__name__}: {exc}")
     finally:
+        scope.stop_heartbeats()
         await _release_all(runtime, scope)
     if runtime.usage.exceeded and scope.outcome not in (Outcome.ERROR, None):
         scope.finish(Outcome.BUDGET_EXCEEDED, runtime.usage.exceeded)
@@ -280,3 +344,25 @@ async def _persist(runtime: Runtime, scope: RunScope) -> RunRecord | None:
         target=f"{record.target.kind.value}#{record.target.number}",
     )
     return record
+
+
+class _GuardedWriter:
+    """A `Writer` that checks the run still holds its claim before each write."""
+
+    def __init__(self, scope: RunScope, write: Writer) -> None:
+        self._scope = scope
+        self._write = write
+
+    async def __call__(
+        self,
+        write: Callable[Concatenate[GitHub, _P], Awaitable[_R]],
+        /,
+        *args: _P.args,
+        **kwargs: _P.kwargs,
+    ) -> _R:
+        self._scope.ensure_held()
+        return await self._write(write, *args, **kwargs)
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R", bound=Receipt)
