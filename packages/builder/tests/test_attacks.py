@@ -243,14 +243,24 @@ async def test_a_slow_run_keeps_its_claim_and_a_lost_claim_writes_nothing(
             clock=lambda: now[0],
         )
 
+    runs: list[Any] = []
+
+    async def renewed_after(moment: datetime) -> None:
+        """Wait (on observable state, not time) until the run's heartbeat renewed past `moment`."""
+        for _ in range(1_000):
+            held = runs[0].claimer.held()
+            if held and held[0].until > moment + ttl / 2:
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError("the heartbeat never renewed the claim")
+
     async def slow_then_taken_over() -> None:
         for _ in range(4):  # the model thinks for twice the claim's lifetime...
             now[0] += ttl / 2
-            await asyncio.sleep(0.05)  # ...while the run's heartbeat renews it
+            await renewed_after(now[0])  # ...while the run's heartbeat renews it
         assert await rival(new_run_id()).claim(TargetKind.ISSUE, number) is None
         now[0] += ttl * 10  # then the run stalls long enough for a takeover
         assert await rival(new_run_id()).claim(TargetKind.ISSUE, number) is not None
-        await asyncio.sleep(0.05)  # the heartbeat finds the claim lost
 
     model = ScriptedModel(
         [
@@ -264,6 +274,7 @@ async def test_a_slow_run_keeps_its_claim_and_a_lost_claim_writes_nothing(
 
     async with agent_runtime(Role.BUILDER, settings=config, clock=lambda: now[0]) as rt:
         rt.sleep = lambda _seconds: asyncio.sleep(0.01)
+        runs.append(rt)
         record = await run_builder_tick(rt, number)
 
     model.assert_finished()
