@@ -244,6 +244,12 @@ async def test_a_slow_run_keeps_its_claim_and_a_lost_claim_writes_nothing(
         )
 
     runs: list[Any] = []
+    stalled = asyncio.Event()
+
+    async def heartbeat_sleep(_seconds: float) -> None:
+        await asyncio.sleep(0.01)
+        if stalled.is_set():
+            await asyncio.Event().wait()  # a stalled process renews nothing
 
     async def renewed_after(moment: datetime) -> None:
         """Wait (on observable state, not time) until the run's heartbeat renewed past `moment`."""
@@ -259,7 +265,9 @@ async def test_a_slow_run_keeps_its_claim_and_a_lost_claim_writes_nothing(
             now[0] += ttl / 2
             await renewed_after(now[0])  # ...while the run's heartbeat renews it
         assert await rival(new_run_id()).claim(TargetKind.ISSUE, number) is None
-        now[0] += ttl * 10  # then the run stalls long enough for a takeover
+        stalled.set()  # then the run stalls (its heartbeat too) long enough for a takeover
+        await asyncio.sleep(0.1)  # a renewal already on its way lands first
+        now[0] += ttl * 10
         assert await rival(new_run_id()).claim(TargetKind.ISSUE, number) is not None
 
     model = ScriptedModel(
@@ -273,7 +281,7 @@ async def test_a_slow_run_keeps_its_claim_and_a_lost_claim_writes_nothing(
     install(model, via=_Meanwhile(model, VERIFIER_MARKER, slow_then_taken_over))
 
     async with agent_runtime(Role.BUILDER, settings=config, clock=lambda: now[0]) as rt:
-        rt.sleep = lambda _seconds: asyncio.sleep(0.01)
+        rt.sleep = heartbeat_sleep
         runs.append(rt)
         record = await run_builder_tick(rt, number)
 
