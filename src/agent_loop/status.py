@@ -22,7 +22,7 @@ from __future__ import annotations
 import pathlib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from agent_loop._table import (
@@ -35,8 +35,11 @@ from agent_loop._table import (
 )
 from agent_loop_common.memory import (
     DIGEST_PATH,
+    AgentMemoryError,
+    ContextView,
     IdleCount,
     MemoryLocation,
+    collecting_problems,
     open_store,
     read_context,
     read_grades,
@@ -112,6 +115,24 @@ class MemorySnapshot:
     """The context digest the builder and reviewer read."""
     idle: list[IdleCount] = field(default_factory=list[IdleCount])
     """Idle-run counters (runs that found nothing to claim), newest day first."""
+    problems: list[str] = field(default_factory=list[str])
+    """Memory documents that could not be read (named, kept, ignored)."""
+    now: datetime = field(default_factory=lambda: datetime.now(UTC))
+    """When the snapshot was read (what "still resting" is measured against)."""
+
+    @property
+    def resting(self) -> list[RunRecord]:
+        """The latest run of each issue or PR, where it left the target in back-off that
+        has not run out yet, soonest first."""
+        latest: dict[tuple[str, str, int | None], RunRecord] = {}
+        for record in self.records:  # newest first
+            latest.setdefault(
+                (record.role.value, record.target.kind.value, record.target.number), record
+            )
+        found = [
+            r for r in latest.values() if r.backoff_until is not None and r.backoff_until > self.now
+        ]
+        return sorted(found, key=lambda r: r.backoff_until or self.now)
 
     @property
     def metrics(self) -> Metrics:
@@ -178,18 +199,34 @@ async def _read_idle(location: MemoryLocation, names: Sequence[str]) -> list[Idl
 async def read_snapshot(location: MemoryLocation) -> MemorySnapshot:
     """Read every record, grade, lesson, the digest and idle counters of a local memory.
 
+    A document that cannot be read is named in `problems` and left out, never fatal.
+
     Raises:
         StatusError: The location is not a local folder.
     """
+    with collecting_problems() as problems:
+        snapshot = await _read_snapshot(location)
+    return replace(snapshot, problems=[*problems, *snapshot.problems])
+
+
+async def _read_snapshot(location: MemoryLocation) -> MemorySnapshot:
     folder = _keys_folder(location)
     prefix = location.prefix
     buckets = [b for b in _suffixes(folder, f"{prefix}-runs-") if b.isdigit() and len(b) == 10]
     records, unreadable = await _read_records(location, buckets)
     grades: list[Grade] = []
+    problems: list[str] = []
     for month in _suffixes(folder, f"{prefix}-grades-"):
         if month.isdigit():
-            grades.extend(await read_grades(location, month))
-    context = await read_context(location)
+            try:
+                grades.extend(await read_grades(location, month))
+            except AgentMemoryError as exc:
+                problems.append(f"grades of {month}: {exc}")
+    try:
+        context = await read_context(location)
+    except AgentMemoryError as exc:
+        problems.append(f"lessons and digest: {exc}")
+        context = ContextView(digest="", lessons=LessonBook())
     idle = await _read_idle(location, _suffixes(folder, f"{prefix}-idle-"))
     return MemorySnapshot(
         location=location,
@@ -199,6 +236,7 @@ async def read_snapshot(location: MemoryLocation) -> MemorySnapshot:
         lessons=context.lessons,
         digest=context.digest,
         idle=idle,
+        problems=problems,
     )
 
 
@@ -307,7 +345,7 @@ def render_status(snapshot: MemorySnapshot, *, limit: int = 15) -> str:
 
 def _render(snapshot: MemorySnapshot, limit: int) -> str:
     where = snapshot.location.root or "?"
-    if snapshot.empty:
+    if snapshot.empty and not snapshot.problems:
         return (
             f"No runs recorded yet in {where}.\n"
             "Run one with `agent-loop run builder` (or try `agent-loop demo`)."
@@ -325,6 +363,21 @@ def _render(snapshot: MemorySnapshot, limit: int) -> str:
             f"{c.role.value} {c.count} on {c.day.isoformat()}" for c in snapshot.idle[:6]
         )
         out.append(f"  Idle runs (nothing to claim): {idle}")
+    resting = snapshot.resting
+    if resting:
+        out += ["", f"Resting in back-off ({len(resting)})"]
+        for record in resting:
+            option = "--issue" if record.target.kind.value == "issue" else "--pr"
+            until = (
+                record.backoff_until.strftime("%Y-%m-%d %H:%M UTC") if record.backoff_until else "?"
+            )
+            out.append(
+                f"  {_target(record)}: next try after {until}; to retry now: agent-loop run "
+                f"{record.role.value} {option} {record.target.number} --retry-now"
+            )
+    if snapshot.problems:
+        out += ["", f"Memory problems ({len(snapshot.problems)}): read as absent, kept for you"]
+        out += [f"  - {problem}" for problem in snapshot.problems]
     out += ["", "Metrics", metrics_table(snapshot.metrics), ""]
     if snapshot.lessons.lessons:
         out.append(f"Lessons ({len(snapshot.lessons.lessons)})")

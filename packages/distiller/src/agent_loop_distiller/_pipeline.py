@@ -107,7 +107,7 @@ async def _commit(runtime: Runtime, work: Work) -> bool:
     """Save what changed, ledger last; returns whether the context was written."""
     claim = next(c for c in runtime.claimer.held() if c.target.key == CLAIM_KEY)
     await runtime.claimer.extend(claim)  # raises ClaimLost: then nothing is written
-    lessons_changed = work.book != work.context.lessons
+    lessons_changed = work.book != work.context.lessons or work.context.lessons_corrupt
     digest_changed = work.digest != work.context.digest
     await work.memory.commit(
         work.batch,

@@ -22,6 +22,7 @@ from agent_loop_common.memory._context import (
     read_context_from,
 )
 from agent_loop_common.memory._distiller import DistillerMemory, IngestBatch
+from agent_loop_common.memory._docs import QUARANTINE_PREFIX
 from agent_loop_common.memory._errors import (
     AgentMemoryError,
     LocationError,
@@ -71,6 +72,7 @@ from agent_loop_common.memory._location import (
     open_store,
     save_store,
 )
+from agent_loop_common.memory._problems import collecting_problems, report_problem
 from agent_loop_common.memory._rollups import fold_into_rollups, read_rollups
 from agent_loop_common.memory._runs import (
     IdleCount,
@@ -88,6 +90,7 @@ __all__ = [
     "IDLE_PATH",
     "LEDGER_PATH",
     "LESSONS_PATH",
+    "QUARANTINE_PREFIX",
     "REVIEWED_PATH",
     "RUNS_DIR",
     "AgentMemoryError",
@@ -111,6 +114,7 @@ __all__ = [
     "bucket_of",
     "bucket_start",
     "buckets_between",
+    "collecting_problems",
     "count_idle_run",
     "fold_into_rollups",
     "grade_month",
@@ -127,6 +131,7 @@ __all__ = [
     "read_idle_count",
     "read_reviewed",
     "read_rollups",
+    "report_problem",
     "rollup_path",
     "run_path",
     "save_store",

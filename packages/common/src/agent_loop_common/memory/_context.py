@@ -32,6 +32,8 @@ class ContextView:
     """`context/digest.md`: the distiller's budgeted summary (untrusted context)."""
     lessons: LessonBook
     """`context/lessons.json`: itemized lessons with ids to quote in the run record."""
+    lessons_corrupt: bool = False
+    """`lessons.json` is there but unreadable (read as empty; its writer replaces it)."""
 
 
 async def open_context_read_only(location: MemoryLocation) -> MemoryStore:
@@ -44,8 +46,11 @@ async def open_context_read_only(location: MemoryLocation) -> MemoryStore:
 async def read_context_from(store: MemoryStore) -> ContextView:
     """Read digest and lessons from an opened context store."""
     digest = await store.read_text.aio(DIGEST_PATH, default="")
-    lessons = await read_doc(store, LESSONS_PATH, LessonBook) or LessonBook()
-    return ContextView(digest=digest, lessons=lessons)
+    read = await read_doc(store, LESSONS_PATH, LessonBook)
+    present = bool((await store.read_text.aio(LESSONS_PATH, default="")).strip())
+    return ContextView(
+        digest=digest, lessons=read or LessonBook(), lessons_corrupt=read is None and present
+    )
 
 
 async def read_context(location: MemoryLocation) -> ContextView:

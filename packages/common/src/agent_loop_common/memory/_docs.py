@@ -2,44 +2,84 @@
 
 Same major, any minor: read, ignoring unknown fields. Newer major: `NewerSchemaError`,
 because these documents have a single writer that would otherwise rewrite (downgrade)
-what a newer version of itself wrote.
+what a newer version of itself wrote. Corrupt (not JSON, or not the model): read as
+absent and reported (`report_problem`), so one bad document never stops every run; its
+writer sets the bad bytes aside under `quarantine/` before writing a good one.
 """
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
 from flyte.ai.agents import MemoryStore
 from pydantic import BaseModel, ValidationError
 
 from agent_loop_common.memory._errors import NewerSchemaError, StoredSchemaError
+from agent_loop_common.memory._problems import report_problem
 from agent_loop_common.records import KNOWN_MAJORS, major_of
 
-__all__ = ["read_doc", "write_doc"]
+__all__ = ["QUARANTINE_PREFIX", "read_doc", "write_doc"]
+
+QUARANTINE_PREFIX = "quarantine/"
+"""Where a corrupt document's bytes are kept when its owner writes a good one."""
 
 M = TypeVar("M", bound=BaseModel)
 
 
 async def read_doc(store: MemoryStore, path: str, model: type[M]) -> M | None:
-    """Read `path` as `model`; `None` when the file does not exist."""
+    """Read `path` as `model`; `None` when the file does not exist or is corrupt.
+
+    Raises:
+        NewerSchemaError: A newer major version wrote it (never downgrade it).
+    """
     text = await store.read_text.aio(path, default="")
     if not text.strip():
         return None
     try:
+        return _parse(store.key, path, text, model)
+    except NewerSchemaError:
+        raise
+    except StoredSchemaError as exc:
+        report_problem(f"memory document {exc} is corrupt; it was ignored (kept, set aside)")
+        return None
+
+
+def _parse(key: str, path: str, text: str, model: type[M]) -> M:
+    try:
         loaded: Any = json.loads(text)
     except ValueError as exc:
-        raise StoredSchemaError(store.key, path, f"not JSON: {exc}") from exc
+        raise StoredSchemaError(key, path, f"not JSON: {exc}") from exc
     if isinstance(loaded, dict):
         version = cast(dict[str, Any], loaded).get("schema_version")
         if isinstance(version, str) and major_of(version) not in KNOWN_MAJORS:
-            raise NewerSchemaError(store.key, path, f"unknown schema_version {version}")
+            raise NewerSchemaError(key, path, f"unknown schema_version {version}")
     try:
         return model.model_validate(loaded)
     except ValidationError as exc:
-        raise StoredSchemaError(store.key, path, str(exc)) from exc
+        raise StoredSchemaError(key, path, _first_line(str(exc))) from exc
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else text
 
 
 async def write_doc(store: MemoryStore, path: str, doc: BaseModel, *, actor: str) -> None:
-    """Write `doc` as indented JSON (readable in the store, diffable in reviews)."""
+    """Write `doc` as indented JSON (readable in the store, diffable in reviews).
+
+    A corrupt document already at `path` is first copied to `quarantine/<path>.<time>`,
+    so what it held is never lost.
+    """
+    old = await store.read_text.aio(path, default="")
+    if old.strip():
+        try:
+            _parse(store.key, path, old, type(doc))
+        except NewerSchemaError:
+            raise
+        except StoredSchemaError:
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+            aside = f"{QUARANTINE_PREFIX}{path}.{stamp}"
+            await store.write_text.aio(aside, old, actor=actor)
+            report_problem(f"memory document {store.key}:{path} was corrupt: set aside as {aside}")
     await store.write_text.aio(path, doc.model_dump_json(indent=2), actor=actor)

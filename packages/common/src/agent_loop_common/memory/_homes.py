@@ -93,8 +93,12 @@ async def read_reviewed(location: MemoryLocation, pr: int) -> ReviewedMark | Non
 
 
 async def mark_reviewed(location: MemoryLocation, mark: ReviewedMark) -> None:
-    """Record that the reviewer reviewed `mark.head_sha` of `mark.pr`."""
-    store = append_store(location, location.keys.reviewed(mark.pr))
+    """Record that the reviewer reviewed `mark.head_sha` of `mark.pr`.
+
+    The key is downloaded first (one tiny file), so a corrupt mark is set aside under
+    `quarantine/` rather than overwritten unseen.
+    """
+    store = await open_store(location, location.keys.reviewed(mark.pr))
     await write_doc(store, REVIEWED_PATH, mark, actor=Role.REVIEWER.value)
     await save_store(location, store)
 

@@ -23,7 +23,7 @@ import structlog
 from agent_loop_common.claims import Claim, ClaimLost, ClaimTarget
 from agent_loop_common.github import GitHub
 from agent_loop_common.llm import BudgetExceeded
-from agent_loop_common.memory import count_idle_run, write_run_record
+from agent_loop_common.memory import collecting_problems, count_idle_run, write_run_record
 from agent_loop_common.records import (
     Attempt,
     GitHubUsage,
@@ -278,6 +278,17 @@ async def run_scoped(
         The written record, or `None` when the run claimed nothing.
     """
     scope = RunScope(runtime=runtime, started_at=runtime.clock())
+    with collecting_problems() as problems:
+        await _run_body(runtime, scope, body)
+    scope.problems.extend(p for p in problems if p not in scope.problems)
+    if runtime.usage.exceeded and scope.outcome not in (Outcome.ERROR, None):
+        scope.finish(Outcome.BUDGET_EXCEEDED, runtime.usage.exceeded)
+    return await _persist(runtime, scope)
+
+
+async def _run_body(
+    runtime: Runtime, scope: RunScope, body: Callable[[RunScope], Awaitable[None]]
+) -> None:
     try:
         await body(scope)
     except BudgetExceeded as exc:
@@ -296,9 +307,6 @@ async def run_scoped(
     finally:
         scope.stop_heartbeats()
         await _release_all(runtime, scope)
-    if runtime.usage.exceeded and scope.outcome not in (Outcome.ERROR, None):
-        scope.finish(Outcome.BUDGET_EXCEEDED, runtime.usage.exceeded)
-    return await _persist(runtime, scope)
 
 
 async def _release_all(runtime: Runtime, scope: RunScope) -> None:
