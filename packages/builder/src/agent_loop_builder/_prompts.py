@@ -110,9 +110,14 @@ def render_context(view: ContextView, *, token_budget: int) -> tuple[str, list[s
     return "\n\n".join(blocks), ids
 
 
-def build_prompt(*, issue_block: str, context_block: str, number: int, tries: int) -> str:
-    """The first try's user message."""
+def build_prompt(
+    *, issue_block: str, context_block: str, number: int, tries: int, instructions: str = ""
+) -> str:
+    """The first try's user message (`instructions`: the maintainers' instructions section,
+    `RepoInstructions.render()`, read from the base branch)."""
     parts = [f"# Issue #{number}", "", issue_block, ""]
+    if instructions:
+        parts += [instructions, ""]
     if context_block:
         parts += [
             "# Notes from earlier runs",

@@ -57,6 +57,9 @@ class PullRequestSpec(BaseModel):
     commit_message: str
     files: dict[str, str | None]
     """Path -> full new content, `None` to delete (already policy-checked)."""
+    draft: bool = False
+    """Open the pull request as a draft: no tests ran on the change (sandbox off, no
+    test command), and the body says so."""
 
 
 class OpenedPull(Receipt):
@@ -110,7 +113,11 @@ async def open_pull_request(github: GitHub, spec: PullRequestSpec) -> OpenedPull
         await github.update_ref(f"heads/{spec.branch}", sha, force=True)
     try:
         pull = await github.create_pull(
-            title=spec.title, body=spec.body, head=spec.branch, base=spec.base_branch
+            title=spec.title,
+            body=spec.body,
+            head=spec.branch,
+            base=spec.base_branch,
+            draft=spec.draft,
         )
     except BaseException:
         if created:

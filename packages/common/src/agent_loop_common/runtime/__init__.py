@@ -6,7 +6,9 @@ async with open_runtime(settings, Role.BUILDER) as rt:
 ```
 
 `use_model(provider)` installs an in-process model (scripted, replayed) for Flyte local
-mode: the offline demo and the end-to-end tests.
+mode: the offline demo and the end-to-end tests; `use_sandbox(sandbox)` does the same for
+the sandbox the builder's and reviewer's tests run in. `preflight_model` and
+`preflight_sandbox` refuse, before any claim, a run that could not finish its work.
 
 Each agent declares its durable writes once in a `WriteBook`; the pipeline calls them
 through a `Writer` (in process, or as Flyte actions whose `Receipt`s bring their
@@ -26,6 +28,14 @@ from agent_loop_common.runtime._local import (
 from agent_loop_common.runtime._models import ModelProvider, installed_model, model_for, use_model
 from agent_loop_common.runtime._preflight import preflight_model
 from agent_loop_common.runtime._runtime import Runtime, open_runtime
+from agent_loop_common.runtime._sandbox import (
+    TESTING_ROLES,
+    installed_sandbox,
+    preflight_sandbox,
+    sandbox_for,
+    use_flyte_tests_task,
+    use_sandbox,
+)
 from agent_loop_common.runtime._scope import RunScope, run_scoped
 from agent_loop_common.runtime._summary import (
     IDLE,
@@ -47,6 +57,7 @@ from agent_loop_common.runtime._writes import (
 
 __all__ = [
     "IDLE",
+    "TESTING_ROLES",
     "AgentEntry",
     "DirectWriter",
     "ModelProvider",
@@ -63,18 +74,23 @@ __all__ = [
     "agent_main",
     "github_from_settings",
     "installed_model",
+    "installed_sandbox",
     "local_memory",
     "local_raw_data_path",
     "model_for",
     "open_runtime",
     "operator_fault",
     "preflight_model",
+    "preflight_sandbox",
     "run_entry",
     "run_scoped",
     "run_task",
     "run_tick",
+    "sandbox_for",
     "summarize",
     "tick_body",
+    "use_flyte_tests_task",
     "use_model",
+    "use_sandbox",
     "write_with_receipt",
 ]

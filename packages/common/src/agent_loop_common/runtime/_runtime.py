@@ -22,6 +22,8 @@ from agent_loop_common.llm import Budget, UsageMeter
 from agent_loop_common.memory import MemoryLocation, read_etag_state, write_etag_state
 from agent_loop_common.records import Role
 from agent_loop_common.runtime._models import installed_model, model_for
+from agent_loop_common.runtime._sandbox import installed_sandbox, sandbox_for
+from agent_loop_common.sandbox import BaselineCache, BaselineStore, Sandbox
 from agent_loop_common.settings import Settings
 
 __all__ = ["Runtime", "open_runtime"]
@@ -55,6 +57,20 @@ class Runtime:
     """The per-run limits the model calls are checked against."""
     clock: Callable[[], datetime] = _utcnow
     """The current aware time (the emulator's clock in tests)."""
+    baselines: BaselineStore = field(default_factory=lambda: _default_baselines())
+    """Baseline test results by base SHA and command: the run's own, or the store shared
+    by the runs of a process (`use_sandbox`)."""
+    _sandbox: Sandbox | None = field(default=None, repr=False)
+
+    async def sandbox(self) -> Sandbox:
+        """The sandbox the run's tests run in, opened once (see `sandbox_for`).
+
+        Raises:
+            ConfigError: No sandbox works here and `AGENT_LOOP_SANDBOX` is not `off`.
+        """
+        if self._sandbox is None:
+            self._sandbox = await sandbox_for(self.settings)
+        return self._sandbox
 
     def call_llm(self, purpose: str = "agent") -> LLMCallable:
         """A `call_llm` for one agent of this run (`"agent"` or `"verifier"`)."""
@@ -64,6 +80,11 @@ class Runtime:
     def model_name(self) -> str:
         """The model string recorded on the run (`"installed"` for an in-process model)."""
         return "installed" if installed_model() is not None else self.settings.model
+
+
+def _default_baselines() -> BaselineStore:
+    installed = installed_sandbox()
+    return installed[1] if installed is not None else BaselineCache()
 
 
 @asynccontextmanager
