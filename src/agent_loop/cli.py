@@ -14,6 +14,8 @@ agent-loop sandbox check|run [--dir PATH] [-- CMD ...]   the agents' test sandbo
 Exit codes: 0 done, 1 the work failed, 2 bad usage or configuration. A configuration
 problem prints the settings' own message (each variable, what is wrong, what it is for)
 and never a traceback: a person fixing their environment needs the variable's name.
+`run builder` and `run reviewer` also exit 2 before firing the tick when no sandbox can
+run the repository's tests here (and `AGENT_LOOP_SANDBOX` is not `off`).
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from typing import Any, TextIO, cast
 from agent_loop import sandbox_cmd
 from agent_loop._logging import configure_cli_logging, preserved_logging
 from agent_loop.agents import AGENTS, TARGETS, AgentName, run_agent_once
-from agent_loop_common.runtime import TickSummary, preflight_model
+from agent_loop_common.records import Role
+from agent_loop_common.runtime import TickSummary, preflight_model, preflight_sandbox
 from agent_loop_common.settings import ConfigError, Settings, load_settings
 
 __all__ = ["EXIT_CONFIG", "EXIT_FAILED", "build_parser", "main"]
@@ -208,6 +211,7 @@ def _run(args: argparse.Namespace, level: str | None) -> int:
     what = f" on #{target}" if target else ""
     if not remote:  # a deployed tick has its own secrets; here, the key must be in this shell
         preflight_model(settings)
+        asyncio.run(preflight_sandbox(settings, Role(agent)))  # and tests must run here
     _say(f"agent-loop: one {agent} tick{what} for {settings.repo} {where}, model {settings.model}")
     try:
         summary = run_agent_once(agent, settings, target=target, remote=remote, retry_now=retry_now)

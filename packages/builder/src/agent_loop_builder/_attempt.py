@@ -19,7 +19,7 @@ from agent_loop_builder._prompts import BUILDER_NAME, builder_instructions, retr
 from agent_loop_builder._tools import builder_tools, verifier_tools
 from agent_loop_common.agents import AgentRun
 from agent_loop_common.attempts import Declined, Plan, VerifierInput
-from agent_loop_common.checks import Checks, tests_instructions
+from agent_loop_common.checks import Checks, run_tests_instructions
 from agent_loop_common.repo import RepoSnapshot, repository_instructions
 from agent_loop_common.runtime import Runtime
 from agent_loop_common.staging import ChangePlan, ChangeStage, DecompositionStage
@@ -74,7 +74,7 @@ class BuildProposer:
             settings = self.runtime.settings
             instructions = builder_instructions(settings.repo, self.job.snapshot.branch)
             if self.checks is not None:
-                instructions += "\n\n" + tests_instructions(self.checks)
+                instructions += "\n\n" + run_tests_instructions(self.checks)
             self._agent = Agent(
                 name=BUILDER_NAME,
                 instructions=instructions,

@@ -17,7 +17,7 @@ from flyte.ai.agents import Agent
 
 from agent_loop_common.agents import AgentRun
 from agent_loop_common.attempts import Declined, Plan, VerifierInput
-from agent_loop_common.checks import Checks, tests_instructions
+from agent_loop_common.checks import Checks, run_tests_instructions
 from agent_loop_common.repo import RepoSnapshot, repository_instructions
 from agent_loop_common.runtime import Runtime
 from agent_loop_common.staging import ChangePlan, ChangeStage
@@ -62,7 +62,7 @@ class ReviewProposer:
             a = parts.assessment
             instructions = reviewer_instructions()
             if self.checks is not None:
-                instructions += "\n\n" + tests_instructions(self.checks)
+                instructions += "\n\n" + run_tests_instructions(self.checks)
             self._agent = Agent(
                 name=REVIEWER_NAME,
                 instructions=instructions,

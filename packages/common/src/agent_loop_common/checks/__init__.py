@@ -19,13 +19,13 @@ summary, `evidence(runs=...)` for the run record.
 
 from agent_loop_common.checks._checks import NO_COMMAND, Checks, open_checks
 from agent_loop_common.checks._report import CheckReport
-from agent_loop_common.checks._tool import run_tests_tool, tests_instructions
+from agent_loop_common.checks._tool import run_tests_instructions, run_tests_tool
 
 __all__ = [
     "NO_COMMAND",
     "CheckReport",
     "Checks",
     "open_checks",
+    "run_tests_instructions",
     "run_tests_tool",
-    "tests_instructions",
 ]

@@ -18,7 +18,7 @@ from agent_loop_common.checks._checks import Checks
 from agent_loop_common.repo import ReadTool, StagedFiles
 from agent_loop_common.sandbox import CommandRejected, SandboxError
 
-__all__ = ["run_tests_tool", "tests_instructions"]
+__all__ = ["run_tests_instructions", "run_tests_tool"]
 
 _HEAD_CHARS = 2_000
 _TAIL_CHARS = 6_000
@@ -35,7 +35,7 @@ ExtraArgs = Annotated[
 ]
 
 
-def tests_instructions(checks: Checks) -> str:
+def run_tests_instructions(checks: Checks) -> str:
     """A paragraph for an agent's instructions saying how its change will be tested."""
     if not checks.enabled or checks.command is None:
         return (
