@@ -18,6 +18,7 @@ import pytest
 
 from agent_loop import cli
 from agent_loop.demo import DEMO_MARKER, DemoResult, run_demo
+from agent_loop_common.sandbox import BwrapSandbox, DockerSandbox, _select
 from agent_loop_common.testing import GitHubEmulator, emulator_client
 
 pytestmark = pytest.mark.slow
@@ -48,15 +49,21 @@ def test_the_story_goes_as_scripted(demo: tuple[DemoResult, str]) -> None:
         ("distiller", "distilled", "repo"),
     ]
     # progress as it happened, then the results
+    assert "tests:   the sample project's pytest suite, in " in text
     assert (
-        "verifier  REJECTED: The fix in src/widgets/inventory.py is right, but there is no test"
-        in text
-    )
+        "tests     REJECTED: 1 failed, 4 passed (base: 2 passed) "
+        "(tests.test_inventory::test_remove_all_of_it)"
+    ) in text
+    assert "builder   run_tests  -k remove" in text
+    assert "tests     passed: 5 passed (base: 2 passed)" in text
     assert "builder: opened_issues on issue #3 -> #6, #7, #8" in text
     assert "#7 'Export an inventory to CSV' [open]  depends on #6" in text
     assert "+        return round(total, 2)" in text  # the review fix, in PR #4's diff
     assert "reply to comment" in text
     assert "Lessons the distiller learned (2)" in text
+    # the evidence is in the pull request bodies (PR #5 is the bug fix)
+    assert "- Result: 5 passed (base: 2 passed)" in text
+    assert "- Fail-to-pass: `tests.test_inventory::test_remove_all_of_it`" in text
     assert "runs recorded         8" in text
     # it says plainly that the model was replayed, and how to use a real one
     assert "REPLAYED" in text
@@ -125,9 +132,30 @@ def test_the_demo_command_refuses_a_folder_that_is_not_a_demo(
     assert (tmp_path / "notes.txt").read_text() == "mine"
 
 
+def test_the_pr_bodies_carry_the_evidence(demo: tuple[DemoResult, str]) -> None:
+    result, _ = demo
+    emulator = result.emulator
+    assert emulator is not None
+    bug = emulator.pull(5)
+    assert not bug.draft
+    body = bug.body or ""
+    assert "## Tests" in body
+    assert "- Result: 5 passed (base: 2 passed)" in body
+    assert "`tests.test_inventory::test_remove_all_of_it`" in body
+
+
 def test_the_demo_command_runs_quietly_and_empties_its_own_folder(
-    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Also on a machine where no sandbox backend works: the demo runs its own sample code
+    in the plain subprocess, and says that it is not isolated."""
+
+    async def fails(self: object) -> tuple[bool, str]:
+        return False, "not here"
+
+    monkeypatch.setattr(BwrapSandbox, "probe", fails)
+    monkeypatch.setattr(DockerSandbox, "probe", fails)
+    _select.clear_probe_cache()
     home = tmp_path / "demo"
     home.mkdir()
     (home / DEMO_MARKER).write_text("")
@@ -137,4 +165,7 @@ def test_the_demo_command_runs_quietly_and_empties_its_own_folder(
     assert not (home / "stale.txt").exists()
     assert "-> builder tick" not in out  # --quiet: no step-by-step progress
     assert "builder: opened_pr on issue #1 -> #4" in out
+    assert "in plain-subprocess (not isolated) (NOT isolated: no bubblewrap or Docker" in out
+    assert "in the `plain-subprocess` sandbox (not isolated)" in out
+    assert "- Result: 5 passed (base: 2 passed)" in out
     assert "The demo took" in out

@@ -243,6 +243,8 @@ def _print_summary(agent: str, tick: TickSummary, out: TextIO) -> None:
     print(f"{agent}: {tick.outcome} on {tick.target_label or '?'}{made}", file=out)
     fields = tick.model_dump(exclude=set(_SHOWN_ELSEWHERE))
     for key, value in [*fields.items(), *tick.details.items()]:
+        if isinstance(value, list):
+            value = "; ".join(str(v) for v in cast(list[object], value))
         if value not in ("", 0, None):
             print(f"  {key}: {value}", file=out)
 

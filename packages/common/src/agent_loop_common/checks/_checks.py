@@ -22,13 +22,13 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 from agent_loop_common.checks._report import CheckReport
 from agent_loop_common.repo import RepoSnapshot
-from agent_loop_common.runtime import Runtime
+from agent_loop_common.runtime import Runtime, installed_sandbox
 from agent_loop_common.sandbox import (
     BaselineStore,
     CommandRejected,
@@ -81,6 +81,7 @@ class Checks:
         baselines: Where baseline results are kept (per base SHA and command).
         max_tool_runs: Most `run_tests` calls per try.
         note: Why no tests run, when they do not (the sandbox is off, no command).
+        watch: Called with each report as soon as it is made (the demo narrates it).
     """
 
     def __init__(
@@ -93,6 +94,7 @@ class Checks:
         baselines: BaselineStore,
         max_tool_runs: int,
         note: str = "",
+        watch: Callable[[CheckReport], None] | None = None,
     ) -> None:
         self.sandbox = sandbox
         self.tree = tree
@@ -101,6 +103,7 @@ class Checks:
         self.baselines = baselines
         self.max_tool_runs = max_tool_runs
         self.note = note
+        self.watch = watch
         self.runs = 0
         """Commands this run started in the sandbox (baselines, checks, `run_tests`)."""
         self.tool_runs = 0
@@ -170,10 +173,15 @@ class Checks:
         base_texts = await self.tree.originals(sorted(files))
         flags = flag_test_tampering(files, base_texts)
         if not self.enabled or self.command is None:
-            return self._report(flags=flags)
-        base = await self.baseline()
-        after = await self._run(self.command.argv, changes=files)
-        return self._report(verdict=compare(base, after), flags=flags, base=base, after=after)
+            report = self._report(flags=flags)
+        else:
+            base = await self.baseline()
+            after = await self._run(self.command.argv, changes=files)
+            verdict = compare(base, after)
+            report = self._report(verdict=verdict, flags=flags, base=base, after=after)
+        if self.watch is not None:
+            self.watch(report)
+        return report
 
     def new_try(self) -> None:
         """Start counting `run_tests` calls for a new try."""
@@ -263,6 +271,7 @@ async def open_checks(
         baselines=runtime.baselines,
         max_tool_runs=settings.max_test_runs,
         note=note,
+        watch=installed.watch if (installed := installed_sandbox()) is not None else None,
     )
     try:
         yield checks

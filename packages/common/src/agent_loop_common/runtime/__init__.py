@@ -30,6 +30,7 @@ from agent_loop_common.runtime._preflight import preflight_model
 from agent_loop_common.runtime._runtime import Runtime, open_runtime
 from agent_loop_common.runtime._sandbox import (
     TESTING_ROLES,
+    InstalledSandbox,
     installed_sandbox,
     preflight_sandbox,
     sandbox_for,
@@ -60,6 +61,7 @@ __all__ = [
     "TESTING_ROLES",
     "AgentEntry",
     "DirectWriter",
+    "InstalledSandbox",
     "ModelProvider",
     "Pipeline",
     "Posted",

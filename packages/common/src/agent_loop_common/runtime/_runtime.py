@@ -84,7 +84,7 @@ class Runtime:
 
 def _default_baselines() -> BaselineStore:
     installed = installed_sandbox()
-    return installed[1] if installed is not None else BaselineCache()
+    return installed.baselines if installed is not None else BaselineCache()
 
 
 @asynccontextmanager

@@ -15,8 +15,9 @@ by the agent's environment with `use_flyte_tests_task`).
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from agent_loop_common.records import Role
@@ -25,6 +26,7 @@ from agent_loop_common.settings import ConfigError, Settings
 
 __all__ = [
     "TESTING_ROLES",
+    "InstalledSandbox",
     "installed_sandbox",
     "preflight_sandbox",
     "sandbox_for",
@@ -35,13 +37,28 @@ __all__ = [
 TESTING_ROLES = frozenset({Role.BUILDER, Role.REVIEWER})
 """The roles whose runs test changes (the distiller runs no code)."""
 
-_installed: tuple[Sandbox, BaselineCache] | None = None
+
+@dataclass(frozen=True)
+class InstalledSandbox:
+    """What `use_sandbox` installed for the runs of this process."""
+
+    sandbox: Sandbox
+    baselines: BaselineCache
+    """Baseline results shared by the runs (one baseline per base SHA and command)."""
+    watch: Callable[[Any], None] | None = None
+    """Called with each `CheckReport` as soon as a change is judged (the demo narrates)."""
+
+
+_installed: InstalledSandbox | None = None
 _flyte_task: Any = None
 
 
 @contextmanager
 def use_sandbox(
-    sandbox: Sandbox, baselines: BaselineCache | None = None
+    sandbox: Sandbox,
+    baselines: BaselineCache | None = None,
+    *,
+    watch: Callable[[Any], None] | None = None,
 ) -> Generator[BaselineCache]:
     """Run every run's tests in `sandbox` while the block runs.
 
@@ -49,21 +66,22 @@ def use_sandbox(
         sandbox: The backend (e.g. `open_sandbox(settings, allow_unisolated=True)`).
         baselines: The baseline store shared by those runs (a new one by default), so
             runs at one base commit run its baseline once.
+        watch: Called with each `CheckReport` as soon as a change is judged.
 
     Yields:
         The shared baseline store (its `runs` counts the baselines that actually ran).
     """
     global _installed
     store = baselines if baselines is not None else BaselineCache()
-    previous, _installed = _installed, (sandbox, store)
+    previous, _installed = _installed, InstalledSandbox(sandbox, store, watch)
     try:
         yield store
     finally:
         _installed = previous
 
 
-def installed_sandbox() -> tuple[Sandbox, BaselineCache] | None:
-    """The sandbox and baseline store installed with `use_sandbox`, if any."""
+def installed_sandbox() -> InstalledSandbox | None:
+    """What `use_sandbox` installed, if anything."""
     return _installed
 
 
@@ -80,7 +98,7 @@ async def sandbox_for(settings: Settings) -> Sandbox:
         ConfigError: No backend works (the message names what to install or set).
     """
     if _installed is not None:
-        return _installed[0]
+        return _installed.sandbox
     try:
         return await open_sandbox(settings, flyte_task=_flyte_task)
     except SandboxUnavailable as exc:

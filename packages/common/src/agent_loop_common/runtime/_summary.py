@@ -59,6 +59,9 @@ class TickSummary(BaseModel):
     """GitHub requests of the run, its durable writes included."""
     details: dict[str, str] = Field(default_factory=dict[str, str])
     """Figures only one agent has (the distiller: `pass`, `ingested`, `lessons`)."""
+    tests: list[str] = Field(default_factory=list[str])
+    """The tests' verdict on each try whose change was tested, in order, e.g. `try 1
+    failed: 1 failed, 2 passed (base: 2 passed)`; empty when no change was tested."""
 
     @classmethod
     def of_record(
@@ -81,6 +84,7 @@ class TickSummary(BaseModel):
             tokens=record.usage.tokens,
             github_requests=record.github.requests,
             details=dict(details or {}),
+            tests=[f"try {a.number} {a.tests}" for a in record.attempts if a.tests],
         )
 
     @property
