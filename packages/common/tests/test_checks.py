@@ -209,3 +209,20 @@ async def test_repository_instructions_come_from_the_base_and_the_nearest_agents
     big = await repository_instructions(await _snapshot(emulator))
     assert len(big.files[0][1]) < 8_100
     assert "more characters not shown" in big.files[0][1]
+
+
+async def test_a_command_that_cannot_start_on_the_base_judges_nothing(
+    emulator: GitHubEmulator, agent_runtime: AgentRuntime, settings: Settings
+) -> None:
+    base = await _snapshot(emulator)
+    config = settings.model_copy(update={"test_command": "/nonexistent/python -m pytest"})
+    with use_sandbox(PlainSubprocessSandbox(SandboxLimits(wall_seconds=30))):
+        async with (
+            agent_runtime(Role.BUILDER, settings=config) as rt,
+            open_checks(rt, tree=base, config=base) as checks,
+        ):
+            report = await checks.check({"src/calc.py": BROKEN})
+    assert report.status == "not_run"
+    assert not report.rejects
+    assert report.summary.startswith("the test command could not start on the base commit")
+    assert "/nonexistent/python" in report.markdown()

@@ -151,6 +151,7 @@ class Checks:
         verdict: TestVerdict | None = None,
         base: RunResult | None = None,
         after: RunResult | None = None,
+        note: str = "",
     ) -> CheckReport:
         return CheckReport(
             command=self.command,
@@ -161,7 +162,7 @@ class Checks:
             flags=flags,
             base=base,
             after=after,
-            note=self.note,
+            note=note or self.note,
         )
 
     async def check(self, files: Mapping[str, str | None]) -> CheckReport:
@@ -176,9 +177,15 @@ class Checks:
             report = self._report(flags=flags)
         else:
             base = await self.baseline()
-            after = await self._run(self.command.argv, changes=files)
-            verdict = compare(base, after)
-            report = self._report(verdict=verdict, flags=flags, base=base, after=after)
+            broken = _unusable(base)
+            if broken:
+                # Not the change's fault: the command (or its setup) does not work on the
+                # base commit. Nothing is judged; the pull request says no tests ran.
+                report = self._report(flags=flags, base=base, note=broken)
+            else:
+                after = await self._run(self.command.argv, changes=files)
+                verdict = compare(base, after)
+                report = self._report(verdict=verdict, flags=flags, base=base, after=after)
         if self.watch is not None:
             self.watch(report)
         return report
@@ -216,6 +223,17 @@ class Checks:
         if self._root is not None:
             shutil.rmtree(self._root, ignore_errors=True)
             self._root = None
+
+
+def _unusable(base: RunResult | None) -> str:
+    """Why the baseline says the tests cannot judge anything here, or `""`."""
+    if base is None:
+        return ""
+    if base.setup is not None and not base.setup.ok:
+        return f"the setup command failed on the base commit ({base.setup.summary()})"
+    if base.error and base.exit_code == 127:
+        return f"the test command could not start on the base commit ({base.error})"
+    return ""
 
 
 async def _detection_files(config: RepoSnapshot) -> dict[str, str]:
