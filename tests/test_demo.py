@@ -13,6 +13,7 @@ import io
 import pathlib
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import pytest
 
@@ -144,11 +145,9 @@ def test_the_pr_bodies_carry_the_evidence(demo: tuple[DemoResult, str]) -> None:
     assert "`tests.test_inventory::test_remove_all_of_it`" in body
 
 
-def test_the_demo_command_runs_quietly_and_empties_its_own_folder(
-    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Also on a machine where no sandbox backend works: the demo runs its own sample code
-    in the plain subprocess, and says that it is not isolated."""
+@pytest.fixture
+def no_sandbox_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Neither bubblewrap nor Docker works (for this test only: later tests probe again)."""
 
     async def fails(self: object) -> tuple[bool, str]:
         return False, "not here"
@@ -156,6 +155,16 @@ def test_the_demo_command_runs_quietly_and_empties_its_own_folder(
     monkeypatch.setattr(BwrapSandbox, "probe", fails)
     monkeypatch.setattr(DockerSandbox, "probe", fails)
     _select.clear_probe_cache()
+    yield
+    _select.clear_probe_cache()
+
+
+@pytest.mark.usefixtures("no_sandbox_backend")
+def test_the_demo_command_runs_quietly_and_empties_its_own_folder(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Also on a machine where no sandbox backend works: the demo runs its own sample code
+    in the plain subprocess, and says that it is not isolated."""
     home = tmp_path / "demo"
     home.mkdir()
     (home / DEMO_MARKER).write_text("")

@@ -103,6 +103,7 @@ def loop(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> Iterator[Lo
         monkeypatch.setenv("AGENT_LOOP_TEST_COMMAND", TEST_COMMAND)
         monkeypatch.setenv("AGENT_LOOP_SANDBOX_TIMEOUT_SECONDS", "120")
         yield Loop(emulator, load_settings(), {})
+    _select.clear_probe_cache()  # a test may have faked the probes
 
 
 def _tick(argv: list[str], capsys: pytest.CaptureFixture[str]) -> TickSummary:

@@ -205,6 +205,9 @@ async def test_repository_instructions_come_from_the_base_and_the_nearest_agents
     assert '<untrusted-data label="maintainers instructions src/pkg/AGENTS.md">' in text
     root_only = await repository_instructions(base, ["docs/y.md"])
     assert [path for path, _ in root_only.files] == ["AGENTS.md", "CLAUDE.md"]
+    assert "Sub-folders have instructions of their own (`src/pkg/AGENTS.md`)" in (
+        root_only.render()
+    )
     emulator.push("main", {"AGENTS.md": "x" * 50_000}, author="acme", message="big")
     big = await repository_instructions(await _snapshot(emulator))
     assert len(big.files[0][1]) < 8_100

@@ -36,9 +36,12 @@ class RepoInstructions:
     """`(path, text)` per file, each already capped."""
     source: str
     """Which commit they were read from, e.g. `base branch main`."""
+    nested: tuple[str, ...] = ()
+    """Every `AGENTS.md` in a sub-folder of the commit (shown or not), so an agent can
+    read the one nearest to a file it is about to change."""
 
     def __bool__(self) -> bool:
-        return bool(self.files)
+        return bool(self.files or self.nested)
 
     def render(self, *, level: int = 1) -> str:
         """The prompt section: a heading, what they are and where they rank, the files.
@@ -46,7 +49,7 @@ class RepoInstructions:
         Args:
             level: The heading's level (`#` for 1) in the prompt it goes into.
         """
-        if not self.files:
+        if not self:
             return ""
         parts = [
             f"{'#' * level} The maintainers' instructions",
@@ -59,6 +62,14 @@ class RepoInstructions:
             fence_untrusted(f"maintainers' instructions {path}", text, _FILE_CHARS + 200)
             for path, text in self.files
         ]
+        unshown = [p for p in self.nested if p not in {path for path, _ in self.files}]
+        if unshown:
+            listed = ", ".join(f"`{p}`" for p in unshown[:10])
+            more = f" and {len(unshown) - 10} more" if len(unshown) > 10 else ""
+            parts.append(
+                f"Sub-folders have instructions of their own ({listed}{more}): read the "
+                "nearest one above a file with read_file before you change that file."
+            )
         return "\n\n".join(parts)
 
 
@@ -89,6 +100,7 @@ async def repository_instructions(
         nearest = _nearest(path, present)
         if nearest is not None and nearest not in wanted:
             wanted.append(nearest)
+    nested = tuple(p for p in sorted(present) if p.endswith(f"/{_NESTED}"))
     files: list[tuple[str, str]] = []
     budget = _TOTAL_CHARS
     for name in wanted:
@@ -100,4 +112,6 @@ async def repository_instructions(
             text = text[:limit] + f"\n[... {len(text) - limit} more characters not shown]"
         budget -= len(text)
         files.append((name, text))
-    return RepoInstructions(files=tuple(files), source=f"read from the {snapshot.label}")
+    return RepoInstructions(
+        files=tuple(files), source=f"read from the {snapshot.label}", nested=nested
+    )
