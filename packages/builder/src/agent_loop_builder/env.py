@@ -47,7 +47,7 @@ IDLE_NOTE = "no eligible issue"
 """What an idle builder tick says."""
 
 
-def _tests_environments() -> list[flyte.TaskEnvironment]:
+def _tests_environments() -> list[flyte.Environment]:
     """With `AGENT_LOOP_SANDBOX=flyte`: the task the repository's tests run in (a raw
     container with no secrets), registered for this process's runs; otherwise none."""
     spec = agent_tests_spec()
@@ -55,7 +55,9 @@ def _tests_environments() -> list[flyte.TaskEnvironment]:
         return []
     task = build_container_task(spec)
     use_flyte_tests_task(task)
-    return [flyte.TaskEnvironment.from_task("agent-loop-tests", task)]
+    # flyte leaves the task's generics unknown; the environment itself is fully typed.
+    tests_env: flyte.Environment = flyte.TaskEnvironment.from_task("agent-loop-tests", task)  # pyright: ignore[reportUnknownMemberType]
+    return [tests_env]
 
 
 env = flyte.TaskEnvironment(
