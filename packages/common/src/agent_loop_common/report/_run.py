@@ -12,6 +12,13 @@ TRACE_ROWS = 200
 """Most trace steps shown (a long run's trace stays readable; the record keeps them all)."""
 
 
+def _isolation(backend: str, *, isolated: bool) -> str:
+    """` (not isolated)` when the tests ran without isolation and the name does not say so."""
+    if isolated or backend in ("", "off") or "not isolated" in backend:
+        return ""
+    return " (not isolated)"
+
+
 def _tests_html(record: RunRecord) -> str:
     """The run's test evidence: command and source, backend, base and after, flags."""
     t = record.tests
@@ -20,7 +27,7 @@ def _tests_html(record: RunRecord) -> str:
     rows = [
         ("Status", f"<b>{escape(t.status)}</b>: {escape(t.summary)}"),
         ("Command", f"<code>{escape(t.command or '(none)')}</code> from {escape(t.source or '-')}"),
-        ("Sandbox", escape(t.backend) + ("" if t.isolated else " (not isolated)")),
+        ("Sandbox", escape(t.backend) + _isolation(t.backend, isolated=t.isolated)),
         ("Base", escape(t.base or "-")),
         ("After", escape(t.after or "-")),
         ("Runs", str(t.runs)),
