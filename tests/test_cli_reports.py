@@ -89,7 +89,7 @@ def test_a_ticks_report_is_kept_in_the_home_named_after_its_run(
     lines = out.splitlines()
     assert lines[0].startswith(f"builder: opened_pr on issue #{number} -> http")
     shown = [line.split(":")[0].strip() for line in lines[1:]]
-    assert shown == ["run_id", "tries", "llm_calls", "tokens", "github_requests", "report"]
+    assert shown == ["run_id", "tries", "tests", "llm_calls", "tokens", "github_requests", "report"]
     run_id = lines[1].removeprefix("  run_id: ")
     report = _reported(out)
     assert report == tmp_path / "home" / "reports" / f"builder-{run_id}.html"

@@ -14,11 +14,13 @@ import pathlib
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import pytest
 
 from agent_loop import cli
 from agent_loop.demo import DEMO_MARKER, DemoResult, run_demo
+from agent_loop_common.sandbox import BwrapSandbox, DockerSandbox, _select
 from agent_loop_common.testing import GitHubEmulator, emulator_client
 
 pytestmark = pytest.mark.slow
@@ -49,15 +51,21 @@ def test_the_story_goes_as_scripted(demo: tuple[DemoResult, str]) -> None:
         ("distiller", "distilled", "repo"),
     ]
     # progress as it happened, then the results
+    assert "tests:   the sample project's pytest suite, in " in text
     assert (
-        "verifier  REJECTED: The fix in src/widgets/inventory.py is right, but there is no test"
-        in text
-    )
+        "tests     REJECTED: 1 failed, 4 passed (base: 2 passed) "
+        "(tests.test_inventory::test_remove_all_of_it)"
+    ) in text
+    assert "builder   run_tests  -k remove" in text
+    assert "tests     passed: 5 passed (base: 2 passed)" in text
     assert "builder: opened_issues on issue #3 -> #6, #7, #8" in text
     assert "#7 'Export an inventory to CSV' [open]  depends on #6" in text
     assert "+        return round(total, 2)" in text  # the review fix, in PR #4's diff
     assert "reply to comment" in text
     assert "Lessons the distiller learned (2)" in text
+    # the evidence is in the pull request bodies (PR #5 is the bug fix)
+    assert "- Result: 5 passed (base: 2 passed)" in text
+    assert "- Fail-to-pass: `tests.test_inventory::test_remove_all_of_it`" in text
     assert "runs recorded         8" in text
     # it says plainly that the model was replayed, and how to use a real one
     assert "REPLAYED" in text
@@ -131,9 +139,38 @@ def test_the_demo_command_refuses_a_folder_that_is_not_a_demo(
     assert (tmp_path / "notes.txt").read_text() == "mine"
 
 
+def test_the_pr_bodies_carry_the_evidence(demo: tuple[DemoResult, str]) -> None:
+    result, _ = demo
+    emulator = result.emulator
+    assert emulator is not None
+    bug = emulator.pull(5)
+    assert not bug.draft
+    body = bug.body or ""
+    assert "## Tests" in body
+    assert "- Result: 5 passed (base: 2 passed)" in body
+    assert "`tests.test_inventory::test_remove_all_of_it`" in body
+
+
+@pytest.fixture
+def no_sandbox_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Neither bubblewrap nor Docker works (for this test only: later tests probe again)."""
+
+    async def fails(self: object) -> tuple[bool, str]:
+        return False, "not here"
+
+    monkeypatch.setattr(BwrapSandbox, "probe", fails)
+    monkeypatch.setattr(DockerSandbox, "probe", fails)
+    _select.clear_probe_cache()
+    yield
+    _select.clear_probe_cache()
+
+
+@pytest.mark.usefixtures("no_sandbox_backend")
 def test_the_demo_command_runs_quietly_and_empties_its_own_folder(
     tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Also on a machine where no sandbox backend works: the demo runs its own sample code
+    in the plain subprocess, and says that it is not isolated."""
     home = tmp_path / "demo"
     home.mkdir()
     (home / DEMO_MARKER).write_text("")
@@ -146,3 +183,18 @@ def test_the_demo_command_runs_quietly_and_empties_its_own_folder(
     assert len(lines) == 10
     assert lines[0].startswith("   builder: opened_pr on issue #1 -> #4 (")
     assert all(re.match(r"   (builder|reviewer|distiller): ", line) for line in lines)
+
+
+@pytest.mark.usefixtures("no_sandbox_backend")
+def test_without_a_sandbox_backend_the_demo_says_it_is_not_isolated(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On a machine where no sandbox backend works, the demo runs its own sample code in
+    the plain subprocess, and says that it is not isolated."""
+    assert cli.main(["demo", "--home", str(tmp_path / "demo")]) == 0
+    out = capsys.readouterr().out
+    assert "builder: opened_pr on issue #1 -> #4" in out
+    assert "in plain-subprocess (not isolated) (NOT isolated: no bubblewrap or Docker" in out
+    assert "in the `plain-subprocess` sandbox (not isolated)" in out
+    assert "- Result: 5 passed (base: 2 passed)" in out
+    assert "The demo took" in out

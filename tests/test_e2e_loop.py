@@ -64,6 +64,9 @@ def loop(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> Iterator[Lo
         monkeypatch.setenv("GITHUB_TOKEN", emulator.bot_token)
         monkeypatch.setenv("AGENT_LOOP_REPO", emulator.full_name)
         monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path / "home"))
+        # The tests' sandbox has end-to-end tests of its own (test_e2e_verdicts); this
+        # loop runs anywhere, opening its pull requests as drafts that say no tests ran.
+        monkeypatch.setenv("AGENT_LOOP_SANDBOX", "off")
         yield Loop(emulator, load_settings(), {})
 
 

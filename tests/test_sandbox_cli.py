@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,11 +29,14 @@ needs_bwrap = pytest.mark.skipif(not WORKS, reason=f"bubblewrap cannot run here:
 
 
 @pytest.fixture(autouse=True)
-def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No setting from the machine running the tests leaks into these; no credentials needed."""
+def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No setting from the machine running the tests leaks into these; no credentials needed.
+    Probes faked by a test are forgotten afterwards, so later tests probe for real."""
     for key in list(os.environ):
         if key.startswith(_GITHUB_AND_LOOP) and key != "AGENT_LOOP_ALLOW_MODEL_REQUESTS":
             monkeypatch.delenv(key)
+    _select.clear_probe_cache()
+    yield
     _select.clear_probe_cache()
 
 

@@ -18,6 +18,8 @@ problem prints the settings' own message (each variable, what is wrong, what it 
 and never a traceback: a person fixing their environment needs the variable's name. A
 remote run or a deploy without a Flyte config naming a cluster is such a problem too:
 it never falls back to running locally.
+`run builder` and `run reviewer` also exit 2 before firing the tick when no sandbox can
+run the repository's tests here (and `AGENT_LOOP_SANDBOX` is not `off`).
 """
 
 from __future__ import annotations
@@ -35,11 +37,13 @@ from typing import Any, TextIO, cast
 from agent_loop import sandbox_cmd
 from agent_loop._logging import configure_cli_logging, preserved_logging
 from agent_loop.agents import AGENTS, TARGETS, AgentName, run_agent_once
+from agent_loop_common.records import Role
 from agent_loop_common.runtime import (
     CONFIG_TEMPLATE,
     TickSummary,
     model_label,
     preflight_model,
+    preflight_sandbox,
     remote_flyte_config,
 )
 from agent_loop_common.settings import ConfigError, Settings, load_settings
@@ -283,6 +287,7 @@ def _run(args: argparse.Namespace, level: str | None) -> int:
             where = f"on the Flyte cluster {cluster.describe()} (its deployed settings)"
         else:  # a deployed tick has its own secrets; here, the key must be in this shell
             preflight_model(settings)
+            asyncio.run(preflight_sandbox(settings, Role(agent)))  # and tests must run here
             where = f"in Flyte local mode (home: {settings.home}), model {model_label(settings)}"
         _say(f"agent-loop: one {agent} tick{what} for {settings.repo} {where}")
         try:
@@ -330,6 +335,7 @@ SUMMARY_FIELDS = (
     "error",
     "note",
     "tries",
+    "tests",
     "llm_calls",
     "tokens",
     "github_requests",
@@ -354,6 +360,8 @@ def _print_summary(agent: str, tick: TickSummary, out: TextIO) -> None:
     fields = tick.model_dump(exclude=set(_SHOWN_ELSEWHERE))
     ordered = [*SUMMARY_FIELDS, *(k for k in fields if k not in SUMMARY_FIELDS)]
     for key, value in [*((k, fields[k]) for k in ordered), *tick.details.items()]:
+        if isinstance(value, list):
+            value = "; ".join(str(v) for v in cast(list[object], value))
         if value not in ("", 0, None):
             print(f"  {key}: {value}", file=out)
 

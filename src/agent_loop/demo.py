@@ -4,9 +4,9 @@ The story, all through `run_once` in Flyte local mode (the path of `agent-loop r
 
 1. A GitHub emulator is served on 127.0.0.1 with a sample project (`demo_project`) and
    three issues from its owner: a feature, a bug, a spec.
-2. Builder ticks until it is idle: two PRs (the bug fix after one verifier rejection),
-   the spec split into sub-issues with dependencies, and a PR for the first sub-issue;
-   the last tick is idle because the other sub-issues wait for it.
+2. Builder ticks until it is idle: two PRs (the bug fix after its first try failed a
+   test), the spec split into sub-issues with dependencies, and a PR for the first
+   sub-issue; the last tick is idle because the other sub-issues wait for it.
 3. The owner reviews the feature PR with an inline comment; reviewer ticks until idle:
    every agent PR gets its own review, the commented one a verified fix and a reply.
 4. The owner merges the bug fix; the distiller grades the PRs, learns lessons from the
@@ -14,12 +14,17 @@ The story, all through `run_once` in Flyte local mode (the path of `agent-loop r
 
 The model is replayed (`demo_scripts`), never called: no credentials, no network beyond
 loopback. Everything the agents did is real: the emulator holds the commits, PRs,
-comments and sub-issues, and memory holds the run records, grades and lessons.
+comments and sub-issues, and memory holds the run records, grades and lessons. The
+sample project's pytest suite really runs on every proposed change, with this Python,
+in the sandbox the agents use (bubblewrap or Docker when one works here; otherwise a
+plain subprocess with a scrubbed environment, which the demo says is not isolated: it
+only ever runs the demo's own sample code).
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import shutil
 import sys
@@ -39,7 +44,8 @@ from agent_loop.demo_model import ReplayModel
 from agent_loop.demo_show import Narrator, show_results
 from agent_loop.status import read_snapshot
 from agent_loop_common.records import Outcome, Role
-from agent_loop_common.runtime import TickSummary, local_memory, use_model
+from agent_loop_common.runtime import TickSummary, local_memory, use_model, use_sandbox
+from agent_loop_common.sandbox import open_sandbox
 from agent_loop_common.settings import Settings, load_settings
 from agent_loop_common.testing import GitHubEmulator, emulator_client
 
@@ -49,6 +55,7 @@ __all__ = [
     "DemoError",
     "DemoResult",
     "demo_environment",
+    "demo_test_command",
     "run_demo",
 ]
 
@@ -64,6 +71,27 @@ _MAX_TICKS = 8
 
 class DemoError(RuntimeError):
     """The demo cannot start (e.g. its folder holds something else)."""
+
+
+def demo_test_command() -> str:
+    """The sample project's tests: pytest with this Python, by absolute path.
+
+    This workspace's own pytest plugins are switched off: the hermetic guard lives in the
+    workspace's sources, which the sandbox does not show, and the async plugins only
+    cost start-up time.
+
+    Raises:
+        DemoError: pytest is not installed next to agent-loop.
+    """
+    if importlib.util.find_spec("pytest") is None:
+        raise DemoError(
+            f"the demo runs the sample project's tests with pytest, which {sys.executable} "
+            "does not have: install it (`uv sync` does, or `pip install pytest`)."
+        )
+    return (
+        f"{sys.executable} -m pytest -q -p no:cacheprovider -p no:agent_loop_hermetic "
+        "-p no:asyncio -p no:anyio --junitxml=$SANDBOX_JUNIT"
+    )
 
 
 @dataclass
@@ -126,6 +154,7 @@ def demo_environment(
             "AGENT_LOOP_HOME": str(home),
             "AGENT_LOOP_ALLOW_MODEL_REQUESTS": "0",
             "AGENT_LOOP_DEPLOYMENT_ID": "demo",
+            "AGENT_LOOP_TEST_COMMAND": demo_test_command(),
             # Tasks that configure logging themselves read it here: keep the story readable.
             "AGENT_LOOP_LOG_LEVEL": log_level,
         }
@@ -307,6 +336,7 @@ def run_demo(
 def _run_demo(home: Path, narrator: Narrator, log_level: str) -> DemoResult:
     started = time.perf_counter()
     home = _prepare_home(home)
+    demo_test_command()  # before anything else: say so if pytest is missing
     # The emulator's clock moves one second per write from `start`; an hour back keeps
     # it behind the real clock the runs use, as GitHub's own timestamps would be.
     emulator = GitHubEmulator(start=datetime.now(UTC) - timedelta(hours=1))
@@ -316,9 +346,15 @@ def _run_demo(home: Path, narrator: Narrator, log_level: str) -> DemoResult:
         emulator.serve() as url,
         demo_environment(emulator, url, home, log_level=log_level) as settings,
     ):
-        narrator.intro(url, emulator, home, issues)
+        # The demo's own sample code: the plain subprocess is acceptable when no isolating
+        # backend works here, and every result (and the intro) says it is not isolated.
+        sandbox = asyncio.run(open_sandbox(settings, allow_unisolated=True))
+        narrator.intro(url, emulator, home, issues, sandbox=sandbox)
         story = _Acts(emulator, settings, narrator, issues)
-        with use_model(story.model, label=REPLAYED_LABEL):
+        with (
+            use_model(story.model, label=REPLAYED_LABEL),
+            use_sandbox(sandbox, watch=narrator.tests_step),
+        ):
             for act in (story.build, story.review, story.distill):
                 act()
                 if story.problems:

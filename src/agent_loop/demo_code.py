@@ -2,7 +2,8 @@
 
 Kept apart from the scripts so the scripts read as the conversation (which tool, why)
 and this module as the work (what the files say). Every version is real code: at each
-PR's head the sample project's tests pass.
+PR's head the sample project's tests pass, and the one first try that breaks a test
+(`INVENTORY_NO_NEGATIVE_OFF_BY_ONE`) is caught by running them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ __all__ = [
     "CSV_FORMAT",
     "CSV_FORMAT_TESTS",
     "INVENTORY_NO_NEGATIVE",
+    "INVENTORY_NO_NEGATIVE_OFF_BY_ONE",
     "INVENTORY_TOTAL",
     "INVENTORY_TOTAL_ROUNDED",
     "README_CSV",
@@ -101,6 +103,11 @@ INVENTORY_NO_NEGATIVE = _INVENTORY.replace(
 ''',
 )
 
+INVENTORY_NO_NEGATIVE_OFF_BY_ONE = INVENTORY_NO_NEGATIVE.replace(
+    "if quantity > item.quantity:", "if quantity >= item.quantity:"
+)
+"""The bug fix's first try: it also refuses to take out exactly what is in stock."""
+
 TESTS_NO_NEGATIVE = (
     _TESTS.replace(
         "from widgets import Inventory\n", "import pytest\n\nfrom widgets import Inventory\n"
@@ -113,6 +120,13 @@ def test_remove_more_than_in_stock_is_refused():
     with pytest.raises(ValueError, match="only 2"):
         stock.remove("bolt", 5)
     assert stock.count("bolt") == 2
+
+
+def test_remove_all_of_it():
+    stock = Inventory()
+    stock.add("bolt", 2, unit_price=0.1)
+    stock.remove("bolt", 2)
+    assert stock.count("bolt") == 0
 
 
 def test_remove_unknown_item_names_it():

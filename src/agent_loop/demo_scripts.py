@@ -3,8 +3,10 @@
 Each episode is what a capable model does with the real agent's tools: read what it
 needs, stage complete files (or sub-issues), submit, and end with a short message; each
 verifier reads what it wants to check and ends with its JSON verdict. The bug fix shows
-a verifier rejection: the first try has no test, the verifier says so, and the second
-try (which starts from the staged fix) adds one.
+the tests at work: its first try refuses to remove exactly what is in stock, a test the
+try itself added fails in the sandbox, the try is rejected by code before any verifier
+sees it, and the second try (which starts from the staged files and is told which test
+failed) fixes the boundary, runs the tests itself, and is verified with the evidence.
 
 Tool names and arguments are the agents' contract (`agent_loop_common.staging`, the
 builder's and reviewer's read tools, the distiller's lesson tools); the strict

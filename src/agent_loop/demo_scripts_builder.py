@@ -120,6 +120,12 @@ def _feature() -> Episode:
 
 
 def _bug() -> Episode:
+    body = (
+        "`Inventory.remove()` now refuses to take out more than is in stock, and an "
+        "unknown item raises a `ValueError` naming it; the stock is unchanged in both "
+        "cases.\n\nTested in `tests/test_inventory.py`: removing too many keeps the "
+        "stock, removing all of it leaves zero, removing an unknown item names it."
+    )
     return Episode(
         name="builder: bug",
         role=Role.BUILDER,
@@ -131,64 +137,69 @@ def _bug() -> Episode:
                     call(
                         "stage_file",
                         path="src/widgets/inventory.py",
-                        content=code.INVENTORY_NO_NEGATIVE,
+                        content=code.INVENTORY_NO_NEGATIVE_OFF_BY_ONE,
                     )
                 ]
             ),
-            turn(
-                tool_calls=[
-                    call(
-                        "submit_implementation",
-                        title=BUG_PR_TITLE,
-                        body=(
-                            "`Inventory.remove()` now refuses to take out more than is in "
-                            "stock, and an unknown item raises a `ValueError` naming it; "
-                            "the stock is unchanged in both cases."
-                        ),
-                        summary="remove() checks the stock before taking items out.",
-                    )
-                ]
-            ),
-            done("Submitted the fix."),
-            # Try 2: the verifier asked for tests; the staged fix is still there.
             turn(
                 tool_calls=[
                     call(
                         "stage_file", path="tests/test_inventory.py", content=code.TESTS_NO_NEGATIVE
                     )
-                ],
-                expect_in_messages="no test",
+                ]
             ),
             turn(
                 tool_calls=[
                     call(
                         "submit_implementation",
                         title=BUG_PR_TITLE,
-                        body=(
-                            "`Inventory.remove()` now refuses to take out more than is in "
-                            "stock, and an unknown item raises a `ValueError` naming it; "
-                            "the stock is unchanged in both cases.\n\n"
-                            "Tested in `tests/test_inventory.py`: removing too many keeps "
-                            "the stock, removing an unknown item names it."
-                        ),
-                        summary="remove() checks the stock first; tests for both refusals.",
-                    ).expecting("Submitted 2 path(s)")
+                        body=body,
+                        summary="remove() checks the stock first; tests for each case.",
+                    )
                 ]
             ),
             done("Submitted the fix with tests."),
+            # Try 2: the tests rejected try 1 (the verifier was not asked); the failing
+            # test and its output came back as the notes. The staged files are kept.
+            turn(
+                tool_calls=[
+                    call(
+                        "stage_file",
+                        path="src/widgets/inventory.py",
+                        content=code.INVENTORY_NO_NEGATIVE,
+                    )
+                ],
+                expect_in_messages=["test_remove_all_of_it", "only 2 'bolt' in stock"],
+            ),
+            turn(
+                tool_calls=[
+                    call("run_tests", args=["-k", "remove"]).expecting(
+                        "Tests on your staged change: exit 0"
+                    )
+                ]
+            ),
+            turn(
+                tool_calls=[
+                    call(
+                        "submit_implementation",
+                        title=BUG_PR_TITLE,
+                        body=body,
+                        summary="remove() checks the stock first; tests for each case.",
+                    ).expecting("Submitted 2 path(s)")
+                ]
+            ),
+            done("Fixed the boundary: removing exactly what is in stock works again."),
         ],
         verifier=[
-            verdict(
-                False,
-                "The fix in src/widgets/inventory.py is right, but there is no test for it: "
-                "add tests in tests/test_inventory.py for removing more than is in stock "
-                "(the count must stay 2) and for removing an unknown item.",
+            turn(
+                tool_calls=[call("read_file", path="tests/test_inventory.py")],
+                expect_in_messages=["Checked by the pipeline", "Fail-to-pass"],
             ),
-            turn(tool_calls=[call("read_file", path="tests/test_inventory.py")]),
             verdict(
                 True,
                 "remove() checks for an unknown item and for too large a quantity before "
-                "changing anything; both refusals are tested, including the unchanged count.",
+                "changing anything; the three new tests fail on the base and pass now, "
+                "and the old ones still pass.",
             ),
         ],
     )

@@ -124,7 +124,7 @@ def distiller_episode(*, rejected_run: str, review_fix_run: str) -> Episode:
     """The distiller's pass: two lessons, each backed by the run it was learned from.
 
     Args:
-        rejected_run: The builder run whose first try the verifier rejected (no test).
+        rejected_run: The builder run whose first try the tests rejected (an off-by-one).
         review_fix_run: The reviewer run that answered the owner's rounding comment.
     """
     return Episode(
@@ -138,8 +138,8 @@ def distiller_episode(*, rejected_run: str, review_fix_run: str) -> Episode:
                     call(
                         "add_lesson",
                         text=(
-                            "Stage the tests together with the change whenever behavior "
-                            "changes: the verifier rejects a fix that comes without a test."
+                            "Test the boundary of every new check (exactly the amount in "
+                            "stock, not only more): an off-by-one in remove() failed the tests."
                         ),
                         evidence_run_ids=[rejected_run],
                         roles=["builder"],
@@ -164,8 +164,8 @@ def distiller_episode(*, rejected_run: str, review_fix_run: str) -> Episode:
                     call(
                         "finish",
                         summary=(
-                            "Two lessons: tests come with every behavior change (a "
-                            "rejected first try), and money is rounded to cents (a review fix)."
+                            "Two lessons: test the boundary of every new check (a first try "
+                            "the tests rejected), and money is rounded to cents (a review fix)."
                         ),
                     ).expecting("Finished with 2 edit(s)")
                 ]

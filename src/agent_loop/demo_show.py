@@ -11,6 +11,7 @@ import asyncio
 import difflib
 import json
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO, cast
@@ -19,8 +20,10 @@ from flyte.ai.agents import LLMMessage
 
 from agent_loop._table import clip, fmt_duration
 from agent_loop.status import MemorySnapshot, lessons_table, metrics_table, runs_table
+from agent_loop_common.checks import CheckReport
 from agent_loop_common.github import GitHub, PullRequest
 from agent_loop_common.runtime import TickSummary
+from agent_loop_common.sandbox import Sandbox
 from agent_loop_common.testing import GitHubEmulator, emulator_client
 
 __all__ = ["Narrator", "show_results"]
@@ -44,6 +47,9 @@ def _short_args(arguments: Mapping[str, Any]) -> str:
         value = arguments.get(key)
         if isinstance(value, str) and value:
             return clip(value, 70)
+    extra = arguments.get("args")
+    if isinstance(extra, list):
+        return clip(" ".join(str(a) for a in cast("list[object]", extra)), 70)
     return ""
 
 
@@ -82,12 +88,26 @@ class Narrator:
         self.line(f"   {text}")
 
     def intro(
-        self, url: str, emulator: GitHubEmulator, home: Path, issues: Mapping[str, int]
+        self,
+        url: str,
+        emulator: GitHubEmulator,
+        home: Path,
+        issues: Mapping[str, int],
+        *,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.line("agent-loop demo: the whole loop, offline, with a REPLAYED model")
         self.line(f"   GitHub:  an emulator of {emulator.full_name} at {url} (loopback only)")
         self.line("   model:   replayed from a script (no AI is called, no credentials used)")
         self.line(f"   flyte:   local mode; memory and runs under {home}")
+        if sandbox is not None:
+            how = (
+                "isolated: no network, no secrets, a private copy"
+                if sandbox.isolated
+                else "NOT isolated: no bubblewrap or Docker works here, so the demo's own "
+                "sample code runs as you, with a scrubbed environment and limits"
+            )
+            self.line(f"   tests:   the sample project's pytest suite, in {sandbox.name} ({how})")
         listed = ", ".join(f"#{n} {emulator.issue(n).title!r}" for n in issues.values())
         self.line(f"   issues filed by @{emulator.owner} an hour ago: {listed}")
 
@@ -108,6 +128,17 @@ class Narrator:
         if not reply.tool_calls and kind == "verifier":
             verdict = _verdict_line(reply.content or "")
             self.line(f"     verifier  {verdict}")
+
+    def tests_step(self, report: CheckReport) -> None:
+        """The tests' verdict on a submitted change, as soon as the pipeline has it."""
+        if not self.progress:
+            return
+        if report.rejects and report.verdict is not None:
+            failing = ", ".join(report.verdict.failing[:3])
+            why = f" ({clip(failing, 60)})" if failing else ""
+            self.line(f"     tests     REJECTED: {clip(report.summary, 60)}{why}")
+        else:
+            self.line(f"     tests     {report.status}: {clip(report.summary, 90)}")
 
     def tick_end(self, agent: str, tick: TickSummary, seconds: float) -> None:
         if tick.idle:
@@ -184,6 +215,11 @@ async def _pull_lines(gh: GitHub, emulator: GitHubEmulator, pull: PullRequest) -
     fixes = re.findall(r"(?:Fixes|Closes|Resolves) #\d+", pull.body)
     if fixes:
         lines[0] += f" ({', '.join(fixes)})"
+    if pull.draft:
+        lines[0] += " (draft)"
+    # the evidence, with this Python's long path shortened for the screen
+    evidence = [line.replace(sys.executable, "python") for line in _tests_section(pull.body)]
+    lines += [f"   {clip(line, 220)}" for line in evidence]
     diff = [
         line
         for line in (await gh.get_pull_diff(pull.number)).splitlines()
@@ -198,6 +234,14 @@ async def _pull_lines(gh: GitHub, emulator: GitHubEmulator, pull: PullRequest) -
     if len(diff) > len(shown):
         lines.append(f"   | ... {len(diff) - len(shown)} more diff lines")
     return lines
+
+
+def _tests_section(body: str) -> list[str]:
+    """The `## Tests` section of a pull request body (the evidence), without its heading."""
+    _, found, rest = body.partition("## Tests\n")
+    if not found:
+        return []
+    return [line for line in rest.split("\n## ", 1)[0].splitlines() if line.strip()]
 
 
 async def _github_sections(emulator: GitHubEmulator, narrator: Narrator) -> None:

@@ -60,6 +60,7 @@ from agent_loop_common.records import (
 __all__ = [
     "MemorySnapshot",
     "StatusError",
+    "evidence_table",
     "lessons_table",
     "metrics_table",
     "read_snapshot",
@@ -291,6 +292,27 @@ def runs_table(records: Sequence[RunRecord], limit: int = 15) -> str:
     return render_table(headers, rows, max_cell=60)
 
 
+def evidence_table(records: Sequence[RunRecord], limit: int = 15) -> str:
+    """The test evidence of the recent runs that checked a change, one row each."""
+    rows = [
+        [
+            fmt_time(r.finished_at),
+            clip(_target(r), 30),
+            r.tests.status,
+            clip(terminal_safe(r.tests.summary), 50),
+            clip(terminal_safe(f"{r.tests.command} ({r.tests.source})"), 40)
+            if r.tests.command
+            else "-",
+            r.tests.backend,
+            clip(terminal_safe("; ".join(r.tests.tamper_flags)), 40) or "-",
+        ]
+        for r in records[:limit]
+        if r.tests is not None
+    ]
+    headers = ["finished (UTC)", "target", "tests", "result", "command", "sandbox", "flags"]
+    return render_table(headers, rows, max_cell=60) if rows else ""
+
+
 def metrics_table(metrics: Metrics) -> str:
     """Headline metrics, each with what it is computed over."""
     m = metrics
@@ -378,6 +400,9 @@ def _render(snapshot: MemorySnapshot, limit: int) -> str:
     if snapshot.problems:
         out += ["", f"Memory problems ({len(snapshot.problems)}): read as absent, kept for you"]
         out += [f"  - {problem}" for problem in snapshot.problems]
+    tests = evidence_table(snapshot.records, limit)
+    if tests:
+        out += ["", "Tests of the recent changes (run in the sandbox, judged by code)", tests]
     out += ["", "Metrics", metrics_table(snapshot.metrics), ""]
     if snapshot.lessons.lessons:
         out.append(f"Lessons ({len(snapshot.lessons.lessons)})")

@@ -25,6 +25,7 @@ from agent_loop_common.records import (
     RunRecord,
     Target,
     TargetKind,
+    TestEvidence,
     TraceStep,
     UnknownMajor,
     Usage,
@@ -52,9 +53,20 @@ def full_record() -> RunRecord:
         finished_at=T0 + timedelta(minutes=4),
         attempts=[
             Attempt(
-                number=1, verified=False, notes="tests missing", staged_paths=["a.py"], tokens=900
+                number=1,
+                verified=False,
+                notes="tests missing",
+                staged_paths=["a.py"],
+                tokens=900,
+                tests="failed: 1 failed, 3 passed (base: 3 passed)",
             ),
-            Attempt(number=2, verified=True, staged_paths=["a.py", "test_a.py"], tokens=1100),
+            Attempt(
+                number=2,
+                verified=True,
+                staged_paths=["a.py", "test_a.py"],
+                tokens=1100,
+                tests="passed: 4 passed (base: 3 passed)",
+            ),
         ],
         model="anthropic/claude-sonnet-4-5",
         usage=Usage(tokens_in=1500, tokens_out=500, llm_calls=9, cost_usd=0.0123),
@@ -63,11 +75,22 @@ def full_record() -> RunRecord:
         trace=[TraceStep(tool="read_file", args="a.py", ok=True, ms=12)],
         links=Links(pr_url="https://github.com/o/r/pull/13"),
         lesson_ids=["L-1"],
+        tests=TestEvidence(
+            command="python -m pytest -q",
+            source="pyproject.toml",
+            backend="bwrap",
+            status="passed",
+            summary="4 passed (base: 3 passed)",
+            base="exit 0: 3 passed (0.4 s)",
+            after="exit 0: 4 passed (0.5 s)",
+            fail_to_pass=["test_a.py::test_new"],
+            runs=3,
+        ),
     )
 
 
 EXPECTED_JSON: dict[str, Any] = {
-    "schema_version": "1.1",
+    "schema_version": "1.2",
     "run_id": "b-20260301-abc",
     "role": "builder",
     "agent_id": "builder@v3",
@@ -89,6 +112,7 @@ EXPECTED_JSON: dict[str, Any] = {
             "notes": "tests missing",
             "staged_paths": ["a.py"],
             "tokens": 900,
+            "tests": "failed: 1 failed, 3 passed (base: 3 passed)",
         },
         {
             "number": 2,
@@ -96,6 +120,7 @@ EXPECTED_JSON: dict[str, Any] = {
             "notes": "",
             "staged_paths": ["a.py", "test_a.py"],
             "tokens": 1100,
+            "tests": "passed: 4 passed (base: 3 passed)",
         },
     ],
     "model": "anthropic/claude-sonnet-4-5",
@@ -109,6 +134,22 @@ EXPECTED_JSON: dict[str, Any] = {
     "fault": "",
     "backoff_until": None,
     "problems": [],
+    "tests": {
+        "command": "python -m pytest -q",
+        "source": "pyproject.toml",
+        "setup": "",
+        "backend": "bwrap",
+        "isolated": True,
+        "status": "passed",
+        "summary": "4 passed (base: 3 passed)",
+        "base": "exit 0: 3 passed (0.4 s)",
+        "after": "exit 0: 4 passed (0.5 s)",
+        "fail_to_pass": ["test_a.py::test_new"],
+        "regressions": [],
+        "failing": [],
+        "tamper_flags": [],
+        "runs": 3,
+    },
 }
 
 
@@ -141,7 +182,18 @@ def test_minimal_record_fills_documented_defaults() -> None:
 
 
 def test_every_field_is_documented() -> None:
-    models = [RunRecord, Target, Attempt, Usage, GitHubUsage, TraceStep, Links, Grade, Lesson]
+    models = [
+        RunRecord,
+        Target,
+        Attempt,
+        Usage,
+        GitHubUsage,
+        TraceStep,
+        Links,
+        Grade,
+        Lesson,
+        TestEvidence,
+    ]
     undocumented = [
         f"{m.__name__}.{name}"
         for m in models

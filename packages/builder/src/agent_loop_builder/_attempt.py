@@ -2,8 +2,10 @@
 
 One issue's build is the common `attempt_loop` driving a `BuildProposer`: the builder
 agent stages either a change (`ChangeStage`) or a decomposition (`DecompositionStage`)
-and submits one; the verifier of the matching kind judges it. Both stages live for the
-whole run, so a retry starts from the previous proposal and gets the verifier's notes.
+and submits one; the loop tests a change (`Checks`), then the verifier of the matching
+kind judges it. Both stages live for the whole run, so a retry starts from the previous
+proposal and gets the notes. The agent can try its change with `run_tests`; the
+verifier reads the tree as the change would leave it and the maintainers' instructions.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from agent_loop_builder._prompts import BUILDER_NAME, builder_instructions, retr
 from agent_loop_builder._tools import builder_tools, verifier_tools
 from agent_loop_common.agents import AgentRun
 from agent_loop_common.attempts import Declined, Plan, VerifierInput
-from agent_loop_common.repo import RepoSnapshot
+from agent_loop_common.checks import Checks, run_tests_instructions
+from agent_loop_common.repo import RepoSnapshot, repository_instructions
 from agent_loop_common.runtime import Runtime
 from agent_loop_common.staging import ChangePlan, ChangeStage, DecompositionStage
+from agent_loop_common.verify import Coverage
 
 __all__ = ["BuildJob", "BuildProposer"]
 
@@ -57,6 +61,8 @@ class BuildProposer:
 
     runtime: Runtime
     job: BuildJob
+    checks: Checks | None = None
+    """The run's tests: `run_tests` for the agent, and what its instructions say of them."""
     change: ChangeStage = field(default_factory=ChangeStage)
     spec: DecompositionStage = field(default_factory=DecompositionStage)
     work_stage: str = "build"
@@ -68,11 +74,14 @@ class BuildProposer:
     def agent(self) -> Agent:
         if self._agent is None:
             settings = self.runtime.settings
+            instructions = builder_instructions(
+                settings.repo, self.job.snapshot.branch, may_decompose=self.job.may_decompose
+            )
+            if self.checks is not None:
+                instructions += "\n\n" + run_tests_instructions(self.checks)
             self._agent = Agent(
                 name=BUILDER_NAME,
-                instructions=builder_instructions(
-                    settings.repo, self.job.snapshot.branch, may_decompose=self.job.may_decompose
-                ),
+                instructions=instructions,
                 model=self.runtime.agent_model(),
                 tools=builder_tools(
                     self.job.issue_text,
@@ -80,6 +89,7 @@ class BuildProposer:
                     self.change,
                     self.spec,
                     settings.staging_policy(),
+                    self.checks,
                     may_decompose=self.job.may_decompose,
                 ),
                 max_turns=settings.max_turns("builder"),
@@ -124,14 +134,19 @@ class BuildProposer:
 
     async def verifier_input(self, plan: Plan) -> VerifierInput:
         job = self.job
-        is_change = isinstance(plan, ChangePlan)
+        coverage = Coverage()
+        change = plan if isinstance(plan, ChangePlan) else None
+        paths = sorted(change.files) if change is not None else []
+        rules = await repository_instructions(job.snapshot, paths)
         return VerifierInput(
-            kind="change" if is_change else "decomposition",
-            tools=verifier_tools(job.issue_text, job.snapshot),
+            kind="change" if change is not None else "decomposition",
+            tools=verifier_tools(job.issue_text, job.snapshot, change, coverage.reads),
             request=job.request,
             request_label=f"issue #{job.number}",
-            originals=await job.snapshot.originals(sorted(plan.files)) if is_change else None,
+            originals=await job.snapshot.originals(paths) if change is not None else None,
             context=job.background,
+            instructions=rules.render(level=2),
+            coverage=coverage,
         )
 
 

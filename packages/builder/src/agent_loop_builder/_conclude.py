@@ -6,6 +6,10 @@ deployment may open an agent PR for it (the run then ends as skipped). A verifie
 becomes one commit and a pull request, a verified decomposition the sub-issues (both
 durable writes); a decline or a rejection is answered on the issue and rests it in
 back-off. The release comment says what came of the run.
+
+The pull request body shows the tests' evidence (command, result on the base and after,
+fail-to-pass tests, tampering flags). A change no tests ran on (the sandbox is off, or
+no test command was found) is opened as a draft whose body says so.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from agent_loop_builder._writes import (
     post_feedback,
 )
 from agent_loop_common.attempts import AttemptResult, Declined, Rejected, Verified
+from agent_loop_common.checks import CheckReport
 from agent_loop_common.claims import Claim
 from agent_loop_common.github import Issue
 from agent_loop_common.records import Links, Outcome
@@ -96,7 +101,7 @@ async def conclude(
     """Write what `result` calls for on GitHub and set the run's outcome."""
     match result:
         case Verified(plan=ChangePlan() as plan):
-            await _open_pull(held, plan, result.notes, snapshot, write)
+            await _open_pull(held, plan, result.notes, snapshot, write, result.tests)
         case Verified(plan=DecompositionPlan() as plan):
             await _file_issues(held, plan, write)
         case Declined(reason=reason):
@@ -116,8 +121,19 @@ async def conclude(
             raise TypeError(f"unexpected attempt result {result!r}")
 
 
+def _tests_section(report: CheckReport | None) -> str:
+    if report is None:
+        return "## Tests\n**No tests ran**: this run checked no tests.\nRun them before merging."
+    return report.markdown()
+
+
 async def _open_pull(
-    held: HeldIssue, plan: ChangePlan, notes: str, snapshot: RepoSnapshot, write: Writer
+    held: HeldIssue,
+    plan: ChangePlan,
+    notes: str,
+    snapshot: RepoSnapshot,
+    write: Writer,
+    tests: CheckReport | None = None,
 ) -> None:
     scope, issue = held.scope, held.issue
     rt = scope.runtime
@@ -138,10 +154,12 @@ async def _open_pull(
                 run_id=rt.run_id,
                 deployment=rt.settings.deployment_id,
                 base_sha=snapshot.sha,
+                tests=_tests_section(tests),
             ),
             commit_message=commit_message(issue.number, plan, rt.run_id),
             files=dict(plan.files),
             agent_login=held.finder.agent_login,
+            draft=tests is None or not tests.ran,
         )
         opened = await write(open_pull_request, spec)
     scope.links = Links(pr_url=opened.url)

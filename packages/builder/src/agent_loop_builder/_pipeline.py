@@ -4,7 +4,8 @@ Flyte-free, so plain async tests run it against the emulator; the scheduled task
 `env.py` runs the same function with the durable writes. `run_scoped` guarantees the
 outer shape (claims released and a `RunRecord` written on every exit path, errors never
 escaping); this module fills in the body: find an eligible issue, claim it, prepare the
-build, run the shared attempt loop and `conclude`.
+build (with the maintainers' instructions and the run's test `Checks`, both from the
+base commit), run the shared attempt loop and `conclude`.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from agent_loop_builder._conclude import HeldIssue, conclude
 from agent_loop_builder._prompts import build_prompt, render_context, render_issue
 from agent_loop_builder._select import Refusal, RefusalCode
 from agent_loop_common.attempts import attempt_loop
+from agent_loop_common.checks import open_checks
 from agent_loop_common.github import Comment, Issue
 from agent_loop_common.memory import read_context
 from agent_loop_common.records import Outcome, RunRecord, Target, TargetKind
-from agent_loop_common.repo import RepoSnapshot
+from agent_loop_common.repo import RepoSnapshot, repository_instructions
 from agent_loop_common.runtime import DirectWriter, RunScope, Runtime, Writer, run_scoped
 
 __all__ = ["run_builder_tick"]
@@ -117,6 +119,7 @@ async def _build(held: HeldIssue, write: Writer) -> None:
     comments = await _trusted_comments(held)
     issue_text = render_issue(issue, comments)
     may_decompose = held.depth < rt.settings.max_decomposition_depth
+    rules = await repository_instructions(snapshot)
     job = BuildJob(
         number=issue.number,
         prompt=build_prompt(
@@ -125,6 +128,7 @@ async def _build(held: HeldIssue, write: Writer) -> None:
             number=issue.number,
             tries=rt.settings.max_tries,
             may_decompose=may_decompose,
+            instructions=rules.render(),
         ),
         issue_text=issue_text,
         request=f"Title: {issue.title}\n\n{issue.body}",
@@ -132,8 +136,11 @@ async def _build(held: HeldIssue, write: Writer) -> None:
         snapshot=snapshot,
         may_decompose=may_decompose,
     )
-    result = await attempt_loop(scope, BuildProposer(rt, job), tries=rt.settings.max_tries)
-    await conclude(held, result, snapshot, scope.guarded(write))
+    async with open_checks(rt, tree=snapshot, config=snapshot) as checks:
+        result = await attempt_loop(
+            scope, BuildProposer(rt, job, checks), tries=rt.settings.max_tries, checks=checks
+        )
+        await conclude(held, result, snapshot, scope.guarded(write))
 
 
 async def _trusted_comments(held: HeldIssue) -> list[Comment]:

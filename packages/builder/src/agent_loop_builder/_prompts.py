@@ -123,10 +123,19 @@ def render_context(view: ContextView, *, token_budget: int) -> tuple[str, list[s
 
 
 def build_prompt(
-    *, issue_block: str, context_block: str, number: int, tries: int, may_decompose: bool = True
+    *,
+    issue_block: str,
+    context_block: str,
+    number: int,
+    tries: int,
+    may_decompose: bool = True,
+    instructions: str = "",
 ) -> str:
-    """The first try's user message."""
+    """The first try's user message (`instructions`: the maintainers' instructions section,
+    `RepoInstructions.render()`, read from the base branch)."""
     parts = [f"# Issue #{number}", "", issue_block, ""]
+    if instructions:
+        parts += [instructions, ""]
     if context_block:
         parts += [
             "# Notes from earlier runs",

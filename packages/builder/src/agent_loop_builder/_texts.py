@@ -63,9 +63,18 @@ def commit_message(issue: int, plan: ChangePlan, run_id: str) -> str:
 
 
 def pr_body(
-    *, issue: int, plan: ChangePlan, notes: str, run_id: str, deployment: str, base_sha: str
+    *,
+    issue: int,
+    plan: ChangePlan,
+    notes: str,
+    run_id: str,
+    deployment: str,
+    base_sha: str,
+    tests: str = "",
 ) -> str:
-    """Summary, `Fixes #N`, what changed and why, the verifier's notes, the run's identity."""
+    """Summary, `Fixes #N`, what changed and why, the tests' evidence, the verifier's
+    notes, the run's identity (`tests`: the pipeline's own `## Tests` section, already
+    safe to post)."""
     files = "\n".join(
         f"- `{path}`" + (" (deleted)" if content is None else "")
         for path, content in sorted(plan.files.items())
@@ -83,6 +92,7 @@ def pr_body(
             "### Files",
             files,
             "",
+            *([tests, ""] if tests else []),
             "## Verifier notes",
             public_text(notes, allow_closing=issue, limit=_NOTES_CHARS) or "(none)",
             "",

@@ -60,6 +60,9 @@ class PullRequestSpec(BaseModel):
     """Path -> full new content, `None` to delete (already policy-checked)."""
     agent_login: str = ""
     """The agents' identity: only its pull requests count as already opened."""
+    draft: bool = False
+    """Open the pull request as a draft: no tests ran on the change (sandbox off, no
+    test command), and the body says so."""
 
 
 class OpenedPull(Receipt):
@@ -118,7 +121,11 @@ async def open_pull_request(github: GitHub, spec: PullRequestSpec) -> OpenedPull
     branch, created = await _place_branch(github, spec, sha)
     try:
         pull = await github.create_pull(
-            title=spec.title, body=spec.body, head=branch, base=spec.base_branch
+            title=spec.title,
+            body=spec.body,
+            head=branch,
+            base=spec.base_branch,
+            draft=spec.draft,
         )
     except BaseException as exc:
         landed = await _read_back(github, spec, branch, exc)

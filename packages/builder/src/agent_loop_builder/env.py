@@ -7,7 +7,8 @@ each is safe to re-run. Reads (issue listings, files, comments) and the staging 
 stay in process: they change nothing, and a task per read would cost a container start
 for a few kilobytes. The claim protocol's own writes (claim, heartbeat, release,
 back-off marker) also stay in process: they are the run's lock, and must happen in the
-run that holds it.
+run that holds it. With `AGENT_LOOP_SANDBOX=flyte` the environment depends on the
+tests' own task (no secrets), where the repository's code runs instead of here.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ from agent_loop_common.deploy import (
     agent_image,
     agent_schedule,
     agent_secrets,
+    agent_tests_spec,
     agent_trigger,
 )
 from agent_loop_common.records import Role
-from agent_loop_common.runtime import TickSummary, tick_body
+from agent_loop_common.runtime import TickSummary, tick_body, use_flyte_tests_task
+from agent_loop_common.sandbox import build_container_task
 
 __all__ = ["IDLE_NOTE", "PACKAGE_DIR", "SCHEDULE", "TASKS", "builder_tick", "env"]
 
@@ -43,12 +46,27 @@ SCHEDULE = agent_schedule("builder")
 IDLE_NOTE = "no eligible issue"
 """What an idle builder tick says."""
 
+
+def _tests_environments() -> list[flyte.Environment]:
+    """With `AGENT_LOOP_SANDBOX=flyte`: the task the repository's tests run in (a raw
+    container with no secrets), registered for this process's runs; otherwise none."""
+    spec = agent_tests_spec()
+    if spec is None:
+        return []
+    task = build_container_task(spec)
+    use_flyte_tests_task(task)
+    # flyte leaves the task's generics unknown; the environment itself is fully typed.
+    tests_env: flyte.Environment = flyte.TaskEnvironment.from_task("agent-loop-tests", task)  # pyright: ignore[reportUnknownMemberType]
+    return [tests_env]
+
+
 env = flyte.TaskEnvironment(
     name="builder",
     image=agent_image("builder", PACKAGE_DIR),
     secrets=agent_secrets(),
     # A scheduled run has no shell: the deploying shell's settings travel with the env.
     env_vars=agent_env_vars(),
+    depends_on=_tests_environments(),
 )
 
 TASKS = WRITES.durable(env, module=__name__)

@@ -20,6 +20,10 @@ The gateway (a Flyte app, not an agent) gets the GitHub credentials (for trust l
 and acknowledgements) and `AGENT_LOOP_WEBHOOK_SECRET` from the secret
 `agent-loop-webhook-secret`, and no model key: it runs no model.
 
+With `AGENT_LOOP_SANDBOX=flyte` the builder and the reviewer run the repository's tests
+in a raw-container task of their own, with no secrets (`agent_tests_spec`); each
+agent's `env.py` builds that task and depends on it.
+
 Every other setting set in the deploying shell (`AGENT_LOOP_REPO`, `GITHUB_API_URL`,
 budgets...) reaches the tasks as a plain env var through `agent_env_vars()`: a scheduled
 run has no shell of its own, so what the deployer configured is what the cluster runs.
@@ -39,6 +43,9 @@ import flyte
 
 from agent_loop_common.model_keys import KEY_ENV_OVERRIDE, key_env
 
+if typing.TYPE_CHECKING:
+    from agent_loop_common.sandbox import FlyteTestSpec
+
 __all__ = [
     "DEFAULT_MODEL",
     "IMAGE_PREFIX",
@@ -48,6 +55,7 @@ __all__ = [
     "agent_image",
     "agent_schedule",
     "agent_secrets",
+    "agent_tests_spec",
     "agent_trigger",
     "gateway_secrets",
     "image_name",
@@ -160,6 +168,36 @@ def agent_schedule(agent: str, environ: Mapping[str, str] | None = None) -> str:
         return normalize_cron(env.get(name, default))
     except ValueError as exc:
         raise ValueError(f"{name}: {exc}") from exc
+
+
+def agent_tests_spec(environ: Mapping[str, str] | None = None) -> FlyteTestSpec | None:
+    """The tests' task spec when `AGENT_LOOP_SANDBOX=flyte` in the deploying shell, else `None`.
+
+    Read at import, like the schedules: the task must exist at deploy time. Its image and
+    limits come from `AGENT_LOOP_SANDBOX_IMAGE`, `AGENT_LOOP_SANDBOX_MEMORY_MB` and
+    `AGENT_LOOP_SANDBOX_TIMEOUT_SECONDS` (the settings' defaults when unset).
+
+    Raises:
+        ValueError: a limit is not a number (the message names the variable).
+    """
+    from agent_loop_common.sandbox import SandboxLimits, flyte_task_spec
+    from agent_loop_common.settings import Settings, env_var_name
+
+    env = os.environ if environ is None else environ
+    if env.get(env_var_name("sandbox"), "").strip().lower() != "flyte":
+        return None
+
+    def read(field: str) -> str:
+        return env.get(env_var_name(field), "").strip() or str(Settings.model_fields[field].default)
+
+    try:
+        limits = SandboxLimits(
+            wall_seconds=float(read("sandbox_timeout_seconds")),
+            memory_mb=int(read("sandbox_memory_mb")),
+        )
+    except ValueError as exc:
+        raise ValueError(f"AGENT_LOOP_SANDBOX_*: {exc}") from exc
+    return flyte_task_spec(image=read("sandbox_image"), limits=limits)
 
 
 def agent_trigger(agent: str, environ: Mapping[str, str] | None = None) -> flyte.Trigger:

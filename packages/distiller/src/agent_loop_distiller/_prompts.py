@@ -70,9 +70,23 @@ def _record_block(record: RunRecord, notes_chars: int) -> str:
             lines.append(f"attempt {a.number} rejected, verifier notes: {a.notes[:notes_chars]}")
         else:
             lines.append(f"attempt {a.number} verified")
+        if a.tests:
+            lines.append(f"  tests: {a.tests}")
+    if record.tests is not None:
+        lines.append(_tests_line(record))
     if record.error:
         lines.append(f"error: {record.error[:notes_chars]}")
     return head + "\n" + fence_untrusted(f"run {record.run_id}", "\n".join(lines), notes_chars * 2)
+
+
+def _tests_line(record: RunRecord) -> str:
+    """The run's test evidence in one line (command, result, flags)."""
+    tests = record.tests
+    if tests is None:
+        return ""
+    where = f"`{tests.command}` from {tests.source}" if tests.command else "no command"
+    flags = f"; tampering flags: {', '.join(tests.tamper_flags)}" if tests.tamper_flags else ""
+    return f"tests ({where}, {tests.backend}): {tests.status}, {tests.summary}{flags}"
 
 
 def _grade_line(grade: Grade) -> str:

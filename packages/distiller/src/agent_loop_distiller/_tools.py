@@ -61,6 +61,18 @@ def render_record(record: RunRecord, *, notes_chars: int = 4_000) -> str:
         lines.append(f"attempt {a.number} ({verdict}): {a.notes[:notes_chars]}")
         if a.staged_paths:
             lines.append(f"  staged: {', '.join(a.staged_paths[:20])}")
+        if a.tests:
+            lines.append(f"  tests: {a.tests}")
+    if record.tests is not None:
+        t = record.tests
+        lines.append(
+            f"tests: `{t.command or '(none)'}` from {t.source or '-'} in {t.backend}: "
+            f"{t.status}, {t.summary}"
+        )
+        if t.fail_to_pass:
+            lines.append(f"  fail-to-pass: {', '.join(t.fail_to_pass[:20])}")
+        if t.tamper_flags:
+            lines.append(f"  tampering flags: {', '.join(t.tamper_flags[:20])}")
     if record.error:
         lines.append(f"error: {record.error[:notes_chars]}")
     failed = [s for s in record.trace if not s.ok]

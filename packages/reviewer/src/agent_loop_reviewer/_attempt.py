@@ -3,8 +3,10 @@
 One pass's review is the common `attempt_loop` driving a `ReviewProposer`: the agent
 reviews the PR with read-only tools and proposes through the shared staging tools
 (`stage_file`, `unstage_file`, `delete_file`, then `submit_fix` or `no_changes`); a
-submitted fix goes to the verifier (kind `fix`), and a rejection's notes start the next
-try, which keeps the staged files.
+submitted fix is tested by the loop's `Checks` against the head it applies to, then goes
+to the verifier (kind `fix`), and a rejection's notes start the next try, which keeps
+the staged files. The maintainers' instructions come from the pull request's base
+branch, never from its head.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from flyte.ai.agents import Agent
 
 from agent_loop_common.agents import AgentRun
 from agent_loop_common.attempts import Declined, Plan, VerifierInput
-from agent_loop_common.repo import RepoSnapshot
+from agent_loop_common.checks import Checks, run_tests_instructions
+from agent_loop_common.repo import RepoSnapshot, repository_instructions
 from agent_loop_common.runtime import Runtime
 from agent_loop_common.staging import ChangePlan, ChangeStage
+from agent_loop_common.verify import Coverage
 from agent_loop_reviewer._prompts import (
     REVIEWER_NAME,
     PassPrompt,
@@ -42,6 +46,10 @@ class ReviewProposer:
     runtime: Runtime
     prompt_parts: PassPrompt
     head: RepoSnapshot
+    base: RepoSnapshot | None = None
+    """The pull request's base branch: where the maintainers' instructions are read."""
+    checks: Checks | None = None
+    """The pass's tests: `run_tests` for the agent, and what its instructions say of them."""
     stage: ChangeStage = field(default_factory=ChangeStage)
     work_stage: str = "review"
     not_submitted: str = _NOT_SUBMITTED
@@ -52,9 +60,12 @@ class ReviewProposer:
         if self._agent is None:
             rt, parts = self.runtime, self.prompt_parts
             a = parts.assessment
+            instructions = reviewer_instructions()
+            if self.checks is not None:
+                instructions += "\n\n" + run_tests_instructions(self.checks)
             self._agent = Agent(
                 name=REVIEWER_NAME,
-                instructions=reviewer_instructions(),
+                instructions=instructions,
                 model=rt.agent_model(),
                 tools=reviewer_tools(
                     rt.github,
@@ -64,6 +75,7 @@ class ReviewProposer:
                     self.stage,
                     rt.settings.staging_policy(),
                     {item.id for item in a.people},
+                    self.checks,
                 ),
                 max_turns=rt.settings.max_turns("reviewer"),
                 call_llm=rt.call_llm("agent"),
@@ -90,13 +102,31 @@ class ReviewProposer:
     async def verifier_input(self, plan: Plan) -> VerifierInput:
         parts = self.prompt_parts
         a = parts.assessment
+        coverage = Coverage()
+        change = plan if isinstance(plan, ChangePlan) else None
+        paths = sorted(_files(plan))
+        rules = (
+            (await repository_instructions(self.base, paths)).render(level=2)
+            if self.base is not None
+            else ""
+        )
         return VerifierInput(
             kind="fix",
-            tools=read_tools(self.runtime.github, parts.pull, self.head, [*a.people, *a.failing]),
+            tools=read_tools(
+                self.runtime.github,
+                parts.pull,
+                self.head,
+                [*a.people, *a.failing],
+                stage=change,
+                staged_by="the proposal",
+                log=coverage.reads,
+            ),
             request=render_request(parts),
             request_label=f"feedback on PR #{parts.pull.number}",
-            originals=await self.head.originals(sorted(_files(plan))),
+            originals=await self.head.originals(paths),
             context=f"{parts.pull.title}\n\n{parts.pull.body}",
+            instructions=rules,
+            coverage=coverage,
         )
 
 

@@ -5,6 +5,9 @@ its claim writes nothing); only a successful push is followed by replies and the
 summary comment, and only then is the new head marked reviewed, so the reviewer does not
 review its own push. A refused push (someone pushed meanwhile) ends the pass as
 `conflict` with nothing else written and no mark: the new head gets its own pass.
+
+Every pushed fix passed the tests' hard rules first (the attempt loop runs them before
+the verifier, on the exact tree that is pushed), and its summary shows that evidence.
 """
 
 from __future__ import annotations
@@ -123,6 +126,7 @@ async def conclude(
         tries=result.tries,
         marker=marker,
         stop=stop,
+        tests=result.tests.markdown() if result.tests is not None else "",
     )
     replies = reply_posts(a.people, {r.comment_id: r.reply for r in plan.replies})
     async with scope.stage("reply"):

@@ -2,7 +2,8 @@
 
 The Flyte-free core. `run_reviewer_tick` picks the first agent PR that needs a pass,
 claims it, re-reads it under the claim (another run may have just done the pass), lets
-the agent review and the verifier judge (the shared attempt loop), and writes through a
+the agent review, the repository's tests check a fix against the head and the verifier
+judge it (the shared attempt loop), and writes through a
 `Writer` (its durable writes, declared once in `_writes`). Every exit
 path ends recorded and released (`run_scoped`); a tick that finds nothing to do claims
 nothing, calls no model and only bumps the idle counter.
@@ -25,10 +26,11 @@ from __future__ import annotations
 import structlog
 
 from agent_loop_common.attempts import attempt_loop
+from agent_loop_common.checks import open_checks
 from agent_loop_common.claims import Claim
 from agent_loop_common.memory import read_context
 from agent_loop_common.records import Links, Outcome, Role, RunRecord, Target, TargetKind
-from agent_loop_common.repo import RepoSnapshot
+from agent_loop_common.repo import RepoSnapshot, repository_instructions
 from agent_loop_common.runtime import DirectWriter, RunScope, Runtime, Writer, run_scoped
 from agent_loop_common.trust import Trust
 from agent_loop_reviewer._attempt import ReviewProposer
@@ -126,6 +128,11 @@ async def _pass(
         files = await rt.github.list_pull_files(number)
     if context.digest.strip():
         scope.lesson_ids = [lesson.id for lesson in lessons]
+    pull = fresh.pull
+    base = RepoSnapshot(
+        rt.github, pull.base_sha, pull.base_ref, label=f"base branch {pull.base_ref}"
+    )
+    rules = await repository_instructions(base, [f.filename for f in files])
     prompt = PassPrompt(
         pull=fresh.pull,
         files=files,
@@ -133,12 +140,14 @@ async def _pass(
         max_check_fixes=rt.settings.reviewer_max_check_fixes,
         digest=context.digest,
         digest_token_budget=rt.settings.digest_token_budget,
+        instructions=rules.render(level=2),
     )
-    pull = fresh.pull
     head = RepoSnapshot(
         rt.github, pull.head_sha, pull.head_ref, label=f"head commit {pull.head_sha[:7]}"
     )
-    result = await attempt_loop(
-        scope, ReviewProposer(rt, prompt, head), tries=rt.settings.max_tries
-    )
-    await conclude(scope, claim, fresh, result, write)
+    # The fix is tested against the head it applies to; the command comes from the base
+    # branch, never from the pull request itself.
+    async with open_checks(rt, tree=head, config=base) as checks:
+        proposer = ReviewProposer(rt, prompt, head, base=base, checks=checks)
+        result = await attempt_loop(scope, proposer, tries=rt.settings.max_tries, checks=checks)
+        await conclude(scope, claim, fresh, result, write)

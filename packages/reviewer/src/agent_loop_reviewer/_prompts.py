@@ -73,6 +73,9 @@ class PassPrompt:
     max_check_fixes: int
     digest: str = ""
     digest_token_budget: int = 4_000
+    instructions: str = ""
+    """The maintainers' instructions section (`RepoInstructions.render(level=2)`), read
+    from the pull request's base branch, never from its head."""
 
 
 def describe_item(item: FeedbackItem) -> str:
@@ -139,6 +142,7 @@ def render_pass_prompt(prompt: PassPrompt, *, retry_notes: str = "", staged: str
         "## Description",
         fence_untrusted(f"PR #{pull.number} description", pull.body, _BODY_CHARS),
         "",
+        *([prompt.instructions, ""] if prompt.instructions else []),
         "## Changed files",
         *[f"- {f.filename} ({f.status}, +{f.additions} -{f.deletions})" for f in prompt.files],
         "",
@@ -158,7 +162,7 @@ def render_pass_prompt(prompt: PassPrompt, *, retry_notes: str = "", staged: str
         lines += [
             "",
             "## Your previous try was rejected",
-            "The verifier's notes:",
+            "Why (the tests' verdict or the verifier's notes):",
             fence_untrusted("verifier notes", retry_notes, _ITEM_CHARS),
             f"Still staged from that try:\n{staged}",
             "Change what the notes ask, then call submit_fix again (or no_changes).",

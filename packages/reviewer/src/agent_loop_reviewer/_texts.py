@@ -172,13 +172,17 @@ def summary_body(
     tries: int,
     marker: PassMarker,
     stop: str = "",
+    tests: str = "",
 ) -> str:
-    """The one summary comment after a pushed fix."""
+    """The one summary comment after a pushed fix (`tests`: the pipeline's own `## Tests`
+    section with the evidence the fix was pushed on, already safe to post)."""
     parts = [
         f"🔧 {_WHO} pushed `{new_head[:7]}` on top of `{old_head[:7]}` (run `{run_id}`).",
         _text(summary),
         f"Replied to {replies} comment(s). The strict verifier passed the fix on try {tries}.",
     ]
+    if tests:
+        parts.append(tests)
     if stop:
         parts.append(stop)
     parts.append(render_pass_marker(marker))
@@ -206,7 +210,7 @@ def rejected_body(
     parts = [
         f"⚠️ {_WHO} reviewed head `{head[:7]}` (run `{run_id}`), but no fix passed "
         f"verification in {tries} tr{'y' if tries == 1 else 'ies'}, so nothing was pushed.",
-        "The verifier's last notes:",
+        "The last try's notes (the tests' verdict or the verifier's):",
         _text(notes, 4_000),
         "A new comment, review or push starts another pass.",
     ]

@@ -4,9 +4,10 @@ Everything is read at the head commit the pass reviews, never at the moving bran
 the agent, the verifier and the final compare-and-swap agree on one commit. The
 repository tools (`list_files`, `read_file`, `search_code`) and the staging tools come
 from `common`, shared with the builder; `get_pull_request`, `get_diff` and
-`list_feedback` are the reviewer's own. Results are bounded and fenced as untrusted
-data: descriptions, diffs and feedback were written by others and may contain text
-aimed at the model.
+`list_feedback` are the reviewer's own, and with tests configured the agent gets
+common's `run_tests`. Results are bounded and fenced as untrusted data: descriptions,
+diffs and feedback were written by others and may contain text aimed at the model. The
+verifier's `read_file` reads the head with the proposed fix over it.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agent_loop_common.agents import fence_untrusted
+from agent_loop_common.checks import Checks, run_tests_tool
 from agent_loop_common.github import GitHub, PullRequest
-from agent_loop_common.repo import ReadTool, RepoSnapshot, repo_tools
+from agent_loop_common.repo import ReadLog, ReadTool, RepoSnapshot, StagedFiles, repo_tools
 from agent_loop_common.staging import (
     ChangeStage,
     StagingPolicy,
@@ -37,13 +39,17 @@ def read_tools(
     head: RepoSnapshot,
     feedback: Sequence[FeedbackItem],
     *,
-    stage: ChangeStage | None = None,
+    stage: StagedFiles | None = None,
+    staged_by: str = "you",
+    log: ReadLog | None = None,
 ) -> list[ReadTool]:
     """The read-only tools: PR, diff, files at the head, feedback.
 
     Args:
         stage: The reviewer's stage, so `read_file` shows its staged version of a file;
-            `None` for the verifier.
+            for the verifier, the proposed fix.
+        staged_by: Who staged `stage` (`you`, or `the proposal` for the verifier).
+        log: Notes the staged lines `read_file` shows (the verifier's coverage).
     """
     diff_cache: list[str] = []
 
@@ -74,7 +80,8 @@ def read_tools(
             for item in feedback
         )
 
-    return [get_pull_request, get_diff, *repo_tools(head, stage=stage), list_feedback]
+    files = repo_tools(head, stage=stage, staged_by=staged_by, log=log)
+    return [get_pull_request, get_diff, *files, list_feedback]
 
 
 def reviewer_tools(
@@ -85,8 +92,11 @@ def reviewer_tools(
     stage: ChangeStage,
     policy: StagingPolicy,
     known_comment_ids: set[int],
+    checks: Checks | None = None,
 ) -> list[ReadTool | StagingTool]:
-    """Every tool of the reviewer agent: the read tools, then staging and submitting a fix."""
+    """Every tool of the reviewer agent: the read tools, then staging, running the tests
+    (when `checks` can run them) and submitting a fix."""
+    tests = [run_tests_tool(checks, stage)] if checks is not None and checks.enabled else []
     return [
         *read_tools(github, pull, head, feedback, stage=stage),
         *fix_tools(
@@ -96,4 +106,5 @@ def reviewer_tools(
             is_dir_at_base=directory_lookup(head.paths),
             known_comment_ids=known_comment_ids,
         ),
+        *tests,
     ]

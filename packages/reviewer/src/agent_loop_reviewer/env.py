@@ -6,7 +6,8 @@ naming the head reviewed; `post_note` for the other pass comments): each becomes
 of this environment, a tracked action whose inputs are persisted, so a run's timeline
 shows exactly what it wrote. Reads and the staging tools stay in process; so do the
 claim protocol's writes, which are the run's lock and must happen in the run that holds
-it.
+it. With `AGENT_LOOP_SANDBOX=flyte` the environment depends on the tests' own task (no
+secrets), where the repository's code runs instead of here.
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ from agent_loop_common.deploy import (
     agent_image,
     agent_schedule,
     agent_secrets,
+    agent_tests_spec,
     agent_trigger,
 )
 from agent_loop_common.records import Role
-from agent_loop_common.runtime import TickSummary, tick_body
+from agent_loop_common.runtime import TickSummary, tick_body, use_flyte_tests_task
+from agent_loop_common.sandbox import build_container_task
 from agent_loop_reviewer._pipeline import run_reviewer_tick
 from agent_loop_reviewer._writes import WRITES
 
@@ -39,12 +42,27 @@ SCHEDULE = agent_schedule("reviewer")
 IDLE_NOTE = "no agent pull request needed a pass"
 """What an idle reviewer tick says."""
 
+
+def _tests_environments() -> list[flyte.Environment]:
+    """With `AGENT_LOOP_SANDBOX=flyte`: the task the repository's tests run in (a raw
+    container with no secrets), registered for this process's runs; otherwise none."""
+    spec = agent_tests_spec()
+    if spec is None:
+        return []
+    task = build_container_task(spec)
+    use_flyte_tests_task(task)
+    # flyte leaves the task's generics unknown; the environment itself is fully typed.
+    tests_env: flyte.Environment = flyte.TaskEnvironment.from_task("agent-loop-tests", task)  # pyright: ignore[reportUnknownMemberType]
+    return [tests_env]
+
+
 env = flyte.TaskEnvironment(
     name="reviewer",
     image=agent_image("reviewer", PACKAGE_DIR),
     secrets=agent_secrets(),
     # A scheduled run has no shell: the deploying shell's settings travel with the env.
     env_vars=agent_env_vars(),
+    depends_on=_tests_environments(),
 )
 
 TASKS = WRITES.durable(env, module=__name__)

@@ -4,12 +4,17 @@ The builder and the reviewer run the same loop; each plugs in its agent, its pro
 how to read its proposal from its stages, and what its verifier is shown:
 
 ```python
-result = await attempt_loop(scope, proposer, tries=settings.max_tries)
+async with open_checks(runtime, tree=snapshot, config=base_branch) as checks:
+    result = await attempt_loop(scope, proposer, tries=settings.max_tries, checks=checks)
 match result:
-    case Verified(plan=plan): ...        # apply it
+    case Verified(plan=plan, tests=report): ...  # apply it, with the tests' evidence
     case Declined(reason=reason): ...    # the agent chose not to act
-    case Rejected(notes=notes): ...      # no try passed the verifier (or none submitted)
+    case Rejected(notes=notes): ...      # no try passed the tests and the verifier
 ```
+
+A submitted change is tested before the verifier (a hard-rule failure rejects the try
+by code) and the verifier is shown the results; a verdict on a change the verifier was
+not shown in full does not count.
 
 Failures are exceptions, never outcomes: `AgentFailed` (the agent's model call failed),
 `BudgetExceeded` (the run's budget stopped a model call) and `VerifierError` (the

@@ -1,10 +1,21 @@
-"""The attempt loop itself: up to N tries of agent -> verifier, feedback carried forward.
+"""The attempt loop itself: up to N tries of agent -> tests -> verifier, feedback carried.
 
 The stages live for the whole run, so a retry after a rejection starts from the previous
-proposal (reopened, not emptied) and gets the verifier's notes. What the agent proposed
-is read from its stages, never from its text. Running out of turns is a try that
-submitted nothing (unless it did submit before the limit); a failed model call is a
-failed run, never a rejection.
+proposal (reopened, not emptied) and gets the notes. What the agent proposed is read
+from its stages, never from its text. Running out of turns is a try that submitted
+nothing (unless it did submit before the limit); a failed model call is a failed run,
+never a rejection.
+
+With `checks`, every submitted change is tested before any model judges it (issue 14):
+the repository's tests run on the exact staged tree and on its base, and a hard-rule
+failure (a regression, a new non-zero exit, a timeout) rejects the try by code, its
+failing names and output tail fed back as the notes, without asking the verifier. A
+change that passes is shown to the verifier with that evidence and any tampering flags.
+A decomposition has no tests to run.
+
+A verdict counts only when the verifier was shown the whole change (issue 16): each
+written file whole in its prompt, or every line of it through `read_file` on the
+proposed tree. Otherwise the try is not accepted, so nothing unseen is committed.
 """
 
 from __future__ import annotations
@@ -21,10 +32,17 @@ from agent_loop_common.attempts._types import (
     Rejected,
     Verified,
 )
+from agent_loop_common.checks import CheckReport, Checks
 from agent_loop_common.llm import BudgetExceeded
 from agent_loop_common.runtime import RunScope
 from agent_loop_common.staging import ChangePlan
-from agent_loop_common.verify import Verdict, VerifierError, make_verifier_agent, run_verifier
+from agent_loop_common.verify import (
+    Coverage,
+    Verdict,
+    VerifierError,
+    make_verifier_agent,
+    run_verifier,
+)
 
 __all__ = ["attempt_loop"]
 
@@ -35,6 +53,7 @@ async def attempt_loop(
     *,
     tries: int,
     before_retry: Callable[[], Awaitable[object]] | None = None,
+    checks: Checks | None = None,
 ) -> AttemptResult:
     """Run up to `tries` tries of `proposer`; each try is recorded on `scope.attempts`.
 
@@ -43,6 +62,8 @@ async def attempt_loop(
         proposer: The agent, its prompts, stages and verifier input.
         tries: Most tries in total (`settings.max_tries`).
         before_retry: Awaited before every try after the first (e.g. renew the claim).
+        checks: The run's tests (`open_checks`): each submitted change is tested before
+            the verifier, and the last report lands on `scope.tests`. `None`: none.
 
     Raises:
         AgentFailed: The agent's model call failed.
@@ -56,6 +77,8 @@ async def attempt_loop(
             if before_retry is not None:
                 await before_retry()
             proposer.reopen()
+        if checks is not None:
+            checks.new_try()
         started = scope.tokens()
         async with scope.stage(proposer.work_stage):
             run = await run_agent(proposer.agent, proposer.prompt(number, notes))
@@ -75,18 +98,37 @@ async def attempt_loop(
             )
             continue
         turn_limit = False
+        report: CheckReport | None = None
+        if checks is not None and isinstance(proposal, ChangePlan):
+            async with scope.stage("test"):
+                report = await checks.check(proposal.files)
+            scope.tests = report.evidence(runs=checks.runs)
+            if report.rejects:
+                notes = report.feedback()
+                scope.add_attempt(
+                    number,
+                    verified=False,
+                    notes=notes,
+                    staged_paths=_paths(proposal),
+                    tokens_at_start=started,
+                    tests=report.line,
+                )
+                continue
         async with scope.stage("verify"):
-            verdict = await _verify(scope, proposer, proposal, number, started)
+            verdict = await _verify(scope, proposer, proposal, number, started, report)
         scope.add_attempt(
             number,
             verified=verdict.verified,
             notes=verdict.notes,
             staged_paths=_paths(proposal),
             tokens_at_start=started,
+            tests=report.line if report else "",
         )
         if verdict.verified:
-            return Verified(proposal, verdict.notes, number)
+            return Verified(proposal, verdict.notes, number, tests=report)
         notes = verdict.notes
+    if checks is not None and scope.tests is not None:
+        scope.tests = scope.tests.model_copy(update={"runs": checks.runs})
     return Rejected(notes, tries, turn_limit)
 
 
@@ -103,10 +145,16 @@ def _raise_if_failed(scope: RunScope, run: AgentRun, name: str) -> None:
 
 
 async def _verify(
-    scope: RunScope, proposer: Proposer, plan: Plan, number: int, started: int
+    scope: RunScope,
+    proposer: Proposer,
+    plan: Plan,
+    number: int,
+    started: int,
+    report: CheckReport | None,
 ) -> Verdict:
     rt = scope.runtime
     shown = await proposer.verifier_input(plan)
+    coverage = shown.coverage if shown.coverage is not None else Coverage()
     verifier = make_verifier_agent(
         rt.call_llm("verifier"),
         rt.agent_model("verifier"),
@@ -116,7 +164,7 @@ async def _verify(
     )
     context = "\n\n".join(part for part in (shown.context, *shown.extra) if part)
     try:
-        return await run_verifier(
+        verdict = await run_verifier(
             verifier,
             plan,
             request=shown.request,
@@ -124,6 +172,9 @@ async def _verify(
             originals=shown.originals,
             context=context,
             trace=scope.trace,
+            instructions=shown.instructions,
+            evidence=report.for_verifier() if report is not None else "",
+            coverage=coverage,
         )
     except VerifierError as exc:
         exc.cause = exc.cause or rt.usage.failure
@@ -133,10 +184,26 @@ async def _verify(
             notes=str(exc)[:2_000],
             staged_paths=_paths(plan),
             tokens_at_start=started,
+            tests=report.line if report else "",
         )
         if rt.usage.exceeded:  # the budget stopped the verifier: say so, not "error"
             raise BudgetExceeded(rt.usage.exceeded) from exc
         raise
+    unseen = coverage.unseen(plan) if isinstance(plan, ChangePlan) else []
+    if verdict.verified and unseen:
+        return Verdict(verified=False, notes=_unseen_notes(unseen))
+    return verdict
+
+
+def _unseen_notes(unseen: list[str]) -> str:
+    """Why a verdict on a change the verifier did not fully see does not count."""
+    return (
+        "Not accepted: the verifier approved the change without being shown all of it ("
+        + "; ".join(unseen[:10])
+        + "), and nothing the verifier has not seen is committed. Keep the change small "
+        "enough to be read whole: split large files, or leave generated and data files "
+        "out of it."
+    )
 
 
 def _paths(plan: Plan) -> list[str]:

@@ -9,10 +9,11 @@ from typing import Protocol
 from flyte.ai.agents import Agent
 
 from agent_loop_common.agents import AgentRun
+from agent_loop_common.checks import CheckReport
 from agent_loop_common.llm import AgentRunFailed
 from agent_loop_common.repo import ReadTool
 from agent_loop_common.staging import ChangePlan, DecompositionPlan
-from agent_loop_common.verify import VerifierKind
+from agent_loop_common.verify import Coverage, VerifierKind
 
 __all__ = [
     "AgentFailed",
@@ -42,6 +43,8 @@ class Verified:
     """The verifier's notes on the accepted try."""
     tries: int
     """Tries used, this one included."""
+    tests: CheckReport | None = None
+    """What the tests said about the accepted change (`None`: no checks, a decomposition)."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,14 @@ class VerifierInput:
     """Contents before the change, per path, so the change renders as diffs."""
     context: str = ""
     extra: Sequence[str] = field(default_factory=tuple[str, ...])
-    """Further evidence blocks shown to the verifier (e.g. test results)."""
+    """Further background blocks shown to the verifier (fenced as untrusted data); the
+    tests' results are added by the attempt loop itself."""
+    instructions: str = ""
+    """The maintainers' instructions section (`RepoInstructions.render(level=2)`), read
+    from the base branch."""
+    coverage: Coverage | None = None
+    """Whose `reads` the verifier's `read_file` fills (`repo_tools(..., log=...)`), so
+    pages of the proposed tree it read count as shown; `None`: only the prompt counts."""
 
 
 class Proposer(Protocol):

@@ -16,6 +16,7 @@ from agent_loop_common.records._parts import (
     Role,
     Target,
     TargetKind,
+    TestEvidence,
     TraceStep,
     Usage,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "RunRecord",
     "Target",
     "TargetKind",
+    "TestEvidence",
     "TraceStep",
     "UnknownMajor",
     "Usage",

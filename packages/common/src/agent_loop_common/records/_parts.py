@@ -8,6 +8,7 @@ fields. New enum members or changed meanings need a major bump (see `_versioning
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt
 
@@ -19,6 +20,7 @@ __all__ = [
     "Role",
     "Target",
     "TargetKind",
+    "TestEvidence",
     "TraceStep",
     "Usage",
 ]
@@ -110,6 +112,55 @@ class Attempt(BaseModel):
     """Files (or `issue:<title>` entries) staged in this try."""
     tokens: NonNegativeInt = 0
     """Model tokens (in + out) spent on this try, including the verifier."""
+    tests: str = ""
+    """The tests' verdict on this try's change (1.2), e.g. `failed: 1 failed, 2 passed
+    (base: 3 passed)`; empty when no tests were checked (a decomposition, nothing
+    submitted)."""
+
+
+class TestEvidence(BaseModel):
+    """What the repository's tests said about the run's change (1.2).
+
+    Written by the pipeline from the sandbox's results, never by a model: the command
+    and where it came from, the backend, the runs on the base and on the change, and
+    the tests the change made pass or broke. A run that checked several tries keeps the
+    last one checked (the accepted one, when a try was accepted).
+    """
+
+    __test__ = False  # not a pytest test class
+    model_config = _TOLERANT
+
+    command: str = ""
+    """The test command (arguments joined by spaces); empty when none was found."""
+    source: str = ""
+    """Where the command came from: `setting`, `AGENTS.md`, `pyproject.toml`, ..."""
+    setup: str = ""
+    """The setup command run before the tests (`AGENT_LOOP_SETUP_COMMAND`), if any."""
+    backend: str = ""
+    """The sandbox that ran the tests (`bwrap`, `docker`, `flyte`, `plain-subprocess (not
+    isolated)`), or `off`."""
+    isolated: bool = True
+    """False when the tests ran without isolation (the demo's plain subprocess) or not at all."""
+    status: Literal["passed", "failed", "not_run"] = "not_run"
+    """The hard rules' verdict on the change: `passed`, `failed`, or `not_run` (the sandbox
+    is off, or no test command was found)."""
+    summary: str = ""
+    """One line for people, e.g. `12 passed (base: 11 passed)`, or why no tests ran."""
+    base: str = ""
+    """The run on the base commit, e.g. `exit 0: 11 passed (1.2 s)`."""
+    after: str = ""
+    """The run on the changed tree, e.g. `exit 0: 12 passed (1.3 s)`."""
+    fail_to_pass: list[str] = Field(default_factory=list[str])
+    """Tests that failed on (or were absent from) the base and pass with the change."""
+    regressions: list[str] = Field(default_factory=list[str])
+    """Tests that passed on the base and fail with the change."""
+    failing: list[str] = Field(default_factory=list[str])
+    """Every test failing with the change."""
+    tamper_flags: list[str] = Field(default_factory=list[str])
+    """Ways the change weakens the tests (`path: detail`): deleted or skipped tests,
+    fewer test definitions, edited test configuration."""
+    runs: NonNegativeInt = 0
+    """Commands run in the sandbox by the run: baselines, checks of tries, `run_tests`."""
 
 
 class Usage(BaseModel):

@@ -19,13 +19,14 @@ from agent_loop_common.records._parts import (
     Outcome,
     Role,
     Target,
+    TestEvidence,
     TraceStep,
     Usage,
 )
 
 __all__ = ["SCHEMA_VERSION", "RunId", "RunRecord"]
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 """The version this code writes. Bump the minor for added optional fields, the major for
 anything an older reader would misread (removed/renamed fields, new enum members)."""
 
@@ -85,6 +86,10 @@ class RunRecord(BaseModel):
     problems: list[str] = Field(default_factory=list[str])
     """Things the run worked around, for people (1.1): e.g. a corrupt memory document it
     ignored and set aside."""
+    tests: TestEvidence | None = None
+    """What the repository's tests said about the change (1.2): command and its source,
+    backend, base and after summaries, fail-to-pass tests, tampering flags. `None` when
+    the run checked no change (a decomposition, a decline, an idle or failed run)."""
 
     @property
     def duration_seconds(self) -> float:

@@ -3,6 +3,7 @@
 ```python
 snapshot = RepoSnapshot(github, base_sha, "main", label="base branch main")
 tools = repo_tools(snapshot, stage=stage)     # list_files, read_file, search_code
+rules = await repository_instructions(base, touched_paths)   # AGENTS.md & co., fenced
 ```
 
 The builder reads the base commit it builds on; the reviewer reads the pull request's
@@ -10,7 +11,22 @@ head commit it reviews. Both, and their verifiers, get the same tools, so a path
 normalized and an output bounded the same way for every agent.
 """
 
+from agent_loop_common.repo._instructions import (
+    INSTRUCTION_FILES,
+    RepoInstructions,
+    repository_instructions,
+)
 from agent_loop_common.repo._snapshot import RepoSnapshot
-from agent_loop_common.repo._tools import ReadTool, ToolLimits, repo_tools
+from agent_loop_common.repo._tools import ReadLog, ReadTool, StagedFiles, ToolLimits, repo_tools
 
-__all__ = ["ReadTool", "RepoSnapshot", "ToolLimits", "repo_tools"]
+__all__ = [
+    "INSTRUCTION_FILES",
+    "ReadLog",
+    "ReadTool",
+    "RepoInstructions",
+    "RepoSnapshot",
+    "StagedFiles",
+    "ToolLimits",
+    "repo_tools",
+    "repository_instructions",
+]

@@ -8,6 +8,8 @@ tree request and each file one contents request, both cached. Searching the code
 every file, so it downloads the tarball once (one request plus GitHub's redirect)
 instead of one contents request per file: a search costs the same in a repository of
 ten files or ten thousand, and stays far from the rate limit on a five-minute schedule.
+The same download is the tree the sandbox runs the tests on (`archive`), so a run that
+searches and tests fetches the commit once.
 """
 
 from __future__ import annotations
@@ -43,7 +45,9 @@ class RepoSnapshot:
         self._paths: list[str] | None = None
         self._files: dict[str, bytes | None] = {}
         self._index: dict[str, str] | None = None
+        self._archive: bytes | None = None
         self._lock = asyncio.Lock()
+        self._archive_lock = asyncio.Lock()
 
     async def paths(self) -> list[str]:
         """Every file path (blobs only), sorted."""
@@ -91,12 +95,18 @@ class RepoSnapshot:
                 continue
         return out
 
+    async def archive(self) -> bytes:
+        """The commit's tarball (GitHub's), downloaded once per snapshot."""
+        async with self._archive_lock:
+            if self._archive is None:
+                self._archive = await self.github.download_archive(self.sha)
+        return self._archive
+
     async def search_index(self) -> dict[str, str]:
         """Every UTF-8 text file up to 512 kB, from one tarball download."""
         async with self._lock:
             if self._index is None:
-                archive = await self.github.download_archive(self.sha)
-                self._index = _text_files(archive)
+                self._index = _text_files(await self.archive())
         return self._index
 
 

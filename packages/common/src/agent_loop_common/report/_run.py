@@ -12,8 +12,40 @@ TRACE_ROWS = 200
 """Most trace steps shown (a long run's trace stays readable; the record keeps them all)."""
 
 
+def _isolation(backend: str, *, isolated: bool) -> str:
+    """` (not isolated)` when the tests ran without isolation and the name does not say so."""
+    if isolated or backend in ("", "off") or "not isolated" in backend:
+        return ""
+    return " (not isolated)"
+
+
+def _tests_html(record: RunRecord) -> str:
+    """The run's test evidence: command and source, backend, base and after, flags."""
+    t = record.tests
+    if t is None:
+        return ""
+    rows = [
+        ("Status", f"<b>{escape(t.status)}</b>: {escape(t.summary)}"),
+        ("Command", f"<code>{escape(t.command or '(none)')}</code> from {escape(t.source or '-')}"),
+        ("Sandbox", escape(t.backend) + _isolation(t.backend, isolated=t.isolated)),
+        ("Base", escape(t.base or "-")),
+        ("After", escape(t.after or "-")),
+        ("Runs", str(t.runs)),
+    ]
+    if t.setup:
+        rows.insert(2, ("Setup", f"<code>{escape(t.setup)}</code>"))
+    if t.fail_to_pass:
+        rows.append(("Fail-to-pass", escape(", ".join(t.fail_to_pass))))
+    if t.regressions:
+        rows.append(("Regressions", escape(", ".join(t.regressions))))
+    if t.tamper_flags:
+        rows.append(("Tampering flags", escape("; ".join(t.tamper_flags))))
+    body = "".join(f"<tr><th>{label}</th><td>{value}</td></tr>" for label, value in rows)
+    return f"<h3>Tests</h3><table>{body}</table>"
+
+
 def run_report_html(record: RunRecord | None, *, heading: str, idle: str) -> str:
-    """The tick's report: outcome, target, links, figures, tries and the trace.
+    """The tick's report: outcome, target, links, figures, tests, tries and the trace.
 
     Args:
         record: The run's record; `None` for an idle tick.
@@ -47,16 +79,18 @@ def run_report_html(record: RunRecord | None, *, heading: str, idle: str) -> str
     if links:
         items = "".join(f'<li><a href="{escape(u)}">{escape(u)}</a></li>' for u in links)
         parts.append(f"<h3>Links</h3><ul>{items}</ul>")
+    if record.tests is not None:
+        parts.append(_tests_html(record))
     if record.attempts:
         tries = "".join(
             f"<tr><td>{a.number}</td><td>{'yes' if a.verified else 'no'}</td>"
             f"<td>{escape(', '.join(a.staged_paths))}</td><td>{a.tokens}</td>"
-            f"<td>{escape(a.notes[:500])}</td></tr>"
+            f"<td>{escape(a.tests)}</td><td>{escape(a.notes[:500])}</td></tr>"
             for a in record.attempts
         )
         parts.append(
             "<h3>Tries</h3><table><tr><th>#</th><th>verified</th><th>staged</th>"
-            f"<th>tokens</th><th>notes</th></tr>{tries}</table>"
+            f"<th>tokens</th><th>tests</th><th>notes</th></tr>{tries}</table>"
         )
     if record.trace:
         steps = "".join(

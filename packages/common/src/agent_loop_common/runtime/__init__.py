@@ -7,7 +7,9 @@ async with open_runtime(settings, Role.BUILDER) as rt:
 
 `use_model(provider, label=...)` installs an in-process model (scripted, replayed) for
 Flyte local mode: the offline demo and the end-to-end tests; records and reports name
-it by its label.
+it by its label. `use_sandbox(sandbox)` does the same for the sandbox the builder's and
+reviewer's tests run in. `preflight_model` and `preflight_sandbox` refuse, before any
+claim, a run that could not finish its work.
 
 Each agent declares its durable writes once in a `WriteBook`; the pipeline calls them
 through a `Writer` (in process, or as Flyte actions whose `Receipt`s bring their
@@ -40,6 +42,15 @@ from agent_loop_common.runtime._remote import (
     remote_flyte_config,
 )
 from agent_loop_common.runtime._runtime import Runtime, open_runtime
+from agent_loop_common.runtime._sandbox import (
+    TESTING_ROLES,
+    InstalledSandbox,
+    installed_sandbox,
+    preflight_sandbox,
+    sandbox_for,
+    use_flyte_tests_task,
+    use_sandbox,
+)
 from agent_loop_common.runtime._scope import RunScope, run_scoped
 from agent_loop_common.runtime._summary import (
     IDLE,
@@ -62,9 +73,11 @@ from agent_loop_common.runtime._writes import (
 __all__ = [
     "CONFIG_TEMPLATE",
     "IDLE",
+    "TESTING_ROLES",
     "AgentEntry",
     "DirectWriter",
     "FlyteConfigError",
+    "InstalledSandbox",
     "ModelProvider",
     "Pipeline",
     "Posted",
@@ -81,6 +94,7 @@ __all__ = [
     "github_from_settings",
     "installed_model",
     "installed_model_label",
+    "installed_sandbox",
     "local_memory",
     "local_raw_data_path",
     "model_for",
@@ -88,13 +102,17 @@ __all__ = [
     "open_runtime",
     "operator_fault",
     "preflight_model",
+    "preflight_sandbox",
     "remote_flyte_config",
     "run_entry",
     "run_scoped",
     "run_task",
     "run_tick",
+    "sandbox_for",
     "summarize",
     "tick_body",
+    "use_flyte_tests_task",
     "use_model",
+    "use_sandbox",
     "write_with_receipt",
 ]

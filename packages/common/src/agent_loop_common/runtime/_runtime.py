@@ -23,6 +23,8 @@ from agent_loop_common.llm import Budget, UsageMeter
 from agent_loop_common.memory import MemoryLocation, read_etag_state, write_etag_state
 from agent_loop_common.records import Role
 from agent_loop_common.runtime._models import model_for, model_label
+from agent_loop_common.runtime._sandbox import installed_sandbox, sandbox_for
+from agent_loop_common.sandbox import BaselineCache, BaselineStore, Sandbox
 from agent_loop_common.settings import Settings
 
 __all__ = ["Runtime", "open_runtime"]
@@ -58,6 +60,20 @@ class Runtime:
     """The current aware time (the emulator's clock in tests)."""
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     """How the run waits (claim heartbeats); tests pass a faster one."""
+    baselines: BaselineStore = field(default_factory=lambda: _default_baselines())
+    """Baseline test results by base SHA and command: the run's own, or the store shared
+    by the runs of a process (`use_sandbox`)."""
+    _sandbox: Sandbox | None = field(default=None, repr=False)
+
+    async def sandbox(self) -> Sandbox:
+        """The sandbox the run's tests run in, opened once (see `sandbox_for`).
+
+        Raises:
+            ConfigError: No sandbox works here and `AGENT_LOOP_SANDBOX` is not `off`.
+        """
+        if self._sandbox is None:
+            self._sandbox = await sandbox_for(self.settings)
+        return self._sandbox
 
     def call_llm(self, purpose: str = "agent") -> LLMCallable:
         """A `call_llm` for one agent of this run (`"agent"` or `"verifier"`)."""
@@ -79,6 +95,11 @@ class Runtime:
         configured litellm model string(s).
         """
         return model_label(self.settings)
+
+
+def _default_baselines() -> BaselineStore:
+    installed = installed_sandbox()
+    return installed.baselines if installed is not None else BaselineCache()
 
 
 @asynccontextmanager

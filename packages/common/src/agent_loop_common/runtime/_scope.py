@@ -32,12 +32,14 @@ from agent_loop_common.records import (
     RunRecord,
     Target,
     TargetKind,
+    TestEvidence,
     TraceStep,
     Usage,
 )
 from agent_loop_common.runtime._faults import operator_fault
 from agent_loop_common.runtime._preflight import preflight_model
 from agent_loop_common.runtime._runtime import Runtime
+from agent_loop_common.runtime._sandbox import TESTING_ROLES
 from agent_loop_common.runtime._writes import Receipt, Writer
 
 __all__ = ["RunScope", "run_scoped"]
@@ -73,6 +75,8 @@ class RunScope:
         default_factory=dict[ClaimTarget, "asyncio.Task[None]"]
     )
     _lost: dict[ClaimTarget, str] = field(default_factory=dict[ClaimTarget, str])
+    tests: TestEvidence | None = None
+    """What the repository's tests said about the last change the run checked."""
 
     @asynccontextmanager
     async def stage(self, name: str) -> AsyncGenerator[None]:
@@ -93,11 +97,12 @@ class RunScope:
         notes: str,
         staged_paths: list[str] | None = None,
         tokens_at_start: int | None = None,
+        tests: str = "",
     ) -> Attempt:
         """Record one try; its tokens are the run's usage since `tokens_at_start`.
 
         The one place a try's token count is computed: take `scope.tokens()` when the
-        try starts and pass it here when it ends.
+        try starts and pass it here when it ends. `tests` is the try's test verdict line.
         """
         used = 0 if tokens_at_start is None else self.tokens() - tokens_at_start
         attempt = Attempt(
@@ -106,18 +111,22 @@ class RunScope:
             notes=notes[:_MAX_NOTES_CHARS],
             staged_paths=staged_paths or [],
             tokens=max(used, 0),
+            tests=tests,
         )
         self.attempts.append(attempt)
         return attempt
 
     async def claim(self, kind: TargetKind, key: int | str) -> Claim | None:
-        """Claim a target, after proving the run could finish its work (the model is usable).
+        """Claim a target, after proving the run could finish its work.
 
-        The preflight runs before the first claim, so a missing key or an unknown model
-        stops the run with nothing public written; a tick that finds no work needs no
-        model and is not stopped by it.
+        The preflight runs before the first claim: the model is usable and, for the
+        builder and the reviewer, a sandbox can run the tests. A missing key, an unknown
+        model or no working sandbox stops the run with nothing public written; a tick
+        that finds no work needs neither and is not stopped by them.
         """
         preflight_model(self.runtime.settings)
+        if self.runtime.role in TESTING_ROLES:
+            await self.runtime.sandbox()
         claim = await self.runtime.claimer.claim(kind, key)
         if claim is not None:
             self._beats[claim.target] = asyncio.create_task(self._heartbeat(claim.target))
@@ -260,6 +269,7 @@ class RunScope:
             fault=self.fault,
             backoff_until=self.backoff_until,
             problems=self.problems,
+            tests=self.tests,
         )
 
 

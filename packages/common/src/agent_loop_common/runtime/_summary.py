@@ -61,6 +61,9 @@ class TickSummary(BaseModel):
     """Figures only one agent has (the distiller: `pass`, `ingested`, `lessons`)."""
     report: str = ""
     """The tick's Flyte report (HTML) on this machine: `<AGENT_LOOP_HOME>/reports/<role>-<run id>.html` after a local tick; empty on a cluster (see the run in the Flyte UI)."""
+    tests: list[str] = Field(default_factory=list[str])
+    """The tests' verdict on each try whose change was tested, in order, e.g. `try 1
+    failed: 1 failed, 2 passed (base: 2 passed)`; empty when no change was tested."""
 
     @classmethod
     def of_record(
@@ -83,6 +86,7 @@ class TickSummary(BaseModel):
             tokens=record.usage.tokens,
             github_requests=record.github.requests,
             details=dict(details or {}),
+            tests=[f"try {a.number} {a.tests}" for a in record.attempts if a.tests],
         )
 
     @property

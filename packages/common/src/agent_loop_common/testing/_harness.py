@@ -53,13 +53,21 @@ def emulator_settings(
     emulator: GitHubEmulator, home: str | os.PathLike[str], **overrides: Any
 ) -> Settings:
     """Settings for the emulator's repository, acting as its bot, with `home` as
-    AGENT_LOOP_HOME (field `overrides` win, e.g. `max_tries=2`)."""
+    AGENT_LOOP_HOME (field `overrides` win, e.g. `max_tries=2`).
+
+    The sandbox is `off` unless overridden (`sandbox="bwrap"`) or one is installed with
+    `use_sandbox`: a test runs repository code only when it asks to, so the suite needs
+    no sandbox backend on the machine.
+    """
     return load_settings(
-        repo=emulator.full_name,
-        github_token=emulator.bot_token,
-        github_api_url=EMULATOR_BASE_URL,
-        home=pathlib.Path(home),
-        **overrides,
+        **{
+            "repo": emulator.full_name,
+            "github_token": emulator.bot_token,
+            "github_api_url": EMULATOR_BASE_URL,
+            "home": pathlib.Path(home),
+            "sandbox": "off",
+            **overrides,
+        }
     )
 
 

@@ -9,6 +9,10 @@ except VerifierError:
 if verdict.verified:
     ...                          # apply; otherwise retry with verdict.notes
 ```
+
+`Coverage` tracks what of a change the verifier was shown (the prompt, and the pages of
+the proposed tree its `read_file` showed): a verdict on a change it did not fully see
+is not accepted.
 """
 
 from agent_loop_common.verify._agent import (
@@ -17,12 +21,19 @@ from agent_loop_common.verify._agent import (
     make_verifier_agent,
     verifier_instructions,
 )
-from agent_loop_common.verify._render import RenderLimits, render_plan, render_verifier_prompt
+from agent_loop_common.verify._coverage import Coverage
+from agent_loop_common.verify._render import (
+    RenderLimits,
+    render_plan,
+    render_verifier_prompt,
+    show_exact,
+)
 from agent_loop_common.verify._run import run_verifier
 from agent_loop_common.verify._verdict import Verdict, VerifierError, parse_verdict
 
 __all__ = [
     "VERIFIER_MARKER",
+    "Coverage",
     "RenderLimits",
     "Verdict",
     "VerifierError",
@@ -32,5 +43,6 @@ __all__ = [
     "render_plan",
     "render_verifier_prompt",
     "run_verifier",
+    "show_exact",
     "verifier_instructions",
 ]

@@ -6,18 +6,34 @@ content otherwise, deletions listed, and the title, body, replies or sub-issues.
 it is fenced as untrusted data, since a proposal could contain text aimed at the
 verifier. Sizes are bounded per file and in total; what does not fit is named, not
 silently dropped.
+
+Staged files are shown exactly as they would be committed (`show_exact`): HTML comments
+stay, and invisible or control characters are written out as `<U+202E>`, never removed,
+because what the verifier does not see must not be what gets committed. A `Coverage`
+passed in notes which files were shown whole; the verifier pages through the rest with
+`read_file`, and the attempt loop refuses a verdict on a change it was not fully shown.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from agent_loop_common.agents import fence_untrusted
 from agent_loop_common.staging import ChangePlan, DecompositionPlan
+from agent_loop_common.verify._coverage import Coverage
 
-__all__ = ["RenderLimits", "render_plan", "render_verifier_prompt"]
+__all__ = ["RenderLimits", "render_plan", "render_verifier_prompt", "show_exact"]
+
+# Invisible and bidirectional characters, BOM, soft hyphen, and control characters but
+# tab and line feed: shown as `<U+XXXX>` so nothing committed is hidden from the verifier.
+_HIDDEN = re.compile(
+    "[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
+    "\x00-\x08\x0b-\x1f\x7f\x85\u2028\u2029]"
+)
+_FENCE_TAG = re.compile(r"<(\s*/?\s*untrusted-data)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -32,6 +48,23 @@ class RenderLimits:
     """All files together; later files are listed without content once it is spent."""
 
 
+def show_exact(label: str, text: str, max_chars: int) -> tuple[str, bool]:
+    """`text` in an `<untrusted-data>` block exactly as it is, and whether it fit whole.
+
+    Unlike `fence_untrusted` nothing is removed: HTML comments stay, and invisible or
+    control characters are written out (`<U+202E>`); only a fence tag inside the text is
+    escaped (`&lt;untrusted-data`), so the block cannot be closed early.
+    """
+    clean_label = " ".join(re.sub(r"[^\w .,#:/()@+-]", " ", label).split())[:80] or "data"
+    body = _HIDDEN.sub(lambda m: f"<U+{ord(m.group(0)):04X}>", text)
+    body = _FENCE_TAG.sub(r"&lt;\1", body)
+    whole = len(body) <= max(max_chars, 0)
+    if not whole:
+        cut = len(body) - max_chars
+        body = f"{body[:max_chars]}\n[... truncated: {cut} more characters not shown]"
+    return f'<untrusted-data label="{clean_label}">\n{body}\n</untrusted-data>', whole
+
+
 def render_verifier_prompt(
     plan: ChangePlan | DecompositionPlan,
     *,
@@ -40,6 +73,9 @@ def render_verifier_prompt(
     originals: Mapping[str, str | None] | None = None,
     context: str = "",
     limits: RenderLimits | None = None,
+    instructions: str = "",
+    evidence: str = "",
+    coverage: Coverage | None = None,
 ) -> str:
     """The user message for a verifier run.
 
@@ -51,6 +87,11 @@ def render_verifier_prompt(
             changes render as diffs; paths not in it render as full content.
         context: Extra background (e.g. the pull request's description), fenced.
         limits: Character budgets.
+        instructions: The maintainers' instructions section
+            (`RepoInstructions.render(level=2)`).
+        evidence: What the pipeline checked by code (test results, flags): shown as
+            such, before the proposal.
+        coverage: Filled with the files shown whole in this prompt.
     """
     lim = limits or RenderLimits()
     parts = [
@@ -65,13 +106,30 @@ def render_verifier_prompt(
             "## Background",
             fence_untrusted("background", context, lim.max_request_chars),
         ]
-    parts += ["", render_plan(plan, originals=originals, limits=lim)]
-    parts += [
-        "",
-        "## Your task",
+    if instructions.strip():
+        parts += ["", instructions]
+    if evidence.strip():
+        parts += ["", evidence]
+    shown = coverage if coverage is not None else Coverage()
+    parts += ["", render_plan(plan, originals=originals, limits=lim, coverage=shown)]
+    parts += ["", "## Your task"]
+    partial = (
+        sorted(p for p, c in plan.files.items() if c is not None and p not in shown.in_prompt)
+        if isinstance(plan, ChangePlan)
+        else []
+    )
+    if partial:
+        parts.append(
+            "Not every file of the proposal fits in this message: "
+            + ", ".join(f"`{p}`" for p in partial)
+            + ". Read each of them to its last line with read_file (it shows the proposed "
+            "version, page by page, with start_line) before you verify: the pipeline refuses "
+            "to apply a change any part of which you were not shown."
+        )
+    parts.append(
         "Check the proposal against what was asked and against the repository, following your "
-        'instructions, and end with the JSON verdict {"verified": <true|false>, "notes": "..."}.',
-    ]
+        'instructions, and end with the JSON verdict {"verified": <true|false>, "notes": "..."}.'
+    )
     return "\n".join(parts)
 
 
@@ -80,16 +138,20 @@ def render_plan(
     *,
     originals: Mapping[str, str | None] | None = None,
     limits: RenderLimits | None = None,
+    coverage: Coverage | None = None,
 ) -> str:
-    """The proposal section of the verifier prompt."""
+    """The proposal section of the verifier prompt (`coverage`: filled with whole files)."""
     lim = limits or RenderLimits()
     if isinstance(plan, DecompositionPlan):
         return _render_decomposition(plan, lim)
-    return _render_change(plan, originals, lim)
+    return _render_change(plan, originals, lim, coverage if coverage is not None else Coverage())
 
 
 def _render_change(
-    plan: ChangePlan, originals: Mapping[str, str | None] | None, lim: RenderLimits
+    plan: ChangePlan,
+    originals: Mapping[str, str | None] | None,
+    lim: RenderLimits,
+    coverage: Coverage,
 ) -> str:
     described = "\n\n".join(
         f"{label}:\n{text}"
@@ -109,14 +171,23 @@ def _render_change(
     for path in sorted(plan.files):
         content = plan.files[path]
         if content is None:
+            coverage.in_prompt.add(path)
             parts += ["", f"### {path} (deleted)"]
             continue
         heading, text = _file_view(path, content, originals)
         if budget <= 0:
-            parts += ["", f"### {path} ({heading}): not shown, the prompt budget is spent"]
+            parts += [
+                "",
+                f"### {path} ({heading}): not shown, the prompt budget is spent; "
+                "read it with read_file",
+            ]
             continue
-        block = fence_untrusted(path, text, min(lim.max_file_chars, budget))
+        block, whole = show_exact(path, text, min(lim.max_file_chars, budget))
         budget -= len(block)
+        if whole:
+            coverage.in_prompt.add(path)
+        else:
+            heading += "; cut short here, read the rest with read_file"
         parts += ["", f"### {path} ({heading})", block]
     if plan.replies:
         parts += ["", f"## Replies to feedback ({len(plan.replies)})"]

@@ -9,6 +9,7 @@ from flyte.ai.agents import Agent
 from agent_loop_common.agents import run_agent
 from agent_loop_common.records import TraceStep
 from agent_loop_common.staging import ChangePlan, DecompositionPlan
+from agent_loop_common.verify._coverage import Coverage
 from agent_loop_common.verify._render import RenderLimits, render_verifier_prompt
 from agent_loop_common.verify._verdict import Verdict, VerifierError, parse_verdict
 
@@ -25,6 +26,9 @@ async def run_verifier(
     context: str = "",
     limits: RenderLimits | None = None,
     trace: list[TraceStep] | None = None,
+    instructions: str = "",
+    evidence: str = "",
+    coverage: Coverage | None = None,
 ) -> Verdict:
     """Ask the verifier `agent` about `plan` and return its verdict.
 
@@ -38,6 +42,10 @@ async def run_verifier(
         context: Extra background for the verifier, fenced.
         limits: Prompt size budgets.
         trace: When given, the verifier's steps are appended to it (also on failure).
+        instructions: The maintainers' instructions section, from the base branch.
+        evidence: What the pipeline checked by code (the tests' results), shown as such.
+        coverage: Filled with the files shown whole in the prompt; give the verifier's
+            read tools its `reads` so pages it reads count too.
 
     Returns:
         The verdict; anything but a JSON `true` in the final answer is a rejection.
@@ -53,6 +61,9 @@ async def run_verifier(
         originals=originals,
         context=context,
         limits=limits,
+        instructions=instructions,
+        evidence=evidence,
+        coverage=coverage,
     )
     run = await run_agent(agent, prompt)
     if trace is not None:

@@ -59,13 +59,23 @@ def _trace(record: RunRecord) -> str:
             if a.verified
             else '<span class="bad">rejected</span>',
             esc(a.notes),
+            esc(a.tests) or "–",
             fmt_int(a.tokens),
         ]
         for a in record.attempts
     ]
     body = ""
+    if record.tests is not None:
+        t = record.tests
+        flags = f" · ⚠️ {esc('; '.join(t.tamper_flags))}" if t.tamper_flags else ""
+        body += (
+            f"<p>Tests: <code>{esc(t.command or '(none)')}</code> ({esc(t.source or '-')}, "
+            f"{esc(t.backend)}): <b>{esc(t.status)}</b>, {esc(t.summary)}{flags}</p>"
+        )
     if attempts:
-        body += table(["Try", "Verdict", "Verifier notes", "Tokens"], attempts, numeric=[3])
+        body += table(
+            ["Try", "Verdict", "Verifier notes", "Tests", "Tokens"], attempts, numeric=[4]
+        )
     if rows:
         body += table(["#", "Step", "Arguments", "Result", "ms", "Error"], rows, numeric=[0, 4])
         if len(record.trace) > _MAX_STEPS:

@@ -1,0 +1,297 @@
+"""`Checks`: one run's test checks, from the sandbox and the configuration to verdicts.
+
+A run that proposes code (a builder build, a reviewer pass) opens its checks once,
+after it knows the commit its change applies to:
+
+- the **tree** is that commit (the builder's base, the reviewer's pull request head),
+  extracted once from the tarball the read tools already download, and copied for
+  every run in the sandbox;
+- the **command** comes from `AGENT_LOOP_TEST_COMMAND`, else from the **configuration
+  commit** (`AGENTS.md`, `pyproject.toml`, ... on the base branch), never from the
+  change under test, so a change cannot choose its own judge;
+- the **baseline** (the command on the tree) runs at most once per base SHA and
+  command, shared by every try and every `run_tests` call of the run (and, through the
+  runtime's baseline store, by every run of a process at that commit).
+
+When the sandbox is off or no command is found, nothing runs: every report says why,
+and the pull request opens as a draft saying no tests ran.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from agent_loop_common.checks._report import CheckReport
+from agent_loop_common.repo import RepoSnapshot
+from agent_loop_common.runtime import Runtime, installed_sandbox
+from agent_loop_common.sandbox import (
+    BaselineStore,
+    CommandRejected,
+    RunResult,
+    Sandbox,
+    TamperFlag,
+    TestCommand,
+    TestVerdict,
+    baseline_key,
+    compare,
+    extract_tarball,
+    flag_test_tampering,
+    parse_command,
+    resolve_test_command,
+    validate_extra_args,
+)
+
+__all__ = ["Checks", "open_checks"]
+
+_DETECTED_FROM = (
+    "AGENTS.md",
+    "pyproject.toml",
+    "pytest.ini",
+    "setup.cfg",
+    "tox.ini",
+    "conftest.py",
+    "package.json",
+    "go.mod",
+    "Cargo.toml",
+    "Makefile",
+    "makefile",
+    "GNUmakefile",
+)
+"""The root files `detect_test_command` reads (only these are fetched, not the tree)."""
+
+NO_COMMAND = (
+    "no test command was found: set AGENT_LOOP_TEST_COMMAND, or name one in AGENTS.md "
+    "(`Test command: ...`) on the default branch"
+)
+
+
+class Checks:
+    """The tests of one run: the sandbox, the command, the base tree and its baseline.
+
+    Args:
+        sandbox: Where commands run (`DisabledSandbox` when the sandbox is off).
+        tree: The commit a change applies to (the baseline runs on it).
+        command: The test command, or `None` when none was found.
+        setup: The setup command run before the tests on the same copy, if any.
+        baselines: Where baseline results are kept (per base SHA and command).
+        max_tool_runs: Most `run_tests` calls per try.
+        note: Why no tests run, when they do not (the sandbox is off, no command).
+        watch: Called with each report as soon as it is made (the demo narrates it).
+    """
+
+    def __init__(
+        self,
+        *,
+        sandbox: Sandbox,
+        tree: RepoSnapshot,
+        command: TestCommand | None,
+        setup: tuple[str, ...] | None,
+        baselines: BaselineStore,
+        max_tool_runs: int,
+        note: str = "",
+        watch: Callable[[CheckReport], None] | None = None,
+    ) -> None:
+        self.sandbox = sandbox
+        self.tree = tree
+        self.command = command
+        self.setup = setup
+        self.baselines = baselines
+        self.max_tool_runs = max_tool_runs
+        self.note = note
+        self.watch = watch
+        self.runs = 0
+        """Commands this run started in the sandbox (baselines, checks, `run_tests`)."""
+        self.tool_runs = 0
+        """`run_tests` calls in the current try."""
+        self._root: Path | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def enabled(self) -> bool:
+        """Whether tests run at all (a working sandbox and a test command)."""
+        return self.sandbox.enabled and self.command is not None
+
+    async def _tree_path(self) -> Path:
+        async with self._lock:
+            if self._root is None:
+                archive = await self.tree.archive()
+                root = Path(tempfile.mkdtemp(prefix="agent-loop-tree-"))
+                try:
+                    await asyncio.to_thread(extract_tarball, archive, root / "repo")
+                except BaseException:
+                    shutil.rmtree(root, ignore_errors=True)
+                    raise
+                self._root = root
+            return self._root / "repo"
+
+    async def _run(
+        self, argv: Sequence[str], changes: Mapping[str, str | None] | None = None
+    ) -> RunResult:
+        tree = await self._tree_path()
+        self.runs += 1
+        return await self.sandbox.run(tree, argv, changes=changes, setup=self.setup)
+
+    async def baseline(self) -> RunResult | None:
+        """The command's result on the tree (run once per SHA and command), or `None`."""
+        if not self.enabled or self.command is None:
+            return None
+        argv = self.command.argv
+        key = baseline_key(self.tree.sha, argv, self.setup)
+        return await self.baselines.get_or_run(key, lambda: self._run(argv))
+
+    def _report(
+        self,
+        *,
+        flags: tuple[TamperFlag, ...],
+        verdict: TestVerdict | None = None,
+        base: RunResult | None = None,
+        after: RunResult | None = None,
+        note: str = "",
+    ) -> CheckReport:
+        return CheckReport(
+            command=self.command,
+            setup=self.setup,
+            backend=self.sandbox.name,
+            isolated=self.sandbox.isolated,
+            verdict=verdict,
+            flags=flags,
+            base=base,
+            after=after,
+            note=note or self.note,
+        )
+
+    async def check(self, files: Mapping[str, str | None]) -> CheckReport:
+        """Run the tests on the tree with `files` applied and judge them by the hard rules.
+
+        Args:
+            files: The change: path -> full new content, `None` to delete.
+        """
+        base_texts = await self.tree.originals(sorted(files))
+        flags = flag_test_tampering(files, base_texts)
+        if not self.enabled or self.command is None:
+            report = self._report(flags=flags)
+        else:
+            base = await self.baseline()
+            broken = _unusable(base)
+            if broken:
+                # Not the change's fault: the command (or its setup) does not work on the
+                # base commit. Nothing is judged; the pull request says no tests ran.
+                report = self._report(flags=flags, base=base, note=broken)
+            else:
+                after = await self._run(self.command.argv, changes=files)
+                verdict = compare(base, after)
+                report = self._report(verdict=verdict, flags=flags, base=base, after=after)
+        if self.watch is not None:
+            self.watch(report)
+        return report
+
+    def new_try(self) -> None:
+        """Start counting `run_tests` calls for a new try."""
+        self.tool_runs = 0
+
+    async def try_run(
+        self, files: Mapping[str, str | None], extra: Sequence[str] = ()
+    ) -> tuple[RunResult, RunResult | None]:
+        """The command (with validated `extra` arguments) on the tree with `files` applied.
+
+        Returns:
+            The run, and the baseline (the command alone on the tree) to compare with.
+
+        Raises:
+            CommandRejected: `extra` has shell syntax or a path outside the tree, the
+                try's `run_tests` budget is spent, or tests do not run here.
+        """
+        if not self.enabled or self.command is None:
+            raise CommandRejected(f"no tests can run: {self.note}")
+        if self.tool_runs >= self.max_tool_runs:
+            raise CommandRejected(
+                f"this try already ran the tests {self.tool_runs} time(s), the most allowed "
+                "(AGENT_LOOP_MAX_TEST_RUNS); submit, and the pipeline runs them on your change"
+            )
+        args = validate_extra_args(extra)
+        self.tool_runs += 1
+        base = await self.baseline()
+        return await self._run((*self.command.argv, *args), changes=files), base
+
+    def close(self) -> None:
+        """Delete the extracted tree."""
+        if self._root is not None:
+            shutil.rmtree(self._root, ignore_errors=True)
+            self._root = None
+
+
+def _unusable(base: RunResult | None) -> str:
+    """Why the baseline says the tests cannot judge anything here, or `""`."""
+    if base is None:
+        return ""
+    if base.setup is not None and not base.setup.ok:
+        return f"the setup command failed on the base commit ({base.setup.summary()})"
+    if base.error and base.exit_code == 127:
+        return f"the test command could not start on the base commit ({base.error})"
+    return ""
+
+
+async def _detection_files(config: RepoSnapshot) -> dict[str, str]:
+    present = set(await config.paths())
+    files: dict[str, str] = {}
+    for name in _DETECTED_FROM:
+        if name in present:
+            text = await config.text(name)
+            if text is not None:
+                files[name] = text
+    return files
+
+
+@asynccontextmanager
+async def open_checks(
+    runtime: Runtime, *, tree: RepoSnapshot, config: RepoSnapshot
+) -> AsyncGenerator[Checks]:
+    """The run's `Checks`; the extracted tree is deleted when the block ends.
+
+    Args:
+        runtime: The run (its sandbox, settings and baseline store).
+        tree: The commit the change applies to.
+        config: The commit the test command is detected from: the default branch,
+            never the change (for the builder the same as `tree`).
+
+    Raises:
+        ConfigError: No sandbox works here (the claim's preflight normally said so first).
+        CommandRejected: `AGENT_LOOP_SETUP_COMMAND` uses shell syntax (refused at load).
+    """
+    settings = runtime.settings
+    sandbox = await runtime.sandbox()
+    command: TestCommand | None = None
+    note = ""
+    if not sandbox.enabled:
+        note = "the sandbox is off (`AGENT_LOOP_SANDBOX=off`)"
+    else:
+        if settings.test_command:
+            command = resolve_test_command(settings.test_command, {})
+        else:
+            command = resolve_test_command(None, await _detection_files(config))
+        if command is None:
+            note = NO_COMMAND
+    setup = (
+        parse_command(settings.setup_command, what="AGENT_LOOP_SETUP_COMMAND")
+        if settings.setup_command
+        else None
+    )
+    checks = Checks(
+        sandbox=sandbox,
+        tree=tree,
+        command=command,
+        setup=setup,
+        baselines=runtime.baselines,
+        max_tool_runs=settings.max_test_runs,
+        note=note,
+        watch=installed.watch if (installed := installed_sandbox()) is not None else None,
+    )
+    try:
+        yield checks
+    finally:
+        await asyncio.to_thread(checks.close)

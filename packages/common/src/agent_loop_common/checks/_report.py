@@ -1,0 +1,206 @@
+"""`CheckReport`: what the tests said about one try's change, in every form it is shown.
+
+One report per checked try, rendered for each reader from the same facts: the agent's
+feedback when the hard rules reject the try, the verifier's evidence block when they do
+not, the `## Tests` section of a pull request body or a fix summary, the try's line on
+the record and the run's `TestEvidence`. Everything here is pure.
+
+Test names and output come from the code under test, so they are data: fenced for a
+model, sanitized (`public_text`) for GitHub.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agent_loop_common.agents import fence_untrusted
+from agent_loop_common.records import TestEvidence
+from agent_loop_common.sandbox import (
+    PLAIN_BACKEND,
+    RunResult,
+    TamperFlag,
+    TestCommand,
+    TestVerdict,
+    VerdictStatus,
+)
+from agent_loop_common.texts import public_text
+
+__all__ = ["CheckReport"]
+
+_SHOWN_NAMES = 10
+_FEEDBACK_CHARS = 6_000
+
+
+def _code(text: str, limit: int = 200) -> str:
+    """`text` safe to post inside a Markdown code span."""
+    return public_text(text, limit=limit).replace("`", "'")
+
+
+def _names(names: tuple[str, ...] | list[str], limit: int = _SHOWN_NAMES) -> str:
+    shown = ", ".join(f"`{_code(n)}`" for n in names[:limit])
+    more = len(names) - limit
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """The tests' verdict on one try's change, with what it rests on."""
+
+    command: TestCommand | None
+    """The test command and where it came from; `None` when none was found."""
+    setup: tuple[str, ...] | None
+    """The setup command run before the tests, if any."""
+    backend: str
+    """The sandbox's name (`bwrap`, `plain-subprocess (not isolated)`, `off`, ...)."""
+    isolated: bool
+    """Whether the sandbox isolates the tests from the agent's machine."""
+    verdict: TestVerdict | None = None
+    """The hard rules' verdict; `None` when nothing ran (see `note`)."""
+    flags: tuple[TamperFlag, ...] = ()
+    """Ways the change weakens the tests."""
+    base: RunResult | None = None
+    """The run on the base commit."""
+    after: RunResult | None = None
+    """The run on the changed tree."""
+    note: str = ""
+    """Why no tests ran (the sandbox is off, no test command was found)."""
+
+    @property
+    def status(self) -> VerdictStatus:
+        """`passed`, `failed`, or `not_run`."""
+        return self.verdict.status if self.verdict is not None else "not_run"
+
+    @property
+    def rejects(self) -> bool:
+        """Whether a hard rule rejects the change (the model verifier is not asked)."""
+        return self.status == "failed"
+
+    @property
+    def ran(self) -> bool:
+        """Whether the tests ran on the change."""
+        return self.status != "not_run"
+
+    @property
+    def summary(self) -> str:
+        """One line, e.g. `12 passed (base: 11 passed)`, or why no tests ran."""
+        if self.verdict is not None and self.verdict.status != "not_run":
+            return self.verdict.summary
+        return self.note or (self.verdict.summary if self.verdict else "no tests ran")
+
+    @property
+    def line(self) -> str:
+        """The try's line on the record: `failed: 1 failed, 2 passed (base: 3 passed)`."""
+        return f"{self.status}: {self.summary}"
+
+    def _command_text(self) -> str:
+        if self.command is None:
+            return ""
+        return " ".join(self.command.argv)
+
+    def feedback(self) -> str:
+        """What the agent is told when the tests reject its try (the verifier's notes)."""
+        lines = [
+            "Not accepted: the repository's tests, run by the pipeline on your exact staged "
+            "change, fail the hard rules (checked by code; the verifier was not asked).",
+            f"Command: {self._command_text()} (from {self.command.source if self.command else '?'})",
+        ]
+        if self.verdict is not None:
+            lines.append(self.verdict.feedback())
+        lines += self._flag_lines()
+        lines.append(
+            "Fix the code (or the tests you added) so that no test that passed on the base "
+            "fails, then submit again. You can run the tests yourself with run_tests first."
+        )
+        text = "\n".join(lines)
+        return text if len(text) <= _FEEDBACK_CHARS else text[: _FEEDBACK_CHARS - 1] + "…"
+
+    def _flag_lines(self) -> list[str]:
+        if not self.flags:
+            return []
+        return ["Test tampering flags (shown to the verifier and in the pull request):"] + [
+            f"- {f.path}: {f.detail}" for f in self.flags
+        ]
+
+    def for_verifier(self) -> str:
+        """The evidence section of the verifier's prompt."""
+        head = "## Checked by the pipeline (by code, before you)"
+        if not self.ran:
+            return "\n".join(
+                [
+                    head,
+                    f"No tests ran: {self.note or 'nothing ran'}. Judge the change on reading "
+                    "alone, and be stricter for it: nothing has executed this code.",
+                ]
+            )
+        facts = [
+            f"Test command: {self._command_text()} (from {self.command.source if self.command else '?'}), "
+            f"run in the {self.backend} sandbox on the base commit and on the exact proposed tree.",
+            f"Result: {self.summary}. The hard rules passed: no test that passed on the base "
+            "fails, no new non-zero exit, no timeout.",
+        ]
+        data: list[str] = []
+        verdict = self.verdict
+        if verdict is not None:
+            groups = (
+                ("Fail-to-pass (failed or absent on the base, pass now)", verdict.fail_to_pass),
+                ("Already failing on the base, still failing", verdict.still_failing),
+                ("Passed on the base, no longer run", verdict.disappeared),
+            )
+            data += [f"{label}: {', '.join(names[:30])}" for label, names in groups if names]
+        data += [f"Tampering flag: {f.path}: {f.detail}" for f in self.flags]
+        parts = [head, *facts]
+        if data:
+            parts.append(fence_untrusted("test names and flags", "\n".join(data), 6_000))
+        parts.append(
+            "Passing tests are not proof of a correct change: check that the tests really "
+            "cover what was asked, and treat any tampering flag as a reason to look closely."
+        )
+        return "\n".join(parts)
+
+    def markdown(self) -> str:
+        """The `## Tests` section of a pull request body or a fix summary."""
+        lines = ["## Tests"]
+        if not self.ran:
+            lines.append(f"**No tests ran**: {public_text(self.note or 'nothing ran', limit=500)}.")
+            lines.append("Verification was model-only; run the tests before merging.")
+            return "\n".join(lines)
+        source = self.command.source if self.command else "?"
+        label = "" if self.isolated else " (not isolated)"
+        backend = self.backend.removesuffix(" (not isolated)")
+        command = _code(self._command_text(), 300)
+        lines.append(f"- Command: `{command}` (from {source}), in the `{backend}` sandbox{label}")
+        lines.append(f"- Result: {public_text(self.summary, limit=300)}")
+        verdict = self.verdict
+        if verdict is not None:
+            if verdict.fail_to_pass:
+                lines.append(f"- Fail-to-pass: {_names(verdict.fail_to_pass)}")
+            if verdict.still_failing:
+                lines.append(f"- Already failing on the base: {_names(verdict.still_failing)}")
+            if verdict.disappeared:
+                lines.append(f"- No longer run: {_names(verdict.disappeared)}")
+        if self.flags:
+            lines.append("- ⚠️ The change weakens the tests; look closely:")
+            lines += [
+                f"  - `{_code(f.path)}`: {public_text(f.detail, limit=200)}" for f in self.flags
+            ]
+        return "\n".join(lines)
+
+    def evidence(self, *, runs: int) -> TestEvidence:
+        """The run record's `tests` field."""
+        verdict = self.verdict
+        return TestEvidence(
+            command=self._command_text(),
+            source=self.command.source if self.command else "",
+            setup=" ".join(self.setup or ()),
+            backend=self.backend,
+            isolated=self.isolated and self.backend != PLAIN_BACKEND and self.ran,
+            status=self.status,
+            summary=self.summary,
+            base=self.base.summary() if self.base is not None else "",
+            after=self.after.summary() if self.after is not None else "",
+            fail_to_pass=list(verdict.fail_to_pass) if verdict else [],
+            regressions=list(verdict.regressions) if verdict else [],
+            failing=list(verdict.failing) if verdict else [],
+            tamper_flags=[f"{f.path}: {f.detail}" for f in self.flags],
+            runs=runs,
+        )
