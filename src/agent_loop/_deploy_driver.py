@@ -20,7 +20,13 @@ serialized app spec (image, `fserve` command, env, ports) in the dry run's `apps
 `dry-run` (also serialize every task against the config's org/project/domain with the
 real code bundle built locally; image existence is not checked, so no registry is
 contacted), `deploy` (build images with the configured builder, upload, register).
+
+It reads flyte's private image renderer and app fields on purpose: the report must show
+the Dockerfile and service exactly as flyte would build them, and flyte exposes no public
+form of either; the deploy tests pin the flyte version this was checked against.
 """
+
+# pyright: reportPrivateUsage=false
 
 from __future__ import annotations
 
@@ -232,7 +238,7 @@ def _describe_app(env: Any) -> dict[str, Any] | None:
 
 
 async def _describe_env(env: Any, root: pathlib.Path) -> dict[str, Any]:
-    tasks = []
+    tasks: list[dict[str, Any]] = []
     for task in getattr(env, "tasks", {}).values():
         triggers, errors = await _describe_triggers(task)
         tasks.append(
@@ -243,16 +249,17 @@ async def _describe_env(env: Any, root: pathlib.Path) -> dict[str, Any]:
                 "trigger_errors": errors,
             }
         )
-    secrets = [
+    declared: list[Any] = list(env.secrets or [])
+    secrets: list[dict[str, Any]] = [
         {"key": s.key, "group": getattr(s, "group", None), "as_env_var": s.as_env_var}
-        for s in (env.secrets or [])
+        for s in declared
         if not isinstance(s, str)
     ]
     described: dict[str, Any] = {
         "name": env.name,
         "image": await _describe_image(env.image, root),
         "secrets": secrets,
-        "env_vars": dict(sorted((env.env_vars or {}).items())),
+        "env_vars": dict(sorted(dict[str, str](env.env_vars or {}).items())),
         "resources": repr(env.resources),
         "tasks": sorted(tasks, key=lambda t: t["name"]),
     }
@@ -288,7 +295,9 @@ async def _dry_run(envs: list[Any], version: str) -> dict[str, Any]:
     from flyte._internal.image_cache import ImageCache
 
     lookup = {e.name: e.image.uri if isinstance(e.image, flyte.Image) else e.image for e in envs}
-    tasks, apps, members = [], [], set()
+    tasks: list[dict[str, Any]] = []
+    apps: list[dict[str, Any]] = []
+    members: set[str] = set()
     for plan in plan_deploy(*envs, version=version):
         deployment = await apply(
             plan,
@@ -335,7 +344,8 @@ def _deploy(envs: list[Any], version: str) -> dict[str, Any]:
     import flyte
 
     deployments = flyte.deploy(*envs, version=version, copy_style="loaded_modules")
-    tasks, apps = [], []
+    tasks: list[dict[str, Any]] = []
+    apps: list[dict[str, Any]] = []
     for deployment in deployments:
         for deployed in deployment.envs.values():
             app = getattr(deployed, "deployed_app", None)

@@ -28,7 +28,7 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
@@ -148,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--json", action="store_true", help="print the tick's summary as one JSON line"
         )
-    run.epilog = _options_by_agent(agents)
+    run.epilog = _options_by_agent(agents.choices)
 
     status = commands.add_parser(
         "status", help="recent runs, metrics and lessons from the local memory"
@@ -207,10 +207,10 @@ def _version() -> str:
         return "unknown"
 
 
-def _options_by_agent(agents: argparse._SubParsersAction[argparse.ArgumentParser]) -> str:
+def _options_by_agent(agents: Mapping[str, argparse.ArgumentParser]) -> str:
     """`run --help`'s list of each agent's options, read from the agents' own parsers."""
     lines = ["options of each agent (details: agent-loop run AGENT --help):"]
-    for name, sub in agents.choices.items():
+    for name, sub in agents.items():
         shown: list[str] = []
         for action in sub._actions:
             if not action.option_strings or action.dest == "help":

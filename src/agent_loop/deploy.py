@@ -92,7 +92,7 @@ class Validation:
 
     agent: str
     spec: DeploySpec | None
-    findings: list[str] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list[str])
     seconds: float = 0.0
 
     @property
