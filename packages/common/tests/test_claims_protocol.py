@@ -404,6 +404,24 @@ async def test_a_server_refusing_the_empty_tree_gets_the_default_branch_tree(
     assert repo.emu.ref_sha(REF.format(repo.issue)) == claim.head
 
 
+async def test_renew_extends_only_a_claim_older_than_a_heartbeat(repo: Repo) -> None:
+    """Right before a write, a claim written less than ttl/3 ago is kept as it is (no
+    request); an older one is extended, and a lost one still raises `ClaimLost`."""
+    claimer = repo.claimer()
+    claim = await claimer.claim("issue", repo.issue)
+    assert claim is not None
+    start = len(repo.emu.requests)
+    assert await claimer.renew(claim) == claim
+    assert len(repo.emu.requests) == start
+    repo.clock.advance(claimer.heartbeat + timedelta(seconds=1))
+    renewed = await claimer.renew(claim)
+    assert renewed.until > claim.until
+    assert repo.emu.ref_sha(REF.format(repo.issue)) == renewed.head
+    await claimer.release(renewed)
+    with pytest.raises(ClaimLost):
+        await claimer.renew(renewed)
+
+
 async def test_request_costs(repo: Repo) -> None:
     """Requests per operation, so their budget is known (printed with -s)."""
     holder, other = repo.claimer(), repo.claimer()

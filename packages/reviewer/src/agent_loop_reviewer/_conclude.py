@@ -98,7 +98,7 @@ async def conclude(
     plan = result.plan
     if not isinstance(plan, ChangePlan):
         raise TypeError(f"a reviewer pass proposes a change, not {type(plan).__name__}")
-    await rt.claimer.extend(claim)
+    await rt.claimer.renew(claim)
     fix = FixCommit(
         pr=pull.number,
         branch=pull.head_ref,

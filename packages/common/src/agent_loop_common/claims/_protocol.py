@@ -258,6 +258,30 @@ class Claimer:
             await self._github.update_issue_comment(renewed.comment_id, claim_body(shown))
         return renewed
 
+    @property
+    def heartbeat(self) -> timedelta:
+        """How often a long run renews its claims: a third of `ttl`."""
+        return self.ttl / 3
+
+    async def renew(self, claim: Claim) -> Claim:
+        """Make sure a held claim outlasts the writes about to happen (call right before).
+
+        Extends the claim unless it was written (claimed or extended) less than a
+        `heartbeat` ago. Such a claim has two thirds of its `ttl` left, far more than a
+        few writes take, and no other run can have taken it over (a takeover needs it
+        expired), so the extend would cost three writes (a commit, the ref update, the
+        comment edit) and prove nothing. A short run thus never extends.
+
+        Raises:
+            ClaimLost: the run does not hold the target, or the extend found it taken.
+        """
+        current = self._held.get(claim.target)
+        if current is None:
+            raise ClaimLost(f"{claim.target}: run {self.run_id} does not hold it")
+        if current.until - self._clock() > self.ttl - self.heartbeat:
+            return current
+        return await self.extend(current)
+
     async def release(
         self, claim: Claim, note: str = "done", *, ok: bool = True, withdraw: bool = False
     ) -> bool:
