@@ -146,6 +146,7 @@ async def _open_pull(
             branch=branch_name(rt.settings.branch_prefix, issue.number, issue.title),
             base_branch=snapshot.branch,
             base_sha=snapshot.sha,
+            base_tree=(await snapshot.tree()).around(plan.files),
             title=public_text(plan.title, limit=200) or f"Resolve #{issue.number}",
             body=pr_body(
                 issue=issue.number,

@@ -150,4 +150,4 @@ async def _pass(
     async with open_checks(rt, tree=head, config=base) as checks:
         proposer = ReviewProposer(rt, prompt, head, base=base, checks=checks)
         result = await attempt_loop(scope, proposer, tries=rt.settings.max_tries, checks=checks)
-        await conclude(scope, claim, fresh, result, write)
+        await conclude(scope, claim, fresh, result, write, head)

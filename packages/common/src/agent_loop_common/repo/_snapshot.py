@@ -18,7 +18,7 @@ import asyncio
 import io
 import tarfile
 
-from agent_loop_common.github import GitHub
+from agent_loop_common.github import GitHub, GitTree
 
 __all__ = ["RepoSnapshot"]
 
@@ -42,6 +42,7 @@ class RepoSnapshot:
         self.sha = sha
         self.branch = branch
         self.label = label or f"branch {branch}"
+        self._tree: GitTree | None = None
         self._paths: list[str] | None = None
         self._files: dict[str, bytes | None] = {}
         self._index: dict[str, str] | None = None
@@ -49,11 +50,17 @@ class RepoSnapshot:
         self._lock = asyncio.Lock()
         self._archive_lock = asyncio.Lock()
 
+    async def tree(self) -> GitTree:
+        """The commit's whole tree, read once (a commit built on this one reuses it as
+        its parent tree: `commit_files(parent_tree=...)`)."""
+        if self._tree is None:
+            self._tree = await self.github.read_tree(self.sha, recursive=True)
+        return self._tree
+
     async def paths(self) -> list[str]:
         """Every file path (blobs only), sorted."""
         if self._paths is None:
-            tree = await self.github.get_tree(self.sha, recursive=True)
-            self._paths = sorted(e.path for e in tree if e.type == "blob")
+            self._paths = sorted(e.path for e in (await self.tree()).entries if e.type == "blob")
         return self._paths
 
     async def exists(self, path: str) -> bool:
