@@ -2,11 +2,16 @@
 one reply, and idle ticks of both agents.
 
 Runs the real builder and reviewer pipelines (in process, a strict scripted model, the
-sandbox off) against the GitHub emulator and prints a Markdown table: requests sent,
+sandbox off) against the GitHub emulator and prints a Markdown table: API requests sent,
 writes among them, 304 answers, and the primary rate limit the tick used. The request
 budget of issue 17 is tested on the same scenarios (`tests/test_request_budget.py`
 imports them from here). Run with `uv run --frozen python bench/requests_per_tick.py`
 (`--routes` also prints each tick's requests by route).
+
+Counted are requests to the REST API. A tarball download answers 302 and the client
+follows to a codeload URL: that second request is a download, not an API request (it
+does not count against the rate limit on GitHub either), so it is left out of
+`requests` and shown by `--routes`.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent_loop_builder import run_builder_tick
-from agent_loop_common.github import GitHub, RequestStats
+from agent_loop_common.github import RequestStats
 from agent_loop_common.logs import configure_logging
 from agent_loop_common.records import Outcome, Role, RunRecord
 from agent_loop_common.runtime import Runtime, use_model
@@ -41,6 +46,11 @@ CORE = "def make_widget(name):\n    return {'name': name}\n"
 CORE_FIXED = "def make_widget(name, colour='blue'):\n    return {'name': name, 'colour': colour}\n"
 TEST = "from widgets.core import make_widget\n\n\ndef test_colour():\n    assert make_widget('a')['colour'] == 'blue'\n"
 VERIFIED = '{"verified": true, "notes": "Checked."}'
+
+BUILDER_ISSUE_TO_PR = "builder: issue -> PR"
+REVIEWER_FIX = "reviewer: fix with one reply"
+BUILDER_IDLE = "builder: later idle tick"
+REVIEWER_IDLE = "reviewer: later idle tick"
 
 
 @dataclass(frozen=True)
@@ -73,25 +83,44 @@ class Bench:
         emu = self.emulator
         before = emu.rate_limit_remaining(emu.bot)
         stats = RequestStats()
-        async with emulator_runtime(
-            self.settings, emu, role, memory_root=self.root / "mem"
-        ) as rt:
+        async with emulator_runtime(self.settings, emu, role, memory_root=self.root / "mem") as rt:
             stats = rt.github.stats
             record = await _pipeline(role)(rt, target)
         used = before - emu.rate_limit_remaining(emu.bot)
         routes = stats.by_route()
-        writes = sum(
-            n for route, counts in routes.items() if not route.startswith("GET ") for n in counts.values()
+        api = {route: counts for route, counts in routes.items() if not _download(route)}
+        return record, Cost(
+            requests=sum(n for counts in api.values() for n in counts.values()),
+            writes=sum(
+                n
+                for route, counts in api.items()
+                if not route.startswith("GET ")
+                for n in counts.values()
+            ),
+            not_modified=sum(counts.get(304, 0) for counts in api.values()),
+            rate_limit_used=used,
+            routes=routes,
         )
-        return record, Cost(stats.total, writes, stats.not_modified, used, routes)
+
+
+def _download(route: str) -> bool:
+    """A tarball download that the API redirected to (codeload, or the emulator's)."""
+    return route.startswith(("GET //", "GET /_codeload/"))
+
+
+def _expect(record: RunRecord | None, outcome: Outcome) -> RunRecord:
+    if record is None or record.outcome is not outcome:
+        raise RuntimeError(f"expected a run ending {outcome.value}, got {record!r}")
+    return record
 
 
 def _pipeline(role: Role) -> Callable[[Runtime, int | None], Awaitable[RunRecord | None]]:
     return run_builder_tick if role is Role.BUILDER else run_reviewer_tick
 
 
-def seeded(root: Path) -> Bench:
-    """A small Python repository with one maintainer, acting as the bot."""
+def seeded(root: Path, slot: ModelSlot) -> Bench:
+    """A small Python repository with one maintainer, acting as the bot; its runs are
+    answered by the model put in `slot` (installed with `use_model`)."""
     emu = GitHubEmulator()
     emu.seed_files(
         {
@@ -102,7 +131,7 @@ def seeded(root: Path) -> Bench:
         }
     )
     emu.add_user("alice", permission="write")
-    return Bench(emu, emulator_settings(emu, root / "home", max_tries=2), root, ModelSlot())
+    return Bench(emu, emulator_settings(emu, root / "home", max_tries=2), root, slot)
 
 
 def builder_model() -> ScriptedModel:
@@ -146,7 +175,9 @@ def reviewer_fix(comment_id: int) -> ScriptedModel:
         routes={
             REVIEWER_MARKER: [
                 turn(tool_calls=[call("read_file", path="src/widgets/core.py")]),
-                turn(tool_calls=[call("stage_file", path="src/widgets/core.py", content=CORE_FIXED)]),
+                turn(
+                    tool_calls=[call("stage_file", path="src/widgets/core.py", content=CORE_FIXED)]
+                ),
                 turn(
                     tool_calls=[
                         call(
@@ -168,7 +199,7 @@ async def builder_issue_to_pr(bench: Bench) -> Cost:
     bench.emulator.add_issue("Add a colour to widgets", "Widgets need a colour.", author="alice")
     bench.slot.put(builder_model())
     record, cost = await bench.tick(Role.BUILDER)
-    assert record is not None and record.outcome is Outcome.OPENED_PR, record
+    _expect(record, Outcome.OPENED_PR)
     return cost
 
 
@@ -179,14 +210,19 @@ async def reviewer_fix_with_reply(bench: Bench) -> Cost:
     the loop: the counted tick is the one that answers new feedback.
     """
     emu = bench.emulator
-    emu.push("agent-loop/issue-9-widget", {"src/widgets/core.py": CORE + "\n"}, author=emu.bot, message="Widget")
+    emu.push(
+        "agent-loop/issue-9-widget",
+        {"src/widgets/core.py": CORE + "\n"},
+        author=emu.bot,
+        message="Widget",
+    )
     async with emulator_client(emu) as gh:
         pull = await gh.create_pull(
             title="Widget", body="Implements #9.", head="agent-loop/issue-9-widget", base="main"
         )
     bench.slot.put(reviewer_clean())
     record, _ = await bench.tick(Role.REVIEWER)
-    assert record is not None and record.outcome is Outcome.REVIEWED_CLEAN, record
+    _expect(record, Outcome.REVIEWED_CLEAN)
     emu.add_review(
         pull.number, author="alice", comments=[("src/widgets/core.py", 1, "Add a colour.")]
     )
@@ -194,7 +230,7 @@ async def reviewer_fix_with_reply(bench: Bench) -> Cost:
         (comment,) = await gh.list_review_comments(pull.number)
     bench.slot.put(reviewer_fix(comment.id))
     record, cost = await bench.tick(Role.REVIEWER)
-    assert record is not None and record.outcome is Outcome.PUSHED_FIX, record
+    _expect(record, Outcome.PUSHED_FIX)
     return cost
 
 
@@ -203,37 +239,55 @@ async def idle_ticks(bench: Bench, role: Role, ticks: int = 3) -> list[Cost]:
     costs: list[Cost] = []
     for _ in range(ticks):
         record, cost = await bench.tick(role)
-        assert record is None, record
+        if record is not None:
+            raise RuntimeError(f"expected an idle tick, got {record!r}")
         costs.append(cost)
     return costs
 
 
 async def measure(root: Path) -> dict[str, Cost]:
-    """Every phase of the table, each on its own fresh repository under `root`."""
+    """Every phase of the table, the builder's and the reviewer's on fresh repositories."""
     out: dict[str, Cost] = {}
     with use_model(slot := ModelSlot()):
-        bench = seeded(root / "builder")
-        bench.slot = slot
-        out["builder: issue -> PR"] = await builder_issue_to_pr(bench)
+        bench = seeded(root / "builder", slot)
+        out[BUILDER_ISSUE_TO_PR] = await builder_issue_to_pr(bench)
         first, *later = await idle_ticks(bench, Role.BUILDER)
-        out["builder: first idle tick"], out["builder: later idle tick"] = first, later[-1]
-        bench = seeded(root / "reviewer")
-        bench.slot = slot
-        out["reviewer: fix with one reply"] = await reviewer_fix_with_reply(bench)
+        out["builder: first idle tick"], out[BUILDER_IDLE] = first, later[-1]
+        bench = seeded(root / "reviewer", slot)
+        out[REVIEWER_FIX] = await reviewer_fix_with_reply(bench)
         first, *later = await idle_ticks(bench, Role.REVIEWER)
-        out["reviewer: first idle tick"], out["reviewer: later idle tick"] = first, later[-1]
+        out["reviewer: first idle tick"], out[REVIEWER_IDLE] = first, later[-1]
     return out
 
 
+BEFORE: dict[str, tuple[int, int, int, int]] = {
+    BUILDER_ISSUE_TO_PR: (32, 12, 2, 30),
+    "builder: first idle tick": (3, 0, 0, 3),
+    BUILDER_IDLE: (3, 0, 2, 1),
+    REVIEWER_FIX: (39, 13, 4, 35),
+    "reviewer: first idle tick": (7, 0, 0, 7),
+    REVIEWER_IDLE: (7, 0, 6, 1),
+}
+"""(requests, writes, 304s, rate limit used) of each phase measured by this script at
+commit 9a39a05, before issue 17's request budget."""
+
+
 def table(costs: dict[str, Cost]) -> str:
+    """A Markdown table, each cell `before -> now` where a figure was measured before."""
+
+    def cell(label: str, i: int, now: int) -> str:
+        before = BEFORE.get(label)
+        return f"{before[i]} -> {now}" if before is not None and before[i] != now else str(now)
+
     lines = [
         "| tick | requests | writes | 304s | rate limit used |",
         "|---|---:|---:|---:|---:|",
     ]
-    lines += [
-        f"| {label} | {c.requests} | {c.writes} | {c.not_modified} | {c.rate_limit_used} |"
-        for label, c in costs.items()
-    ]
+    for label, c in costs.items():
+        figures = (c.requests, c.writes, c.not_modified, c.rate_limit_used)
+        lines.append(
+            f"| {label} | " + " | ".join(cell(label, i, n) for i, n in enumerate(figures)) + " |"
+        )
     return "\n".join(lines)
 
 
