@@ -41,7 +41,7 @@ bench = _bench()
 
 ISSUE_TO_PR_REQUESTS = 22
 ISSUE_TO_PR_WRITES = 9
-REVIEWER_FIX_REQUESTS = 30
+REVIEWER_FIX_REQUESTS = 26
 
 
 @pytest.fixture(scope="module")
