@@ -22,6 +22,12 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from agent_loop_common.records import Role
+from agent_loop_common.runtime import use_model
+from agent_loop_common.testing import ModelSlot, emulator_settings
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -85,3 +91,46 @@ def test_issue_17_target_issue_to_pr(costs: dict[str, Any]) -> None:
 @pytest.mark.xfail(strict=True, reason="issue 17 target not met yet: see the module docstring")
 def test_issue_17_target_reviewer_fix(costs: dict[str, Any]) -> None:
     assert costs[bench.REVIEWER_FIX].requests <= 22
+
+
+def test_idle_ticks_as_a_github_app_cost_no_rate_limit_after_the_first(
+    tmp_path: pathlib.Path,
+) -> None:
+    """As an App, the identity is `GET /app` and its bot user, and the installation is
+    looked up per run: all conditional, so later idle ticks are 304s too (the token
+    exchange is the App's own request, not the bot's)."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    public = (
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
+
+    async def run() -> dict[Role, list[Any]]:
+        with use_model(slot := ModelSlot()):
+            app = bench.seeded(tmp_path, slot)
+            app.emulator.register_app(1, public, slug="agent-loop")
+            app.settings = emulator_settings(
+                app.emulator,
+                tmp_path / "home",
+                github_token=None,
+                github_app_id="1",
+                github_app_private_key=private,
+            )
+            return {
+                role: await bench.idle_ticks(app, role) for role in (Role.BUILDER, Role.REVIEWER)
+            }
+
+    for role, (first, *later) in asyncio.run(run()).items():
+        assert first.rate_limit_used > 0, role
+        for cost in later:
+            assert cost.rate_limit_used == 0, (role, cost.routes)
+            assert "GET /app" in cost.routes, role
+            assert all(
+                statuses == {304: 1}
+                for route, statuses in cost.routes.items()
+                if route.startswith("GET ")
+            ), (role, cost.routes)
