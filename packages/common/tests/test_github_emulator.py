@@ -316,3 +316,34 @@ async def test_commit_files_writes_one_commit_with_adds_edits_and_deletes(
     }
     with pytest.raises(ValueError, match="repository-relative"):
         await gh.commit_files(parent_sha=sha, message="m", files={"../evil": "x"})
+
+
+async def test_commit_files_on_a_tree_already_read_reads_nothing(
+    emu: GitHubEmulator, gh: GitHub, tmp_path: Path
+) -> None:
+    """Given the parent's tree as the run read it (only the entries around the files),
+    a commit is one tree and one commit request, with the same checks and modes."""
+    script = tmp_path / "bin" / "run.sh"
+    script.parent.mkdir()
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    emu.seed_from_dir(tmp_path, message="exec")
+    parent = emu.ref_sha("heads/main")
+    assert parent is not None
+    tree = await gh.read_tree(parent)
+    files: dict[str, str | bytes | None] = {"bin/run.sh": "#!/bin/sh\necho hi\n", "new.txt": "n\n"}
+    around = tree.around(files)
+    assert {e.path for e in around.entries} == {"bin", "bin/run.sh"}
+    before = gh.stats.total
+
+    sha = await gh.commit_files(parent_sha=parent, message="m", files=files, parent_tree=around)
+
+    assert gh.stats.total - before == 2  # POST tree, POST commit: no reads
+    await gh.update_ref("heads/main", sha)
+    modes = {e.path: e.mode for e in await gh.get_tree("main")}
+    assert modes["bin/run.sh"] == "100755"
+    assert emu.file_at("main", "README.md") == b"hello\n"
+    with pytest.raises(ValueError, match="directory"):
+        await gh.commit_files(
+            parent_sha=parent, message="m", files={"bin": "x"}, parent_tree=tree.around(["bin"])
+        )

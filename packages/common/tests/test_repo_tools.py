@@ -50,3 +50,35 @@ async def test_read_tools_are_bounded_and_see_the_stage() -> None:
     assert tarball_requests <= 2  # the archive, and GitHub's redirect to it
     await search_code("VALUE_4")
     assert len(emulator.requests) - before == tarball_requests
+
+
+async def test_a_small_commit_is_read_from_one_tarball_a_large_one_per_file() -> None:
+    """Reading several files of a small commit costs the tree and one tarball (no
+    contents request); a commit whose files add up to more than a megabyte is read one
+    contents request per file instead of downloading all of it."""
+    emu = GitHubEmulator()
+    emu.seed_files({f"src/m{i}.py": f"X = {i}\n" for i in range(5)} | {"logo.bin": b"\x00\xff"})
+    sha = emu.ref_sha("heads/main")
+    assert sha is not None
+    async with emulator_client(emu) as gh:
+        small = RepoSnapshot(gh, sha, "main")
+        assert [await small.text(f"src/m{i}.py") for i in range(3)] == [
+            "X = 0\n",
+            "X = 1\n",
+            "X = 2\n",
+        ]
+        assert await small.read("logo.bin") == b"\x00\xff"  # binary: not in the tarball's text
+        routes = gh.stats.by_route()
+        assert routes["GET /repos/{owner}/{repo}/tarball/{ref}"] == {302: 1}
+        assert routes["GET /repos/{owner}/{repo}/contents/{path}"] == {200: 1}
+
+    emu.push("main", {"big.txt": "x" * 1_100_000}, author=emu.owner, message="big")
+    sha = emu.ref_sha("heads/main")
+    assert sha is not None
+    async with emulator_client(emu) as gh:
+        large = RepoSnapshot(gh, sha, "main")
+        assert await large.text("src/m0.py") == "X = 0\n"
+        assert await large.text("src/m1.py") == "X = 1\n"
+        routes = gh.stats.by_route()
+        assert "GET /repos/{owner}/{repo}/tarball/{ref}" not in routes
+        assert routes["GET /repos/{owner}/{repo}/contents/{path}"] == {200: 2}

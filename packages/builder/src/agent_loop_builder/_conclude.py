@@ -1,8 +1,8 @@
 """Ending a claimed build: write what the attempt loop's result calls for, then release.
 
-The order matters. Right before any write the claim is renewed and the issue re-read:
-the build can take many minutes, and meanwhile a person may close the issue or another
-deployment may open an agent PR for it (the run then ends as skipped). A verified change
+The order matters. Right before any write the claim is renewed (unless it is fresh) and
+the issue re-read: the build can take many minutes, and meanwhile a person may close the
+issue or another deployment may open an agent PR for it (the run then ends as skipped). A verified change
 becomes one commit and a pull request, a verified decomposition the sub-issues (both
 durable writes); a decline or a rejection is answered on the issue and rests it in
 back-off. The release comment says what came of the run.
@@ -68,9 +68,9 @@ class HeldIssue:
         return marker.depth if marker is not None else 0
 
     async def renew(self) -> None:
-        """Renew the claim now (right before writing; the run's heartbeat renews it on
-        its own while the run works)."""
-        self.claim = await self.scope.runtime.claimer.extend(self.claim)
+        """Renew the claim right before writing, unless it is fresh (`Claimer.renew`; the
+        run's heartbeat renews it on its own while the run works)."""
+        self.claim = await self.scope.runtime.claimer.renew(self.claim)
 
     async def release(self, note: str, *, ok: bool = True) -> None:
         """Release with a note saying what came of the run; a failure here changes no outcome."""
@@ -146,6 +146,7 @@ async def _open_pull(
             branch=branch_name(rt.settings.branch_prefix, issue.number, issue.title),
             base_branch=snapshot.branch,
             base_sha=snapshot.sha,
+            base_tree=(await snapshot.tree()).around(plan.files),
             title=public_text(plan.title, limit=200) or f"Resolve #{issue.number}",
             body=pr_body(
                 issue=issue.number,

@@ -19,7 +19,7 @@ from agent_loop_builder._texts import (
     parse_sub_issue_marker,
     sub_issue_body,
 )
-from agent_loop_common.github import GitHub, GitHubUnavailable, PullRequest, RefExists
+from agent_loop_common.github import GitHub, GitHubUnavailable, GitTree, PullRequest, RefExists
 from agent_loop_common.runtime import Posted, Receipt, WriteBook
 from agent_loop_common.staging import PlannedIssue
 from agent_loop_common.texts import public_text
@@ -53,6 +53,9 @@ class PullRequestSpec(BaseModel):
     base_branch: str
     base_sha: str
     """The commit the change was built and verified against: the commit's parent."""
+    base_tree: GitTree | None = None
+    """`base_sha`'s tree as the run read it (the entries around `files`), so the commit
+    is built without reading it again; `None` reads it."""
     title: str
     body: str
     commit_message: str
@@ -116,7 +119,10 @@ async def open_pull_request(github: GitHub, spec: PullRequestSpec) -> OpenedPull
         _log.info("builder.pull_exists", pr=existing.number, branch=existing.head_ref)
         return OpenedPull(number=existing.number, url=existing.html_url, head_sha=existing.head_sha)
     sha = await github.commit_files(
-        parent_sha=spec.base_sha, message=spec.commit_message, files=spec.files
+        parent_sha=spec.base_sha,
+        message=spec.commit_message,
+        files=spec.files,
+        parent_tree=spec.base_tree,
     )
     branch, created = await _place_branch(github, spec, sha)
     try:

@@ -11,6 +11,7 @@ rate limit; permissions are looked up only for authors whose feedback could matt
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -18,7 +19,7 @@ import structlog
 
 from agent_loop_common.claims import backoff_resetters
 from agent_loop_common.commands import honour_commands
-from agent_loop_common.github import GitHub, NotFound, PullRequest
+from agent_loop_common.github import Comment, GitHub, NotFound, PullRequest
 from agent_loop_common.memory import ReviewedMark, read_reviewed
 from agent_loop_common.runtime import Runtime
 from agent_loop_common.trust import Trust
@@ -26,7 +27,7 @@ from agent_loop_reviewer._feedback import PullSnapshot, failing_checks, people_f
 from agent_loop_reviewer._select import Assessment, assess, blocked_by, is_open_agent_pull
 from agent_loop_reviewer._texts import pass_history
 
-__all__ = ["Candidate", "agent_pulls", "authors", "examine", "read_snapshot"]
+__all__ = ["Candidate", "agent_pulls", "authors", "examine", "read_snapshot", "reread_after_claim"]
 
 _log = structlog.get_logger(__name__)
 
@@ -72,6 +73,7 @@ async def examine(
     trust: Trust,
     full: bool = False,
     retry_now: bool = False,
+    snapshot: PullSnapshot | None = None,
 ) -> Candidate | None:
     """Read one PR and decide; `None` when it needs no pass or may not be worked now.
 
@@ -79,8 +81,10 @@ async def examine(
         full: Resolve the trust of every author (the pass shows all feedback); otherwise
             only the authors of items newer than the last pass are looked up.
         retry_now: The operator asked to retry this PR now (its back-off is ignored).
+        snapshot: `pull` as already read (`reread_after_claim`); read here when `None`.
     """
-    snapshot = await read_snapshot(rt.github, pull)
+    if snapshot is None:
+        snapshot = await read_snapshot(rt.github, pull)
     log = _log.bind(pr=pull.number, head=pull.head_sha[:7])
     commands = await honour_commands(
         rt.github,
@@ -129,10 +133,13 @@ async def examine(
     return Candidate(snapshot, mark, assessment) if assessment.due else None
 
 
-async def read_snapshot(github: GitHub, pull: PullRequest) -> PullSnapshot:
-    """Read comments, reviews, inline comments, checks and statuses of `pull`'s head."""
-    comments, reviews, review_comments, check_runs, statuses = await asyncio.gather(
-        github.list_issue_comments(pull.number),
+async def read_snapshot(
+    github: GitHub, pull: PullRequest, *, comments: Sequence[Comment] | None = None
+) -> PullSnapshot:
+    """Read comments (unless given, as just read), reviews, inline comments, checks and
+    statuses of `pull`'s head."""
+    listed, reviews, review_comments, check_runs, statuses = await asyncio.gather(
+        _given(comments) if comments is not None else github.list_issue_comments(pull.number),
         github.list_reviews(pull.number),
         github.list_review_comments(pull.number),
         github.list_check_runs(pull.head_sha),
@@ -140,12 +147,38 @@ async def read_snapshot(github: GitHub, pull: PullRequest) -> PullSnapshot:
     )
     return PullSnapshot(
         pull=pull,
-        comments=comments,
+        comments=listed,
         reviews=reviews,
         review_comments=review_comments,
         check_runs=check_runs,
         statuses=statuses,
     )
+
+
+async def reread_after_claim(
+    github: GitHub, seen: PullSnapshot, pull: PullRequest, *, own_comment: int | None
+) -> PullSnapshot:
+    """`pull` as the pass must see it once claimed, re-reading only what could have moved.
+
+    Between this run's selection and its claim another run may have passed the PR and
+    released it. Such a pass moves the head (a pushed fix) or leaves a comment (its
+    summary or note), so when the head (`pull`, read after the claim) and the
+    conversation apart from this run's claim comment are as selection saw them, the
+    selection's snapshot still stands, reviews, inline comments and checks included:
+    two requests instead of six. It is returned as read then, so the pass marks the PR
+    reviewed as of that moment (`snapshot_time`) and anything newer counts as new on the
+    next tick. Otherwise everything is read again.
+    """
+    if pull.head_sha != seen.pull.head_sha:
+        return await read_snapshot(github, pull)
+    comments = await github.list_issue_comments(pull.number)
+    if [c for c in comments if c.id != own_comment] == list(seen.comments):
+        return seen
+    return await read_snapshot(github, pull, comments=comments)
+
+
+async def _given(comments: Sequence[Comment]) -> Sequence[Comment]:
+    return comments
 
 
 def authors(snapshot: PullSnapshot, *, since: datetime | None = None) -> set[str]:

@@ -16,6 +16,7 @@ from agent_loop_common.attempts import AttemptResult, Declined, Rejected
 from agent_loop_common.claims import Claim
 from agent_loop_common.memory import ReviewedMark, mark_reviewed
 from agent_loop_common.records import Outcome
+from agent_loop_common.repo import RepoSnapshot
 from agent_loop_common.runtime import RunScope, Writer
 from agent_loop_common.staging import ChangePlan
 from agent_loop_reviewer._candidates import Candidate
@@ -50,8 +51,13 @@ async def conclude(
     candidate: Candidate,
     result: AttemptResult | None,
     write: Writer,
+    snapshot: RepoSnapshot | None = None,
 ) -> None:
-    """Write what `result` calls for (`None`: only say that check fixing stopped)."""
+    """Write what `result` calls for (`None`: only say that check fixing stopped).
+
+    `snapshot` is the head the pass read: a fix is committed on its tree as already
+    read, not read again.
+    """
     rt = scope.runtime
     a = candidate.assessment
     pull = candidate.pull
@@ -98,7 +104,7 @@ async def conclude(
     plan = result.plan
     if not isinstance(plan, ChangePlan):
         raise TypeError(f"a reviewer pass proposes a change, not {type(plan).__name__}")
-    await rt.claimer.extend(claim)
+    await rt.claimer.renew(claim)
     fix = FixCommit(
         pr=pull.number,
         branch=pull.head_ref,
@@ -107,6 +113,7 @@ async def conclude(
             pr=pull.number, summary=plan.summary, run_id=rt.run_id, addressed=len(plan.replies)
         ),
         files=dict(plan.files),
+        parent_tree=(await snapshot.tree()).around(plan.files) if snapshot else None,
     )
     async with scope.stage("push"):
         pushed = await write(push_fix, fix)

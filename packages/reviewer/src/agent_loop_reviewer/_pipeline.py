@@ -34,7 +34,7 @@ from agent_loop_common.repo import RepoSnapshot, repository_instructions
 from agent_loop_common.runtime import DirectWriter, RunScope, Runtime, Writer, run_scoped
 from agent_loop_common.trust import Trust
 from agent_loop_reviewer._attempt import ReviewProposer
-from agent_loop_reviewer._candidates import Candidate, agent_pulls, examine
+from agent_loop_reviewer._candidates import Candidate, agent_pulls, examine, reread_after_claim
 from agent_loop_reviewer._conclude import conclude
 from agent_loop_reviewer._prompts import PassPrompt
 
@@ -97,13 +97,20 @@ async def _tick(scope: RunScope, only: int | None, write: Writer, *, retry_now: 
         )
         scope.links = Links(pr_url=pull.html_url)
         async with scope.resting_on_failure(claim.target):
-            await _pass(scope, claim, agent_login, trust, write, retry_now=retry_now)
+            await _pass(scope, claim, candidate, agent_login, trust, write, retry_now=retry_now)
         return
     _log.info("reviewer.idle", agent_prs=len(pulls))
 
 
 async def _pass(
-    scope: RunScope, claim: Claim, agent_login: str, trust: Trust, write: Writer, *, retry_now: bool
+    scope: RunScope,
+    claim: Claim,
+    seen: Candidate,
+    agent_login: str,
+    trust: Trust,
+    write: Writer,
+    *,
+    retry_now: bool,
 ) -> None:
     rt = scope.runtime
     number = claim.target.number
@@ -111,8 +118,17 @@ async def _pass(
         pulls = await agent_pulls(rt, agent_login, number)
         fresh: Candidate | None = None
         if pulls:
+            snapshot = await reread_after_claim(
+                rt.github, seen.snapshot, pulls[0], own_comment=claim.comment_id
+            )
             fresh = await examine(
-                rt, pulls[0], agent_login=agent_login, trust=trust, full=True, retry_now=retry_now
+                rt,
+                snapshot.pull,
+                agent_login=agent_login,
+                trust=trust,
+                full=True,
+                retry_now=retry_now,
+                snapshot=snapshot,
             )
     if fresh is None:
         scope.finish(Outcome.SKIPPED, "the PR needed no pass any more once claimed")
@@ -150,4 +166,4 @@ async def _pass(
     async with open_checks(rt, tree=head, config=base) as checks:
         proposer = ReviewProposer(rt, prompt, head, base=base, checks=checks)
         result = await attempt_loop(scope, proposer, tries=rt.settings.max_tries, checks=checks)
-        await conclude(scope, claim, fresh, result, write)
+        await conclude(scope, claim, fresh, result, write, head)

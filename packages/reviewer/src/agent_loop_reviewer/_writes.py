@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from agent_loop_common.github import GitHub, NotFastForward
+from agent_loop_common.github import GitHub, GitTree, NotFastForward
 from agent_loop_common.runtime import Posted, Receipt, WriteBook
 from agent_loop_reviewer._texts import PassMarker, no_changes_body, quote_reply_body
 
@@ -51,6 +51,9 @@ class FixCommit(BaseModel):
     """The PR's head branch (without `refs/heads/`)."""
     parent_sha: str
     """The head the pass reviewed; the branch must still point here."""
+    parent_tree: GitTree | None = None
+    """`parent_sha`'s tree as the pass read it (the entries around `files`), so the fix
+    is committed without reading it again; `None` reads it."""
     message: str
     files: dict[str, str | None]
     """Path -> full new content, `None` to delete."""
@@ -73,7 +76,12 @@ async def push_fix(github: GitHub, fix: FixCommit) -> PushResult:
     current = await github.get_ref(ref)
     if current != fix.parent_sha:
         return PushResult(pushed=False, found_head=current or "")
-    sha = await github.commit_files(parent_sha=fix.parent_sha, message=fix.message, files=fix.files)
+    sha = await github.commit_files(
+        parent_sha=fix.parent_sha,
+        message=fix.message,
+        files=fix.files,
+        parent_tree=fix.parent_tree,
+    )
     try:
         await github.update_ref(ref, sha, force=False)
     except NotFastForward:

@@ -34,12 +34,17 @@ from agent_loop_common.claims._marker import DibsMarker, parse_dibs
 from agent_loop_common.claims._target import ClaimTarget
 from agent_loop_common.github import GitHubUnavailable, NotFastForward, NotFound, RefExists
 
-__all__ = ["DEFAULT_NAMESPACE", "ClaimRefs", "CommitLike", "RefHead", "RefsAPI"]
+__all__ = ["DEFAULT_NAMESPACE", "EMPTY_TREE", "ClaimRefs", "CommitLike", "RefHead", "RefsAPI"]
 
 _log = structlog.get_logger(__name__)
 
 DEFAULT_NAMESPACE = "agent-loop/claims"
 """Claim refs live at `refs/agent-loop/claims/<kind>-<key>`."""
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+"""git's empty tree, which every repository knows without storing it: the tree of
+parentless claim commits, so a claim reads nothing before it writes (and a claim commit
+checked out shows no files)."""
 
 
 class CommitLike(Protocol):

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 import structlog
 
-from agent_loop_common.claims._atomic import DEFAULT_NAMESPACE, ClaimRefs
+from agent_loop_common.claims._atomic import DEFAULT_NAMESPACE, EMPTY_TREE, ClaimRefs
 from agent_loop_common.claims._backoff import Backoff, BackoffPolicy, backoff_state
 from agent_loop_common.claims._comments import backoff_body, claim_body, release_body
 from agent_loop_common.claims._errors import ClaimLost, NotClaimed
@@ -30,6 +30,7 @@ from agent_loop_common.claims._state import (
     decide_ref,
 )
 from agent_loop_common.claims._target import Claim, ClaimTarget
+from agent_loop_common.github import Unprocessable
 from agent_loop_common.records import TargetKind
 from agent_loop_common.settings import CLAIM_SKEW, claim_ttl_problem
 
@@ -102,7 +103,7 @@ class Claimer:
         self.skew = skew
         self.policy = policy or BackoffPolicy()
         self._clock = clock or _utcnow
-        self._tree: str | None = None
+        self._tree = EMPTY_TREE
         self._held: dict[ClaimTarget, Claim] = {}
         self._trees: dict[ClaimTarget, str] = {}  # tree of each held claim commit, for its children
 
@@ -119,15 +120,26 @@ class Claimer:
     def _marker(self, op: Op, kind: TargetKind, until: datetime) -> DibsMarker:
         return DibsMarker(op, kind, self.deployment, self.role, self.run_id, until)
 
-    async def _root_tree(self) -> str:
-        """A tree for parentless claim commits: the default branch head's (no tree is built)."""
-        if self._tree is None:
-            repo = await self._github.repository()
-            head = await self._github.get_ref(f"heads/{repo.default_branch}")
-            if head is None:
-                raise LookupError(f"default branch {repo.default_branch!r} has no commit")
-            self._tree = (await self._github.get_commit(head)).tree_sha
-        return self._tree
+    async def _default_tree(self) -> str:
+        """The default branch head's tree: parentless claim commits fall back on it where
+        the server refuses git's empty tree (read once per run, no tree is built)."""
+        repo = await self._github.repository()
+        head = await self._github.get_ref(f"heads/{repo.default_branch}")
+        if head is None:
+            raise LookupError(f"default branch {repo.default_branch!r} has no commit")
+        return (await self._github.get_commit(head)).tree_sha
+
+    async def _create(self, target: ClaimTarget, message: str) -> tuple[str | None, str]:
+        """Create the claim ref at a parentless claim commit: its sha (`None` when the ref
+        exists) and the commit's tree."""
+        try:
+            return await self._refs.create(target, message, tree_sha=self._tree), self._tree
+        except Unprocessable:
+            if self._tree != EMPTY_TREE:
+                raise
+            _log.info("claims.empty_tree_refused")
+            self._tree = await self._default_tree()
+            return await self._refs.create(target, message, tree_sha=self._tree), self._tree
 
     async def observe(self, kind: TargetKind, key: int | str) -> TargetView:
         """Read an issue's or PR's comments (all pages): its claim and backoff state.
@@ -152,29 +164,38 @@ class Claimer:
         Re-entrant for this run: claiming a target it already holds renews the claim.
         """
         target = ClaimTarget.of(kind, key)
-        head = await self._refs.read(target)
         now = self._clock()
-        decision = decide_ref(
-            head.marker if head else None,
-            exists=head is not None,
-            run=self.run_id,
-            now=now,
-            skew=self.skew,
-        )
+        marker = self._marker("claim", kind, now + self.ttl)
+        sha, tree, head, decision = None, self._tree, None, RefDecision.CREATE
+        if target not in self._held:
+            # Most targets have no claim ref (a live release deletes it), so the create
+            # comes first and the ref is read only when it exists: no read before a
+            # claim, and an unreferenced commit object left behind when the ref is there.
+            sha, tree = await self._create(target, self._claim_message(target, marker))
+        if sha is None:
+            head = await self._refs.read(target)
+            now = self._clock()
+            decision = decide_ref(
+                head.marker if head else None,
+                exists=head is not None,
+                run=self.run_id,
+                now=now,
+                skew=self.skew,
+            )
         log = _log.bind(target=str(target), run=self.run_id, decision=decision.value)
         if decision is RefDecision.HELD:
             log.info(
                 "claims.held_by_other", holder=head.marker.run if head and head.marker else None
             )
             return None
-        marker = self._marker("claim", kind, now + self.ttl)
-        message = f"claim {target} for run {self.run_id}\n\n{render_dibs(marker)}"
-        if head is None:
-            tree = await self._root_tree()
-            sha = await self._refs.create(target, message, tree_sha=tree)
-        else:
-            tree = head.tree_sha
-            sha = await self._refs.advance(target, head.sha, message, tree_sha=tree)
+        if sha is None:
+            marker = self._marker("claim", kind, now + self.ttl)
+            message = self._claim_message(target, marker)
+            if head is None:  # deleted since the create found it: one more try
+                sha, tree = await self._create(target, message)
+            else:
+                tree = head.tree_sha
+                sha = await self._refs.advance(target, head.sha, message, tree_sha=tree)
         if sha is None:
             log.info("claims.race_lost")
             return None
@@ -201,6 +222,9 @@ class Claimer:
             raise
         self._held[target] = claim
         return claim
+
+    def _claim_message(self, target: ClaimTarget, marker: DibsMarker) -> str:
+        return f"claim {target} for run {self.run_id}\n\n{render_dibs(marker)}"
 
     async def _announce(self, claim: Claim, marker: DibsMarker) -> Claim:
         body = claim_body(marker)
@@ -233,6 +257,30 @@ class Claimer:
             shown = self._marker("claim", claim.target.kind, marker.until)
             await self._github.update_issue_comment(renewed.comment_id, claim_body(shown))
         return renewed
+
+    @property
+    def heartbeat(self) -> timedelta:
+        """How often a long run renews its claims: a third of `ttl`."""
+        return self.ttl / 3
+
+    async def renew(self, claim: Claim) -> Claim:
+        """Make sure a held claim outlasts the writes about to happen (call right before).
+
+        Extends the claim unless it was written (claimed or extended) less than a
+        `heartbeat` ago. Such a claim has two thirds of its `ttl` left, far more than a
+        few writes take, and no other run can have taken it over (a takeover needs it
+        expired), so the extend would cost three writes (a commit, the ref update, the
+        comment edit) and prove nothing. A short run thus never extends.
+
+        Raises:
+            ClaimLost: the run does not hold the target, or the extend found it taken.
+        """
+        current = self._held.get(claim.target)
+        if current is None:
+            raise ClaimLost(f"{claim.target}: run {self.run_id} does not hold it")
+        if current.until - self._clock() > self.ttl - self.heartbeat:
+            return current
+        return await self.extend(current)
 
     async def release(
         self, claim: Claim, note: str = "done", *, ok: bool = True, withdraw: bool = False

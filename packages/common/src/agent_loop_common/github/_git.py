@@ -13,7 +13,7 @@ from githubkit.utils import UNSET
 from agent_loop_common.github import _convert as conv
 from agent_loop_common.github._base import Base, retype, translated
 from agent_loop_common.github._errors import NotFastForward, NotFound, RefExists, Unprocessable
-from agent_loop_common.github._models import GitCommit, TreeEntry
+from agent_loop_common.github._models import GitCommit, GitTree, TreeEntry
 from agent_loop_common.github._retry import attempt_timeout
 
 _KEEP_MODES = frozenset({"100755"})  # an agent editing a script must not drop its x bit
@@ -134,7 +134,11 @@ class GitOps(Base):
         return resp.parsed_data.sha
 
     async def get_tree(self, ref_or_sha: str, *, recursive: bool = True) -> list[TreeEntry]:
-        """Entries of a tree, given a tree SHA, commit SHA or branch name.
+        """Entries of a tree, given a tree SHA, commit SHA or branch name (see `read_tree`)."""
+        return list((await self.read_tree(ref_or_sha, recursive=recursive)).entries)
+
+    async def read_tree(self, ref_or_sha: str, *, recursive: bool = True) -> GitTree:
+        """A tree with its own sha, given a tree SHA, commit SHA or branch name.
 
         GitHub truncates very large recursive listings; then the tree is walked one
         sub-tree at a time so the answer is always complete.
@@ -146,8 +150,8 @@ class GitOps(Base):
             )
         tree = resp.parsed_data
         if not (recursive and tree.truncated):
-            return [conv.tree_entry(e) for e in tree.tree]
-        return await self._walk(tree.sha, "")
+            return GitTree(sha=tree.sha, entries=tuple(conv.tree_entry(e) for e in tree.tree))
+        return GitTree(sha=tree.sha, entries=tuple(await self._walk(tree.sha, "")))
 
     async def _walk(self, tree_sha: str, prefix: str) -> list[TreeEntry]:
         out: list[TreeEntry] = []
@@ -194,13 +198,26 @@ class GitOps(Base):
         return resp.raw_response.content
 
     async def commit_files(
-        self, *, parent_sha: str, message: str, files: Mapping[str, str | bytes | None]
+        self,
+        *,
+        parent_sha: str,
+        message: str,
+        files: Mapping[str, str | bytes | None],
+        parent_tree: GitTree | None = None,
     ) -> str:
         """Commit several file changes on top of `parent_sha`; returns the new commit SHA.
 
         Text goes inline in the tree request, bytes as base64 blobs, None deletes (a path
         already absent is skipped, as GitHub would refuse it). Existing executable bits
         are kept. No ref moves: the caller decides how (fast-forward, force, new branch).
+
+        Args:
+            parent_sha: The new commit's parent.
+            message: The commit message.
+            files: Path -> new content (`str` text, `bytes` binary, `None` deletes).
+            parent_tree: The parent's tree as the caller read it already (at least
+                `GitTree.around(files)`); without it the parent commit and its tree are
+                read here (two requests).
 
         Raises:
             ValueError: a path is not repository-relative, names a directory (or
@@ -211,8 +228,9 @@ class GitOps(Base):
         for path in files:
             if not path or path.startswith("/") or ".." in path.split("/"):
                 raise ValueError(f"commit_files needs repository-relative paths, got {path!r}")
-        parent = await self.get_commit(parent_sha)
-        tree = await self.get_tree(parent.tree_sha)
+        if parent_tree is None:
+            parent_tree = await self.read_tree((await self.get_commit(parent_sha)).tree_sha)
+        tree = parent_tree.entries
         existing = {e.path: e.mode for e in tree if e.type == "blob"}
         _check_tree_shape(files, existing, {e.path for e in tree if e.type != "blob"})
         gh = await self._gh()
@@ -238,13 +256,13 @@ class GitOps(Base):
                     )
                 entry["sha"] = blob.parsed_data.sha
             entries.append(entry)
-        tree_sha = parent.tree_sha
+        tree_sha = parent_tree.sha
         if entries:
             with translated():
                 tree = await gh.rest.git.async_create_tree(
                     self._owner,
                     self._name,
-                    data={"base_tree": parent.tree_sha, "tree": entries},  # pyright: ignore[reportArgumentType]
+                    data={"base_tree": parent_tree.sha, "tree": entries},  # pyright: ignore[reportArgumentType]
                 )
             tree_sha = tree.parsed_data.sha
         return await self.create_commit(message=message, tree_sha=tree_sha, parents=[parent_sha])

@@ -7,6 +7,7 @@ touches only the conversion in `_convert.py`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Literal
 
@@ -196,6 +197,23 @@ class TreeEntry(_Frozen):
     size: int | None
     mode: str = "100644"
     """Git file mode (`100644`, `100755`, `120000` symlink, `040000` tree, `160000`)."""
+
+
+class GitTree(_Frozen):
+    """A commit's tree as read: its own sha and its entries (paths from its root)."""
+
+    sha: str
+    entries: tuple[TreeEntry, ...]
+
+    def around(self, paths: Iterable[str]) -> GitTree:
+        """This tree with only the entries a commit of `paths` is checked against (the
+        paths and every folder above them): what `commit_files` needs of its parent,
+        small enough to travel in a durable write's inputs."""
+        keep: set[str] = set()
+        for path in paths:
+            parts = path.split("/")
+            keep.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+        return GitTree(sha=self.sha, entries=tuple(e for e in self.entries if e.path in keep))
 
 
 class GitCommit(_Frozen):

@@ -74,10 +74,18 @@ _IDEMPOTENT_POSTS = frozenset(
     }
 )
 
-# Reads that agents poll on every run: worth a conditional request (a 304 is free).
+# Reads that agents repeat from run to run: worth a conditional request (a 304 is free).
+# The identity (`/user`, or an App's `/app`, installation and bot user) is asked once
+# per run, and permissions once per person per run: as conditional reads, an idle tick
+# after the first costs no rate limit at all.
 POLLED_READS = frozenset(
     t.replace("+}", "}")
     for t in {
+        "/user",
+        "/app",
+        "/users/{username}",
+        f"{_R}/installation",
+        f"{_R}/collaborators/{{username}}/permission",
         f"{_R}/issues",
         f"{_R}/issues/{{issue_number}}/comments",
         f"{_R}/issues/{{issue_number}}/events",

@@ -4,7 +4,10 @@ An agent, its verifier and the pipeline all look at one commit (the builder: the
 branch's head when the run started; the reviewer: the pull request's head it reviews),
 so what the model read, what the verifier diffed against and the commit's parent agree
 even if the branch moves meanwhile. Listing is one
-tree request and each file one contents request, both cached. Searching the code needs
+tree request, cached. Files come from one tarball download when the whole commit is
+small (the tree lists every file's size; a run reads several files, so one download
+beats one contents request each), else one contents request per file; both cached.
+Searching the code needs
 every file, so it downloads the tarball once (one request plus GitHub's redirect)
 instead of one contents request per file: a search costs the same in a repository of
 ten files or ten thousand, and stays far from the rate limit on a five-minute schedule.
@@ -18,11 +21,13 @@ import asyncio
 import io
 import tarfile
 
-from agent_loop_common.github import GitHub
+from agent_loop_common.github import GitHub, GitTree
 
 __all__ = ["RepoSnapshot"]
 
 _SEARCH_MAX_FILE_BYTES = 512_000
+_ARCHIVE_READ_MAX_BYTES = 1_000_000
+"""A commit whose files add up to at most this many bytes is read from its tarball."""
 
 
 class RepoSnapshot:
@@ -42,6 +47,7 @@ class RepoSnapshot:
         self.sha = sha
         self.branch = branch
         self.label = label or f"branch {branch}"
+        self._tree: GitTree | None = None
         self._paths: list[str] | None = None
         self._files: dict[str, bytes | None] = {}
         self._index: dict[str, str] | None = None
@@ -49,12 +55,23 @@ class RepoSnapshot:
         self._lock = asyncio.Lock()
         self._archive_lock = asyncio.Lock()
 
+    async def tree(self) -> GitTree:
+        """The commit's whole tree, read once (a commit built on this one reuses it as
+        its parent tree: `commit_files(parent_tree=...)`)."""
+        if self._tree is None:
+            self._tree = await self.github.read_tree(self.sha, recursive=True)
+        return self._tree
+
     async def paths(self) -> list[str]:
         """Every file path (blobs only), sorted."""
         if self._paths is None:
-            tree = await self.github.get_tree(self.sha, recursive=True)
-            self._paths = sorted(e.path for e in tree if e.type == "blob")
+            self._paths = sorted(e.path for e in (await self.tree()).entries if e.type == "blob")
         return self._paths
+
+    async def _small(self) -> bool:
+        """Whether the whole commit is small enough to read from one tarball."""
+        sizes = (e.size or 0 for e in (await self.tree()).entries if e.type == "blob")
+        return sum(sizes) <= _ARCHIVE_READ_MAX_BYTES
 
     async def exists(self, path: str) -> bool:
         """Whether a file exists at `path` (the `exists_at_base` of the staging tools)."""
@@ -63,6 +80,8 @@ class RepoSnapshot:
     async def read(self, path: str) -> bytes | None:
         """The bytes of `path`, or `None` when there is no such file."""
         if path not in self._files:
+            if self._index is None and await self._small():
+                await self.search_index()
             if self._index is not None and path in self._index:
                 self._files[path] = self._index[path].encode("utf-8")
             elif not await self.exists(path):

@@ -141,7 +141,7 @@ class RunScope:
         refused (`ensure_held`).
         """
         rt = self.runtime
-        interval = rt.settings.claim_ttl.total_seconds() / 3
+        interval = rt.claimer.heartbeat.total_seconds()
         while True:
             await rt.sleep(interval)
             current = next((c for c in rt.claimer.held() if c.target == target), None)

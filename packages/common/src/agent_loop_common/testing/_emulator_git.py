@@ -96,6 +96,9 @@ class GitStore:
     def __init__(self) -> None:
         self.objects = MemoryObjectStore()
         self.refs: dict[str, str] = {}
+        # git knows the empty tree (4b825dc...) in every repository without storing it,
+        # and so does GitHub's git data API; claim commits point at it.
+        self._store_tree(Tree())
 
     # ------------------------------------------------------------------ objects
     def get(self, sha: str) -> ShaFile | None:
