@@ -73,6 +73,7 @@ ALL_VARIABLES: list[tuple[str, str, str, object]] = [
         "https://ghe.example.com/api/v3",
     ),
     ("AGENT_LOOP_GITHUB_TIMEOUT_SECONDS", "12.5", "github_timeout_seconds", 12.5),
+    ("AGENT_LOOP_RATE_LIMIT_RESERVE", " 5 % ", "rate_limit_reserve", "5%"),
     ("AGENT_LOOP_BOT_LOGIN", "loop-bot[bot]", "bot_login", "loop-bot[bot]"),
     ("AGENT_LOOP_DEPLOYMENT_ID", "staging-2", "deployment_id", "staging-2"),
     ("AGENT_LOOP_TRUSTED_MIN_PERMISSION", "maintain", "trusted_min_permission", "maintain"),

@@ -23,6 +23,7 @@ from agent_loop_common.llm import Budget, UsageMeter
 from agent_loop_common.memory import MemoryLocation, read_etag_state, write_etag_state
 from agent_loop_common.records import Role
 from agent_loop_common.runtime._models import model_for, model_label
+from agent_loop_common.runtime._pause import Pause
 from agent_loop_common.runtime._sandbox import installed_sandbox, sandbox_for
 from agent_loop_common.sandbox import BaselineCache, BaselineStore, Sandbox
 from agent_loop_common.settings import Settings
@@ -63,6 +64,8 @@ class Runtime:
     baselines: BaselineStore = field(default_factory=lambda: _default_baselines())
     """Baseline test results by base SHA and command: the run's own, or the store shared
     by the runs of a process (`use_sandbox`)."""
+    paused: Pause | None = None
+    """Set by `run_scoped` when the rate-limit reserve kept the run from claiming."""
     _sandbox: Sandbox | None = field(default=None, repr=False)
 
     async def sandbox(self) -> Sandbox:
