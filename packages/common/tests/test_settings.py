@@ -114,6 +114,7 @@ ALL_VARIABLES: list[tuple[str, str, str, object]] = [
     ("AGENT_LOOP_BUILDER_SCHEDULE", "0  *  * * 1-5", "builder_schedule", "0 * * * 1-5"),
     ("AGENT_LOOP_REVIEWER_SCHEDULE", "*/2 * * * *", "reviewer_schedule", "*/2 * * * *"),
     ("AGENT_LOOP_DISTILLER_SCHEDULE", "0 3 * * *", "distiller_schedule", "0 3 * * *"),
+    ("AGENT_LOOP_REUSE_IDLE_MINUTES", "45", "reuse_idle_minutes", 45),
     ("AGENT_LOOP_WEBHOOK_MAX_BODY_BYTES", "50000", "webhook_max_body_bytes", 50_000),
     ("AGENT_LOOP_WEBHOOK_COALESCE_SECONDS", "0.5", "webhook_coalesce_seconds", 0.5),
     ("AGENT_LOOP_WEBHOOK_DEDUP_SIZE", "500", "webhook_dedup_size", 500),

@@ -131,12 +131,14 @@ class RunScope:
         First the GitHub budget: at the rate-limit reserve nothing new is claimed
         (`ReserveReached`; `run_scoped` ends the tick `paused`). Then the preflight: the
         model is usable and, for the builder and the reviewer, a sandbox can run the
-        tests. A missing key, an unknown model or no working sandbox stops the run with
+        tests. Having work, the run starts loading the model library in the background
+        (`Runtime.warm_model`). A missing key, an unknown model or no working sandbox stops the run with
         nothing public written; a tick that finds no work needs neither and is not
         stopped by them.
         """
         check_reserve(self.runtime.github.rate_budget, self.runtime.settings.rate_reserve())
         preflight_model(self.runtime.settings)
+        self.runtime.warm_model()
         if self.runtime.role in TESTING_ROLES:
             await self.runtime.sandbox()
         claim = await self.runtime.claimer.claim(kind, key)

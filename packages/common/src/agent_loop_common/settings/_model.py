@@ -220,6 +220,8 @@ class Settings(BaseSettings):
     """Cron schedule (5 fields, UTC) of the reviewer."""
     distiller_schedule: str = "*/10 * * * *"
     """Cron schedule (5 fields, UTC) of the distiller."""
+    reuse_idle_minutes: int = Field(default=30, ge=0, le=1440)
+    """On a cluster: how long each agent's container stays warm after a tick, waiting for the next (Flyte reusable containers, `flyte.ReusePolicy`). A tick in a warm container pays no container start and no imports (the model library alone takes seconds); keep it longer than the agent's schedule interval and every tick but the first is warm. Needs a backend that runs reusable containers (Union); the image then also installs `unionai-reuse`. 0: a fresh container for every tick, the choice for a Flyte backend without them. Read at deploy time, like the schedules."""
 
     # ------------------------------------------------------------ events (gateway)
     webhook_secret: SecretStr | None = None
