@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from types import ModuleType
@@ -26,6 +27,7 @@ def fake_import(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(_litellm, "_import_litellm", slow_import)
     monkeypatch.setattr(_litellm, "_prefetch", None)
+    monkeypatch.delitem(sys.modules, "litellm", raising=False)  # as in a fresh tick
     return threads
 
 
