@@ -349,9 +349,10 @@ _SHOWN_ELSEWHERE = frozenset({"role", "outcome", "target", "pr_url", "issue_urls
 
 def _print_summary(agent: str, tick: TickSummary, out: TextIO) -> None:
     """The summary for people: one headline, then each non-empty field in a fixed order."""
-    if tick.idle:
+    if tick.idle or tick.paused:
         note = f" ({tick.note})" if tick.note else ""
-        print(f"{agent}: idle tick, nothing to do{note}.", file=out)
+        what = "paused, no new work" if tick.paused else "idle tick, nothing to do"
+        print(f"{agent}: {what}{note}.", file=out)
         if tick.report:
             print(f"  report: {tick.report}", file=out)
         return

@@ -115,7 +115,8 @@ class MemorySnapshot:
     digest: str = ""
     """The context digest the builder and reviewer read."""
     idle: list[IdleCount] = field(default_factory=list[IdleCount])
-    """Idle-run counters (runs that found nothing to claim), newest day first."""
+    """Idle-run counters (runs that found nothing to claim, ticks paused by the rate-limit
+    reserve), newest day first."""
     problems: list[str] = field(default_factory=list[str])
     """Memory documents that could not be read (named, kept, ignored)."""
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
@@ -191,7 +192,7 @@ async def _read_idle(location: MemoryLocation, names: Sequence[str]) -> list[Idl
         except ValueError:
             continue
         count = await read_idle_count(location, role, day)
-        if count.count:
+        if count.count or count.paused:
             out.append(count)
     out.sort(key=lambda c: (c.day, c.role.value), reverse=True)
     return out
@@ -360,6 +361,19 @@ def lessons_table(lessons: Sequence[Lesson], *, width: int = 70) -> str:
     return render_table(["id", "for", "lesson", "learned from"], rows, max_cell=width)
 
 
+def _paused_lines(snapshot: MemorySnapshot) -> list[str]:
+    """Ticks the GitHub rate-limit reserve held back, per role and day, with the last reason."""
+    lines: list[str] = []
+    for c in (c for c in snapshot.idle if c.paused):
+        until = c.paused_until.strftime("%Y-%m-%d %H:%M UTC") if c.paused_until else "?"
+        state = "" if c.paused_until and c.paused_until <= snapshot.now else " (still paused)"
+        lines.append(
+            f"  Paused {c.role.value} ticks on {c.day.isoformat()}: {c.paused}, new work "
+            f"resumes after {until}{state}; last: {terminal_safe(c.paused_note)}"
+        )
+    return lines
+
+
 def render_status(snapshot: MemorySnapshot, *, limit: int = 15) -> str:
     """The whole `agent-loop status` page, safe to print to a terminal."""
     return terminal_safe(_render(snapshot, limit))
@@ -380,11 +394,11 @@ def _render(snapshot: MemorySnapshot, limit: int) -> str:
         out.append(
             f"  {snapshot.unreadable} record file(s) are invalid or of a newer schema: kept, not shown."
         )
-    if snapshot.idle:
-        idle = ", ".join(
-            f"{c.role.value} {c.count} on {c.day.isoformat()}" for c in snapshot.idle[:6]
-        )
+    idle_days = [c for c in snapshot.idle if c.count]
+    if idle_days:
+        idle = ", ".join(f"{c.role.value} {c.count} on {c.day.isoformat()}" for c in idle_days[:6])
         out.append(f"  Idle runs (nothing to claim): {idle}")
+    out += _paused_lines(snapshot)
     resting = snapshot.resting
     if resting:
         out += ["", f"Resting in back-off ({len(resting)})"]

@@ -24,6 +24,7 @@ from agent_loop_builder._writes import WRITES
 from agent_loop_common.deploy import (
     agent_env_vars,
     agent_image,
+    agent_reuse,
     agent_schedule,
     agent_secrets,
     agent_tests_spec,
@@ -33,7 +34,7 @@ from agent_loop_common.records import Role
 from agent_loop_common.runtime import TickSummary, tick_body, use_flyte_tests_task
 from agent_loop_common.sandbox import build_container_task
 
-__all__ = ["IDLE_NOTE", "PACKAGE_DIR", "SCHEDULE", "TASKS", "builder_tick", "env"]
+__all__ = ["IDLE_NOTE", "PACKAGE_DIR", "REUSE", "SCHEDULE", "TASKS", "builder_tick", "env"]
 
 _log = structlog.get_logger(__name__)
 
@@ -60,12 +61,17 @@ def _tests_environments() -> list[flyte.Environment]:
     return [tests_env]
 
 
+REUSE = agent_reuse()
+"""Reusable containers (`AGENT_LOOP_REUSE_IDLE_MINUTES`): a tick after the first runs
+warm, with no container start and no imports; `None` when switched off."""
+
 env = flyte.TaskEnvironment(
     name="builder",
-    image=agent_image("builder", PACKAGE_DIR),
+    image=agent_image("builder", PACKAGE_DIR, reuse=REUSE),
     secrets=agent_secrets(),
     # A scheduled run has no shell: the deploying shell's settings travel with the env.
     env_vars=agent_env_vars(),
+    reusable=REUSE,
     depends_on=_tests_environments(),
 )
 

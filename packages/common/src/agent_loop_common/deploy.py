@@ -24,6 +24,11 @@ With `AGENT_LOOP_SANDBOX=flyte` the builder and the reviewer run the repository'
 in a raw-container task of their own, with no secrets (`agent_tests_spec`); each
 agent's `env.py` builds that task and depends on it.
 
+Warm ticks: `AGENT_LOOP_REUSE_IDLE_MINUTES` (default 30) makes each agent's environment
+reusable (`agent_reuse`): the container and its Python process outlive a tick, so the
+next tick pays no container start and no imports. Its image then also installs
+`unionai-reuse`, the runtime that serves reusable containers (`agent_image(reuse=...)`).
+
 Every other setting set in the deploying shell (`AGENT_LOOP_REPO`, `GITHUB_API_URL`,
 budgets...) reaches the tasks as a plain env var through `agent_env_vars()`: a scheduled
 run has no shell of its own, so what the deployer configured is what the cluster runs.
@@ -50,9 +55,11 @@ __all__ = [
     "DEFAULT_MODEL",
     "IMAGE_PREFIX",
     "PYTHON_VERSION",
+    "REUSE_PACKAGE",
     "WEBHOOK_SECRET_ENV",
     "agent_env_vars",
     "agent_image",
+    "agent_reuse",
     "agent_schedule",
     "agent_secrets",
     "agent_tests_spec",
@@ -84,16 +91,59 @@ def image_name(agent: str) -> str:
     return f"{IMAGE_PREFIX}{agent}"
 
 
-def agent_image(agent: str, package_dir: pathlib.Path) -> flyte.Image:
+REUSE_PACKAGE = "unionai-reuse==0.2.0"
+"""The runtime a reusable container runs its tasks with; installed only into the images
+of reusable environments (it is not a dependency of the code, so not in the locks)."""
+
+
+def agent_image(
+    agent: str, package_dir: pathlib.Path, *, reuse: flyte.ReusePolicy | None = None
+) -> flyte.Image:
     """The image of one agent: Debian base, pinned Python, that agent's locked deps only.
 
     The workspace code (the agent and `common`) travels in Flyte's code bundle, so a
     change to one agent's dependencies changes only that agent's image identity (the tag
-    hashes the lock's content, not its path).
+    hashes the lock's content, not its path). With `reuse` (the environment's
+    `agent_reuse()`), the image also installs `REUSE_PACKAGE`.
     """
-    return flyte.Image.from_debian_base(
+    image = flyte.Image.from_debian_base(
         python_version=PYTHON_VERSION, name=image_name(agent)
     ).with_requirements(requirements_lock(package_dir))
+    return image if reuse is None else image.with_pip_packages(REUSE_PACKAGE)
+
+
+def agent_reuse(environ: Mapping[str, str] | None = None) -> flyte.ReusePolicy | None:
+    """The agent environment's reusable-container policy, or `None` for a fresh container
+    per tick (`AGENT_LOOP_REUSE_IDLE_MINUTES=0`).
+
+    Read at import, like the schedules: the policy is part of the deployed spec. One
+    warm replica serves the ticks; a second may start for the tick's durable writes,
+    which are tasks of the same environment and would otherwise wait for the tick that
+    called them to free the only replica. One task per replica at a time: per-process
+    state (an installed model, the sandbox) is never shared by two ticks. Both replicas
+    stop after the configured idle time.
+
+    Raises:
+        ValueError: the variable is not a whole number of minutes within its bounds.
+    """
+    from agent_loop_common.settings import Settings, env_var_name
+
+    name = env_var_name("reuse_idle_minutes")
+    env = os.environ if environ is None else environ
+    raw = env.get(name, "").strip()
+    try:
+        minutes = Settings.model_fields["reuse_idle_minutes"].default if not raw else int(raw)
+    except ValueError:
+        raise ValueError(f"{name}: expected a whole number of minutes, got {raw!r}") from None
+    if not 0 <= minutes <= _MAX_REUSE_MINUTES:
+        raise ValueError(f"{name}: expected 0 to {_MAX_REUSE_MINUTES} minutes, got {minutes}")
+    if minutes == 0:
+        return None
+    idle = minutes * 60
+    return flyte.ReusePolicy(replicas=(1, 2), concurrency=1, idle_ttl=idle, scaledown_ttl=idle)
+
+
+_MAX_REUSE_MINUTES = 1440
 
 
 def secret_key(env_var: str) -> str:

@@ -18,6 +18,7 @@ import flyte.report
 from agent_loop_common.deploy import (
     agent_env_vars,
     agent_image,
+    agent_reuse,
     agent_schedule,
     agent_secrets,
     agent_trigger,
@@ -29,7 +30,15 @@ from agent_loop_distiller._pipeline import DistillerOptions, TickResult, run_dis
 from agent_loop_distiller._report import render_summary, render_tabs
 from agent_loop_distiller._select import TickKind
 
-__all__ = ["IDLE_NOTE", "PACKAGE_DIR", "SCHEDULE", "distiller_tick", "env", "summarize_tick"]
+__all__ = [
+    "IDLE_NOTE",
+    "PACKAGE_DIR",
+    "REUSE",
+    "SCHEDULE",
+    "distiller_tick",
+    "env",
+    "summarize_tick",
+]
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[2]
 """`packages/distiller`: where the image's exported lock lives."""
@@ -37,12 +46,17 @@ PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[2]
 SCHEDULE = agent_schedule("distiller")
 """Cron schedule of the tick (5 fields, UTC)."""
 
+REUSE = agent_reuse()
+"""Reusable containers (`AGENT_LOOP_REUSE_IDLE_MINUTES`): a tick after the first runs
+warm, with no container start and no imports; `None` when switched off."""
+
 env = flyte.TaskEnvironment(
     name="distiller",
-    image=agent_image("distiller", PACKAGE_DIR),
+    image=agent_image("distiller", PACKAGE_DIR, reuse=REUSE),
     secrets=agent_secrets(),
     # A scheduled run has no shell: the deploying shell's settings travel with the env.
     env_vars=agent_env_vars(),
+    reusable=REUSE,
 )
 
 

@@ -20,6 +20,7 @@ import flyte
 from agent_loop_common.deploy import (
     agent_env_vars,
     agent_image,
+    agent_reuse,
     agent_schedule,
     agent_secrets,
     agent_tests_spec,
@@ -31,7 +32,7 @@ from agent_loop_common.sandbox import build_container_task
 from agent_loop_reviewer._pipeline import run_reviewer_tick
 from agent_loop_reviewer._writes import WRITES
 
-__all__ = ["IDLE_NOTE", "PACKAGE_DIR", "SCHEDULE", "TASKS", "env", "reviewer_tick"]
+__all__ = ["IDLE_NOTE", "PACKAGE_DIR", "REUSE", "SCHEDULE", "TASKS", "env", "reviewer_tick"]
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[2]
 """`packages/reviewer`: where the image's exported lock lives."""
@@ -56,12 +57,17 @@ def _tests_environments() -> list[flyte.Environment]:
     return [tests_env]
 
 
+REUSE = agent_reuse()
+"""Reusable containers (`AGENT_LOOP_REUSE_IDLE_MINUTES`): a tick after the first runs
+warm, with no container start and no imports; `None` when switched off."""
+
 env = flyte.TaskEnvironment(
     name="reviewer",
-    image=agent_image("reviewer", PACKAGE_DIR),
+    image=agent_image("reviewer", PACKAGE_DIR, reuse=REUSE),
     secrets=agent_secrets(),
     # A scheduled run has no shell: the deploying shell's settings travel with the env.
     env_vars=agent_env_vars(),
+    reusable=REUSE,
     depends_on=_tests_environments(),
 )
 

@@ -3,7 +3,9 @@
 One `GitHub` per run and repository. It returns the frozen models below (never githubkit
 types), raises the typed errors below (never githubkit or httpx exceptions), retries per
 `GitHubRetryPolicy`, answers unchanged polls from an `ETagCache` with free 304s, and counts
-every request in `RequestStats`. The few answers REST cannot give (who last edited a
+every request in `RequestStats`, keeps the rate budget GitHub last reported
+(`rate_budget`, checked against a `RateReserve` before new work) and spaces bursts of
+content-creating requests (`WritePacing`). The few answers REST cannot give (who last edited a
 body: `last_edit`, `last_comment_edit`) come from GitHub's GraphQL API.
 
 ```python
@@ -44,6 +46,8 @@ from agent_loop_common.github._models import (
     TreeEntry,
     User,
 )
+from agent_loop_common.github._pace import WritePacing
+from agent_loop_common.github._ratelimit import RateBudget, RateReserve, rate_budget_of
 from agent_loop_common.github._retry import GitHubRetryPolicy
 from agent_loop_common.github._stats import NO_RESPONSE, RequestStats
 
@@ -70,7 +74,9 @@ __all__ = [
     "NotFound",
     "PullFile",
     "PullRequest",
+    "RateBudget",
     "RateLimited",
+    "RateReserve",
     "Reaction",
     "RefExists",
     "Repository",
@@ -81,4 +87,6 @@ __all__ = [
     "TreeEntry",
     "Unprocessable",
     "User",
+    "WritePacing",
+    "rate_budget_of",
 ]

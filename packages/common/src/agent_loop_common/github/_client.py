@@ -6,7 +6,8 @@ Requests flow through a stack of httpx transports under githubkit:
 githubkit (auth, parsing, pagination)
   -> ETagTransport    If-None-Match on polled reads; 304 -> cached 200
   -> RetryTransport   our GitHubRetryPolicy; typed errors when it gives up
-  -> StatsTransport   counts each attempt by route and status
+  -> PaceTransport    spaces content-creating attempts under GitHub's secondary limits
+  -> StatsTransport   counts each attempt by route and status; reads the rate budget
   -> httpx.AsyncHTTPTransport, or the transport passed in (emulator)
 ```
 
@@ -33,7 +34,9 @@ from agent_loop_common.github._etag import ETagCache, ETagTransport
 from agent_loop_common.github._git import GitOps
 from agent_loop_common.github._issues import IssueOps
 from agent_loop_common.github._models import Repository, User
+from agent_loop_common.github._pace import PaceTransport, WritePacing
 from agent_loop_common.github._pulls import PullOps
+from agent_loop_common.github._ratelimit import RateBudget, RateGauge
 from agent_loop_common.github._retry import GitHubRetryPolicy, RetryTransport
 from agent_loop_common.github._routes import Router
 from agent_loop_common.github._stats import RequestStats, StatsTransport
@@ -65,6 +68,8 @@ class GitHub(IssueOps, PullOps, GitOps, EditOps):
         archive_timeout: the same bound for one attempt of `download_archive`, whose
             body is a whole repository (at least `timeout`).
         retry: retry policy; `GitHubRetryPolicy()` by default.
+        pacing: how fast content-creating requests may go out; `WritePacing()` (GitHub's
+            secondary limits, unspaced while writes are few) by default.
         etags: ETag cache for polled reads, typically loaded from memory; a fresh
             in-memory one by default, so repeated polls within a run are 304s.
         per_page: page size for listings (100, GitHub's maximum, saves requests).
@@ -81,6 +86,7 @@ class GitHub(IssueOps, PullOps, GitOps, EditOps):
         timeout: float = 30,
         archive_timeout: float = 300,
         retry: GitHubRetryPolicy | None = None,
+        pacing: WritePacing | None = None,
         etags: ETagCache | None = None,
         per_page: int = 100,
         user_agent: str = "agent-loop",
@@ -101,12 +107,16 @@ class GitHub(IssueOps, PullOps, GitOps, EditOps):
         self.etags = etags if etags is not None else ETagCache()
         """The conditional-request cache (save `dump()` when `changed`)."""
         self.retry = retry if retry is not None else GitHubRetryPolicy()
+        self.pacing = pacing if pacing is not None else WritePacing()
+        """How content-creating requests are spaced."""
+        self._gauge = RateGauge()
         url = _base_url(base_url)
         router = Router(url)
         self._owned: httpx.AsyncBaseTransport | None = None
         if transport is None:
             transport = self._owned = httpx.AsyncHTTPTransport(retries=0)
-        stack: httpx.AsyncBaseTransport = StatsTransport(transport, self.stats, router)
+        stack: httpx.AsyncBaseTransport = StatsTransport(transport, self.stats, router, self._gauge)
+        stack = PaceTransport(stack, self.pacing, router)
         stack = RetryTransport(stack, self.retry, router, attempt_timeout=timeout)
         stack = ETagTransport(stack, self.etags, router)
         strategy = auth.strategy() if isinstance(auth, TokenAuth) else auth.app_strategy()
@@ -126,6 +136,12 @@ class GitHub(IssueOps, PullOps, GitOps, EditOps):
         )
         self._installed: GitHubKit[Any] | None = None
         self._lock = asyncio.Lock()
+
+    @property
+    def rate_budget(self) -> RateBudget | None:
+        """The primary rate limit as GitHub last reported it to this client (`None`
+        before the first answer): what a run checks before it starts new work."""
+        return self._gauge.latest
 
     async def viewer(self) -> User:
         """The identity requests act as; for an App, its bot user (`slug[bot]`)."""

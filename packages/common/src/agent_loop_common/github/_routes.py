@@ -74,6 +74,11 @@ _IDEMPOTENT_POSTS = frozenset(
     }
 )
 
+_WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
+_NOT_CONTENT = frozenset({"/graphql", "/app/installations/{installation_id}/access_tokens"})
+"""Write-method routes that create no content on GitHub."""
+
+
 # Reads that agents repeat from run to run: worth a conditional request (a 304 is free).
 # The identity (`/user`, or an App's `/app`, installation and bot user) is asked once
 # per run, and permissions once per person per run: as conditional reads, an idle tick
@@ -162,6 +167,15 @@ class Router:
         a claim ref, turn our own success into a 422 "already exists").
         """
         return method.upper() != "POST" or template in _IDEMPOTENT_POSTS
+
+    def is_content_write(self, method: str, template: str) -> bool:
+        """Whether GitHub counts this request against its content-creation limits.
+
+        GitHub's secondary limits cap "content-generating" requests (POST, PATCH, PUT,
+        DELETE) per minute and per hour. GraphQL queries (the facade sends no mutations)
+        and minting an installation token create nothing, so they are not paced.
+        """
+        return method.upper() in _WRITE_METHODS and template not in _NOT_CONTENT
 
     def is_polled(self, method: str, template: str) -> bool:
         """Whether this read goes through the ETag cache."""

@@ -3,7 +3,8 @@
 Rate limits are per hour per identity, so each RunRecord carries what its run spent.
 Counting happens at the innermost transport: every retry attempt, every page and the
 App token request are counted once each, exactly as GitHub counts them. 304 answers are
-kept apart because they do not count against the primary rate limit.
+kept apart because they do not count against the primary rate limit. The same layer
+hands each answer's `x-ratelimit-*` headers to the facade's `RateGauge`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from agent_loop_common.github._ratelimit import RateGauge
 from agent_loop_common.github._routes import Router
 
 NO_RESPONSE = 0
@@ -78,14 +80,19 @@ class RequestStats:
 
 
 class StatsTransport(httpx.AsyncBaseTransport):
-    """Records each attempt that reaches the wrapped transport."""
+    """Records each attempt that reaches the wrapped transport, and its rate budget."""
 
     def __init__(
-        self, inner: httpx.AsyncBaseTransport, stats: RequestStats, router: Router
+        self,
+        inner: httpx.AsyncBaseTransport,
+        stats: RequestStats,
+        router: Router,
+        gauge: RateGauge | None = None,
     ) -> None:
         self._inner = inner
         self._stats = stats
         self._router = router
+        self._gauge = gauge
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         template = self._router.template(request.url)
@@ -95,6 +102,8 @@ class StatsTransport(httpx.AsyncBaseTransport):
             self._stats.record(request.method, template, NO_RESPONSE)
             raise
         self._stats.record(request.method, template, response.status_code)
+        if self._gauge is not None:
+            self._gauge.observe(response.headers)
         return response
 
     async def aclose(self) -> None:

@@ -1,7 +1,7 @@
 """The model call used by every Agent in agent-loop (litellm, limits, usage, retries).
 
 Importing this package does not import litellm (about 10 s): that happens on the first
-real call. Typical use in a pipeline:
+real call, or in the background from `prefetch_litellm` once a tick has work. Typical use in a pipeline:
 
 ```python
 usage = UsageMeter()                       # one per pipeline run, shared by every agent
@@ -39,7 +39,7 @@ from agent_loop_common.llm._limits import (
     model_requests_allowed,
     resolve_max_tokens,
 )
-from agent_loop_common.llm._litellm import load_litellm
+from agent_loop_common.llm._litellm import load_litellm, prefetch_litellm
 from agent_loop_common.llm._retry import ModelRetryPolicy
 from agent_loop_common.llm._usage import Budget, ModelUsage, UsageMeter
 
@@ -63,6 +63,7 @@ __all__ = [
     "make_call_llm",
     "model_requests_allowed",
     "parse_tool_arguments",
+    "prefetch_litellm",
     "resolve_max_tokens",
     "to_litellm_messages",
 ]

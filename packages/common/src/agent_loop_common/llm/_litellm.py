@@ -1,7 +1,10 @@
 """The only place that touches litellm: a lazy import and narrow, typed accessors.
 
-`import litellm` costs about 10 s on a small machine, so it happens on the first model
-call, never when this package is imported. litellm also fetches catalogs on its own
+`import litellm` costs about 10 s on a small machine, so it never happens when this
+package is imported, and a tick that finds no work never pays it. A tick that does
+calls `prefetch_litellm` once it has selected work: the import then runs in a
+background thread while the tick claims and reads GitHub, and the first model call
+joins it (`load_litellm`) instead of starting it. litellm also fetches catalogs on its own
 unless told not to: its price table at import, Anthropic's beta headers on first use.
 A tick should make no request beyond GitHub and the model provider, so the bundled
 copies are the default: `offline_environment` says which of litellm's variables to set
@@ -13,9 +16,11 @@ this model" exceptions into `None`.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Mapping
 from types import ModuleType
 from typing import Any, cast
@@ -31,6 +36,7 @@ __all__ = [
     "model_output_limit",
     "offline_environment",
     "offline_providers",
+    "prefetch_litellm",
     "provider_supports",
 ]
 
@@ -59,14 +65,51 @@ def offline_environment(environ: Mapping[str, str]) -> dict[str, str]:
     return dict(LITELLM_OFFLINE_VARIABLES)
 
 
-def load_litellm() -> ModuleType:
-    """Import litellm (once), offline by default, its logs routed through ours (`_quiet`)."""
+_prefetch: threading.Thread | None = None
+_prefetch_lock = threading.Lock()
+
+
+def _import_litellm() -> ModuleType:
     if "litellm" not in sys.modules:
         os.environ.update(offline_environment(os.environ))
         _quiet.before_import()
     module = importlib.import_module("litellm")
     _quiet.after_import(module)
     return module
+
+
+def _import_quietly() -> None:
+    # A failure is not lost: the first model call imports again and raises it there.
+    with contextlib.suppress(Exception):
+        _import_litellm()
+
+
+def prefetch_litellm() -> None:
+    """Start importing litellm in a background thread, once; return at once.
+
+    For a tick that has selected work: its claim, GitHub reads and memory reads overlap
+    the import instead of preceding it. Nothing happens if litellm is already imported
+    or being imported. A failed import is not reported here: the first model call
+    imports again and raises it where it belongs.
+    """
+    global _prefetch
+    with _prefetch_lock:
+        if _prefetch is not None or "litellm" in sys.modules:
+            return
+        _prefetch = threading.Thread(target=_import_quietly, name="litellm-import", daemon=True)
+        _prefetch.start()
+
+
+def load_litellm() -> ModuleType:
+    """Import litellm (once), offline by default, its logs routed through ours (`_quiet`).
+
+    Joins an import `prefetch_litellm` started, so the module is set up exactly once.
+    """
+    with _prefetch_lock:
+        running = _prefetch
+    if running is not None and running is not threading.current_thread():
+        running.join()
+    return _import_litellm()
 
 
 async def acompletion(**kwargs: Any) -> object:

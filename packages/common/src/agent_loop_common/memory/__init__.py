@@ -78,6 +78,7 @@ from agent_loop_common.memory._runs import (
     IdleCount,
     RecordRef,
     count_idle_run,
+    count_paused_run,
     read_idle_count,
     write_run_record,
 )
@@ -116,6 +117,7 @@ __all__ = [
     "buckets_between",
     "collecting_problems",
     "count_idle_run",
+    "count_paused_run",
     "fold_into_rollups",
     "grade_month",
     "grade_path",

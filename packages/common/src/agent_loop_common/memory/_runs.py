@@ -11,10 +11,14 @@ Neither write downloads anything that grows with history:
   read-modify-write: two idle runs of one role finishing at the same instant can lose
   one increment. It is an approximate counter by design (nothing is learned from idle
   runs); a run that claimed something always writes a record instead.
+- a tick paused by the GitHub rate-limit reserve bumps the same document's `paused`
+  counter and says why and until when: it claimed nothing, so it owes no record, yet
+  people must see that the loop is holding back, not stuck.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
@@ -30,7 +34,14 @@ from agent_loop_common.memory._location import (
 )
 from agent_loop_common.records import Role, RunRecord
 
-__all__ = ["IdleCount", "RecordRef", "count_idle_run", "read_idle_count", "write_run_record"]
+__all__ = [
+    "IdleCount",
+    "RecordRef",
+    "count_idle_run",
+    "count_paused_run",
+    "read_idle_count",
+    "write_run_record",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +61,7 @@ class IdleCount(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
 
-    schema_version: str = "1.0"
+    schema_version: str = "1.1"
     """Same versioning rule as `RunRecord`."""
     role: Role
     """The counting role."""
@@ -60,6 +71,14 @@ class IdleCount(BaseModel):
     """Idle runs so far (approximate under simultaneous idle runs)."""
     last_at: AwareDatetime | None = None
     """When the last idle run finished: shows the schedule is alive."""
+    paused: NonNegativeInt = 0
+    """Ticks that started no new work because the GitHub rate-limit reserve was reached (1.1)."""
+    paused_at: AwareDatetime | None = None
+    """When the last paused tick finished (1.1)."""
+    paused_note: str = ""
+    """Why the last paused tick held back, e.g. `412 of 5000 requests left until 04:12 UTC` (1.1)."""
+    paused_until: AwareDatetime | None = None
+    """When the rate limit resets and ticks start new work again (1.1)."""
 
 
 async def write_run_record(
@@ -85,11 +104,42 @@ async def count_idle_run(
     location: MemoryLocation, role: Role, *, now: datetime | None = None
 ) -> IdleCount:
     """Add one idle run to today's counter of `role`; returns the new count."""
+    return await _bump(location, role, now, lambda c, at: {"count": c.count + 1, "last_at": at})
+
+
+async def count_paused_run(
+    location: MemoryLocation,
+    role: Role,
+    *,
+    note: str,
+    until: datetime | None,
+    now: datetime | None = None,
+) -> IdleCount:
+    """Add one paused tick (rate-limit reserve) to today's document of `role`, with why."""
+    return await _bump(
+        location,
+        role,
+        now,
+        lambda c, at: {
+            "paused": c.paused + 1,
+            "paused_at": at,
+            "paused_note": note,
+            "paused_until": until,
+        },
+    )
+
+
+async def _bump(
+    location: MemoryLocation,
+    role: Role,
+    now: datetime | None,
+    change: Callable[[IdleCount, datetime], dict[str, object]],
+) -> IdleCount:
     moment = now or datetime.now(UTC)
     day = moment.astimezone(UTC).date()
     store = await open_store(location, location.keys.idle(role, day))
     current = await read_doc(store, IDLE_PATH, IdleCount) or IdleCount(role=role, day=day)
-    updated = current.model_copy(update={"count": current.count + 1, "last_at": moment})
+    updated = current.model_copy(update=change(current, moment))
     await write_doc(store, IDLE_PATH, updated, actor=role.value)
     await save_store(location, store)
     return updated

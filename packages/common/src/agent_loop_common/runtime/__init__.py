@@ -9,7 +9,9 @@ async with open_runtime(settings, Role.BUILDER) as rt:
 Flyte local mode: the offline demo and the end-to-end tests; records and reports name
 it by its label. `use_sandbox(sandbox)` does the same for the sandbox the builder's and
 reviewer's tests run in. `preflight_model` and `preflight_sandbox` refuse, before any
-claim, a run that could not finish its work.
+claim, a run that could not finish its work; `check_reserve` holds new work back while
+the GitHub rate limit is down to `AGENT_LOOP_RATE_LIMIT_RESERVE` (the tick ends
+`paused`).
 
 Each agent declares its durable writes once in a `WriteBook`; the pipeline calls them
 through a `Writer` (in process, or as Flyte actions whose `Receipt`s bring their
@@ -34,6 +36,7 @@ from agent_loop_common.runtime._models import (
     model_label,
     use_model,
 )
+from agent_loop_common.runtime._pause import Pause, ReserveReached, check_reserve
 from agent_loop_common.runtime._preflight import preflight_model
 from agent_loop_common.runtime._remote import (
     CONFIG_TEMPLATE,
@@ -54,6 +57,7 @@ from agent_loop_common.runtime._sandbox import (
 from agent_loop_common.runtime._scope import RunScope, run_scoped
 from agent_loop_common.runtime._summary import (
     IDLE,
+    PAUSED,
     AgentEntry,
     TickOutcome,
     TickSummary,
@@ -73,16 +77,19 @@ from agent_loop_common.runtime._writes import (
 __all__ = [
     "CONFIG_TEMPLATE",
     "IDLE",
+    "PAUSED",
     "TESTING_ROLES",
     "AgentEntry",
     "DirectWriter",
     "FlyteConfigError",
     "InstalledSandbox",
     "ModelProvider",
+    "Pause",
     "Pipeline",
     "Posted",
     "Receipt",
     "RemoteConfig",
+    "ReserveReached",
     "RunScope",
     "Runtime",
     "TaskWrites",
@@ -91,6 +98,7 @@ __all__ = [
     "WriteBook",
     "Writer",
     "agent_main",
+    "check_reserve",
     "github_from_settings",
     "installed_model",
     "installed_model_label",

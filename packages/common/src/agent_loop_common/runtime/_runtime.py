@@ -19,10 +19,11 @@ from flyte.ai.agents import LLMCallable
 
 from agent_loop_common.claims import Claimer, new_run_id
 from agent_loop_common.github import ETagCache, GitHub, GitHubRetryPolicy
-from agent_loop_common.llm import Budget, UsageMeter
+from agent_loop_common.llm import Budget, UsageMeter, prefetch_litellm
 from agent_loop_common.memory import MemoryLocation, read_etag_state, write_etag_state
 from agent_loop_common.records import Role
-from agent_loop_common.runtime._models import model_for, model_label
+from agent_loop_common.runtime._models import installed_model, model_for, model_label
+from agent_loop_common.runtime._pause import Pause
 from agent_loop_common.runtime._sandbox import installed_sandbox, sandbox_for
 from agent_loop_common.sandbox import BaselineCache, BaselineStore, Sandbox
 from agent_loop_common.settings import Settings
@@ -63,6 +64,8 @@ class Runtime:
     baselines: BaselineStore = field(default_factory=lambda: _default_baselines())
     """Baseline test results by base SHA and command: the run's own, or the store shared
     by the runs of a process (`use_sandbox`)."""
+    paused: Pause | None = None
+    """Set by `run_scoped` when the rate-limit reserve kept the run from claiming."""
     _sandbox: Sandbox | None = field(default=None, repr=False)
 
     async def sandbox(self) -> Sandbox:
@@ -74,6 +77,15 @@ class Runtime:
         if self._sandbox is None:
             self._sandbox = await sandbox_for(self.settings)
         return self._sandbox
+
+    def warm_model(self) -> None:
+        """Start loading the model library in the background (litellm: seconds of import).
+
+        Called once the run has work, so its claim and GitHub reads overlap the import
+        and an idle tick never pays it. An in-process model needs no library.
+        """
+        if installed_model() is None:
+            prefetch_litellm()
 
     def call_llm(self, purpose: str = "agent") -> LLMCallable:
         """A `call_llm` for one agent of this run (`"agent"` or `"verifier"`)."""

@@ -3,7 +3,8 @@
 Every pipeline (builder, reviewer, distiller) has the same outer shape: time its stages
 (as `flyte.group`s, so a run's timeline reads as phases), collect attempts, trace and
 links, and on *every* exit path release what it claimed and write exactly one
-`RunRecord`, or, when it claimed nothing, only bump the cheap idle counter. That shape
+`RunRecord`, or, when it claimed nothing, only bump the cheap idle counter (or, when
+the rate-limit reserve stopped it before a claim, the paused counter). That shape
 lives here once; the pipelines fill in the body.
 """
 
@@ -23,7 +24,12 @@ import structlog
 from agent_loop_common.claims import Claim, ClaimLost, ClaimTarget
 from agent_loop_common.github import GitHub
 from agent_loop_common.llm import BudgetExceeded
-from agent_loop_common.memory import collecting_problems, count_idle_run, write_run_record
+from agent_loop_common.memory import (
+    collecting_problems,
+    count_idle_run,
+    count_paused_run,
+    write_run_record,
+)
 from agent_loop_common.records import (
     Attempt,
     GitHubUsage,
@@ -37,6 +43,7 @@ from agent_loop_common.records import (
     Usage,
 )
 from agent_loop_common.runtime._faults import operator_fault
+from agent_loop_common.runtime._pause import Pause, ReserveReached, check_reserve
 from agent_loop_common.runtime._preflight import preflight_model
 from agent_loop_common.runtime._runtime import Runtime
 from agent_loop_common.runtime._sandbox import TESTING_ROLES
@@ -77,6 +84,8 @@ class RunScope:
     _lost: dict[ClaimTarget, str] = field(default_factory=dict[ClaimTarget, str])
     tests: TestEvidence | None = None
     """What the repository's tests said about the last change the run checked."""
+    pause: Pause | None = None
+    """Set when the rate-limit reserve stopped the run before it claimed anything."""
 
     @asynccontextmanager
     async def stage(self, name: str) -> AsyncGenerator[None]:
@@ -119,12 +128,17 @@ class RunScope:
     async def claim(self, kind: TargetKind, key: int | str) -> Claim | None:
         """Claim a target, after proving the run could finish its work.
 
-        The preflight runs before the first claim: the model is usable and, for the
-        builder and the reviewer, a sandbox can run the tests. A missing key, an unknown
-        model or no working sandbox stops the run with nothing public written; a tick
-        that finds no work needs neither and is not stopped by them.
+        First the GitHub budget: at the rate-limit reserve nothing new is claimed
+        (`ReserveReached`; `run_scoped` ends the tick `paused`). Then the preflight: the
+        model is usable and, for the builder and the reviewer, a sandbox can run the
+        tests. Having work, the run starts loading the model library in the background
+        (`Runtime.warm_model`). A missing key, an unknown model or no working sandbox stops the run with
+        nothing public written; a tick that finds no work needs neither and is not
+        stopped by them.
         """
+        check_reserve(self.runtime.github.rate_budget, self.runtime.settings.rate_reserve())
         preflight_model(self.runtime.settings)
+        self.runtime.warm_model()
         if self.runtime.role in TESTING_ROLES:
             await self.runtime.sandbox()
         claim = await self.runtime.claimer.claim(kind, key)
@@ -285,7 +299,8 @@ async def run_scoped(
     must not crash the schedule. Only cancellation propagates, after cleanup.
 
     Returns:
-        The written record, or `None` when the run claimed nothing.
+        The written record, or `None` when the run claimed nothing (then
+        `runtime.paused` says whether the rate-limit reserve held it back).
     """
     scope = RunScope(runtime=runtime, started_at=runtime.clock())
     with collecting_problems() as problems:
@@ -301,6 +316,9 @@ async def _run_body(
 ) -> None:
     try:
         await body(scope)
+    except ReserveReached as exc:  # before any claim: not a failure, nothing to rest
+        scope.pause = exc.pause
+        _log.info("run.paused", role=runtime.role.value, reason=exc.pause.note)
     except BudgetExceeded as exc:
         scope.finish(Outcome.BUDGET_EXCEEDED, str(exc))
     except ClaimLost as exc:
@@ -344,6 +362,13 @@ _FAILED = frozenset(
 
 
 async def _persist(runtime: Runtime, scope: RunScope) -> RunRecord | None:
+    if scope.target is None and scope.pause is not None:
+        runtime.paused = scope.pause
+        pause = scope.pause
+        await count_paused_run(
+            runtime.memory, runtime.role, note=pause.note, until=pause.until, now=runtime.clock()
+        )
+        return None
     if scope.target is None:
         if scope.outcome is not Outcome.ERROR:
             await count_idle_run(runtime.memory, runtime.role, now=runtime.clock())

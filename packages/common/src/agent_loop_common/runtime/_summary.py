@@ -15,15 +15,20 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_loop_common.records import Outcome, Role, RunRecord
+from agent_loop_common.runtime._pause import Pause
 from agent_loop_common.settings import Settings
 
-__all__ = ["IDLE", "AgentEntry", "TickOutcome", "TickSummary", "summarize"]
+__all__ = ["IDLE", "PAUSED", "AgentEntry", "TickOutcome", "TickSummary", "summarize"]
 
 IDLE: Literal["idle"] = "idle"
 """The outcome of a tick that looked for work and found none (no record, no claim)."""
 
-TickOutcome = Outcome | Literal["idle"]
-"""A record's outcome, or `idle`."""
+PAUSED: Literal["paused"] = "paused"
+"""The outcome of a tick that started no new work because the GitHub rate-limit reserve
+was reached (no record, no claim, no back-off; `note` says why, `details` until when)."""
+
+TickOutcome = Outcome | Literal["idle", "paused"]
+"""A record's outcome, or `idle`, or `paused`."""
 
 _NUMBER = re.compile(r"/(?:pull|issues)/(\d+)")
 
@@ -36,7 +41,8 @@ class TickSummary(BaseModel):
     role: Role
     """Which agent ticked."""
     outcome: TickOutcome
-    """The run record's outcome, or `idle` when nothing needed work."""
+    """The run record's outcome, `idle` when nothing needed work, or `paused` when the
+    GitHub rate-limit reserve held new work back."""
     run_id: str = ""
     """The run's id (its record's key); empty for an idle tick."""
     target: str = ""
@@ -48,7 +54,7 @@ class TickSummary(BaseModel):
     error: str = ""
     """Why the run did not succeed (the record's error)."""
     note: str = ""
-    """One line for people: why the tick was idle, or what the pass did."""
+    """One line for people: why the tick was idle or paused, or what the pass did."""
     tries: int = 0
     """Tries of the attempt loop (verifier verdicts included)."""
     llm_calls: int = 0
@@ -95,6 +101,11 @@ class TickSummary(BaseModel):
         return self.outcome == IDLE
 
     @property
+    def paused(self) -> bool:
+        """The rate-limit reserve held new work back (not a failure: exit code 0)."""
+        return self.outcome == PAUSED
+
+    @property
     def failed(self) -> bool:
         """The run ended in outcome `error` (the CLI exits 1)."""
         return self.outcome == Outcome.ERROR
@@ -131,8 +142,15 @@ def summarize(
     idle: str,
     note: str = "",
     details: Mapping[str, str] | None = None,
+    paused: Pause | None = None,
 ) -> TickSummary:
-    """The one summary of a tick: of its record, or idle (with the agent's `idle` note)."""
+    """The one summary of a tick: of its record, paused (with why and until when), or
+    idle (with the agent's `idle` note)."""
+    if record is None and paused is not None:
+        extra = {"resumes_after": paused.until.isoformat()} if paused.until else {}
+        return TickSummary(
+            role=role, outcome=PAUSED, note=paused.note, details={**(details or {}), **extra}
+        )
     if record is None:
         return TickSummary(role=role, outcome=IDLE, note=note or idle, details=dict(details or {}))
     return TickSummary.of_record(record, note=note, details=details)

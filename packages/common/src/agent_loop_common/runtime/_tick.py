@@ -64,4 +64,4 @@ async def tick_body(
         )
     html = run_report_html(record, heading=heading, idle=f"Idle: {idle}.")
     await flyte.report.log.aio(html, do_flush=True)
-    return summarize(role, record, idle=idle)
+    return summarize(role, record, idle=idle, paused=runtime.paused)

@@ -33,7 +33,7 @@ from agent_loop_common.settings._secrets import credential_in
 
 if TYPE_CHECKING:
     from agent_loop_common.claims import BackoffPolicy
-    from agent_loop_common.github import AppAuth, TokenAuth
+    from agent_loop_common.github import AppAuth, RateReserve, TokenAuth
     from agent_loop_common.llm import Budget, ModelRetryPolicy
     from agent_loop_common.memory import MemoryLocation
     from agent_loop_common.sandbox import SandboxLimits
@@ -136,6 +136,8 @@ class Settings(BaseSettings):
     """REST API base URL; for GitHub Enterprise Server use `https://HOST/api/v3`."""
     github_timeout_seconds: float = Field(default=30.0, ge=1, le=600)
     """Timeout of one GitHub request attempt in seconds, the whole response body included (githubkit has none by default); retries of failed reads come on top."""
+    rate_limit_reserve: str = "10%"
+    """Share of the token's hourly GitHub rate limit (`10%`, from `0%` to `90%`) or number of requests (`500`) that ticks leave unspent: once GitHub reports no more than this left, a builder or reviewer tick claims nothing new and ends `paused` (no error, no back-off; `agent-loop status` shows it), and the first tick after the limit resets works again. Runs already holding a claim finish. `0`: no reserve."""
 
     # ------------------------------------------------------------ identity and trust
     bot_login: str | None = None
@@ -218,6 +220,8 @@ class Settings(BaseSettings):
     """Cron schedule (5 fields, UTC) of the reviewer."""
     distiller_schedule: str = "*/10 * * * *"
     """Cron schedule (5 fields, UTC) of the distiller."""
+    reuse_idle_minutes: int = Field(default=30, ge=0, le=1440)
+    """On a cluster: how long each agent's container stays warm after a tick, waiting for the next (Flyte reusable containers, `flyte.ReusePolicy`). A tick in a warm container pays no container start and no imports (the model library alone takes seconds); keep it longer than the agent's schedule interval and every tick but the first is warm. Needs a backend that runs reusable containers (Union); the image then also installs `unionai-reuse`. 0: a fresh container for every tick, the choice for a Flyte backend without them. Read at deploy time, like the schedules."""
 
     # ------------------------------------------------------------ events (gateway)
     webhook_secret: SecretStr | None = None
@@ -287,6 +291,13 @@ class Settings(BaseSettings):
         if not _REPO_RE.match(value):
             raise ValueError("expected owner/name such as octo-org/hello-world")
         return value
+
+    @field_validator("rate_limit_reserve")
+    @classmethod
+    def _check_rate_limit_reserve(cls, value: str) -> str:
+        from agent_loop_common.github import RateReserve
+
+        return str(RateReserve.parse(value))
 
     @field_validator("github_api_url")
     @classmethod
@@ -425,6 +436,12 @@ class Settings(BaseSettings):
     def claim_ttl(self) -> timedelta:
         """`AGENT_LOOP_CLAIM_TTL_MINUTES` as a duration."""
         return timedelta(minutes=self.claim_ttl_minutes)
+
+    def rate_reserve(self) -> RateReserve:
+        """`AGENT_LOOP_RATE_LIMIT_RESERVE`, parsed."""
+        from agent_loop_common.github import RateReserve
+
+        return RateReserve.parse(self.rate_limit_reserve)
 
     def github_auth(self) -> TokenAuth | AppAuth:
         """The credentials for `agent_loop_common.github.GitHub(auth=...)`.

@@ -120,6 +120,20 @@ class GitHubEmulator(EmulatorInspection):
         with self._st.lock:
             self._st.user(login).permission = permission
 
+    def set_rate_limit_remaining(self, login: str, remaining: int) -> None:
+        """Leave `login` this many requests in its current rate-limit window.
+
+        For tests of a nearly spent budget: the next answers report it in
+        `x-ratelimit-remaining`, and GitHub's 403 follows once it reaches zero.
+        """
+        with self._st.lock:
+            self._limiter.set_remaining(login, remaining)
+
+    def reset_rate_limit(self, login: str) -> None:
+        """Give `login` a fresh rate-limit window, as when the hour's reset time passes."""
+        with self._st.lock:
+            self._limiter.reset(login)
+
     def token_for(self, login: str) -> str:
         with self._st.lock:
             return next(t for t, who in self._st.tokens.items() if who == login)

@@ -107,6 +107,15 @@ class RateLimiter:
     def count(self, key: str) -> None:
         self._window(key).used += 1
 
+    def set_remaining(self, key: str, remaining: int) -> None:
+        """Spend the window down (or back up) so that `remaining` requests are left."""
+        window = self._window(key)
+        window.used = max(0, window.limit - remaining)
+
+    def reset(self, key: str) -> None:
+        """Start a fresh window now, as GitHub does when `x-ratelimit-reset` passes."""
+        self.windows.pop(key, None)
+
     def remaining(self, key: str) -> int:
         window = self._window(key)
         return max(0, window.limit - window.used)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from agent_loop_common.github import GitHub, GitHubRetryPolicy, TokenAuth
+from agent_loop_common.github import GitHub, GitHubRetryPolicy, TokenAuth, WritePacing
 
 if TYPE_CHECKING:
     from agent_loop_common.testing._emulator import GitHubEmulator
@@ -34,12 +34,13 @@ def emulator_client(emulator: GitHubEmulator, *, token: str | None = None, **kwa
     """A `GitHub` for the emulator's repository, acting as the bot unless `token` is given.
 
     Keyword arguments go to `GitHub` (`auth`, `base_url`, `etags`, `per_page`, `retry`,
-    `timeout`...); by default the transport is the emulator's in-process one and retries
-    do not sleep.
+    `timeout`, `pacing`...); by default the transport is the emulator's in-process one,
+    and neither retries nor the pacing of content writes sleep.
     """
     kwargs.setdefault("transport", emulator.transport())
     kwargs.setdefault("base_url", EMULATOR_BASE_URL)
     kwargs.setdefault("retry", instant_retry())
+    kwargs.setdefault("pacing", WritePacing(sleep=_no_wait))
     if "auth" not in kwargs:
         kwargs["auth"] = TokenAuth(token if token is not None else emulator.bot_token)
     return GitHub(emulator.full_name, **kwargs)
