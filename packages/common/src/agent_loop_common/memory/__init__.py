@@ -36,8 +36,10 @@ from agent_loop_common.memory._homes import (
     read_etag_state,
     read_grades,
     read_reviewed,
+    read_turns,
     write_etag_state,
     write_grades,
+    write_turns,
 )
 from agent_loop_common.memory._layout import (
     AGENT_READ_ONLY_PREFIXES,
@@ -49,12 +51,14 @@ from agent_loop_common.memory._layout import (
     LESSONS_PATH,
     REVIEWED_PATH,
     RUNS_DIR,
+    TURNS_PATH,
     Keys,
     bucket_of,
     bucket_start,
     buckets_between,
     grade_path,
     month_of,
+    repo_prefix,
     rollup_path,
     run_path,
 )
@@ -93,6 +97,7 @@ __all__ = [
     "QUARANTINE_PREFIX",
     "REVIEWED_PATH",
     "RUNS_DIR",
+    "TURNS_PATH",
     "AgentMemoryError",
     "ContextView",
     "DeferredRecord",
@@ -131,6 +136,8 @@ __all__ = [
     "read_idle_count",
     "read_reviewed",
     "read_rollups",
+    "read_turns",
+    "repo_prefix",
     "report_problem",
     "rollup_path",
     "run_path",
@@ -138,4 +145,5 @@ __all__ = [
     "write_etag_state",
     "write_grades",
     "write_run_record",
+    "write_turns",
 ]

@@ -242,6 +242,7 @@ class RunScope:
             run_id=rt.run_id,
             role=rt.role,
             deployment=rt.settings.deployment_id,
+            repo=rt.settings.repo,
             target=self.target,
             outcome=self.outcome or Outcome.ERROR,
             started_at=self.started_at,
