@@ -371,7 +371,10 @@ def _memory_settings(home: Path | None) -> Settings:
     overrides: dict[str, Any] = {}
     if home is not None:
         overrides["home"] = home
-    if not os.environ.get("AGENT_LOOP_REPO", "").strip():
+    if not (
+        os.environ.get("AGENT_LOOP_REPO", "").strip()
+        or os.environ.get("AGENT_LOOP_REPOS", "").strip()
+    ):
         overrides["repo"] = "local/unset"
     if not (os.environ.get("GITHUB_TOKEN") or os.environ.get("GITHUB_APP_ID")):
         overrides["github_token"] = "unused-by-status"  # noqa: S105 (status never calls GitHub)

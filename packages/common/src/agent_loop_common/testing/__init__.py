@@ -50,6 +50,7 @@ if TYPE_CHECKING:
         quiet_logs,
         stored_record,
     )
+    from agent_loop_common.testing._instant import InstantModel
 
 _LAZY = {
     "serve_chat_model": "agent_loop_common.testing._chat_server",
@@ -57,6 +58,7 @@ _LAZY = {
     "Fault": "agent_loop_common.testing._emulator_faults",
     "LoggedRequest": "agent_loop_common.testing._emulator_faults",
     "GitHubHost": "agent_loop_common.testing._emulator_host",
+    "InstantModel": "agent_loop_common.testing._instant",
     "is_valid_ref_name": "agent_loop_common.testing._emulator_refname",
     "SchemaMismatch": "agent_loop_common.testing._emulator_schema",
     "assert_matches_schema": "agent_loop_common.testing._emulator_schema",
@@ -96,6 +98,7 @@ __all__ = [
     "Fault",
     "GitHubEmulator",
     "GitHubHost",
+    "InstantModel",
     "LoggedRequest",
     "ModelSlot",
     "NetworkAccessDenied",
