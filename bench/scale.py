@@ -130,11 +130,11 @@ def main() -> None:
     args = parser.parse_args()
     configure_logging("console", "WARNING")
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    results: list[Figures] = []
     with tempfile.TemporaryDirectory() as folder, use_model(InstantModel(), label="instant"):
         tmp = Path(folder)
-        for k in (int(x) for x in args.k.split(",")):
-            results.append(measure(k, args.repos, args.issues, args.ticks, tmp))
+        results = [
+            measure(int(k), args.repos, args.issues, args.ticks, tmp) for k in args.k.split(",")
+        ]
         idle_billed, idle_sent = idle_ticks(args.repos, tmp)
     print(
         f"{args.repos} repositories x {args.issues} eligible issues, {args.ticks} builder "
