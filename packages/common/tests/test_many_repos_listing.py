@@ -4,12 +4,22 @@ both keep only the owner's repositories this identity can work on."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from agent_loop_common.github import AppAuth, GitHub, NotFound, TokenAuth
-from agent_loop_common.memory import repo_prefix
+from agent_loop_common.memory import (
+    MemoryLocation,
+    read_context,
+    repo_prefix,
+    write_general_lessons,
+)
+from agent_loop_common.records import Lesson, LessonBook
 from agent_loop_common.settings import ConfigError, load_settings
 from agent_loop_common.testing import GitHubHost
 
@@ -77,3 +87,28 @@ def test_repository_namespaces_are_distinct_and_readable() -> None:
     assert repo_prefix("agent-loop", "a-b/c") != repo_prefix("agent-loop", "a/b-c")
     assert repo_prefix("agent-loop", "Acme/API") == repo_prefix("agent-loop", "acme/api")
     assert repo_prefix("agent-loop", "acme/api").startswith("agent-loop-acme-api-")
+
+
+async def test_general_lessons_reach_the_other_repositories_only(tmp_path: Path) -> None:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    shared = MemoryLocation(org="o", project="p", domain="d", root=str(tmp_path / "mem"))
+    api = replace(shared, prefix=repo_prefix(shared.prefix, "acme/api"))
+    web = replace(shared, prefix=repo_prefix(shared.prefix, "acme/web"))
+    book = LessonBook(
+        lessons=[
+            Lesson(
+                id="L-any",
+                text="Run the tests first.",
+                general=True,
+                created_at=now,
+                updated_at=now,
+            ),
+            Lesson(id="L-api", text="api uses tabs.", created_at=now, updated_at=now),
+        ]
+    )
+    await write_general_lessons(shared, api, book)
+    seen_by_web = await read_context(web, shared=shared)
+    assert [x.id for x in seen_by_web.lessons.lessons] == ["L-any"]
+    seen_by_api = await read_context(api, shared=shared)  # its own file is not read again
+    assert seen_by_api.lessons.lessons == []
+    assert (await read_context(web)).lessons.lessons == []  # one repository: nothing shared

@@ -181,7 +181,7 @@ async def _context(scope: RunScope) -> str:
     """The budgeted digest and lessons; a memory failure costs the context, not the run."""
     rt = scope.runtime
     try:
-        view = await read_context(rt.memory)
+        view = await read_context(rt.memory, shared=rt.settings.shared_memory(rt.memory.root))
     except Exception as exc:
         _log.warning("builder.context_unavailable", error=repr(exc))
         return ""

@@ -146,7 +146,7 @@ async def _pass(
         await conclude(scope, claim, fresh, None, write)
         return
     async with scope.stage("review"):
-        context = await read_context(rt.memory)
+        context = await read_context(rt.memory, shared=rt.settings.shared_memory(rt.memory.root))
         lessons = context.lessons.for_role(Role.REVIEWER)
         files = await rt.github.list_pull_files(number)
     if context.digest.strip():

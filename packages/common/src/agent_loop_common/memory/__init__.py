@@ -20,6 +20,7 @@ from agent_loop_common.memory._context import (
     open_context_read_only,
     read_context,
     read_context_from,
+    write_general_lessons,
 )
 from agent_loop_common.memory._distiller import DistillerMemory, IngestBatch
 from agent_loop_common.memory._docs import QUARANTINE_PREFIX
@@ -56,6 +57,7 @@ from agent_loop_common.memory._layout import (
     bucket_of,
     bucket_start,
     buckets_between,
+    general_path,
     grade_path,
     month_of,
     repo_prefix,
@@ -122,6 +124,7 @@ __all__ = [
     "collecting_problems",
     "count_idle_run",
     "fold_into_rollups",
+    "general_path",
     "grade_month",
     "grade_path",
     "mark_reviewed",
@@ -143,6 +146,7 @@ __all__ = [
     "run_path",
     "save_store",
     "write_etag_state",
+    "write_general_lessons",
     "write_grades",
     "write_run_record",
     "write_turns",

@@ -15,10 +15,12 @@ does not grow with total history:
 | `<prefix>-etags-<role>`               | that role  | `etags/cache.json`                  |
 | `<prefix>-reviewed-pr-<n>`            | reviewer   | `reviewed/head.json`                |
 | `<prefix>-turns-<role>`               | that role  | `turns/served.json` (many repos)    |
+| `<prefix>-general`                    | distiller  | `general/<namespace>.json` (many repos) |
 
 With `AGENT_LOOP_REPOS` every repository has its own namespace: the keys above under
-`repo_prefix(prefix, repo)`; only the turns (which repository a role served last) stay
-under the bare prefix.
+`repo_prefix(prefix, repo)`; only the turns (which repository a role served last) and
+the general lessons (each repository's distiller writes its own file) stay under the
+bare prefix.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ __all__ = [
     "bucket_of",
     "bucket_start",
     "buckets_between",
+    "general_path",
     "grade_path",
     "month_of",
     "repo_prefix",
@@ -83,6 +86,11 @@ def repo_prefix(prefix: str, repo: str) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", full).strip("-")[:_SLUG_CHARS].strip("-")
     digest = hashlib.sha256(full.encode()).hexdigest()[:8]
     return f"{prefix}-{slug}-{digest}"
+
+
+def general_path(namespace: str) -> str:
+    """Path of one repository's general lessons in the general key (its namespace)."""
+    return f"general/{namespace}.json"
 
 
 def run_path(run_id: str) -> str:
@@ -172,6 +180,11 @@ class Keys:
     def turns(self, role: Role) -> str:
         """When each repository was last served by one role (fair rotation, many repos)."""
         return f"{self.prefix}-turns-{role.value}"
+
+    @property
+    def general(self) -> str:
+        """Lessons the distillers marked general, one file per repository namespace."""
+        return f"{self.prefix}-general"
 
     def reviewed(self, pr_number: int) -> str:
         """The reviewer's "reviewed head" mark for one PR."""

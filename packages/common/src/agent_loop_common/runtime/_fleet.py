@@ -171,6 +171,7 @@ async def fleet_tick(
     k = settings.parallel(role.value)  # pyright: ignore[reportArgumentType]
     base = settings.memory_location(memory_root)
     repos = await resolve_repos(settings)
+    settings = await _with_login(settings, repos)
     served = await read_turns(base, role) if settings.many_repos else {}
     semaphore = asyncio.Semaphore(_SCOUTS_AT_ONCE)
 
@@ -197,6 +198,28 @@ async def fleet_tick(
     if not slots and not failures:
         await count_idle_run(base, role, now=datetime.now(UTC))
     return summarize_many(role, [*failures, *results], idle=idle)
+
+
+async def _with_login(settings: Settings, repos: Sequence[str]) -> Settings:
+    """`settings` naming the agents' login, asked once for every repository's scout
+    (each would otherwise ask `GET /user`, a billed request, in every idle tick)."""
+    if settings.bot_login is not None or not repos:
+        return settings
+    one = settings.for_repo(repos[0]) if settings.many_repos else settings
+    github = GitHub(
+        one.repo,
+        auth=one.github_auth(),
+        base_url=one.github_api_url,
+        timeout=one.github_timeout_seconds,
+    )
+    try:
+        login = (await github.viewer()).login
+    except Exception as exc:  # each scout then asks for itself, and records its failure
+        _log.warning("fleet.login_unknown", error=repr(exc))
+        return settings
+    finally:
+        await github.aclose()
+    return settings.model_copy(update={"bot_login": login})
 
 
 async def _scout_one(

@@ -521,6 +521,13 @@ class Settings(BaseSettings):
             prefix=prefix,
         )
 
+    def shared_memory(self, root: str | None = None) -> MemoryLocation | None:
+        """With `AGENT_LOOP_REPOS`: the bare-prefix location the repositories share (the
+        general lessons, the turns of the fair rotation); `None` with `AGENT_LOOP_REPO`."""
+        if not self.many_repos:
+            return None
+        return self.model_copy(update={"repo": ""}).memory_location(root)
+
     def budget(self) -> Budget:
         """The per-run token and cost budget for `agent_loop_common.llm.make_call_llm`."""
         from agent_loop_common.llm import Budget
