@@ -69,8 +69,9 @@ class TickSummary(BaseModel):
     runs: list[TickSummary] = Field(default_factory=list["TickSummary"])
     """Each run of a tick that worked several targets (many repositories, or
     `AGENT_LOOP_<ROLE>_PARALLEL` above 1), in order; empty when one run or none. The
-    fields above then describe the first run that did something, and the counts
-    (`tries`, `llm_calls`, `tokens`, `github_requests`) are the sums over all runs."""
+    fields above then describe the lead run (the first that worked and did not fail,
+    else the first that worked), `note` lists every run, and the counts (`tries`,
+    `llm_calls`, `tokens`, `github_requests`) are the sums over all runs."""
 
     @classmethod
     def of_record(
