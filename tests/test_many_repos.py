@@ -17,8 +17,18 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from agent_loop import cli
-from agent_loop_common.records import Outcome
-from agent_loop_common.runtime import TickSummary, Work, fair_order, plan_slots, use_model
+from agent_loop_builder import scout_issues
+from agent_loop_common.records import Outcome, Role
+from agent_loop_common.runtime import (
+    TickSummary,
+    Work,
+    WorkTask,
+    fair_order,
+    fleet_tick,
+    plan_slots,
+    use_model,
+)
+from agent_loop_common.settings import load_settings
 from agent_loop_common.testing import GitHubHost, InstantModel
 
 pytestmark = pytest.mark.slow
@@ -128,3 +138,34 @@ def test_plan_slots_never_share_a_target() -> None:
     assert len(numbers) == len(set(numbers))
     assert [s.numbers[0] for s in slots] == [1, 2]
     assert all(len(s.numbers) <= 3 for s in slots)
+
+
+async def test_a_slot_that_fails_outright_does_not_hide_the_others(
+    host: GitHubHost, monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    host.remove("acme/gone")
+    monkeypatch.setenv("AGENT_LOOP_REPOS", "acme/busy,acme/quiet")
+    monkeypatch.setenv("AGENT_LOOP_BUILDER_PARALLEL", "2")
+    settings = load_settings()
+
+    async def work(repo: str, among: list[int]) -> TickSummary:
+        if repo == "acme/busy":
+            raise RuntimeError("the action's container was lost")
+        return TickSummary(
+            role=Role.BUILDER, outcome=Outcome.OPENED_PR, target=f"issue#{among[0]}", repo=repo
+        )
+
+    summary = await fleet_tick(
+        settings,
+        Role.BUILDER,
+        scout=scout_issues,
+        work=WorkTask(work),
+        idle="no eligible issue",
+        memory_root=str(tmp_path / "mem"),
+    )
+    assert [(r.repo, r.outcome) for r in summary.runs] == [
+        ("acme/busy", Outcome.ERROR),
+        ("acme/quiet", Outcome.OPENED_PR),
+    ]
+    assert "container was lost" in summary.runs[0].error
+    assert summary.failed

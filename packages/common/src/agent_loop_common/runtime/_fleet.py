@@ -27,7 +27,7 @@ import structlog
 
 from agent_loop_common.github import GitHub
 from agent_loop_common.memory import count_idle_run, read_turns, write_turns
-from agent_loop_common.records import Role
+from agent_loop_common.records import Outcome, Role
 from agent_loop_common.runtime._runtime import Runtime, open_runtime
 from agent_loop_common.runtime._scope import record_failure
 from agent_loop_common.runtime._summary import TickSummary, summarize, summarize_many
@@ -191,13 +191,33 @@ async def fleet_tick(
         slots=[f"{s.repo}#{s.numbers[0]}" for s in slots],
         failed=len(failures),
     )
-    results = list(await asyncio.gather(*(work(s.repo, list(s.numbers)) for s in slots)))
+    done = await asyncio.gather(
+        *(work(s.repo, list(s.numbers)) for s in slots), return_exceptions=True
+    )
+    results = [_outcome(role, slot, r) for slot, r in zip(slots, done, strict=True)]
     if settings.many_repos and slots:
         now = datetime.now(UTC)
         await write_turns(base, role, {**served, **{s.repo: now for s in slots}})
     if not slots and not failures:
         await count_idle_run(base, role, now=datetime.now(UTC))
     return summarize_many(role, [*failures, *results], idle=idle)
+
+
+def _outcome(role: Role, slot: Slot, result: TickSummary | BaseException) -> TickSummary:
+    """A slot's summary; an action that failed outright (its run records what it could)
+    becomes an `error` line, so the other slots' results still reach the caller."""
+    if isinstance(result, TickSummary):
+        return result
+    if not isinstance(result, Exception):  # cancellation and the like end the tick
+        raise result
+    _log.error("fleet.slot_failed", repo=slot.repo, among=slot.numbers, error=repr(result))
+    return TickSummary(
+        role=role,
+        outcome=Outcome.ERROR,
+        target=f"issue#{slot.numbers[0]}" if role is Role.BUILDER else f"pr#{slot.numbers[0]}",
+        repo=slot.repo,
+        error=f"{type(result).__name__}: {result}",
+    )
 
 
 async def _with_login(settings: Settings, repos: Sequence[str]) -> Settings:
