@@ -113,7 +113,7 @@ class Settings(BaseSettings):
 
     # ------------------------------------------------------------ repository and GitHub
     repos: Annotated[tuple[str, ...], NoDecode] = ()
-    """Comma-separated repositories the agents work on, each `owner/name` or `owner/*` (every repository of that owner the token or App installation can access, listed through the API at each tick), e.g. `octo-org/api,octo-org/web` or `octo-org/*`. Each repository keeps its own claims, back-offs, ETag cache and memory namespace; work is taken round-robin across repositories, oldest first within each. Set this or `AGENT_LOOP_REPO`, not both."""
+    """Comma-separated repositories the agents work on, each `owner/name` or `owner/*` (every repository of that owner the token or App installation can access, listed through the API at each tick), e.g. `octo-org/api,octo-org/web` or `octo-org/*` (with a GitHub App, `owner/*` needs `GITHUB_APP_INSTALLATION_ID`). Each repository keeps its own claims, back-offs, ETag cache and memory namespace; work is taken round-robin across repositories, oldest first within each. Set this or `AGENT_LOOP_REPO`, not both."""
     repo: str = ""
     """Target repository as `owner/name`, e.g. `octo-org/hello-world`. The one-repository form: set this or `AGENT_LOOP_REPOS`, not both."""
     github_token: SecretStr | None = Field(default=None, validation_alias=_alias("GITHUB_TOKEN"))
