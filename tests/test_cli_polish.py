@@ -13,7 +13,7 @@ import pytest
 from agent_loop import cli
 from agent_loop.demo import DEMO_MARKER
 from agent_loop_common.records import Outcome, Role
-from agent_loop_common.runtime import TickSummary
+from agent_loop_common.runtime import TickSummary, summarize_many
 
 
 @pytest.fixture(autouse=True)
@@ -93,4 +93,31 @@ def test_the_summary_prints_its_fields_in_a_fixed_order() -> None:
     assert keys == [*(k for k in cli.SUMMARY_FIELDS if k not in empty), "tick", "ingested"]
     # and every field of the summary has its place
     shown_elsewhere = {"role", "outcome", "target", "pr_url", "issue_urls", "details"}
+    shown_elsewhere |= {"repo", "runs"}  # the runs of a tick that worked several, each a line
     assert set(TickSummary.model_fields) - shown_elsewhere == set(cli.SUMMARY_FIELDS)
+
+
+def test_a_tick_of_several_runs_prints_one_line_per_run() -> None:
+    def run(repo: str, n: int, outcome: Outcome, error: str = "") -> TickSummary:
+        return TickSummary(
+            role=Role.BUILDER,
+            outcome=outcome,
+            run_id=f"r{n}",
+            target=f"issue#{n}",
+            repo=repo,
+            error=error,
+            github_requests=10,
+        )
+
+    tick = summarize_many(
+        Role.BUILDER,
+        [run("a/x", 1, Outcome.OPENED_PR), run("a/y", 2, Outcome.ERROR, "NotFound")],
+        idle="no eligible issue",
+    )
+    assert tick.github_requests == 20
+    assert tick.failed
+    out = io.StringIO()
+    cli._print_summary("builder", tick, out)  # pyright: ignore[reportPrivateUsage]
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "builder: opened_pr on issue #1"
+    assert lines[-2:] == ["  - a/x issue #1: opened_pr", "  - a/y issue #2: error (NotFound)"]

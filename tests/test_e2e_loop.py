@@ -52,8 +52,13 @@ class Loop:
         return self.models[role]
 
 
-@pytest.fixture
-def loop(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> Iterator[Loop]:
+@pytest.fixture(params=["AGENT_LOOP_REPO", "AGENT_LOOP_REPOS"])
+def loop(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path, request: pytest.FixtureRequest
+) -> Iterator[Loop]:
+    """The served emulator, configured with `AGENT_LOOP_REPO`, and again with the list
+    form `AGENT_LOOP_REPOS` naming that one repository (its own memory namespace, the
+    tick shared out through the work task): every flow must read the same."""
     for key in list(os.environ):
         if key.startswith(("GITHUB_", "AGENT_LOOP_")) and key != "AGENT_LOOP_ALLOW_MODEL_REQUESTS":
             monkeypatch.delenv(key)
@@ -62,7 +67,7 @@ def loop(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> Iterator[Lo
     with emulator.serve() as url:
         monkeypatch.setenv("GITHUB_API_URL", url)
         monkeypatch.setenv("GITHUB_TOKEN", emulator.bot_token)
-        monkeypatch.setenv("AGENT_LOOP_REPO", emulator.full_name)
+        monkeypatch.setenv(str(request.param), emulator.full_name)
         monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path / "home"))
         # The tests' sandbox has end-to-end tests of its own (test_e2e_verdicts); this
         # loop runs anywhere, opening its pull requests as drafts that say no tests ran.

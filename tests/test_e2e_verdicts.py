@@ -78,8 +78,12 @@ class Loop:
         return asyncio.run(read_snapshot(local_memory(self.settings))).records
 
 
-@pytest.fixture
-def loop(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> Iterator[Loop]:
+@pytest.fixture(params=["AGENT_LOOP_REPO", "AGENT_LOOP_REPOS"])
+def loop(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path, request: pytest.FixtureRequest
+) -> Iterator[Loop]:
+    """Configured with `AGENT_LOOP_REPO`, and again with `AGENT_LOOP_REPOS` naming the
+    one repository (its own namespace, ticks shared out through the work tasks)."""
     for key in list(os.environ):
         if key.startswith(("GITHUB_", "AGENT_LOOP_")) and key != "AGENT_LOOP_ALLOW_MODEL_REQUESTS":
             monkeypatch.delenv(key)
@@ -97,7 +101,7 @@ def loop(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> Iterator[Lo
     with emulator.serve() as url:
         monkeypatch.setenv("GITHUB_API_URL", url)
         monkeypatch.setenv("GITHUB_TOKEN", emulator.bot_token)
-        monkeypatch.setenv("AGENT_LOOP_REPO", emulator.full_name)
+        monkeypatch.setenv(str(request.param), emulator.full_name)
         monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path / "home"))
         monkeypatch.setenv("AGENT_LOOP_SANDBOX", "bwrap")
         monkeypatch.setenv("AGENT_LOOP_TEST_COMMAND", TEST_COMMAND)

@@ -289,7 +289,8 @@ def _run(args: argparse.Namespace, level: str | None) -> int:
             preflight_model(settings)
             asyncio.run(preflight_sandbox(settings, Role(agent)))  # and tests must run here
             where = f"in Flyte local mode (home: {settings.home}), model {model_label(settings)}"
-        _say(f"agent-loop: one {agent} tick{what} for {settings.repo} {where}")
+        repos = settings.repo or ", ".join(settings.repos)
+        _say(f"agent-loop: one {agent} tick{what} for {repos} {where}")
         try:
             summary = run_agent_once(
                 agent, settings, target=target, remote=remote, retry_now=retry_now
@@ -344,7 +345,9 @@ SUMMARY_FIELDS = (
 """The order `agent-loop run` prints a summary's fields in (after the headline, before
 the agent's own details); `--json` keeps `TickSummary`'s declaration order."""
 
-_SHOWN_ELSEWHERE = frozenset({"role", "outcome", "target", "pr_url", "issue_urls", "details"})
+_SHOWN_ELSEWHERE = frozenset(
+    {"role", "outcome", "target", "pr_url", "issue_urls", "details", "repo", "runs"}
+)
 
 
 def _print_summary(agent: str, tick: TickSummary, out: TextIO) -> None:
@@ -365,6 +368,12 @@ def _print_summary(agent: str, tick: TickSummary, out: TextIO) -> None:
             value = "; ".join(str(v) for v in cast(list[object], value))
         if value not in ("", 0, None):
             print(f"  {key}: {value}", file=out)
+    for run in tick.runs:  # a tick that worked several targets: one line each
+        made = f" -> {', '.join(run.links)}" if run.links else ""
+        error = f" ({run.error})" if run.error else ""
+        where = f"{run.repo} " if run.repo else ""
+        label = run.target_label or "idle"
+        print(f"  - {where}{label}: {run.outcome}{made}{error}", file=out)
 
 
 def _memory_settings(home: Path | None) -> Settings:
@@ -372,7 +381,10 @@ def _memory_settings(home: Path | None) -> Settings:
     overrides: dict[str, Any] = {}
     if home is not None:
         overrides["home"] = home
-    if not os.environ.get("AGENT_LOOP_REPO", "").strip():
+    if not (
+        os.environ.get("AGENT_LOOP_REPO", "").strip()
+        or os.environ.get("AGENT_LOOP_REPOS", "").strip()
+    ):
         overrides["repo"] = "local/unset"
     if not (os.environ.get("GITHUB_TOKEN") or os.environ.get("GITHUB_APP_ID")):
         overrides["github_token"] = "unused-by-status"  # noqa: S105 (status never calls GitHub)

@@ -65,6 +65,7 @@ __all__ = [
     "metrics_table",
     "read_snapshot",
     "render_status",
+    "runs_by_repo",
     "runs_table",
     "terminal_safe",
 ]
@@ -201,14 +202,50 @@ async def _read_idle(location: MemoryLocation, names: Sequence[str]) -> list[Idl
 async def read_snapshot(location: MemoryLocation) -> MemorySnapshot:
     """Read every record, grade, lesson, the digest and idle counters of a local memory.
 
+    With `AGENT_LOOP_REPOS` each repository has its own namespace under the prefix
+    (`repo_prefix`); a local folder can be listed, so every namespace found there is
+    read and merged (records newest first, whatever their repository).
     A document that cannot be read is named in `problems` and left out, never fatal.
 
     Raises:
         StatusError: The location is not a local folder.
     """
     with collecting_problems() as problems:
-        snapshot = await _read_snapshot(location)
-    return replace(snapshot, problems=[*problems, *snapshot.problems])
+        parts = [
+            await _read_snapshot(replace(location, prefix=prefix))
+            for prefix in _namespaces(location)
+        ]
+    first = parts[0]
+    records = sorted(
+        (r for part in parts for r in part.records), key=lambda r: r.finished_at, reverse=True
+    )
+    idle = sorted(
+        (c for part in parts for c in part.idle), key=lambda c: (c.day, c.role.value), reverse=True
+    )
+    return replace(
+        first,
+        records=records,
+        unreadable=sum(part.unreadable for part in parts),
+        grades=[g for part in parts for g in part.grades],
+        lessons=LessonBook(lessons=[lesson for part in parts for lesson in part.lessons.lessons]),
+        digest=next((part.digest for part in parts if part.digest.strip()), ""),
+        idle=idle,
+        problems=[*problems, *(p for part in parts for p in part.problems)],
+    )
+
+
+def _namespaces(location: MemoryLocation) -> list[str]:
+    """The bare prefix, then every repository namespace (`repo_prefix`) in the folder."""
+    folder = _keys_folder(location)
+    found = re.compile(
+        rf"^({re.escape(location.prefix)}-[a-z0-9-]+-[0-9a-f]{{8}})-(?:runs|idle|grades|context)"
+    )
+    names = {m.group(1) for p in _children(folder) if (m := found.match(p))}
+    return [location.prefix, *sorted(names)]
+
+
+def _children(folder: pathlib.Path) -> list[str]:
+    return [p.name for p in folder.iterdir()] if folder.is_dir() else []
 
 
 async def _read_snapshot(location: MemoryLocation) -> MemorySnapshot:
@@ -261,6 +298,19 @@ def _link(record: RunRecord) -> str:
     if record.links.issue_urls:
         return f"{len(record.links.issue_urls)} issue(s)"
     return clip(terminal_safe(record.error), 40) if record.error else ""
+
+
+def runs_by_repo(records: Sequence[RunRecord], limit: int = 15) -> str:
+    """The most recent runs, grouped by repository when more than one appears."""
+    repos = list(dict.fromkeys(r.repo for r in records))
+    if len(repos) <= 1:
+        return runs_table(records, limit)
+    out: list[str] = []
+    for repo in repos:
+        mine = [r for r in records if r.repo == repo]
+        out.append(f"  {terminal_safe(repo) or '(repository not recorded)'} ({len(mine)} runs)")
+        out.append(runs_table(mine, limit))
+    return "\n".join(out)
 
 
 def runs_table(records: Sequence[RunRecord], limit: int = 15) -> str:
@@ -389,7 +439,7 @@ def _render(snapshot: MemorySnapshot, limit: int) -> str:
     out: list[str] = [f"Memory: {where}", ""]
     shown = min(limit, len(snapshot.records))
     out.append(f"Recent runs ({shown} of {len(snapshot.records)})")
-    out.append(runs_table(snapshot.records, limit) if snapshot.records else "  (none)")
+    out.append(runs_by_repo(snapshot.records, limit) if snapshot.records else "  (none)")
     if snapshot.unreadable:
         out.append(
             f"  {snapshot.unreadable} record file(s) are invalid or of a newer schema: kept, not shown."

@@ -26,6 +26,7 @@ def test_the_environment_declares_the_tick_and_its_durable_writes() -> None:
     assert env.name == "builder"
     assert set(env.tasks) == {
         "builder.builder_tick",
+        "builder.builder_work",
         "builder.open_pull_request",
         "builder.file_sub_issues",
         "builder.post_feedback",

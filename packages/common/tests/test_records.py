@@ -90,11 +90,12 @@ def full_record() -> RunRecord:
 
 
 EXPECTED_JSON: dict[str, Any] = {
-    "schema_version": "1.2",
+    "schema_version": "1.3",
     "run_id": "b-20260301-abc",
     "role": "builder",
     "agent_id": "builder@v3",
     "deployment": "local",
+    "repo": "",
     "target": {
         "kind": "issue",
         "number": 12,

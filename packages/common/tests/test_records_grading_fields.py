@@ -105,9 +105,10 @@ def test_new_fields_round_trip() -> None:
         last_seen_at=NOW,
         created_at=NOW,
         updated_at=NOW,
+        general=True,
     )
     book = LessonBook(lessons=[lesson])
-    assert book.schema_version == "1.1"
+    assert book.schema_version == "1.2"  # 1.2 added `general`
     assert LessonBook.model_validate_json(book.model_dump_json()) == book
     grade = pr_grade(5, GradeState.OPEN, 1)
     assert Grade.model_validate_json(grade.model_dump_json()) == grade

@@ -65,7 +65,7 @@ async def test_task_writes_merge_receipts_that_crossed_a_task_boundary() -> None
 
     write = TaskWrites({"retitle": task}).writer(run)
     assert await write(retitle, "x") is back
-    assert seen == [{"title": "x"}]
+    assert seen == [{"title": "x", "on_repo": ""}]  # the repository written to travels too
     assert run.by_route() == {
         "GET /repos/{owner}/{repo}/issues": {200: 1, 304: 1},
         "POST /repos/{owner}/{repo}/pulls": {201: 1},
@@ -112,7 +112,7 @@ def test_durable_writes_become_tasks_of_the_env_with_the_writes_inputs() -> None
         book.durable(env, module=module.__name__)
         task = module.post_it
         assert set(env.tasks) == {"writes-test.post_it"}
-        assert list(task.interface.inputs) == ["issue", "body"]
+        assert list(task.interface.inputs) == ["issue", "body", "on_repo"]
         assert task.func.__module__ == module.__name__
     finally:
         del sys.modules[module.__name__]

@@ -88,6 +88,8 @@ ALL_VARIABLES: list[tuple[str, str, str, object]] = [
     ("AGENT_LOOP_LLM_RETRY_BASE_SECONDS", "0.5", "llm_retry_base_seconds", 0.5),
     ("AGENT_LOOP_LLM_RETRY_CAP_SECONDS", "9", "llm_retry_cap_seconds", 9.0),
     ("AGENT_LOOP_LITELLM_REMOTE_CATALOGS", "true", "litellm_remote_catalogs", True),
+    ("AGENT_LOOP_BUILDER_PARALLEL", "4", "builder_parallel", 4),
+    ("AGENT_LOOP_REVIEWER_PARALLEL", "2", "reviewer_parallel", 2),
     ("AGENT_LOOP_BUILDER_MAX_TURNS", "41", "builder_max_turns", 41),
     ("AGENT_LOOP_REVIEWER_MAX_TURNS", "42", "reviewer_max_turns", 42),
     ("AGENT_LOOP_VERIFIER_MAX_TURNS", "13", "verifier_max_turns", 13),
@@ -170,7 +172,8 @@ def test_the_list_above_covers_every_field() -> None:
         if name.startswith("github_app") or name == "github_token"
     }
     secrets = {"webhook_secret"}  # checked below
-    assert set(Settings.model_fields) - covered == auth | secrets
+    repos = {"repos"}  # the other form of AGENT_LOOP_REPO: test_many_repos.py
+    assert set(Settings.model_fields) - covered == auth | secrets | repos
 
 
 def test_the_webhook_secret_is_optional_and_never_shown(clean_env: pytest.MonkeyPatch) -> None:
@@ -450,7 +453,7 @@ def test_update_document_rewrites_only_the_generated_block(tmp_path: Path) -> No
     text = doc.read_text()
     assert text.startswith("# Title\n\n")
     assert text.endswith("\n\nTail.\n")
-    assert "| `AGENT_LOOP_REPO` | **required** |" in text
+    assert "| `AGENT_LOOP_REPO` | (empty) |" in text
     assert update_document(doc) is False
 
 

@@ -21,7 +21,7 @@ builder posts), `_pipeline` (one tick), `env` (Flyte), `__main__`.
 
 from __future__ import annotations
 
-from agent_loop_builder._pipeline import run_builder_tick
+from agent_loop_builder._pipeline import run_builder_tick, scout_issues
 from agent_loop_builder._prompts import BUILDER_MARKER, BUILDER_NAME
 from agent_loop_builder._select import (
     Refusal,
@@ -78,6 +78,7 @@ __all__ = [
     "pr_body",
     "run_builder_tick",
     "run_once",
+    "scout_issues",
     "slugify",
     "static_refusal",
     "sub_issue_body",

@@ -180,9 +180,25 @@ class IssueFinder:
                 )
         return None
 
-    async def eligible(self) -> AsyncIterator[Issue]:
-        """Eligible issues, oldest first, checked one at a time as the caller asks."""
-        for issue in oldest_first(await self.open_issues()):
+    async def possible(self) -> list[Issue]:
+        """Open issues that pass the rules needing no further request, oldest first."""
+        issues = await self.open_issues()
+        open_numbers = frozenset(i.number for i in issues)
+        agent_prs = await self.agent_pr_issues()
+        return [
+            issue
+            for issue in oldest_first(issues)
+            if static_refusal(issue, open_numbers=open_numbers, agent_pr_issues=agent_prs) is None
+        ]
+
+    async def eligible(self, among: Sequence[int] | None = None) -> AsyncIterator[Issue]:
+        """Eligible issues, oldest first (or in the order of `among`, only those),
+        checked one at a time as the caller asks."""
+        issues = oldest_first(await self.open_issues())
+        if among is not None:
+            by_number = {i.number: i for i in issues}
+            issues = [by_number[n] for n in among if n in by_number]
+        for issue in issues:
             if await self.check(issue) is None:
                 yield issue
 

@@ -10,7 +10,8 @@ base commit), run the shared attempt loop and `conclude`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
+from datetime import datetime
 
 import structlog
 
@@ -27,7 +28,7 @@ from agent_loop_common.records import Outcome, RunRecord, Target, TargetKind
 from agent_loop_common.repo import RepoSnapshot, repository_instructions
 from agent_loop_common.runtime import DirectWriter, RunScope, Runtime, Writer, run_scoped
 
-__all__ = ["run_builder_tick"]
+__all__ = ["run_builder_tick", "scout_issues"]
 
 _log = structlog.get_logger(__name__)
 
@@ -41,6 +42,7 @@ async def run_builder_tick(
     write: Writer | None = None,
     *,
     retry_now: bool = False,
+    among: Sequence[int] | None = None,
 ) -> RunRecord | None:
     """Run one builder tick; the record, or `None` for an idle tick.
 
@@ -51,21 +53,42 @@ async def run_builder_tick(
         write: How the durable writes run (`env.py` passes the Flyte actions); direct
             calls on the runtime's facade by default.
         retry_now: With `target`: the operator asks to retry it now, ignoring its back-off.
+        among: Only these issues, in this order (a slot of a tick over many
+            repositories or with `AGENT_LOOP_BUILDER_PARALLEL` above 1); each is still
+            checked by every rule, and the first one claimed is worked on.
     """
     writer = write if write is not None else DirectWriter(runtime.github)
 
     async def body(scope: RunScope) -> None:
-        await _tick(scope, target, writer, retry_now=retry_now)
+        await _tick(scope, target, writer, retry_now=retry_now, among=among)
 
     return await run_scoped(runtime, body)
 
 
-async def _tick(scope: RunScope, target: int | None, write: Writer, *, retry_now: bool) -> None:
+async def scout_issues(runtime: Runtime) -> list[tuple[int, datetime]]:
+    """The issues a tick could take, oldest first, with their age: the rules that need
+    no request beyond the two listings (`static_refusal`); the slot that gets one checks
+    the rest under its own run."""
+    finder = IssueFinder(
+        runtime.github, runtime.settings, await runtime.claimer.agent_login(), runtime.clock()
+    )
+    return [(issue.number, issue.created_at) for issue in await finder.possible()]
+
+
+async def _tick(
+    scope: RunScope,
+    target: int | None,
+    write: Writer,
+    *,
+    retry_now: bool,
+    among: Sequence[int] | None,
+) -> None:
     rt = scope.runtime
     finder = IssueFinder(rt.github, rt.settings, await rt.claimer.agent_login(), rt.clock())
     finder.retry_now = target if retry_now else None
-    candidates = finder.eligible() if target is None else _requested(finder, target)
-    for _ in range(_CLAIM_RACES):
+    candidates = finder.eligible(among) if target is None else _requested(finder, target)
+    races = _CLAIM_RACES if among is None else len(among)
+    for _ in range(races):
         async with scope.stage("select"):
             issue = await anext(candidates, None)
         if issue is None:
@@ -158,7 +181,7 @@ async def _context(scope: RunScope) -> str:
     """The budgeted digest and lessons; a memory failure costs the context, not the run."""
     rt = scope.runtime
     try:
-        view = await read_context(rt.memory)
+        view = await read_context(rt.memory, shared=rt.settings.shared_memory(rt.memory.root))
     except Exception as exc:
         _log.warning("builder.context_unavailable", error=repr(exc))
         return ""

@@ -19,7 +19,7 @@ from datetime import datetime
 import flyte
 import structlog
 
-from agent_loop_builder._pipeline import run_builder_tick
+from agent_loop_builder._pipeline import run_builder_tick, scout_issues
 from agent_loop_builder._writes import WRITES
 from agent_loop_common.deploy import (
     agent_env_vars,
@@ -31,10 +31,25 @@ from agent_loop_common.deploy import (
     agent_trigger,
 )
 from agent_loop_common.records import Role
-from agent_loop_common.runtime import TickSummary, tick_body, use_flyte_tests_task
+from agent_loop_common.runtime import (
+    TickSummary,
+    WorkTask,
+    tick_body,
+    use_flyte_tests_task,
+    work_body,
+)
 from agent_loop_common.sandbox import build_container_task
 
-__all__ = ["IDLE_NOTE", "PACKAGE_DIR", "REUSE", "SCHEDULE", "TASKS", "builder_tick", "env"]
+__all__ = [
+    "IDLE_NOTE",
+    "PACKAGE_DIR",
+    "REUSE",
+    "SCHEDULE",
+    "TASKS",
+    "builder_tick",
+    "builder_work",
+    "env",
+]
 
 _log = structlog.get_logger(__name__)
 
@@ -97,5 +112,23 @@ async def builder_tick(
         tasks=TASKS,
         retry_now=retry_now,
         heading="Builder tick",
+        idle=IDLE_NOTE,
+        scout=scout_issues,
+        work=WorkTask(builder_work),
+    )
+
+
+@env.task(report=True)
+async def builder_work(repo: str, among: list[int]) -> TickSummary:
+    """One slot of a builder tick over many repositories or with
+    `AGENT_LOOP_BUILDER_PARALLEL` above 1: its own action, run, claim, budget and
+    record; works the first of `among` in `repo` that is eligible and claimed."""
+    return await work_body(
+        Role.BUILDER,
+        repo,
+        among,
+        run_builder_tick,
+        tasks=TASKS,
+        heading="Builder run",
         idle=IDLE_NOTE,
     )

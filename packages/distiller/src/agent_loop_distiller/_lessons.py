@@ -131,8 +131,15 @@ class LessonEditor:
         return self.book.model_copy(update={"lessons": rank_lessons(self.lessons)})
 
     # ------------------------------------------------------------------ edits
-    def add(self, text: str, evidence_run_ids: Sequence[str], roles: Sequence[str] = ()) -> Lesson:
-        """Add a new lesson learned from the given runs."""
+    def add(
+        self,
+        text: str,
+        evidence_run_ids: Sequence[str],
+        roles: Sequence[str] = (),
+        *,
+        general: bool = False,
+    ) -> Lesson:
+        """Add a new lesson learned from the given runs (`general`: for every repository)."""
         self._open()
         clean = self._text(text)
         self._no_duplicate(clean)
@@ -155,6 +162,7 @@ class LessonEditor:
             last_seen_at=max(e.seen_at for e in evidence),
             created_at=self.now,
             updated_at=self.now,
+            general=general,
         )
         self._lessons[new_id] = lesson
         self.edits.append(Edit("add", new_id, clean))
@@ -211,6 +219,7 @@ class LessonEditor:
             last_seen_at=max(seen_at(p) for p in parts),
             created_at=min(p.created_at for p in parts),
             updated_at=self.now,
+            general=all(p.general for p in parts),  # general only if every part was
         )
         for i in ids:
             del self._lessons[i]

@@ -38,6 +38,13 @@ Roles = Annotated[
     list[str],
     Field(description="Who the lesson is for: 'builder' and/or 'reviewer'; [] for both."),
 ]
+General = Annotated[
+    bool,
+    Field(
+        description="True only when the lesson holds for any repository (a habit of the "
+        "agents, not a fact about this code base): the loop's other repositories read it too."
+    ),
+]
 LessonId = Annotated[str, Field(description="The id of an existing lesson, e.g. 'L-1a2b3c4d'.")]
 LessonIds = Annotated[list[str], Field(description="Ids of two or more existing lessons.")]
 Reason = Annotated[str, Field(description="Why, in one sentence.")]
@@ -85,10 +92,12 @@ def lesson_tools(editor: LessonEditor, records: Mapping[str, RunRecord]) -> list
     """`add_lesson`, `confirm_lesson`, `merge_lessons`, `reword_lesson`, `retire_lesson`,
     `finish`, and the read-only `read_record`."""
 
-    async def add_lesson(text: LessonText, evidence_run_ids: EvidenceIds, roles: Roles) -> str:
+    async def add_lesson(
+        text: LessonText, evidence_run_ids: EvidenceIds, roles: Roles, general: General = False
+    ) -> str:
         """Add a new lesson learned from the given runs. Prefer confirm_lesson when an existing lesson already says it."""
         try:
-            lesson = editor.add(text, evidence_run_ids, roles)
+            lesson = editor.add(text, evidence_run_ids, roles, general=general)
         except EditRefused as exc:
             return f"{REFUSAL_PREFIX}{exc}"
         return f"Added {_shown(lesson)}. The book has {len(editor.lessons)} lesson(s)."

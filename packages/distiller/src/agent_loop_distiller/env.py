@@ -24,7 +24,13 @@ from agent_loop_common.deploy import (
     agent_trigger,
 )
 from agent_loop_common.records import Outcome, Role
-from agent_loop_common.runtime import TickSummary, open_runtime, summarize
+from agent_loop_common.runtime import (
+    TickSummary,
+    open_runtime,
+    resolve_repos,
+    summarize,
+    summarize_many,
+)
 from agent_loop_common.settings import load_settings
 from agent_loop_distiller._pipeline import DistillerOptions, TickResult, run_distiller_tick
 from agent_loop_distiller._report import render_summary, render_tabs
@@ -115,10 +121,16 @@ async def distiller_tick(
     """
     if target is not None:
         raise ValueError("the distiller takes no target: it works on the repository as a whole")
-    settings = load_settings()
-    async with open_runtime(settings, Role.DISTILLER) as runtime:
-        result = await run_distiller_tick(runtime, DistillerOptions(retry_now=retry_now))
-        run_id, model = runtime.run_id, runtime.model_name
-    await publish_report(result, run_id, model)
     del trigger_time  # the schedule's time only names the run; the tick uses the clock
-    return summarize_tick(result)
+    settings = load_settings()
+    summaries: list[TickSummary] = []
+    # Each repository's memory namespace has its own records, ledger and lessons: one
+    # pass each, in turn (a distiller pass is cheap when nothing is new).
+    for repo in await resolve_repos(settings):
+        one = settings.for_repo(repo) if settings.many_repos else settings
+        async with open_runtime(one, Role.DISTILLER) as runtime:
+            result = await run_distiller_tick(runtime, DistillerOptions(retry_now=retry_now))
+            run_id, model = runtime.run_id, runtime.model_name
+        await publish_report(result, run_id, model)
+        summaries.append(summarize_tick(result))
+    return summarize_many(Role.DISTILLER, summaries, idle=IDLE_NOTE)

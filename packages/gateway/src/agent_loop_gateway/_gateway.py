@@ -55,7 +55,13 @@ class GatewayConfig:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> GatewayConfig:
-        """Raises `ValueError` when `AGENT_LOOP_WEBHOOK_SECRET` is missing or empty."""
+        """Raises `ValueError` when `AGENT_LOOP_WEBHOOK_SECRET` is missing or empty, or
+        when `AGENT_LOOP_REPOS` is set (the gateway serves one repository for now)."""
+        if settings.many_repos:
+            raise ValueError(
+                "the gateway serves one repository: set AGENT_LOOP_REPO for it (the "
+                "scheduled ticks cover every repository of AGENT_LOOP_REPOS)"
+            )
         secret = settings.webhook_secret.get_secret_value() if settings.webhook_secret else ""
         if not secret:
             raise ValueError(

@@ -30,7 +30,7 @@ from agent_loop_reviewer._feedback import (
     failing_checks,
     people_feedback,
 )
-from agent_loop_reviewer._pipeline import run_reviewer_tick
+from agent_loop_reviewer._pipeline import run_reviewer_tick, scout_pulls
 from agent_loop_reviewer._prompts import REVIEWER_MARKER, REVIEWER_NAME, reviewer_instructions
 from agent_loop_reviewer._select import Assessment, assess, blocked_by, is_open_agent_pull
 from agent_loop_reviewer._texts import (
@@ -83,6 +83,7 @@ __all__ = [
     "reviewer_instructions",
     "run_once",
     "run_reviewer_tick",
+    "scout_pulls",
     "summary_body",
 ]
 

@@ -23,6 +23,9 @@ an error (the PR rests with a backoff and is tried again later):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
+
 import structlog
 
 from agent_loop_common.attempts import attempt_loop
@@ -38,7 +41,7 @@ from agent_loop_reviewer._candidates import Candidate, agent_pulls, examine, rer
 from agent_loop_reviewer._conclude import conclude
 from agent_loop_reviewer._prompts import PassPrompt
 
-__all__ = ["run_reviewer_tick"]
+__all__ = ["run_reviewer_tick", "scout_pulls"]
 
 _log = structlog.get_logger(__name__)
 
@@ -49,6 +52,7 @@ async def run_reviewer_tick(
     write: Writer | None = None,
     *,
     retry_now: bool = False,
+    among: Sequence[int] | None = None,
 ) -> RunRecord | None:
     """Run one reviewer tick; the run's record, or `None` when nothing needed a pass.
 
@@ -58,18 +62,34 @@ async def run_reviewer_tick(
         write: How the durable writes run (`env.py` passes the Flyte actions); direct
             calls on the runtime's facade by default.
         retry_now: With `target`: the operator asks to retry it now, ignoring its back-off.
+        among: Only these PRs, in this order (a slot of a tick over many repositories or
+            with `AGENT_LOOP_REVIEWER_PARALLEL` above 1); each is still examined in full.
     """
     if runtime.role is not Role.REVIEWER:
         raise ValueError(f"the reviewer needs a reviewer runtime, got {runtime.role.value}")
     writer = write if write is not None else DirectWriter(runtime.github)
 
     async def body(scope: RunScope) -> None:
-        await _tick(scope, target, writer, retry_now=retry_now and target is not None)
+        await _tick(scope, target, writer, retry_now=retry_now and target is not None, among=among)
 
     return await run_scoped(runtime, body)
 
 
-async def _tick(scope: RunScope, only: int | None, write: Writer, *, retry_now: bool) -> None:
+async def scout_pulls(runtime: Runtime) -> list[tuple[int, datetime]]:
+    """The agent PRs a tick could give a pass, with their age (one conditional listing);
+    the slot that gets one examines it in full under its own run."""
+    pulls = await agent_pulls(runtime, await runtime.claimer.agent_login())
+    return [(pull.number, pull.created_at) for pull in pulls]
+
+
+async def _tick(
+    scope: RunScope,
+    only: int | None,
+    write: Writer,
+    *,
+    retry_now: bool,
+    among: Sequence[int] | None = None,
+) -> None:
     rt = scope.runtime
     async with scope.stage("select"):
         agent_login = await rt.claimer.agent_login()
@@ -77,6 +97,9 @@ async def _tick(scope: RunScope, only: int | None, write: Writer, *, retry_now: 
             rt.github, minimum=rt.settings.trusted_min_permission, agent_login=agent_login
         )
         pulls = await agent_pulls(rt, agent_login, only)
+    if among is not None:
+        by_number = {p.number: p for p in pulls}
+        pulls = [by_number[n] for n in among if n in by_number]
     for pull in pulls:
         async with scope.stage("select"):
             candidate = await examine(
@@ -139,7 +162,7 @@ async def _pass(
         await conclude(scope, claim, fresh, None, write)
         return
     async with scope.stage("review"):
-        context = await read_context(rt.memory)
+        context = await read_context(rt.memory, shared=rt.settings.shared_memory(rt.memory.root))
         lessons = context.lessons.for_role(Role.REVIEWER)
         files = await rt.github.list_pull_files(number)
     if context.digest.strip():

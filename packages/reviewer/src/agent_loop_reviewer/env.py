@@ -27,12 +27,27 @@ from agent_loop_common.deploy import (
     agent_trigger,
 )
 from agent_loop_common.records import Role
-from agent_loop_common.runtime import TickSummary, tick_body, use_flyte_tests_task
+from agent_loop_common.runtime import (
+    TickSummary,
+    WorkTask,
+    tick_body,
+    use_flyte_tests_task,
+    work_body,
+)
 from agent_loop_common.sandbox import build_container_task
-from agent_loop_reviewer._pipeline import run_reviewer_tick
+from agent_loop_reviewer._pipeline import run_reviewer_tick, scout_pulls
 from agent_loop_reviewer._writes import WRITES
 
-__all__ = ["IDLE_NOTE", "PACKAGE_DIR", "REUSE", "SCHEDULE", "TASKS", "env", "reviewer_tick"]
+__all__ = [
+    "IDLE_NOTE",
+    "PACKAGE_DIR",
+    "REUSE",
+    "SCHEDULE",
+    "TASKS",
+    "env",
+    "reviewer_tick",
+    "reviewer_work",
+]
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[2]
 """`packages/reviewer`: where the image's exported lock lives."""
@@ -89,5 +104,23 @@ async def reviewer_tick(
         tasks=TASKS,
         retry_now=retry_now,
         heading="Reviewer tick",
+        idle=IDLE_NOTE,
+        scout=scout_pulls,
+        work=WorkTask(reviewer_work),
+    )
+
+
+@env.task(report=True)
+async def reviewer_work(repo: str, among: list[int]) -> TickSummary:
+    """One slot of a reviewer tick over many repositories or with
+    `AGENT_LOOP_REVIEWER_PARALLEL` above 1: its own action, run, claim, budget and
+    record; works the first of `among` in `repo` that is eligible and claimed."""
+    return await work_body(
+        Role.REVIEWER,
+        repo,
+        among,
+        run_reviewer_tick,
+        tasks=TASKS,
+        heading="Reviewer run",
         idle=IDLE_NOTE,
     )

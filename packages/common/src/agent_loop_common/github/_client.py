@@ -173,6 +173,40 @@ class GitHub(IssueOps, PullOps, GitOps, EditOps):
             resp = await gh.rest.repos.async_get(self._owner, self._name)
         return conv.repository(resp.parsed_data)
 
+    async def owner_repositories(self, owner: str) -> list[str]:
+        """`owner/name` of every repository of `owner` this identity can work on, sorted.
+
+        For an App: the installation's repositories (`GET /installation/repositories`).
+        For a token: the repositories the user can push to (`GET /user/repos`, which
+        covers owned, collaborator and organization repositories). Both filtered to
+        `owner` (case-insensitively); archived repositories are left out (read-only).
+        """
+        gh = await self._gh()
+        found: list[tuple[str, bool, bool]] = []
+        if isinstance(self._auth, AppAuth):
+            paginator = gh.rest.paginate(
+                gh.rest.apps.async_list_repos_accessible_to_installation,
+                map_func=lambda r: r.parsed_data.repositories,
+                per_page=self._per_page,
+            )
+            found = [(r.full_name, r.archived, True) for r in await self._all(paginator)]
+        else:
+            paginator = gh.rest.paginate(
+                gh.rest.repos.async_list_for_authenticated_user, per_page=self._per_page
+            )
+            for r in await self._all(paginator):
+                permissions = conv.present(r.permissions)
+                found.append((r.full_name, r.archived, permissions is None or permissions.push))
+        wanted = owner.casefold()
+        return sorted(
+            {
+                name
+                for name, archived, push in found
+                if name.partition("/")[0].casefold() == wanted and push and not archived
+            },
+            key=str.casefold,
+        )
+
     async def aclose(self) -> None:
         """Close the HTTP transport this client created (a passed-in one stays open)."""
         if self._owned is not None:

@@ -20,6 +20,7 @@ from agent_loop_common.memory._context import (
     open_context_read_only,
     read_context,
     read_context_from,
+    write_general_lessons,
 )
 from agent_loop_common.memory._distiller import DistillerMemory, IngestBatch
 from agent_loop_common.memory._docs import QUARANTINE_PREFIX
@@ -36,8 +37,10 @@ from agent_loop_common.memory._homes import (
     read_etag_state,
     read_grades,
     read_reviewed,
+    read_turns,
     write_etag_state,
     write_grades,
+    write_turns,
 )
 from agent_loop_common.memory._layout import (
     AGENT_READ_ONLY_PREFIXES,
@@ -49,12 +52,15 @@ from agent_loop_common.memory._layout import (
     LESSONS_PATH,
     REVIEWED_PATH,
     RUNS_DIR,
+    TURNS_PATH,
     Keys,
     bucket_of,
     bucket_start,
     buckets_between,
+    general_path,
     grade_path,
     month_of,
+    repo_prefix,
     rollup_path,
     run_path,
 )
@@ -94,6 +100,7 @@ __all__ = [
     "QUARANTINE_PREFIX",
     "REVIEWED_PATH",
     "RUNS_DIR",
+    "TURNS_PATH",
     "AgentMemoryError",
     "ContextView",
     "DeferredRecord",
@@ -119,6 +126,7 @@ __all__ = [
     "count_idle_run",
     "count_paused_run",
     "fold_into_rollups",
+    "general_path",
     "grade_month",
     "grade_path",
     "mark_reviewed",
@@ -133,11 +141,15 @@ __all__ = [
     "read_idle_count",
     "read_reviewed",
     "read_rollups",
+    "read_turns",
+    "repo_prefix",
     "report_problem",
     "rollup_path",
     "run_path",
     "save_store",
     "write_etag_state",
+    "write_general_lessons",
     "write_grades",
     "write_run_record",
+    "write_turns",
 ]

@@ -12,16 +12,28 @@ from dataclasses import dataclass
 
 from flyte.ai.agents import MemoryStore
 
-from agent_loop_common.memory._docs import read_doc
+from agent_loop_common.memory._docs import read_doc, write_doc
 from agent_loop_common.memory._layout import (
     AGENT_READ_ONLY_PREFIXES,
     DIGEST_PATH,
     LESSONS_PATH,
+    general_path,
 )
-from agent_loop_common.memory._location import MemoryLocation, open_store
-from agent_loop_common.records import LessonBook
+from agent_loop_common.memory._location import (
+    MemoryLocation,
+    append_store,
+    open_store,
+    save_store,
+)
+from agent_loop_common.records import Lesson, LessonBook, Role
 
-__all__ = ["ContextView", "open_context_read_only", "read_context", "read_context_from"]
+__all__ = [
+    "ContextView",
+    "open_context_read_only",
+    "read_context",
+    "read_context_from",
+    "write_general_lessons",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +65,45 @@ async def read_context_from(store: MemoryStore) -> ContextView:
     )
 
 
-async def read_context(location: MemoryLocation) -> ContextView:
-    """Download the context key read-only and return digest and lessons."""
-    return await read_context_from(await open_context_read_only(location))
+async def read_context(
+    location: MemoryLocation, *, shared: MemoryLocation | None = None
+) -> ContextView:
+    """Download the context key read-only and return digest and lessons.
+
+    Args:
+        location: The run's namespace.
+        shared: With `AGENT_LOOP_REPOS`, the bare-prefix location: the lessons other
+            repositories' distillers marked general are added after this one's own
+            (one small key, whatever the number of repositories).
+    """
+    view = await read_context_from(await open_context_read_only(location))
+    if shared is None:
+        return view
+    store = await open_store(shared, shared.keys.general)
+    own = {lesson.id for lesson in view.lessons.lessons}
+    extra: list[Lesson] = []
+    for path in store.list_paths("general"):
+        if path == general_path(location.prefix):
+            continue
+        book = await read_doc(store, path, LessonBook)
+        extra += [x for x in (book.lessons if book else []) if x.general and x.id not in own]
+        own |= {x.id for x in extra}
+    if not extra:
+        return view
+    lessons = LessonBook(lessons=[*view.lessons.lessons, *extra])
+    return ContextView(view.digest, lessons, view.lessons_corrupt)
+
+
+async def write_general_lessons(
+    shared: MemoryLocation, namespace: MemoryLocation, book: LessonBook
+) -> None:
+    """Publish the general lessons of one repository's book (`AGENT_LOOP_REPOS` only).
+
+    Each repository's distiller writes only its own file, through a handle that uploads
+    only that file, so the distillers of different repositories never overwrite each
+    other.
+    """
+    store = append_store(shared, shared.keys.general)
+    general = LessonBook(lessons=[x for x in book.lessons if x.general])
+    await write_doc(store, general_path(namespace.prefix), general, actor=Role.DISTILLER.value)
+    await save_store(shared, store)

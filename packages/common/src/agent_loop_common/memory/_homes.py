@@ -9,13 +9,19 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import Any, cast
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, NonNegativeInt
 
 from agent_loop_common.memory._docs import read_doc, write_doc
-from agent_loop_common.memory._layout import ETAG_PATH, REVIEWED_PATH, grade_path, month_of
+from agent_loop_common.memory._layout import (
+    ETAG_PATH,
+    REVIEWED_PATH,
+    TURNS_PATH,
+    grade_path,
+    month_of,
+)
 from agent_loop_common.memory._location import (
     MemoryLocation,
     append_store,
@@ -31,8 +37,10 @@ __all__ = [
     "read_etag_state",
     "read_grades",
     "read_reviewed",
+    "read_turns",
     "write_etag_state",
     "write_grades",
+    "write_turns",
 ]
 
 
@@ -130,3 +138,33 @@ async def write_grades(location: MemoryLocation, grades: Iterable[Grade]) -> Non
         for grade in month_grades:
             await write_doc(store, grade_path(grade.target), grade, actor=Role.DISTILLER.value)
         await save_store(location, store)
+
+
+async def read_turns(location: MemoryLocation, role: Role) -> dict[str, datetime]:
+    """When `role` last served each repository (`AGENT_LOOP_REPOS` only), by `owner/name`.
+
+    The fair rotation across repositories reads it at the start of a tick; unreadable
+    content reads as empty (a lost rotation only lets one tick start from the oldest
+    work again).
+    """
+    store = await open_store(location, location.keys.turns(role))
+    text = await store.read_text.aio(TURNS_PATH, default="")
+    try:
+        loaded: Any = json.loads(text) if text.strip() else {}
+        return {str(k): datetime.fromisoformat(str(v)) for k, v in dict(loaded).items()}
+    except (ValueError, TypeError):
+        return {}
+
+
+async def write_turns(location: MemoryLocation, role: Role, served: Mapping[str, datetime]) -> None:
+    """Save when `role` last served each repository.
+
+    Parallel ticks of one role share the key: the last saver wins, which costs at most
+    one repository a turn out of order, never a lost record.
+    """
+    store = append_store(location, location.keys.turns(role))
+    data = {repo: moment.isoformat() for repo, moment in sorted(served.items())}
+    await store.write_text.aio(
+        TURNS_PATH, json.dumps(data, separators=(",", ":")), actor=role.value
+    )
+    await save_store(location, store)

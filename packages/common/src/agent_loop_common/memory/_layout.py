@@ -14,10 +14,18 @@ does not grow with total history:
 | `<prefix>-grades-<YYYYMM>`            | distiller  | `grades/pr-<n>.json`                |
 | `<prefix>-etags-<role>`               | that role  | `etags/cache.json`                  |
 | `<prefix>-reviewed-pr-<n>`            | reviewer   | `reviewed/head.json`                |
+| `<prefix>-turns-<role>`               | that role  | `turns/served.json` (many repos)    |
+| `<prefix>-general`                    | distiller  | `general/<namespace>.json` (many repos) |
+
+With `AGENT_LOOP_REPOS` every repository has its own namespace: the keys above under
+`repo_prefix(prefix, repo)`; only the turns (which repository a role served last) and
+the general lessons (each repository's distiller writes its own file) stay under the
+bare prefix.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -34,12 +42,15 @@ __all__ = [
     "LESSONS_PATH",
     "REVIEWED_PATH",
     "RUNS_DIR",
+    "TURNS_PATH",
     "Keys",
     "bucket_of",
     "bucket_start",
     "buckets_between",
+    "general_path",
     "grade_path",
     "month_of",
+    "repo_prefix",
     "rollup_path",
     "run_path",
 ]
@@ -55,10 +66,31 @@ RUNS_DIR = "runs"
 IDLE_PATH = "idle/count.json"
 ETAG_PATH = "etags/cache.json"
 REVIEWED_PATH = "reviewed/head.json"
+TURNS_PATH = "turns/served.json"
 
 _BUCKET_FORMAT = "%Y%m%d%H"
 _BUCKET_RE = re.compile(r"^\d{10}$")
-_PREFIX_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,40}$")
+_PREFIX_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,80}$")
+_SLUG_CHARS = 24
+
+
+def repo_prefix(prefix: str, repo: str) -> str:
+    """The key prefix of one repository's namespace: `<prefix>-<slug>-<hash>`.
+
+    Readable (the slug is the lowercased `owner-name`, cut short) and unique (the hash
+    of the lowercased full name tells `a-b/c` from `a/b-c`; GitHub names are
+    case-insensitive). Only `AGENT_LOOP_REPOS` uses it: a deployment configured with
+    `AGENT_LOOP_REPO` keeps its keys under the bare prefix.
+    """
+    full = repo.strip().lower()
+    slug = re.sub(r"[^a-z0-9]+", "-", full).strip("-")[:_SLUG_CHARS].strip("-")
+    digest = hashlib.sha256(full.encode()).hexdigest()[:8]
+    return f"{prefix}-{slug}-{digest}"
+
+
+def general_path(namespace: str) -> str:
+    """Path of one repository's general lessons in the general key (its namespace)."""
+    return f"general/{namespace}.json"
 
 
 def run_path(run_id: str) -> str:
@@ -144,6 +176,15 @@ class Keys:
     def etags(self, role: Role) -> str:
         """One role's GitHub conditional-request cache."""
         return f"{self.prefix}-etags-{role.value}"
+
+    def turns(self, role: Role) -> str:
+        """When each repository was last served by one role (fair rotation, many repos)."""
+        return f"{self.prefix}-turns-{role.value}"
+
+    @property
+    def general(self) -> str:
+        """Lessons the distillers marked general, one file per repository namespace."""
+        return f"{self.prefix}-general"
 
     def reviewed(self, pr_number: int) -> str:
         """The reviewer's "reviewed head" mark for one PR."""

@@ -35,6 +35,9 @@ class Lesson(BaseModel):
     last_seen_at: AwareDatetime | None = None
     """When evidence last backed the lesson; a lesson unseen for long expires (since 1.1;
     `None`: use `updated_at`)."""
+    general: bool = False
+    """The distiller judged it true of any repository, not only the one it was learned
+    in: with `AGENT_LOOP_REPOS` the other repositories' runs read it too (since 1.2)."""
 
 
 class LessonBook(BaseModel):
@@ -42,9 +45,9 @@ class LessonBook(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
 
-    schema_version: str = "1.1"
+    schema_version: str = "1.2"
     """Same versioning rule as `RunRecord` (1.1 added the lessons' provenance refs, hits
-    and last-seen time)."""
+    and last-seen time; 1.2 `general`)."""
     lessons: list[Lesson] = Field(default_factory=list[Lesson])
     """Current lessons, most useful first."""
 

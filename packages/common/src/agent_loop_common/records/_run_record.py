@@ -26,7 +26,7 @@ from agent_loop_common.records._parts import (
 
 __all__ = ["SCHEMA_VERSION", "RunId", "RunRecord"]
 
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 """The version this code writes. Bump the minor for added optional fields, the major for
 anything an older reader would misread (removed/renamed fields, new enum members)."""
 
@@ -51,6 +51,8 @@ class RunRecord(BaseModel):
     """The agents' identity instance, e.g. the deployment name and version, for rollouts."""
     deployment: str = ""
     """Where it ran: `local`, or the Flyte run/action URL when deployed."""
+    repo: str = ""
+    """The repository (`owner/name`) the run worked on (schema 1.3; empty in older records)."""
     target: Target
     """The issue, PR or repository the run claimed."""
     outcome: Outcome

@@ -21,6 +21,16 @@ body of `python -m agent_loop_<role>`.
 
 from agent_loop_common.runtime._entry import agent_main, run_entry
 from agent_loop_common.runtime._faults import operator_fault
+from agent_loop_common.runtime._fleet import (
+    Scout,
+    Slot,
+    Work,
+    WorkTask,
+    fair_order,
+    fleet_tick,
+    plan_slots,
+    resolve_repos,
+)
 from agent_loop_common.runtime._local import (
     github_from_settings,
     local_memory,
@@ -54,7 +64,7 @@ from agent_loop_common.runtime._sandbox import (
     use_flyte_tests_task,
     use_sandbox,
 )
-from agent_loop_common.runtime._scope import RunScope, run_scoped
+from agent_loop_common.runtime._scope import RunScope, record_failure, run_scoped
 from agent_loop_common.runtime._summary import (
     IDLE,
     PAUSED,
@@ -62,8 +72,9 @@ from agent_loop_common.runtime._summary import (
     TickOutcome,
     TickSummary,
     summarize,
+    summarize_many,
 )
-from agent_loop_common.runtime._tick import Pipeline, tick_body
+from agent_loop_common.runtime._tick import Pipeline, tick_body, work_body
 from agent_loop_common.runtime._writes import (
     DirectWriter,
     Posted,
@@ -92,13 +103,19 @@ __all__ = [
     "ReserveReached",
     "RunScope",
     "Runtime",
+    "Scout",
+    "Slot",
     "TaskWrites",
     "TickOutcome",
     "TickSummary",
+    "Work",
+    "WorkTask",
     "WriteBook",
     "Writer",
     "agent_main",
     "check_reserve",
+    "fair_order",
+    "fleet_tick",
     "github_from_settings",
     "installed_model",
     "installed_model_label",
@@ -109,18 +126,23 @@ __all__ = [
     "model_label",
     "open_runtime",
     "operator_fault",
+    "plan_slots",
     "preflight_model",
     "preflight_sandbox",
+    "record_failure",
     "remote_flyte_config",
+    "resolve_repos",
     "run_entry",
     "run_scoped",
     "run_task",
     "run_tick",
     "sandbox_for",
     "summarize",
+    "summarize_many",
     "tick_body",
     "use_flyte_tests_task",
     "use_model",
     "use_sandbox",
+    "work_body",
     "write_with_receipt",
 ]

@@ -49,7 +49,7 @@ from agent_loop_common.runtime._runtime import Runtime
 from agent_loop_common.runtime._sandbox import TESTING_ROLES
 from agent_loop_common.runtime._writes import Receipt, Writer
 
-__all__ = ["RunScope", "run_scoped"]
+__all__ = ["RunScope", "record_failure", "run_scoped"]
 
 _log = structlog.get_logger(__name__)
 
@@ -256,6 +256,7 @@ class RunScope:
             run_id=rt.run_id,
             role=rt.role,
             deployment=rt.settings.deployment_id,
+            repo=rt.settings.repo,
             target=self.target,
             outcome=self.outcome or Outcome.ERROR,
             started_at=self.started_at,
@@ -309,6 +310,18 @@ async def run_scoped(
     if runtime.usage.exceeded and scope.outcome not in (Outcome.ERROR, None):
         scope.finish(Outcome.BUDGET_EXCEEDED, runtime.usage.exceeded)
     return await _persist(runtime, scope)
+
+
+async def record_failure(runtime: Runtime, exc: Exception) -> RunRecord:
+    """Record a run that failed before it could claim anything (a repository that
+    answers 404, a lost permission, a rate limit), the way `run_scoped` records one."""
+    scope = RunScope(runtime=runtime, started_at=runtime.clock())
+    reason = operator_fault(exc)
+    scope.fault = "operator" if reason is not None else "work"
+    scope.finish(Outcome.ERROR, f"{type(exc).__name__}: {exc}")
+    record = await _persist(runtime, scope)
+    assert record is not None  # an error is always recorded
+    return record
 
 
 async def _run_body(

@@ -9,7 +9,7 @@ exactly it. Each agent package exports a `run_once` of the `AgentEntry` shape.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -18,7 +18,15 @@ from agent_loop_common.records import Outcome, Role, RunRecord
 from agent_loop_common.runtime._pause import Pause
 from agent_loop_common.settings import Settings
 
-__all__ = ["IDLE", "PAUSED", "AgentEntry", "TickOutcome", "TickSummary", "summarize"]
+__all__ = [
+    "IDLE",
+    "PAUSED",
+    "AgentEntry",
+    "TickOutcome",
+    "TickSummary",
+    "summarize",
+    "summarize_many",
+]
 
 IDLE: Literal["idle"] = "idle"
 """The outcome of a tick that looked for work and found none (no record, no claim)."""
@@ -70,6 +78,14 @@ class TickSummary(BaseModel):
     tests: list[str] = Field(default_factory=list[str])
     """The tests' verdict on each try whose change was tested, in order, e.g. `try 1
     failed: 1 failed, 2 passed (base: 2 passed)`; empty when no change was tested."""
+    repo: str = ""
+    """The repository (`owner/name`) the run worked on; empty for an idle tick."""
+    runs: list[TickSummary] = Field(default_factory=list["TickSummary"])
+    """Each run of a tick that worked several targets (many repositories, or
+    `AGENT_LOOP_<ROLE>_PARALLEL` above 1), in order; empty when one run or none. The
+    fields above then describe the lead run (the first that worked and did not fail,
+    else the first that worked), `note` lists every run, and the counts (`tries`,
+    `llm_calls`, `tokens`, `github_requests`) are the sums over all runs."""
 
     @classmethod
     def of_record(
@@ -93,6 +109,7 @@ class TickSummary(BaseModel):
             github_requests=record.github.requests,
             details=dict(details or {}),
             tests=[f"try {a.number} {a.tests}" for a in record.attempts if a.tests],
+            repo=record.repo,
         )
 
     @property
@@ -107,8 +124,8 @@ class TickSummary(BaseModel):
 
     @property
     def failed(self) -> bool:
-        """The run ended in outcome `error` (the CLI exits 1)."""
-        return self.outcome == Outcome.ERROR
+        """The run (or any run of the tick) ended in outcome `error` (the CLI exits 1)."""
+        return self.outcome == Outcome.ERROR or any(r.failed for r in self.runs)
 
     @property
     def links(self) -> list[str]:
@@ -154,6 +171,31 @@ def summarize(
     if record is None:
         return TickSummary(role=role, outcome=IDLE, note=note or idle, details=dict(details or {}))
     return TickSummary.of_record(record, note=note, details=details)
+
+
+def summarize_many(role: Role, results: Sequence[TickSummary], *, idle: str) -> TickSummary:
+    """The one summary of a tick that ran several runs (see `TickSummary.runs`).
+
+    One result is returned as it is, so a tick with one run reads exactly as before; no
+    result, or only idle ones, is an idle tick.
+    """
+    if len(results) == 1:
+        return results[0]
+    worked = [r for r in results if not r.idle]
+    if not worked:
+        return summarize(role, None, idle=idle)
+    lead = next((r for r in worked if not r.failed), worked[0])
+    made = ", ".join(f"{r.repo} {r.target_label}: {r.outcome}" for r in worked)
+    return lead.model_copy(
+        update={
+            "note": f"{len(worked)} runs ({made})",
+            "tries": sum(r.tries for r in results),
+            "llm_calls": sum(r.llm_calls for r in results),
+            "tokens": sum(r.tokens for r in results),
+            "github_requests": sum(r.github_requests for r in results),
+            "runs": list(results),
+        }
+    )
 
 
 class AgentEntry(Protocol):

@@ -72,13 +72,17 @@ class Posted(Receipt):
     url: str
 
 
-async def write_with_receipt(write: Callable[[GitHub], Awaitable[_R]]) -> _R:
+async def write_with_receipt(write: Callable[[GitHub], Awaitable[_R]], *, repo: str = "") -> _R:
     """Run `write` over a facade of its own (from the settings); its requests on the receipt.
 
     The body of every durable write action: settings are loaded inside the action, where
-    the deployed environment (not the caller's shell) supplies them.
+    the deployed environment (not the caller's shell) supplies them. With
+    `AGENT_LOOP_REPOS`, `repo` (an input of the action) names the repository written to.
     """
-    async with github_from_settings(load_settings()) as github:
+    settings = load_settings()
+    if settings.many_repos:
+        settings = settings.for_repo(repo)
+    async with github_from_settings(settings) as github:
         result = await write(github)
         return result.model_copy(update={"requests_by_route": github.stats.by_route()})
 
@@ -157,8 +161,15 @@ def _action(fn: _Write, module: str) -> Callable[..., Awaitable[Receipt]]:
     hints = typing.get_type_hints(fn)
     inputs = list(signature.parameters.values())[1:]
 
-    async def action(**kwargs: Any) -> Receipt:
-        return await write_with_receipt(lambda github: fn(github, **kwargs))
+    async def action(on_repo: str = "", **kwargs: Any) -> Receipt:
+        return await write_with_receipt(lambda github: fn(github, **kwargs), repo=on_repo)
+
+    # The repository written to travels as an input too (many repositories: one env).
+    inputs.append(
+        inspect.Parameter(
+            "on_repo", inspect.Parameter.POSITIONAL_OR_KEYWORD, default="", annotation=str
+        )
+    )
 
     # Named like the write and owned by the agent's env module, where Flyte's resolver
     # finds it; no `__wrapped__`, so Flyte reads this signature (inputs after `github`).
@@ -168,7 +179,7 @@ def _action(fn: _Write, module: str) -> Callable[..., Awaitable[Receipt]]:
     action.__signature__ = signature.replace(parameters=inputs)  # type: ignore[attr-defined]
     action.__annotations__ = {
         name: hint for name, hint in hints.items() if name in {p.name for p in inputs} | {"return"}
-    }
+    } | {"on_repo": str}
     return action
 
 
@@ -178,15 +189,17 @@ class TaskWrites:
     def __init__(self, tasks: Mapping[str, Any]) -> None:
         self._tasks = dict(tasks)
 
-    def writer(self, stats: RequestStats) -> Writer:
-        """A `Writer` for one run: calls the tasks, merges their requests into `stats`."""
-        return _TaskWriter(self._tasks, stats)
+    def writer(self, stats: RequestStats, repo: str = "") -> Writer:
+        """A `Writer` for one run in `repo`: calls the tasks, merges their requests into
+        `stats`."""
+        return _TaskWriter(self._tasks, stats, repo)
 
 
 class _TaskWriter:
-    def __init__(self, tasks: Mapping[str, Any], stats: RequestStats) -> None:
+    def __init__(self, tasks: Mapping[str, Any], stats: RequestStats, repo: str) -> None:
         self._tasks = tasks
         self._stats = stats
+        self._repo = repo
 
     async def __call__(
         self,
@@ -200,6 +213,6 @@ class _TaskWriter:
             raise LookupError(f"{write.__name__!r} is not a declared durable write")
         bound = inspect.signature(write).bind(None, *args, **kwargs)
         inputs = dict(list(bound.arguments.items())[1:])
-        receipt: _R = await task(**inputs)
+        receipt: _R = await task(**inputs, on_repo=self._repo)
         self._stats.merge(receipt.requests_by_route)
         return receipt

@@ -112,8 +112,10 @@ class Settings(BaseSettings):
     )
 
     # ------------------------------------------------------------ repository and GitHub
-    repo: str
-    """Target repository as `owner/name`, e.g. `octo-org/hello-world`."""
+    repos: Annotated[tuple[str, ...], NoDecode] = ()
+    """Comma-separated repositories the agents work on, each `owner/name` or `owner/*` (every repository of that owner the token or App installation can access, listed through the API at each tick), e.g. `octo-org/api,octo-org/web` or `octo-org/*` (with a GitHub App, `owner/*` needs `GITHUB_APP_INSTALLATION_ID`). Each repository keeps its own claims, back-offs, ETag cache and memory namespace; work is taken round-robin across repositories, oldest first within each. Set this or `AGENT_LOOP_REPO`, not both."""
+    repo: str = ""
+    """Target repository as `owner/name`, e.g. `octo-org/hello-world`. The one-repository form: set this or `AGENT_LOOP_REPOS`, not both."""
     github_token: SecretStr | None = Field(default=None, validation_alias=_alias("GITHUB_TOKEN"))
     """Token the agents act with (a bot account's fine-grained token or PAT). Needs contents, issues and pull requests read/write on the repository. Use this or the GitHub App variables."""
     github_app_id: str | None = Field(default=None, validation_alias=_alias("GITHUB_APP_ID"))
@@ -174,6 +176,10 @@ class Settings(BaseSettings):
     """Let litellm download its price table and other catalogs (Anthropic's beta headers) itself. Off: the copies bundled with the installed litellm are used (`LITELLM_LOCAL_MODEL_COST_MAP` and `LITELLM_OFFLINE_MODE` are set before litellm is imported, unless you set either yourself), so a run makes no request beyond GitHub and the model provider."""
 
     # ------------------------------------------------------------ limits and budgets
+    builder_parallel: int = Field(default=1, ge=1, le=16)
+    """Issues one builder tick claims and works at once, each as its own Flyte action with its own claim, budget and run record."""
+    reviewer_parallel: int = Field(default=1, ge=1, le=16)
+    """Pull requests one reviewer tick claims and works at once, each as its own Flyte action with its own claim, budget and run record."""
     builder_max_turns: int = Field(default=40, ge=1, le=500)
     """Most model turns of one builder agent attempt."""
     reviewer_max_turns: int = Field(default=40, ge=1, le=500)
@@ -284,7 +290,23 @@ class Settings(BaseSettings):
     # ------------------------------------------------------------ validators
     @field_validator("repo")
     @classmethod
+    def _check_one_repo(cls, value: str, info: ValidationInfo) -> str:
+        # On the later field (`repos` is declared first), so the problem is reported
+        # next to any other bad variable.
+        value = value.strip()
+        listed = bool(info.data.get("repos"))
+        if listed and value:
+            raise PydanticCustomError(
+                "one_repo_setting",
+                "set AGENT_LOOP_REPO (one repository) or AGENT_LOOP_REPOS (a list), not both",
+            )
+        if not value and not listed:
+            raise PydanticCustomError("missing", "Field required")
+        return cls._check_repo(value) if value else value
+
+    @classmethod
     def _check_repo(cls, value: str) -> str:
+        """`owner/name`, stripped; `ValueError` for anything else."""
         value = value.strip()
         if value.count("/") == 1 and value.split("/")[1] in {".", ".."}:
             raise ValueError("the repository name cannot be '.' or '..'")
@@ -298,6 +320,28 @@ class Settings(BaseSettings):
         from agent_loop_common.github import RateReserve
 
         return str(RateReserve.parse(value))
+
+    @field_validator("repos", mode="before")
+    @classmethod
+    def _split_repos(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(p.strip() for p in re.split(r"[,\n]", value) if p.strip())
+        return value
+
+    @field_validator("repos")
+    @classmethod
+    def _check_repos(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        seen: dict[str, str] = {}
+        for spec in value:
+            owner, _, name = spec.partition("/")
+            if name != "*":
+                cls._check_repo(spec)
+            elif not re.match(rf"^{_OWNER}$", owner):
+                raise ValueError(f"{spec!r}: expected owner/name or owner/*")
+            if spec.lower() in seen:
+                raise ValueError(f"{spec!r} is listed twice")
+            seen[spec.lower()] = spec
+        return value
 
     @field_validator("github_api_url")
     @classmethod
@@ -423,6 +467,23 @@ class Settings(BaseSettings):
 
     # ------------------------------------------------------------ derived values
     @property
+    def many_repos(self) -> bool:
+        """Configured with `AGENT_LOOP_REPOS` (each repository has its own memory namespace)."""
+        return bool(self.repos)
+
+    def for_repo(self, repo: str) -> Settings:
+        """These settings acting on one repository of `AGENT_LOOP_REPOS` (`repo` set).
+
+        The list stays, so the copy still knows its memory lives in that repository's
+        namespace (`memory_location`).
+        """
+        return self.model_copy(update={"repo": self._check_repo(repo)})
+
+    def parallel(self, role: Literal["builder", "reviewer", "distiller"]) -> int:
+        """Targets one tick of `role` works at once (the distiller always one pass)."""
+        return {"builder": self.builder_parallel, "reviewer": self.reviewer_parallel}.get(role, 1)
+
+    @property
     def owner(self) -> str:
         """The repository owner (user or organization)."""
         return self.repo.split("/", 1)[0]
@@ -456,19 +517,33 @@ class Settings(BaseSettings):
     def memory_location(self, root: str | None = None) -> MemoryLocation:
         """Where the memory stores live: the Flyte org/project/domain and key prefix set here.
 
+        With `AGENT_LOOP_REPOS` and a repository chosen (`for_repo`), that repository's
+        own namespace (`repo_prefix`); with `AGENT_LOOP_REPO` the prefix itself, so a
+        one-repository deployment keeps the layout it always had.
+
         Args:
             root: Storage root; in local mode the `raw_data_path` given to
                 `flyte.with_runcontext`. `None`: resolved from the running task.
         """
-        from agent_loop_common.memory import MemoryLocation
+        from agent_loop_common.memory import MemoryLocation, repo_prefix
 
+        prefix = self.memory_key_prefix
+        if self.many_repos and self.repo:
+            prefix = repo_prefix(prefix, self.repo)
         return MemoryLocation(
             org=self.flyte_org,
             project=self.flyte_project,
             domain=self.flyte_domain,
             root=root,
-            prefix=self.memory_key_prefix,
+            prefix=prefix,
         )
+
+    def shared_memory(self, root: str | None = None) -> MemoryLocation | None:
+        """With `AGENT_LOOP_REPOS`: the bare-prefix location the repositories share (the
+        general lessons, the turns of the fair rotation); `None` with `AGENT_LOOP_REPO`."""
+        if not self.many_repos:
+            return None
+        return self.model_copy(update={"repo": ""}).memory_location(root)
 
     def budget(self) -> Budget:
         """The per-run token and cost budget for `agent_loop_common.llm.make_call_llm`."""

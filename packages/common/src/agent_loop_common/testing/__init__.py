@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from agent_loop_common.testing._chat_server import serve_chat_model
     from agent_loop_common.testing._emulator import GitHubEmulator
     from agent_loop_common.testing._emulator_faults import Fault, LoggedRequest
+    from agent_loop_common.testing._emulator_host import GitHubHost
     from agent_loop_common.testing._emulator_refname import is_valid_ref_name
     from agent_loop_common.testing._emulator_schema import SchemaMismatch, assert_matches_schema
     from agent_loop_common.testing._emulator_server import serve_asgi
@@ -49,12 +50,15 @@ if TYPE_CHECKING:
         quiet_logs,
         stored_record,
     )
+    from agent_loop_common.testing._instant import InstantModel
 
 _LAZY = {
     "serve_chat_model": "agent_loop_common.testing._chat_server",
     "GitHubEmulator": "agent_loop_common.testing._emulator",
     "Fault": "agent_loop_common.testing._emulator_faults",
     "LoggedRequest": "agent_loop_common.testing._emulator_faults",
+    "GitHubHost": "agent_loop_common.testing._emulator_host",
+    "InstantModel": "agent_loop_common.testing._instant",
     "is_valid_ref_name": "agent_loop_common.testing._emulator_refname",
     "SchemaMismatch": "agent_loop_common.testing._emulator_schema",
     "assert_matches_schema": "agent_loop_common.testing._emulator_schema",
@@ -93,6 +97,8 @@ __all__ = [
     "EmulatedPull",
     "Fault",
     "GitHubEmulator",
+    "GitHubHost",
+    "InstantModel",
     "LoggedRequest",
     "ModelSlot",
     "NetworkAccessDenied",

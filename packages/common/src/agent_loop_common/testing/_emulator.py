@@ -68,12 +68,14 @@ class GitHubEmulator(EmulatorInspection):
         start: datetime = _START,
         rate_limit: int = 5000,
         bot_login: str = "agent-loop[bot]",
+        rate_limiter: RateLimiter | None = None,
     ) -> None:
         st = State(owner, name, default_branch, page_size_default, start, created_at=start)
         st.repo_id = st.new_id()
         self._st = st
         self._faults = FaultBook()
-        self._limiter = RateLimiter(limit=rate_limit)
+        # GitHub's primary limit is per identity: a `GitHubHost` shares one limiter.
+        self._limiter = rate_limiter if rate_limiter is not None else RateLimiter(rate_limit)
         self._app = EmulatorApp(st, self._faults, self._limiter)
         self._hooks = WebhookSender()
         self.owner_token = self.add_user(owner, permission="admin")

@@ -14,12 +14,14 @@ from urllib.parse import quote
 from agent_loop_common.testing._emulator_errors import ApiError
 from agent_loop_common.testing._emulator_git import MODE_DIR, MODE_LINK, MODE_SUBMODULE
 from agent_loop_common.testing._emulator_gitdiff import tarball
-from agent_loop_common.testing._emulator_http import Ctx, Reply, Route
+from agent_loop_common.testing._emulator_http import Ctx, Reply, Route, page_reply, paginate
 from agent_loop_common.testing._emulator_render import (
     Json,
+    Urls,
     full_repository_json,
     private_user_json,
     public_user_json,
+    repository_json,
     simple_user_json,
 )
 from agent_loop_common.testing._emulator_state import State
@@ -53,6 +55,41 @@ def get_user(st: State, ctx: Ctx) -> Reply:
 
 def get_repo(st: State, ctx: Ctx) -> Reply:
     return Reply(200, full_repository_json(st, ctx.urls, ctx.user))
+
+
+def _hosted(st: State) -> list[State]:
+    return st.host or [st]
+
+
+def list_user_repos(st: State, ctx: Ctx) -> Reply:
+    """`GET /user/repos`: the repositories the caller can reach on this host, by name."""
+    viewer = ctx.caller()
+    found: list[Json] = []
+    for other in sorted(_hosted(st), key=lambda s: s.full_name.lower()):
+        with other.lock:
+            user = other.users.get(viewer.login)
+            if user is None or not user.can("read"):
+                continue
+            urls = Urls(ctx.urls.api, ctx.urls.web, other.owner, other.name)
+            found.append(full_repository_json(other, urls, user))
+    return page_reply(ctx, found)
+
+
+def list_installation_repos(st: State, ctx: Ctx) -> Reply:
+    """`GET /installation/repositories`: the repositories the installation can reach."""
+    viewer = ctx.caller()
+    if not ctx.installation:
+        raise ApiError(403, "You must authenticate with an installation access token.")
+    found: list[Json] = []
+    for other in sorted(_hosted(st), key=lambda s: s.full_name.lower()):
+        with other.lock:
+            user = other.users.get(viewer.login)
+            if user is None or not user.can("read"):
+                continue
+            urls = Urls(ctx.urls.api, ctx.urls.web, other.owner, other.name)
+            found.append(repository_json(other, urls))
+    chunk, headers = paginate(ctx, found)
+    return Reply(200, {"total_count": len(found), "repositories": chunk}, headers=headers)
 
 
 def permission(st: State, ctx: Ctx) -> Reply:
@@ -173,6 +210,18 @@ def codeload(st: State, ctx: Ctx) -> Reply:
 _R = "/repos/{owner}/{repo}"
 ROUTES = [
     Route("GET", "/user", get_viewer, f"{_DOCS}/users/users#get-the-authenticated-user"),
+    Route(
+        "GET",
+        "/user/repos",
+        list_user_repos,
+        f"{_DOCS}/repos/repos#list-repositories-for-the-authenticated-user",
+    ),
+    Route(
+        "GET",
+        "/installation/repositories",
+        list_installation_repos,
+        f"{_DOCS}/apps/installations#list-repositories-accessible-to-the-app-installation",
+    ),
     Route("GET", "/users/{username}", get_user, f"{_DOCS}/users/users#get-a-user"),
     Route("GET", _R, get_repo, f"{_DOCS}/repos/repos#get-a-repository"),
     Route(

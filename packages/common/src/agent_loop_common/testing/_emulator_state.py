@@ -236,6 +236,10 @@ class State:
     created_at: datetime | None = None
     hook_sink: WebhookSender | None = None
     """Where state changes are announced as webhook deliveries (None: nowhere)."""
+    host: list[State] = field(default_factory=list["State"])
+    """Every repository served beside this one by a `GitHubHost` (this one included);
+    empty for a lone emulator. The account-wide listings (`GET /user/repos`,
+    `GET /installation/repositories`) read it."""
 
     @property
     def full_name(self) -> str:

@@ -1,0 +1,114 @@
+"""`owner/*` expansion through the API, against several emulated repositories
+(`GitHubHost`): a token lists `GET /user/repos`, an App `GET /installation/repositories`;
+both keep only the owner's repositories this identity can work on."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from agent_loop_common.github import AppAuth, GitHub, NotFound, TokenAuth
+from agent_loop_common.memory import (
+    MemoryLocation,
+    read_context,
+    repo_prefix,
+    write_general_lessons,
+)
+from agent_loop_common.records import Lesson, LessonBook
+from agent_loop_common.settings import ConfigError, load_settings
+from agent_loop_common.testing import GitHubHost
+
+REPOS = ["acme/api", "acme/web", "other/tool", "acme/docs"]
+
+
+def _key_pair() -> tuple[str, str]:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    public = (
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
+    return private, public
+
+
+async def test_a_token_lists_the_owners_repositories_it_can_push_to() -> None:
+    host = GitHubHost(REPOS, page_size_default=2)
+    host["acme/docs"].set_permission(host.bot_login, "read")  # cannot push: left out
+    async with GitHub(
+        "acme/*", auth=TokenAuth(host.bot_token), base_url="http://h", transport=host.transport()
+    ) as gh:
+        assert await gh.owner_repositories("ACME") == ["acme/api", "acme/web"]
+        host.remove("acme/web")  # access revoked
+        assert await gh.owner_repositories("acme") == ["acme/api"]
+    async with GitHub(
+        "acme/web", auth=TokenAuth(host.bot_token), base_url="http://h", transport=host.transport()
+    ) as gone:
+        with pytest.raises(NotFound):
+            await gone.list_issues(state="open")
+
+
+async def test_an_app_lists_its_installations_repositories() -> None:
+    host = GitHubHost(REPOS)
+    private, public = _key_pair()
+    installation = host.primary.register_app(4242, public, slug="agent-loop")
+    auth = AppAuth(4242, private, installation_id=installation)
+    async with GitHub("acme/*", auth=auth, base_url="http://h", transport=host.transport()) as gh:
+        assert await gh.owner_repositories("acme") == ["acme/api", "acme/docs", "acme/web"]
+
+
+def test_exactly_one_repository_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_x")
+    monkeypatch.delenv("AGENT_LOOP_REPO", raising=False)
+    monkeypatch.setenv("AGENT_LOOP_REPOS", "acme/api, acme/*")
+    settings = load_settings()
+    assert settings.repos == ("acme/api", "acme/*")
+    one = settings.for_repo("acme/api")
+    assert one.memory_location().prefix == repo_prefix("agent-loop", "acme/api")
+    monkeypatch.setenv("AGENT_LOOP_REPO", "acme/api")
+    with pytest.raises(ConfigError, match="not both"):
+        load_settings()
+    monkeypatch.delenv("AGENT_LOOP_REPOS")
+    assert load_settings().memory_location().prefix == "agent-loop"  # the layout it always had
+    monkeypatch.setenv("AGENT_LOOP_REPOS", "acme/api,bad")
+    monkeypatch.delenv("AGENT_LOOP_REPO")
+    with pytest.raises(ConfigError, match="AGENT_LOOP_REPOS"):
+        load_settings()
+
+
+def test_repository_namespaces_are_distinct_and_readable() -> None:
+    assert repo_prefix("agent-loop", "a-b/c") != repo_prefix("agent-loop", "a/b-c")
+    assert repo_prefix("agent-loop", "Acme/API") == repo_prefix("agent-loop", "acme/api")
+    assert repo_prefix("agent-loop", "acme/api").startswith("agent-loop-acme-api-")
+
+
+async def test_general_lessons_reach_the_other_repositories_only(tmp_path: Path) -> None:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    shared = MemoryLocation(org="o", project="p", domain="d", root=str(tmp_path / "mem"))
+    api = replace(shared, prefix=repo_prefix(shared.prefix, "acme/api"))
+    web = replace(shared, prefix=repo_prefix(shared.prefix, "acme/web"))
+    book = LessonBook(
+        lessons=[
+            Lesson(
+                id="L-any",
+                text="Run the tests first.",
+                general=True,
+                created_at=now,
+                updated_at=now,
+            ),
+            Lesson(id="L-api", text="api uses tabs.", created_at=now, updated_at=now),
+        ]
+    )
+    await write_general_lessons(shared, api, book)
+    seen_by_web = await read_context(web, shared=shared)
+    assert [x.id for x in seen_by_web.lessons.lessons] == ["L-any"]
+    seen_by_api = await read_context(api, shared=shared)  # its own file is not read again
+    assert seen_by_api.lessons.lessons == []
+    assert (await read_context(web)).lessons.lessons == []  # one repository: nothing shared
