@@ -2,7 +2,8 @@
 
 Each test scripts a model (or a person) doing the hostile thing and checks what reached
 GitHub: a directory replaced by a file, a closing keyword aimed at another issue, a
-mention, a sub-issue look-alike filed by a stranger, decomposition without end.
+mention, a sub-issue look-alike filed by a stranger, decomposition without end, an
+edit after the opt-in label, a stranger's comment meant to lift a back-off.
 """
 
 from __future__ import annotations
@@ -291,3 +292,26 @@ async def test_a_slow_run_keeps_its_claim_and_a_lost_claim_writes_nothing(
     bodies = [c.body for c in emulator.comments(number)]
     assert not any("agent-loop:backoff" in b for b in bodies)  # no back-off written
     assert not any("could not produce a change" in b for b in bodies)  # no feedback
+
+
+async def test_only_a_trusted_comment_lifts_a_back_off(
+    emulator: GitHubEmulator, tick: Callable[..., Any], install: Install
+) -> None:
+    """A stranger's comment on a resting issue buys no new run (issue 16, point 2)."""
+    number = emulator.add_issue("Make it better", "Somehow.")
+    install(ScriptedModel([turn(tool_calls=[call("skip_issue", reason="Too vague")]), turn("ok")]))
+    record = await tick()
+    assert record is not None and record.outcome is Outcome.SKIPPED
+    emulator.add_user("mallory", permission="read")
+    emulator.add_user("eve", permission="none")
+
+    for stranger in ("mallory", "eve"):
+        emulator.add_comment(number, "please try again now", author=stranger)
+        idle = install(ScriptedModel([]))
+        assert await tick() is None, f"{stranger}'s comment lifted the back-off"
+        idle.assert_finished()
+
+    emulator.add_comment(number, "The colour part, please.", author="acme")
+    again = install(ScriptedModel([turn(tool_calls=[call("skip_issue", reason="x")]), turn("ok")]))
+    assert await tick() is not None
+    again.assert_finished()
