@@ -169,3 +169,37 @@ async def test_a_slot_that_fails_outright_does_not_hide_the_others(
     ]
     assert "container was lost" in summary.runs[0].error
     assert summary.failed
+
+
+def test_one_target_run_names_its_repository_with_repo(
+    host: GitHubHost, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("AGENT_LOOP_REPOS", "acme/busy,acme/quiet")
+
+    assert cli.main(["run", "builder", "--issue", "1", "--json"]) == 2
+    assert "add --repo OWNER/NAME" in capsys.readouterr().err
+    assert cli.main(["run", "builder", "--repo", "acme/other", "--issue", "1"]) == 2
+    assert "not in AGENT_LOOP_REPOS" in capsys.readouterr().err
+
+    code = cli.main(["run", "builder", "--repo", "acme/quiet", "--issue", "1", "--json"])
+    out = capsys.readouterr().out
+    summary = TickSummary.model_validate_json(out[out.index("{") :])
+    assert code == 0
+    assert (summary.repo, summary.target, summary.outcome) == (
+        "acme/quiet",
+        "issue#1",
+        Outcome.OPENED_PR,
+    )
+    assert [p.title for p in host["acme/quiet"].pulls()] != []
+    assert host["acme/busy"].pulls() == []
+    assert os.environ["AGENT_LOOP_REPOS"] == "acme/busy,acme/quiet"  # as it was
+
+
+def test_a_second_repository_reads_its_own_tarball(
+    host: GitHubHost, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The archive redirect of a repository other than the first is served by it."""
+    host["acme/quiet"].seed_files({"README.md": "# quiet\n", "src/q.py": "Q = 1\n"})
+    monkeypatch.setenv("AGENT_LOOP_REPOS", "acme/quiet")
+    summary = _tick(capsys)
+    assert (summary.repo, summary.outcome) == ("acme/quiet", Outcome.OPENED_PR), summary.error

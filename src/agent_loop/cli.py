@@ -122,6 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
         elif agent == "reviewer":
             sub.add_argument("--pr", type=_positive, help="review this pull request only")
         sub.add_argument(
+            "--repo",
+            metavar="OWNER/NAME",
+            help="work in this repository only (one of AGENT_LOOP_REPOS; needed with "
+            "--issue, --pr or --retry-now when the list names several)",
+        )
+        sub.add_argument(
             "--home",
             type=Path,
             metavar="DIR",
@@ -279,33 +285,97 @@ def _run(args: argparse.Namespace, level: str | None) -> int:
             file=sys.stderr,
         )
         return EXIT_CONFIG
-    with _home(cast(Path | None, args.home)):
-        settings = _load(level, **({"flyte_config": config} if config else {}))
-        what = f" on #{target}" if target else ""
-        if remote:  # never silently local: a config naming a cluster, or exit 2 here
-            cluster = remote_flyte_config(settings.flyte_config)
-            where = f"on the Flyte cluster {cluster.describe()} (its deployed settings)"
-        else:  # a deployed tick has its own secrets; here, the key must be in this shell
-            preflight_model(settings)
-            asyncio.run(preflight_sandbox(settings, Role(agent)))  # and tests must run here
-            where = f"in Flyte local mode (home: {settings.home}), model {model_label(settings)}"
-        repos = settings.repo or ", ".join(settings.repos)
-        _say(f"agent-loop: one {agent} tick{what} for {repos} {where}")
-        try:
-            summary = run_agent_once(
-                agent, settings, target=target, remote=remote, retry_now=retry_now
-            )
-        except ConfigError:
+    repo = cast(str | None, args.repo)
+    if repo is not None and remote:
+        print(
+            f"agent-loop run {agent}: --repo picks a repository for a local run; a deployed "
+            "tick works on its deployed AGENT_LOOP_REPO(S): drop --remote or --repo.",
+            file=sys.stderr,
+        )
+        return EXIT_CONFIG
+    home = cast(Path | None, args.home)
+    with _environ("AGENT_LOOP_HOME", None if home is None else str(home)):
+        overrides: dict[str, Any] = {"flyte_config": config} if config else {}
+        settings = _load(level, **overrides)
+        one = _one_repository(agent, settings, repo, target)
+        if isinstance(one, int):
+            return one
+        with _environ("AGENT_LOOP_REPOS", one):  # the task reads its settings again
+            if one is not None:
+                settings = _load(level, **overrides)
+            return _run_tick(args, level, settings, target)
+
+
+def _one_repository(
+    agent: str, settings: Settings, repo: str | None, target: int | None
+) -> str | int | None:
+    """What `--repo` narrows `AGENT_LOOP_REPOS` to (None: no narrowing), or exit code 2.
+
+    With `AGENT_LOOP_REPOS` the repository keeps its namespace (the list's form), so a run
+    narrowed to it reads and writes the same memory as the scheduled ticks. A one-target
+    run needs one repository: `#N` means nothing across several.
+    """
+    if repo is None:
+        named = [s for s in settings.repos if not s.endswith("/*")]
+        if target is None or not settings.many_repos or settings.repos == tuple(named[:1]):
+            return None
+        print(
+            f"agent-loop run {agent}: #{target} is ambiguous across AGENT_LOOP_REPOS "
+            f"({', '.join(settings.repos)}); add --repo OWNER/NAME.",
+            file=sys.stderr,
+        )
+        return EXIT_CONFIG
+    wanted = repo.strip().lower()
+    if not settings.many_repos:
+        if wanted == settings.repo.lower():
+            return None
+        print(
+            f"agent-loop run {agent}: --repo {repo} is not the configured repository "
+            f"(AGENT_LOOP_REPO={settings.repo}).",
+            file=sys.stderr,
+        )
+        return EXIT_CONFIG
+    owner = wanted.partition("/")[0]
+    if any(s.lower() in (wanted, f"{owner}/*") for s in settings.repos) and "*" not in wanted:
+        return repo.strip()
+    print(
+        f"agent-loop run {agent}: --repo {repo} is not in AGENT_LOOP_REPOS "
+        f"({', '.join(settings.repos)}).",
+        file=sys.stderr,
+    )
+    return EXIT_CONFIG
+
+
+def _run_tick(
+    args: argparse.Namespace, level: str | None, settings: Settings, target: int | None
+) -> int:
+    """One tick with the command's settings: preflight, run, print the summary."""
+    agent = cast(AgentName, args.agent)
+    remote = bool(args.remote)
+    retry_now = bool(args.retry_now)
+    what = f" on #{target}" if target else ""
+    if remote:  # never silently local: a config naming a cluster, or exit 2 here
+        cluster = remote_flyte_config(settings.flyte_config)
+        where = f"on the Flyte cluster {cluster.describe()} (its deployed settings)"
+    else:  # a deployed tick has its own secrets; here, the key must be in this shell
+        preflight_model(settings)
+        asyncio.run(preflight_sandbox(settings, Role(agent)))  # and tests must run here
+        where = f"in Flyte local mode (home: {settings.home}), model {model_label(settings)}"
+    repos = settings.repo or ", ".join(settings.repos)
+    _say(f"agent-loop: one {agent} tick{what} for {repos} {where}")
+    try:
+        summary = run_agent_once(agent, settings, target=target, remote=remote, retry_now=retry_now)
+    except ConfigError:
+        raise
+    except Exception as exc:
+        if level == "DEBUG":
             raise
-        except Exception as exc:
-            if level == "DEBUG":
-                raise
-            print(
-                f"agent-loop: the {agent} tick failed: {type(exc).__name__}: {exc}",
-                file=sys.stderr,
-            )
-            print("Run again with --log-level DEBUG for the full trace.", file=sys.stderr)
-            return EXIT_FAILED
+        print(
+            f"agent-loop: the {agent} tick failed: {type(exc).__name__}: {exc}",
+            file=sys.stderr,
+        )
+        print("Run again with --log-level DEBUG for the full trace.", file=sys.stderr)
+        return EXIT_FAILED
     if args.json:
         print(summary.model_dump_json())
     else:
@@ -314,14 +384,14 @@ def _run(args: argparse.Namespace, level: str | None) -> int:
 
 
 @contextmanager
-def _home(home: Path | None) -> Generator[None]:
-    """`AGENT_LOOP_HOME=home` for one command (the task reads it too), then as it was."""
-    if home is None:
+def _environ(name: str, value: str | None) -> Generator[None]:
+    """`name=value` for one command (the task reads its settings from the environment
+    too), then as it was; `None` changes nothing."""
+    if value is None:
         yield
         return
-    name = "AGENT_LOOP_HOME"
     saved = os.environ.get(name)
-    os.environ[name] = str(home)
+    os.environ[name] = value
     try:
         yield
     finally:

@@ -308,7 +308,9 @@ def runs_by_repo(records: Sequence[RunRecord], limit: int = 15) -> str:
     out: list[str] = []
     for repo in repos:
         mine = [r for r in records if r.repo == repo]
-        out.append(f"  {terminal_safe(repo) or '(repository not recorded)'} ({len(mine)} runs)")
+        out.append(
+            f"  {terminal_safe(repo) or '(repository not recorded)'} ({len(mine)} run{'' if len(mine) == 1 else 's'})"
+        )
         out.append(runs_table(mine, limit))
     return "\n".join(out)
 
@@ -452,14 +454,17 @@ def _render(snapshot: MemorySnapshot, limit: int) -> str:
     resting = snapshot.resting
     if resting:
         out += ["", f"Resting in back-off ({len(resting)})"]
+        several = len({r.repo.lower() for r in snapshot.records if r.repo}) > 1
         for record in resting:
             option = "--issue" if record.target.kind.value == "issue" else "--pr"
             until = (
                 record.backoff_until.strftime("%Y-%m-%d %H:%M UTC") if record.backoff_until else "?"
             )
+            where = f"{terminal_safe(record.repo)} " if several and record.repo else ""
+            pick = f" --repo {terminal_safe(record.repo)}" if where else ""
             out.append(
-                f"  {_target(record)}: next try after {until}; to retry now: agent-loop run "
-                f"{record.role.value} {option} {record.target.number} --retry-now"
+                f"  {where}{_target(record)}: next try after {until}; to retry now: agent-loop "
+                f"run {record.role.value}{pick} {option} {record.target.number} --retry-now"
             )
     if snapshot.problems:
         out += ["", f"Memory problems ({len(snapshot.problems)}): read as absent, kept for you"]

@@ -301,7 +301,8 @@ async def test_only_a_trusted_comment_lifts_a_back_off(
     number = emulator.add_issue("Make it better", "Somehow.")
     install(ScriptedModel([turn(tool_calls=[call("skip_issue", reason="Too vague")]), turn("ok")]))
     record = await tick()
-    assert record is not None and record.outcome is Outcome.SKIPPED
+    assert record is not None
+    assert record.outcome is Outcome.SKIPPED
     emulator.add_user("mallory", permission="read")
     emulator.add_user("eve", permission="none")
 

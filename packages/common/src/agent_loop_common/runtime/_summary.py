@@ -181,14 +181,16 @@ def summarize_many(role: Role, results: Sequence[TickSummary], *, idle: str) -> 
     """
     if len(results) == 1:
         return results[0]
-    worked = [r for r in results if not r.idle]
-    if not worked:
-        return summarize(role, None, idle=idle)
+    worked = [r for r in results if not r.idle and not r.paused]
+    if not worked:  # nothing was worked: the reserve's reason, else an idle tick
+        held = next((r for r in results if r.paused), None)
+        return held if held is not None else summarize(role, None, idle=idle)
     lead = next((r for r in worked if not r.failed), worked[0])
     made = ", ".join(f"{r.repo} {r.target_label}: {r.outcome}" for r in worked)
+    runs = "1 run" if len(worked) == 1 else f"{len(worked)} runs"
     return lead.model_copy(
         update={
-            "note": f"{len(worked)} runs ({made})",
+            "note": f"{runs} ({made})",
             "tries": sum(r.tries for r in results),
             "llm_calls": sum(r.llm_calls for r in results),
             "tokens": sum(r.tokens for r in results),

@@ -124,7 +124,7 @@ def _one_repo(settings: Settings) -> Settings:
         raise ConfigError(
             [
                 "a run on one issue or pull request needs one repository: AGENT_LOOP_REPOS "
-                f"lists {', '.join(settings.repos)}; set AGENT_LOOP_REPO for this run"
+                f"lists {', '.join(settings.repos)}; name one (agent-loop run --repo OWNER/NAME)"
             ]
         )
     return settings.for_repo(named[0])

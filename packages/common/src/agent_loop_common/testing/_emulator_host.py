@@ -34,7 +34,9 @@ from agent_loop_common.testing._emulator_server import serve_app
 
 __all__ = ["GitHubHost"]
 
-_REPO_PATH = re.compile(r"^(?:/api/v3)?/repos/([^/]+)/([^/]+)(?:/|$)")
+_REPO_PATH = re.compile(r"^(?:(?:/api/v3)?/repos|/_codeload)/([^/]+)/([^/]+)(?:/|$)")
+"""A route naming its repository: the API's `/repos/{o}/{r}`, and the archive downloads
+its tarball redirects go to (`/_codeload/{o}/{r}`, codeload.github.com on GitHub)."""
 _GRAPHQL_PATHS = ("/graphql", "/api/graphql")
 
 
