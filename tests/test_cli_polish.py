@@ -13,7 +13,7 @@ import pytest
 from agent_loop import cli
 from agent_loop.demo import DEMO_MARKER
 from agent_loop_common.records import Outcome, Role
-from agent_loop_common.runtime import TickSummary, summarize_many
+from agent_loop_common.runtime import Pause, TickSummary, summarize, summarize_many
 
 
 @pytest.fixture(autouse=True)
@@ -44,9 +44,10 @@ def test_run_help_shows_every_agents_options(capsys: pytest.CaptureFixture[str])
 
 
 def test_run_agent_help_documents_home_and_config(capsys: pytest.CaptureFixture[str]) -> None:
-    out = _exit(["run", "reviewer", "--help"], capsys)
+    out = " ".join(_exit(["run", "reviewer", "--help"], capsys).split())  # argparse wraps
     assert "sets AGENT_LOOP_HOME" in out
     assert "infra/flyte/remote.yaml" in out
+    assert "--repo OWNER/NAME work in this repository only" in out
 
 
 def test_deploy_help_describes_the_command(capsys: pytest.CaptureFixture[str]) -> None:
@@ -121,3 +122,24 @@ def test_a_tick_of_several_runs_prints_one_line_per_run() -> None:
     lines = out.getvalue().splitlines()
     assert lines[0] == "builder: opened_pr on issue #1"
     assert lines[-2:] == ["  - a/x issue #1: opened_pr", "  - a/y issue #2: error (NotFound)"]
+
+
+def test_a_tick_held_back_by_the_reserve_says_why_next_to_the_others() -> None:
+    held = summarize(
+        Role.BUILDER,
+        None,
+        idle="no eligible issue",
+        paused=Pause(note="GitHub rate limit: 90 of 5000 left", until=None),
+    )
+    failed = TickSummary(
+        role=Role.BUILDER, outcome=Outcome.ERROR, target="repo", repo="a/gone", error="NotFound"
+    )
+    assert summarize_many(Role.BUILDER, [held], idle="x") is held
+    assert summarize_many(Role.BUILDER, [held, held], idle="x").paused
+
+    tick = summarize_many(Role.BUILDER, [failed, held], idle="no eligible issue")
+    assert tick.failed
+    assert tick.note == "1 run (a/gone repo: error)"
+    out = io.StringIO()
+    cli._print_summary("builder", tick, out)  # pyright: ignore[reportPrivateUsage]
+    assert out.getvalue().splitlines()[-1] == "  - paused: GitHub rate limit: 90 of 5000 left"

@@ -442,6 +442,9 @@ def _print_summary(agent: str, tick: TickSummary, out: TextIO) -> None:
         made = f" -> {', '.join(run.links)}" if run.links else ""
         error = f" ({run.error})" if run.error else ""
         where = f"{run.repo} " if run.repo else ""
+        if run.paused:  # a slot the rate-limit reserve held back: say why
+            print(f"  - {where}paused: {run.note}", file=out)
+            continue
         label = run.target_label or "idle"
         print(f"  - {where}{label}: {run.outcome}{made}{error}", file=out)
 
