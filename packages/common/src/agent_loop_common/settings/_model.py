@@ -321,13 +321,6 @@ class Settings(BaseSettings):
 
         return str(RateReserve.parse(value))
 
-    @field_validator("repos", mode="before")
-    @classmethod
-    def _split_repos(cls, value: object) -> object:
-        if isinstance(value, str):
-            return tuple(p.strip() for p in re.split(r"[,\n]", value) if p.strip())
-        return value
-
     @field_validator("repos")
     @classmethod
     def _check_repos(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -376,16 +369,9 @@ class Settings(BaseSettings):
     def _check_cron(cls, value: str) -> str:
         return normalize_cron(value)
 
-    @field_validator("protected_paths", mode="before")
+    @field_validator("repos", "protected_paths", "sandbox_readonly_paths", mode="before")
     @classmethod
-    def _split_paths(cls, value: object) -> object:
-        if isinstance(value, str):
-            return tuple(p.strip() for p in re.split(r"[,\n]", value) if p.strip())
-        return value
-
-    @field_validator("sandbox_readonly_paths", mode="before")
-    @classmethod
-    def _split_readonly_paths(cls, value: object) -> object:
+    def _split_lists(cls, value: object) -> object:
         if isinstance(value, str):
             return tuple(p.strip() for p in re.split(r"[,\n]", value) if p.strip())
         return value
