@@ -6,8 +6,9 @@ classifies stored bytes so a record of an unknown major version is counted and k
 never silently dropped.
 """
 
+from agent_loop_common.records._exposure import LessonExposure, WorkKind
 from agent_loop_common.records._grade import Grade, GradeState
-from agent_loop_common.records._lessons import Lesson, LessonBook
+from agent_loop_common.records._lessons import Lesson, LessonBook, LessonState, OutcomeMetric
 from agent_loop_common.records._parts import (
     Attempt,
     GitHubUsage,
@@ -41,8 +42,11 @@ __all__ = [
     "InvalidRecord",
     "Lesson",
     "LessonBook",
+    "LessonExposure",
+    "LessonState",
     "Links",
     "Outcome",
+    "OutcomeMetric",
     "ParsedRecord",
     "RecordParse",
     "Role",
@@ -54,6 +58,7 @@ __all__ = [
     "TraceStep",
     "UnknownMajor",
     "Usage",
+    "WorkKind",
     "major_of",
     "parse_record",
 ]
