@@ -7,7 +7,19 @@ never silently dropped.
 """
 
 from agent_loop_common.records._grade import Grade, GradeState
-from agent_loop_common.records._lessons import Lesson, LessonBook
+from agent_loop_common.records._lessons import (
+    MAX_LESSON_EVENTS,
+    Citation,
+    CitationKind,
+    CitationStatus,
+    Lesson,
+    LessonAuthor,
+    LessonBook,
+    LessonEvent,
+    RetiredLesson,
+    StaleLesson,
+    Visibility,
+)
 from agent_loop_common.records._parts import (
     Attempt,
     GitHubUsage,
@@ -33,27 +45,36 @@ from agent_loop_common.records._versioning import (
 
 __all__ = [
     "KNOWN_MAJORS",
+    "MAX_LESSON_EVENTS",
     "SCHEMA_VERSION",
     "Attempt",
+    "Citation",
+    "CitationKind",
+    "CitationStatus",
     "GitHubUsage",
     "Grade",
     "GradeState",
     "InvalidRecord",
     "Lesson",
+    "LessonAuthor",
     "LessonBook",
+    "LessonEvent",
     "Links",
     "Outcome",
     "ParsedRecord",
     "RecordParse",
+    "RetiredLesson",
     "Role",
     "RunId",
     "RunRecord",
+    "StaleLesson",
     "Target",
     "TargetKind",
     "TestEvidence",
     "TraceStep",
     "UnknownMajor",
     "Usage",
+    "Visibility",
     "major_of",
     "parse_record",
 ]
