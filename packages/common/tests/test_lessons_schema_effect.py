@@ -1,4 +1,4 @@
-"""Schema 1.3 of lessons and 1.4 of records: scope, state, retirement and exposures."""
+"""Schema 1.3 of lessons and 1.4 of records: work kinds, metric, state and exposures."""
 
 from __future__ import annotations
 
@@ -38,7 +38,6 @@ def test_a_1_2_book_reads_with_the_new_defaults() -> None:
     assert lesson.state is LessonState.PROVING
     assert lesson.kinds == []
     assert lesson.metric is OutcomeMetric.FIRST_TRY_TESTS
-    assert book.retired == []
 
 
 def test_applies_to_checks_role_and_kind() -> None:
@@ -47,22 +46,6 @@ def test_applies_to_checks_role_and_kind() -> None:
     assert not narrow.applies_to(Role.BUILDER, WorkKind.BUG)
     assert not narrow.applies_to(Role.REVIEWER, WorkKind.DOCS)
     assert _lesson("L-2").applies_to(Role.REVIEWER, WorkKind.REVIEW_FIX)
-
-
-def test_retire_keeps_the_lesson_with_its_reason() -> None:
-    book = LessonBook(lessons=[_lesson("L-1"), _lesson("L-2")])
-    later = T0.replace(day=3)
-    out = book.retire("L-1", "no effect: +0.01 [-0.05, 0.07]", later, replaced_by="L-9")
-    assert [x.id for x in out.lessons] == ["L-2"]
-    (gone,) = out.retired
-    assert (gone.id, gone.retired_reason, gone.retired_at, gone.replaced_by) == (
-        "L-1", "no effect: +0.01 [-0.05, 0.07]", later, "L-9",
-    )  # fmt: skip
-    assert out.retire("L-404", "x", later) == out
-    many = LessonBook(lessons=[_lesson(f"L-{i}") for i in range(5)])
-    for i in range(5):
-        many = many.retire(f"L-{i}", "r", later, keep=3)
-    assert [x.id for x in many.retired] == ["L-2", "L-3", "L-4"]
 
 
 def test_a_record_keeps_its_exposures_and_kind() -> None:

@@ -134,6 +134,7 @@ EXPECTED_JSON: dict[str, Any] = {
     "lesson_ids": ["L-1"],
     "exposures": [],
     "work_kind": None,
+    "stale_lessons": [],
     "fault": "",
     "backoff_until": None,
     "problems": [],

@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
 
 from agent_loop_common.records._exposure import LessonExposure, WorkKind
+from agent_loop_common.records._lessons import StaleLesson
 from agent_loop_common.records._parts import (
     Attempt,
     GitHubUsage,
@@ -86,6 +87,9 @@ class RunRecord(BaseModel):
     work_kind: WorkKind | None = None
     """The kind of work, decided before any lesson was shown (1.4): the stratum the run's
     outcomes are compared in. `None` in older records and for the distiller."""
+    stale_lessons: list[StaleLesson] = Field(default_factory=list[StaleLesson])
+    """Lessons the run hid because a citation was missing from its base tree (1.4), so
+    the distiller marks them stale, to fix or retire."""
     fault: Literal["", "operator", "work"] = ""
     """Whose failure a failed run was (1.1): `operator` for configuration and
     infrastructure (credentials, permissions, an unreachable service, an unknown model),
