@@ -108,6 +108,7 @@ ALL_VARIABLES: list[tuple[str, str, str, object]] = [
         ("**/*.pem", "deploy/**"),
     ),
     ("AGENT_LOOP_ALLOW_WORKFLOW_CHANGES", "true", "allow_workflow_changes", True),
+    ("AGENT_LOOP_PROTECT_INSTRUCTION_FILES", "true", "protect_instruction_files", True),
     ("AGENT_LOOP_MAX_STAGED_FILES", "10", "max_staged_files", 10),
     ("AGENT_LOOP_MAX_STAGED_FILE_BYTES", "1000", "max_staged_file_bytes", 1000),
     ("AGENT_LOOP_MAX_STAGED_TOTAL_BYTES", "5000", "max_staged_total_bytes", 5000),

@@ -27,6 +27,7 @@ from agent_loop_common.memory import read_context
 from agent_loop_common.records import Outcome, RunRecord, Target, TargetKind
 from agent_loop_common.repo import RepoSnapshot, repository_instructions
 from agent_loop_common.runtime import DirectWriter, RunScope, Runtime, Writer, run_scoped
+from agent_loop_common.trust import comments_edited_by_untrusted
 
 __all__ = ["run_builder_tick", "scout_issues"]
 
@@ -167,14 +168,17 @@ async def _build(held: HeldIssue, write: Writer) -> None:
 
 
 async def _trusted_comments(held: HeldIssue) -> list[Comment]:
-    """Comments a model may see: by trusted people, minus the agents' marker comments."""
+    """Comments a model may see: by trusted people, minus the agents' marker comments and
+    minus any whose last edit someone below the trust rule made (the reviewer's rule)."""
+    trust = held.finder.trust
     out: list[Comment] = []
     for comment in await held.finder.comments(held.issue.number):
         if "agent-loop:dibs" in comment.body or "agent-loop:backoff" in comment.body:
             continue
-        if await held.finder.trust.trusted(comment.user.login):
+        if await trust.trusted(comment.user.login):
             out.append(comment)
-    return out
+    tainted = await comments_edited_by_untrusted(held.scope.runtime.github, trust, out)
+    return [c for c in out if c.id not in tainted]
 
 
 async def _context(scope: RunScope) -> str:

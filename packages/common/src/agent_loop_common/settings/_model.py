@@ -208,6 +208,8 @@ class Settings(BaseSettings):
     """Comma-separated globs the agents may never change, e.g. `**/*.pem,deploy/**`. Paths are protected as trees: a path that matches, lies under or contains a match is refused, so a directory cannot be replaced by a file. Always protected as well: all of `.github/` and `.gitlab/`, `CODEOWNERS`, and CI configuration unless `AGENT_LOOP_ALLOW_WORKFLOW_CHANGES` is true."""
     allow_workflow_changes: bool = False
     """Let the agents change CI pipeline definitions: `.github/workflows/`, `.github/actions/` and other CI systems' files (`.gitlab-ci.yml`, `.circleci/`, `Jenkinsfile`, `azure-pipelines.yml`, `.buildkite/`, `.travis.yml`, `bitbucket-pipelines.yml`). Off: CI runs with the repository's secrets. The rest of `.github/` (`CODEOWNERS`, `dependabot.yml`, templates) stays protected either way."""
+    protect_instruction_files: bool = False
+    """Refuse any change by the agents to their own instruction files (`AGENTS.md` at any depth, `CLAUDE.md`, `.github/copilot-instructions.md`). Off: such a change is allowed, but called out to the verifier and at the top of the pull request body as a change to the agents' own instructions."""
     max_staged_files: int = Field(default=40, ge=1, le=1000)
     """Most paths one change may touch (writes and deletions together)."""
     max_staged_file_bytes: int = Field(default=256_000, ge=1, le=10_000_000)
@@ -565,6 +567,7 @@ class Settings(BaseSettings):
         return StagingPolicy(
             allow_workflows=self.allow_workflow_changes,
             protected_globs=self.protected_paths,
+            protect_instructions=self.protect_instruction_files,
             max_file_bytes=self.max_staged_file_bytes,
             max_files=self.max_staged_files,
             max_total_bytes=self.max_staged_total_bytes,
