@@ -55,11 +55,11 @@ if typing.TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MODEL",
+    "GITHUB_AUTH_ENV",
     "IMAGE_PREFIX",
     "PYTHON_VERSION",
     "REUSE_PACKAGE",
     "TESTS_ENV",
-    "GITHUB_AUTH_ENV",
     "WEBHOOK_SECRET_ENV",
     "agent_env_vars",
     "agent_image",
