@@ -125,6 +125,7 @@ ALL_VARIABLES: list[tuple[str, str, str, object]] = [
     ("AGENT_LOOP_MEMORY_KEY_PREFIX", "loop-prod", "memory_key_prefix", "loop-prod"),
     ("AGENT_LOOP_KEEP_REPORTS", "7", "keep_reports", 7),
     ("AGENT_LOOP_DIGEST_TOKEN_BUDGET", "2000", "digest_token_budget", 2000),
+    ("AGENT_LOOP_LESSON_HOLDOUT", "0.1", "lesson_holdout", 0.1),
     ("AGENT_LOOP_RECORD_RETENTION_DAYS", "90", "record_retention_days", 90),
     ("AGENT_LOOP_FLYTE_ORG", "acme", "flyte_org", "acme"),
     ("AGENT_LOOP_FLYTE_PROJECT", "loops", "flyte_project", "loops"),

@@ -250,6 +250,8 @@ class Settings(BaseSettings):
     """Reports of local ticks kept in `<AGENT_LOOP_HOME>/reports/` (one HTML file per tick, newest kept); older ones are deleted."""
     digest_token_budget: int = Field(default=4_000, ge=100, le=200_000)
     """Most tokens of the context digest (lessons and recent history) shown to the builder and reviewer."""
+    lesson_holdout: float = Field(default=0.2, ge=0.0, le=0.5)
+    """Probability each applicable lesson is held out of a builder or reviewer run, so the distiller can measure what the lesson does (shown vs held out). The draw is a hash of the run id and the lesson id, recorded in the run's record, so a replay draws the same. A proven lesson is held out at a quarter of this rate, so decay is still noticed. 0 turns measurement off (every applicable lesson is shown, no lesson's effect is decided)."""
     record_retention_days: int = Field(default=30, ge=1, le=3650)
     """Raw run records older than this are no longer read by the distiller (aged out); their aggregates are kept."""
     flyte_org: str = "local"
