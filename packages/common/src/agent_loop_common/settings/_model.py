@@ -335,12 +335,20 @@ class Settings(BaseSettings):
         seen: dict[str, str] = {}
         for spec in value:
             owner, _, name = spec.partition("/")
-            if name != "*":
-                cls._check_repo(spec)
-            elif not re.match(rf"^{_OWNER}$", owner):
-                raise ValueError(f"{spec!r}: expected owner/name or owner/*")
-            if spec.lower() in seen:
-                raise ValueError(f"{spec!r} is listed twice")
+            try:
+                if name != "*":
+                    cls._check_repo(spec)
+                elif not re.match(rf"^{_OWNER}$", owner):
+                    raise ValueError("expected owner/name or owner/*")
+                if spec.lower() in seen:
+                    raise ValueError("listed twice")
+            except ValueError as exc:
+                # The entry alone is named: the whole list would hide which one is wrong.
+                raise PydanticCustomError(
+                    "list_entry",
+                    "entry {entry} is invalid: {why}",
+                    {"entry": repr(spec), "why": str(exc)},
+                ) from None
             seen[spec.lower()] = spec
         return value
 
