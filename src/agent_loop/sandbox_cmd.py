@@ -106,8 +106,10 @@ def main(args: argparse.Namespace) -> int:
 
 
 async def _check(settings: Settings) -> int:
+    import asyncio
+
     from agent_loop._table import render_table
-    from agent_loop_common.sandbox import check_backends, selected_backend
+    from agent_loop_common.sandbox import check_backends, sandbox_facts, selected_backend
 
     checks = await check_backends(settings)
     rows = [
@@ -119,6 +121,9 @@ async def _check(settings: Settings) -> int:
         for c in checks
     ]
     print(render_table(["backend", "works", "why"], rows, max_cell=100, indent=""))
+    print("\nWhat bounds one sandbox, and what its setup step reaches:")
+    for fact in await asyncio.to_thread(sandbox_facts, settings):
+        print(f"- {fact}")
     chosen = selected_backend(checks, settings.sandbox)
     if chosen is None:
         print(f"\nAGENT_LOOP_SANDBOX={settings.sandbox}: no sandbox can run tests here.")
