@@ -8,7 +8,8 @@ costs the same at any history size.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Collection
+from dataclasses import dataclass, replace
 
 from flyte.ai.agents import MemoryStore
 
@@ -46,6 +47,24 @@ class ContextView:
     """`context/lessons.json`: itemized lessons with ids to quote in the run record."""
     lessons_corrupt: bool = False
     """`lessons.json` is there but unreadable (read as empty; its writer replaces it)."""
+
+    def without(self, lesson_ids: Collection[str]) -> ContextView:
+        """This view with those lessons out of the book and out of the digest.
+
+        The digest quotes each lesson on a line of its own starting `- [<id>]`, so a
+        lesson a run must not show (held out, or hidden by a broken citation) leaves both
+        places, and no model of the run sees it.
+        """
+        hidden = set(lesson_ids)
+        if not hidden:
+            return self
+        kept = [x for x in self.lessons.lessons if x.id not in hidden]
+        marks = tuple(f"- [{i}]" for i in hidden)
+        lines = [line for line in self.digest.splitlines(keepends=True)
+                 if not line.startswith(marks)]  # fmt: skip
+        return replace(
+            self, digest="".join(lines), lessons=self.lessons.model_copy(update={"lessons": kept})
+        )
 
 
 async def open_context_read_only(location: MemoryLocation) -> MemoryStore:
