@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from agent_loop_common.github import GitHub, NotFastForward, NotFound
-from agent_loop_common.testing import GitHubEmulator, emulator_client
+from agent_loop_testing import GitHubEmulator, emulator_client
 
 SEED = {"README.md": "hello\n", "src/app.py": "print('hi')\n", "docs/guide.md": "# Guide\n"}
 
