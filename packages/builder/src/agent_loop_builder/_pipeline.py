@@ -25,7 +25,7 @@ from agent_loop_common.checks import open_checks
 from agent_loop_common.github import Comment, Issue
 from agent_loop_common.memory import read_context
 from agent_loop_common.records import Outcome, RunRecord, Target, TargetKind
-from agent_loop_common.repo import RepoSnapshot, repository_instructions
+from agent_loop_common.repo import RepoSnapshot, repository_instructions, stale_lessons
 from agent_loop_common.runtime import DirectWriter, RunScope, Runtime, Writer, run_scoped
 
 __all__ = ["run_builder_tick", "scout_issues"]
@@ -147,7 +147,7 @@ async def _build(held: HeldIssue, write: Writer) -> None:
         number=issue.number,
         prompt=build_prompt(
             issue_block=issue_text,
-            context_block=await _context(scope),
+            context_block=await _context(scope, snapshot, private=repo.private),
             number=issue.number,
             tries=rt.settings.max_tries,
             may_decompose=may_decompose,
@@ -177,14 +177,25 @@ async def _trusted_comments(held: HeldIssue) -> list[Comment]:
     return out
 
 
-async def _context(scope: RunScope) -> str:
-    """The budgeted digest and lessons; a memory failure costs the context, not the run."""
+async def _context(scope: RunScope, snapshot: RepoSnapshot, *, private: bool) -> str:
+    """The budgeted digest and lessons; a memory failure costs the context, not the run.
+
+    Lessons whose citations are missing from the base commit are hidden and listed in
+    the record (`stale_lessons`) for the distiller to fix or retire.
+    """
     rt = scope.runtime
     try:
-        view = await read_context(rt.memory, shared=rt.settings.shared_memory(rt.memory.root))
+        view = await read_context(
+            rt.memory,
+            shared=rt.settings.shared_memory(rt.memory.root),
+            share_from=rt.settings.share_lessons_from,
+            reader_public=not private,
+        )
+        scope.stale_lessons = await stale_lessons(snapshot, view.lessons.lessons)
     except Exception as exc:
         _log.warning("builder.context_unavailable", error=repr(exc))
         return ""
+    view = view.without(stale.lesson_id for stale in scope.stale_lessons)
     block, ids = render_context(view, token_budget=rt.settings.digest_token_budget)
     scope.lesson_ids.extend(ids)
     return block

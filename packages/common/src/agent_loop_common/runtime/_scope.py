@@ -36,6 +36,7 @@ from agent_loop_common.records import (
     Links,
     Outcome,
     RunRecord,
+    StaleLesson,
     Target,
     TargetKind,
     TestEvidence,
@@ -71,6 +72,8 @@ class RunScope:
     trace: list[TraceStep] = field(default_factory=list[TraceStep])
     links: Links = field(default_factory=Links)
     lesson_ids: list[str] = field(default_factory=list[str])
+    stale_lessons: list[StaleLesson] = field(default_factory=list[StaleLesson])
+    """Lessons hidden for a citation missing from the run's base tree."""
     stage_seconds: dict[str, float] = field(default_factory=dict[str, float])
     fault: Literal["", "operator", "work"] = ""
     """Whose failure ended the run (see `operator_fault`); empty while it has not failed."""
@@ -281,6 +284,7 @@ class RunScope:
             links=self.links,
             error=self.error,
             lesson_ids=self.lesson_ids,
+            stale_lessons=self.stale_lessons,
             fault=self.fault,
             backoff_until=self.backoff_until,
             problems=self.problems,
