@@ -237,6 +237,29 @@ def _describe_app(env: Any) -> dict[str, Any] | None:
     }
 
 
+def _secret_keys(declared: Any) -> list[str]:
+    """Keys of the secrets an env or task declares (a string is its own key)."""
+    if declared is None:
+        return []
+    items: list[Any] = [*declared] if isinstance(declared, (list, tuple)) else [declared]
+    return sorted(s if isinstance(s, str) else str(s.key) for s in items)
+
+
+def _task_runtime(task: Any) -> dict[str, Any]:
+    """What one task runs with beyond its env: its own resources, secrets, env vars and
+    image (a raw-container task, like the tests' task, sets its own)."""
+    resources = getattr(task, "resources", None)
+    image = getattr(task, "image", None)
+    return {
+        "resources": None
+        if resources is None
+        else {"cpu": str(resources.cpu), "memory": str(resources.memory)},
+        "secrets": _secret_keys(getattr(task, "secrets", None)),
+        "env_vars": dict(sorted(dict[str, str](getattr(task, "env_vars", None) or {}).items())),
+        "image": image if isinstance(image, (str, type(None))) else str(image.base_image),
+    }
+
+
 async def _describe_env(env: Any, root: pathlib.Path) -> dict[str, Any]:
     tasks: list[dict[str, Any]] = []
     for task in getattr(env, "tasks", {}).values():
@@ -247,6 +270,7 @@ async def _describe_env(env: Any, root: pathlib.Path) -> dict[str, Any]:
                 "inputs": sorted(task.native_interface.inputs),
                 "triggers": triggers,
                 "trigger_errors": errors,
+                **_task_runtime(task),
             }
         )
     declared: list[Any] = list(env.secrets or [])

@@ -132,6 +132,8 @@ EXPECTED_JSON: dict[str, Any] = {
     "links": {"pr_url": "https://github.com/o/r/pull/13", "issue_urls": []},
     "error": "",
     "lesson_ids": ["L-1"],
+    "exposures": [],
+    "work_kind": None,
     "stale_lessons": [],
     "fault": "",
     "backoff_until": None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,7 @@ from agent_loop_common.sandbox._bwrap import BwrapSandbox
 from agent_loop_common.sandbox._bwrap_argv import outer_argv
 from agent_loop_common.sandbox._docker import DockerSandbox, client_env
 from agent_loop_common.sandbox._flyte import RUNNER_SCRIPT
-from agent_loop_common.sandbox._paths import plan_binds, program_binds, tree_program_binds
+from agent_loop_common.sandbox._paths import plan_binds, program_binds
 from agent_loop_common.settings import Settings
 
 LIMITS = SandboxLimits(wall_seconds=30, memory_mb=512, max_processes=64, max_file_mb=8)
@@ -351,17 +352,33 @@ def test_programs_in_system_folders_or_relative_need_no_bind() -> None:
     assert program_binds("/nonexistent/bin/tool") == []
 
 
-def test_a_venv_made_in_the_tree_binds_its_interpreter(tmp_path: Path) -> None:
-    outside = tmp_path / "py" / "bin"
+def test_a_pyvenv_cfg_never_chooses_a_bind(tmp_path: Path) -> None:
+    """`home =` is text anyone can write: only where the host's links lead counts."""
+    outside = tmp_path / "secret" / "bin"
     outside.mkdir(parents=True)
-    (outside / "python3.12").write_text("#!/bin/sh\n")
-    venv = tmp_path / "tree" / ".venv"
+    venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
     (venv / "pyvenv.cfg").write_text(f"home = {outside}\n")
-    (venv / "bin" / "python").symlink_to(outside / "python3.12")
-    (venv / "bin" / "pytest").write_text("#!/sandbox/repo/.venv/bin/python\n")
-    assert tree_program_binds(venv / "bin" / "pytest", tmp_path / "tree") == [tmp_path / "py"]
-    assert tree_program_binds(venv / "bin" / "python", tmp_path / "tree") == [tmp_path / "py"]
+    (venv / "bin" / "python").symlink_to("/usr/bin/python3")
+    assert program_binds(str(venv / "bin" / "python")) == [venv]
+
+
+def test_a_program_inside_the_tree_binds_nothing(tmp_path: Path) -> None:
+    tool = tmp_path / "opt" / "bin" / "tool"
+    tool.parent.mkdir(parents=True)
+    tool.write_text("#!/bin/sh\n")
+    link = tmp_path / "tree" / "bin" / "tool"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(tool)
+    binds, notes = plan_binds([str(link)], [], _protected(tmp_path), trees=[tmp_path / "tree"])
+    assert binds == []
+    assert any("inside the repository" in n for n in notes)
+    binds, _ = plan_binds([str(tool)], [], _protected(tmp_path), trees=[tmp_path / "tree"])
+    assert binds == [tmp_path / "opt"]
+
+
+def test_programs_under_system_folders_have_no_note() -> None:
+    assert plan_binds(["/bin/true", "/usr/bin/env"], [], ProtectedPaths()) == ([], [])
 
 
 def test_plan_binds_refuses_and_notes(tmp_path: Path) -> None:
@@ -393,7 +410,7 @@ def _settings(**values: object) -> Settings:
 
 
 @pytest.fixture
-def probes(monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[bool, str]]:
+def probes(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, tuple[bool, str]]]:
     """Fake probe results per backend (the real ones run in the containment tests)."""
     _select.clear_probe_cache()
     answers = {"bwrap": (False, "bubblewrap is not installed"), "docker": (False, "no engine")}

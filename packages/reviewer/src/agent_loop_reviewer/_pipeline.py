@@ -31,6 +31,7 @@ import structlog
 from agent_loop_common.attempts import attempt_loop
 from agent_loop_common.checks import open_checks
 from agent_loop_common.claims import Claim
+from agent_loop_common.exposure import draw_lessons, work_kind_of
 from agent_loop_common.memory import ContextView, read_context
 from agent_loop_common.records import Links, Outcome, Role, RunRecord, Target, TargetKind
 from agent_loop_common.repo import RepoSnapshot, repository_instructions, stale_lessons
@@ -39,7 +40,7 @@ from agent_loop_common.trust import Trust
 from agent_loop_reviewer._attempt import ReviewProposer
 from agent_loop_reviewer._candidates import Candidate, agent_pulls, examine, reread_after_claim
 from agent_loop_reviewer._conclude import conclude
-from agent_loop_reviewer._prompts import PassPrompt
+from agent_loop_reviewer._prompts import DIGEST_CHARS_PER_TOKEN, PassPrompt
 
 __all__ = ["run_reviewer_tick", "scout_pulls"]
 
@@ -167,10 +168,8 @@ async def _pass(
     )
     async with scope.stage("review"):
         context = await _context(scope, base)
-        lessons = context.lessons.for_role(Role.REVIEWER)
         files = await rt.github.list_pull_files(number)
-    if context.digest.strip():
-        scope.lesson_ids = [lesson.id for lesson in lessons]
+    context = _drawn_context(scope, context)
     rules = await repository_instructions(base, [f.filename for f in files])
     prompt = PassPrompt(
         pull=fresh.pull,
@@ -207,3 +206,26 @@ async def _context(scope: RunScope, base: RepoSnapshot) -> ContextView:
     )
     scope.stale_lessons = await stale_lessons(base, context.lessons.for_role(Role.REVIEWER))
     return context.without(stale.lesson_id for stale in scope.stale_lessons)
+
+
+def _drawn_context(scope: RunScope, context: ContextView) -> ContextView:
+    """The context with held-out and inapplicable lessons out of its digest.
+
+    The reviewer sees lessons through the digest (one `- [<id>]` line each); a lesson
+    counts as shown when its line is within the part of the digest the prompt keeps.
+    """
+    rt = scope.runtime
+    scope.work_kind = work_kind_of((), role=Role.REVIEWER)
+    draw = draw_lessons(
+        context.lessons.lessons,
+        run_id=rt.run_id,
+        role=Role.REVIEWER,
+        kind=scope.work_kind,
+        rate=rt.settings.lesson_holdout,
+    )
+    view = context.without(draw.hidden_ids)
+    kept = view.digest[: rt.settings.digest_token_budget * DIGEST_CHARS_PER_TOKEN]
+    shown = [x.id for x in draw.drawn_in if f"- [{x.id}]" in kept]
+    scope.lesson_ids = shown
+    scope.exposures = draw.record(shown)
+    return view

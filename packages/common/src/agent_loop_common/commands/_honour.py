@@ -5,7 +5,8 @@ gateway (or a delivery GitHub never sent) still gets its commands honoured by th
 cron tick that looks at the thread. Both go through the same pure `command_state`; this
 is its effectful edge for the agents: trust is looked up only for command authors,
 reactions only for trusted command comments, and each pending command is acknowledged
-once (a reaction, plus the help or status reply it asks for).
+once (a reaction, plus the help or status reply it asks for). A command comment deleted
+between the listing and these reads (404) is skipped: it no longer exists on GitHub.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from agent_loop_common.commands._state import (
     command_authors,
     command_state,
 )
-from agent_loop_common.github import Comment, GitHub
+from agent_loop_common.github import Comment, GitHub, NotFound
 from agent_loop_common.trust import Trust
 
 __all__ = ["honour_commands"]
@@ -51,15 +52,29 @@ async def honour_commands(
     await trust.resolve(authors)
     first = command_state(comments, trusted=trust, agent_login=trust.agent_login, kind=kind)
     done: set[int] = set()
-    for comment_id in {p.comment_id for p in first.pending}:
-        reactions = await github.list_reactions(comment_id)
+    gone: set[int] = set()
+    for comment_id in sorted({p.comment_id for p in first.pending}):
+        try:
+            reactions = await github.list_reactions(comment_id)
+        except NotFound:
+            gone.add(comment_id)
+            continue
         if any(trust.is_agent(r.user.login) for r in reactions):
             done.add(comment_id)
+    if gone:
+        # Deleted between the listing and this read: GitHub no longer shows the command,
+        # so it counts for nothing (it is not a failed tick).
+        _log.info("commands.comment_vanished", target=number, comments=sorted(gone))
+        comments = [c for c in comments if c.id not in gone]
     state = command_state(
         comments, trusted=trust, agent_login=trust.agent_login, kind=kind, acknowledged=done
     )
     for pending in state.pending:
-        await github.add_reaction(pending.comment_id, pending.reaction)
+        try:
+            await github.add_reaction(pending.comment_id, pending.reaction)
+        except NotFound:
+            _log.info("commands.comment_vanished", target=number, comments=[pending.comment_id])
+            continue
         if pending.reply == "help":
             await github.create_issue_comment(number, render_help(pending.command.word))
         elif pending.reply == "status":

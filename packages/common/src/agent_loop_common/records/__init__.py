@@ -6,6 +6,7 @@ classifies stored bytes so a record of an unknown major version is counted and k
 never silently dropped.
 """
 
+from agent_loop_common.records._exposure import LessonExposure, WorkKind
 from agent_loop_common.records._grade import Grade, GradeState
 from agent_loop_common.records._lessons import (
     MAX_LESSON_EVENTS,
@@ -16,7 +17,9 @@ from agent_loop_common.records._lessons import (
     LessonAuthor,
     LessonBook,
     LessonEvent,
+    LessonState,
     OperatorEdit,
+    OutcomeMetric,
     RetiredLesson,
     StaleLesson,
     Visibility,
@@ -60,9 +63,12 @@ __all__ = [
     "LessonAuthor",
     "LessonBook",
     "LessonEvent",
+    "LessonExposure",
+    "LessonState",
     "Links",
     "OperatorEdit",
     "Outcome",
+    "OutcomeMetric",
     "ParsedRecord",
     "RecordParse",
     "RetiredLesson",
@@ -77,6 +83,7 @@ __all__ = [
     "UnknownMajor",
     "Usage",
     "Visibility",
+    "WorkKind",
     "major_of",
     "parse_record",
 ]

@@ -16,6 +16,7 @@ from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeInt
 
+from agent_loop_common.records._exposure import WorkKind
 from agent_loop_common.records._parts import Role
 
 __all__ = [
@@ -27,7 +28,9 @@ __all__ = [
     "LessonAuthor",
     "LessonBook",
     "LessonEvent",
+    "LessonState",
     "OperatorEdit",
+    "OutcomeMetric",
     "RetiredLesson",
     "StaleLesson",
     "Visibility",
@@ -99,6 +102,36 @@ class LessonEvent(BaseModel):
     detail: str = ""
 
 
+class LessonState(StrEnum):
+    """Where a lesson stands in the measurement of its effect (since 1.3).
+
+    `proving` while the evidence is undecided; `proven` once an always-valid test says
+    it helps (it keeps a small holdout so decay is noticed); `no_effect` once enough
+    exposures exclude a useful gain, `harmful` once the test says it hurts. The last two
+    retire the lesson (kept as a `RetiredLesson` with the effect as its reason).
+    """
+
+    PROVING = "proving"
+    PROVEN = "proven"
+    NO_EFFECT = "no_effect"
+    HARMFUL = "harmful"
+
+
+class OutcomeMetric(StrEnum):
+    """The binary outcomes of a run a lesson's effect is measured on (higher is better)."""
+
+    FIRST_TRY_TESTS = "first_try_tests"
+    """The sandbox's verdict on try 1 was `passed` (no evidence never counts as a pass)."""
+    FIRST_TRY_VERIFIED = "first_try_verified"
+    """The verifier accepted try 1."""
+    NO_REGRESSION = "no_regression"
+    """The run's checked change broke no test that passed on the base."""
+    MERGED = "merged"
+    """The pull request was merged (closed for a workflow reason is not counted)."""
+    NO_REVIEW_FIX = "no_review_fix"
+    """The pull request was decided without a reviewer fix commit."""
+
+
 class Lesson(BaseModel):
     """One piece of advice, with the runs it was learned from."""
 
@@ -149,6 +182,24 @@ class Lesson(BaseModel):
     """The operator pinned it (1.3): never expired for age nor retired by the distiller."""
     history: list[LessonEvent] = Field(default_factory=list[LessonEvent])
     """The most recent changes, oldest first, at most `MAX_LESSON_EVENTS` (1.3)."""
+    kinds: list[WorkKind] = Field(default_factory=list[WorkKind])
+    """Work kinds the lesson applies to; empty means all (1.3). Narrowing a lesson that
+    rarely applies sets this."""
+    target_metric: OutcomeMetric | None = None
+    """The outcome the lesson means to improve; `None`: `first_try_tests` (1.3)."""
+    state: LessonState = LessonState.PROVING
+    """The measured verdict on the lesson's effect (1.3)."""
+
+    @property
+    def metric(self) -> OutcomeMetric:
+        """The metric its effect is decided on."""
+        return self.target_metric or OutcomeMetric.FIRST_TRY_TESTS
+
+    def applies_to(self, role: Role, kind: WorkKind | None) -> bool:
+        """Whether its scope matches a run of `role` on work of `kind` (citations aside)."""
+        if self.roles and role not in self.roles:
+            return False
+        return not self.kinds or kind is None or kind in self.kinds
 
 
 class LessonBook(BaseModel):

@@ -33,6 +33,7 @@ from agent_loop_common.memory import (
 from agent_loop_common.records import (
     Attempt,
     GitHubUsage,
+    LessonExposure,
     Links,
     Outcome,
     RunRecord,
@@ -42,6 +43,7 @@ from agent_loop_common.records import (
     TestEvidence,
     TraceStep,
     Usage,
+    WorkKind,
 )
 from agent_loop_common.runtime._faults import operator_fault
 from agent_loop_common.runtime._pause import Pause, ReserveReached, check_reserve
@@ -74,6 +76,10 @@ class RunScope:
     lesson_ids: list[str] = field(default_factory=list[str])
     stale_lessons: list[StaleLesson] = field(default_factory=list[StaleLesson])
     """Lessons hidden for a citation missing from the run's base tree."""
+    exposures: list[LessonExposure] = field(default_factory=list[LessonExposure])
+    """Every candidate lesson's draw (see `agent_loop_common.lessons`), for the record."""
+    work_kind: WorkKind | None = None
+    """The run's stratum for lesson effects, set when its lessons are assembled."""
     stage_seconds: dict[str, float] = field(default_factory=dict[str, float])
     fault: Literal["", "operator", "work"] = ""
     """Whose failure ended the run (see `operator_fault`); empty while it has not failed."""
@@ -285,6 +291,8 @@ class RunScope:
             error=self.error,
             lesson_ids=self.lesson_ids,
             stale_lessons=self.stale_lessons,
+            exposures=self.exposures,
+            work_kind=self.work_kind,
             fault=self.fault,
             backoff_until=self.backoff_until,
             problems=self.problems,

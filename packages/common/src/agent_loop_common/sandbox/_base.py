@@ -17,13 +17,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
+from agent_loop_common.redaction import redact_secrets
 from agent_loop_common.sandbox._capture import OutputCapture
 from agent_loop_common.sandbox._errors import CommandRejected, TreeError
 from agent_loop_common.sandbox._limits import SandboxLimits
 from agent_loop_common.sandbox._paths import ProtectedPaths
 from agent_loop_common.sandbox._process import ProcessOutcome
 from agent_loop_common.sandbox._reports import parse_junit
-from agent_loop_common.sandbox._result import LimitName, RunResult
+from agent_loop_common.sandbox._result import LimitName, OutputExcerpt, RunResult, TestCounts
 from agent_loop_common.sandbox._tree import Workspace
 
 __all__ = ["OFF_BACKEND", "DisabledSandbox", "Sandbox", "infer_limit", "result_from"]
@@ -66,9 +67,16 @@ def result_from(
     junit: Path | None,
     notes: Sequence[str] = (),
 ) -> RunResult:
-    """A `RunResult` from a finished process: output, tests, limits."""
-    excerpt = outcome.capture.excerpt()
+    """A `RunResult` from a finished process: output, tests, limits.
+
+    Token-shaped strings in the output and the test names are redacted
+    (`redact_secrets`): they reach the model's feedback and the pull request. The
+    sandbox holds no secret; this is the second line, for one that got in anyway.
+    """
+    excerpt = _redacted_output(outcome.capture.excerpt())
     tests = (parse_junit(junit) if junit is not None else None) or outcome.capture.pytest_counts()
+    if tests is not None:
+        tests = _redacted_tests(tests)
     return RunResult(
         backend=backend,
         argv=tuple(argv),
@@ -88,6 +96,25 @@ def result_from(
         error=outcome.start_error,
         notes=tuple(notes),
     )
+
+
+def _redacted_output(excerpt: OutputExcerpt) -> OutputExcerpt:
+    head, tail = redact_secrets(excerpt.head), redact_secrets(excerpt.tail)
+    if (head, tail) == (excerpt.head, excerpt.tail):
+        return excerpt
+    return excerpt.model_copy(update={"head": head, "tail": tail})
+
+
+def _redacted_tests(tests: TestCounts) -> TestCounts:
+    failing = tuple(redact_secrets(name) for name in tests.failing)
+    outcomes = (
+        {redact_secrets(name): outcome for name, outcome in tests.outcomes.items()}
+        if tests.outcomes is not None
+        else None
+    )
+    if failing == tests.failing and outcomes == tests.outcomes:
+        return tests
+    return tests.model_copy(update={"failing": failing, "outcomes": outcomes})
 
 
 class Sandbox(ABC):

@@ -8,8 +8,9 @@ What the command gets (built by the pure `bwrap_argv`):
   namespaces, and `--die-with-parent`;
 - read-only: `/usr` and the `/bin`, `/lib*`, `/sbin` links, the few `/etc` files
   toolchains read (dynamic linker cache, certificates, alternatives, time zone), the
-  installation of a program named by absolute path, `AGENT_LOOP_SANDBOX_READONLY_PATHS`;
-  generated `passwd`, `group` and `hosts` files;
+  installation of a program named by absolute path outside the repository,
+  `AGENT_LOOP_SANDBOX_READONLY_PATHS`; generated `passwd`, `group` and `hosts` files.
+  Nothing in the tree chooses a bind (`_paths.plan_binds`);
 - writable: only the workspace's copy (`/sandbox/repo`, the working directory), its
   HOME (`/sandbox/home`), `/tmp`, `/dev/shm` and the report folder (`/sandbox/out`), all
   folders of the workspace on disk; the root and `/dev` are remounted read-only, so no
@@ -59,7 +60,6 @@ from agent_loop_common.sandbox._paths import (
     SYSTEM_DIRS,
     ProtectedPaths,
     plan_binds,
-    tree_program_binds,
 )
 from agent_loop_common.sandbox._process import run_process
 from agent_loop_common.sandbox._result import RunResult
@@ -183,11 +183,8 @@ class BwrapSandbox(Sandbox):
         self, workspace: Workspace, argv0: str
     ) -> tuple[BwrapLayout, list[tuple[Path, Path]], list[str], list[Path]]:
         path = _command_path(argv0)
-        extra: list[Path] = []
-        found = locate_program(argv0, path, workspace.repo)
-        if found is not None and not argv0.startswith("/"):
-            extra = tree_program_binds(found, workspace.repo)
-        binds, notes = plan_binds([argv0], self.readonly_paths, self.protected, extra=extra)
+        trees = [workspace.root, *([workspace.source] if workspace.source else [])]
+        binds, notes = plan_binds([argv0], self.readonly_paths, self.protected, trees=trees)
         stages: list[tuple[Path, Path]] = []
         readonly: list[tuple[Path, Path]] = []
         for index, bind in enumerate(binds):

@@ -177,8 +177,10 @@ class Workspace:
     Use `Workspace.create(...)` and `cleanup()` (or `with`).
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, source: Path | None = None) -> None:
         self.root = root
+        self.source = source
+        """The tree this workspace copies (only read)."""
         self.repo = root / "repo"
         self.home = root / "home"
         self.tmp = root / "tmp"
@@ -218,7 +220,7 @@ class Workspace:
         if not tree.is_dir():
             raise TreeError(f"not a folder: {tree}")
         root = Path(tempfile.mkdtemp(prefix="agent-loop-sandbox-", dir=parent))
-        workspace = cls(root)
+        workspace = cls(root, source=tree.absolute())
         try:
             excluded = frozenset(Path(p).absolute() for p in exclude)
             shutil.copytree(tree, workspace.repo, symlinks=True, ignore=_ignore(excluded))

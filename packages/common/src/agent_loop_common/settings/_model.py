@@ -208,6 +208,8 @@ class Settings(BaseSettings):
     """Comma-separated globs the agents may never change, e.g. `**/*.pem,deploy/**`. Paths are protected as trees: a path that matches, lies under or contains a match is refused, so a directory cannot be replaced by a file. Always protected as well: all of `.github/` and `.gitlab/`, `CODEOWNERS`, and CI configuration unless `AGENT_LOOP_ALLOW_WORKFLOW_CHANGES` is true."""
     allow_workflow_changes: bool = False
     """Let the agents change CI pipeline definitions: `.github/workflows/`, `.github/actions/` and other CI systems' files (`.gitlab-ci.yml`, `.circleci/`, `Jenkinsfile`, `azure-pipelines.yml`, `.buildkite/`, `.travis.yml`, `bitbucket-pipelines.yml`). Off: CI runs with the repository's secrets. The rest of `.github/` (`CODEOWNERS`, `dependabot.yml`, templates) stays protected either way."""
+    protect_instruction_files: bool = False
+    """Refuse any change by the agents to their own instruction files (`AGENTS.md` at any depth, `CLAUDE.md`, `.github/copilot-instructions.md`). Off: such a change is allowed, but called out to the verifier and at the top of the pull request body as a change to the agents' own instructions."""
     max_staged_files: int = Field(default=40, ge=1, le=1000)
     """Most paths one change may touch (writes and deletions together)."""
     max_staged_file_bytes: int = Field(default=256_000, ge=1, le=10_000_000)
@@ -254,6 +256,8 @@ class Settings(BaseSettings):
     """`on`: the distiller keeps one pull request (branch `<AGENT_LOOP_BRANCH_PREFIX>lessons`) writing the proven lessons, each with its evidence, into a marked section of `AGENT_LOOP_LESSONS_FILE`; once merged a trusted person's edit or deletion there rewords or retires the lesson."""
     lessons_file: str = "AGENTS.md"
     """The file whose marked section holds the lessons of `AGENT_LOOP_LESSONS_PR`, e.g. `AGENTS.md` or `.agent-loop/lessons.md`."""
+    lesson_holdout: float = Field(default=0.2, ge=0.0, le=0.5)
+    """Probability each applicable lesson is held out of a builder or reviewer run, so the distiller can measure what the lesson does (shown vs held out). The draw is a hash of the run id and the lesson id, recorded in the run's record, so a replay draws the same. A proven lesson is held out at a quarter of this rate, so decay is still noticed. 0 turns measurement off (every applicable lesson is shown, no lesson's effect is decided)."""
     record_retention_days: int = Field(default=30, ge=1, le=3650)
     """Raw run records older than this are no longer read by the distiller (aged out); their aggregates are kept."""
     flyte_org: str = "local"
@@ -333,12 +337,20 @@ class Settings(BaseSettings):
         seen: dict[str, str] = {}
         for spec in value:
             owner, _, name = spec.partition("/")
-            if name != "*":
-                cls._check_repo(spec)
-            elif not re.match(rf"^{_OWNER}$", owner):
-                raise ValueError(f"{spec!r}: expected owner/name or owner/*")
-            if spec.lower() in seen:
-                raise ValueError(f"{spec!r} is listed twice")
+            try:
+                if name != "*":
+                    cls._check_repo(spec)
+                elif not re.match(rf"^{_OWNER}$", owner):
+                    raise ValueError("expected owner/name or owner/*")
+                if spec.lower() in seen:
+                    raise ValueError("listed twice")
+            except ValueError as exc:
+                # The entry alone is named: the whole list would hide which one is wrong.
+                raise PydanticCustomError(
+                    "list_entry",
+                    "entry {entry} is invalid: {why}",
+                    {"entry": repr(spec), "why": str(exc)},
+                ) from None
             seen[spec.lower()] = spec
         return value
 
@@ -581,6 +593,7 @@ class Settings(BaseSettings):
         return StagingPolicy(
             allow_workflows=self.allow_workflow_changes,
             protected_globs=self.protected_paths,
+            protect_instructions=self.protect_instruction_files,
             max_file_bytes=self.max_staged_file_bytes,
             max_files=self.max_staged_files,
             max_total_bytes=self.max_staged_total_bytes,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -255,6 +255,30 @@ class GitHubEmulator(EmulatorInspection):
             st = self._st
             issues.edit_issue_text(st, issues.get_issue(st, number), by, title=title, body=body)
 
+    @contextmanager
+    def same_second(self) -> Generator[None]:
+        """Writes made inside share one timestamp, as two writes within one second do on
+        GitHub (its timestamps are whole seconds): a label and a scripted edit right
+        after it then compare equal."""
+        with self._st.lock:
+            self._st.tick()
+            self._st.frozen = True
+        try:
+            yield
+        finally:
+            with self._st.lock:
+                self._st.frozen = False
+
+    def delete_comment(self, comment_id: int) -> None:
+        """A person deletes an issue comment (its reactions go with it)."""
+        with self._st.lock:
+            st = self._st
+            issues.get_comment(st, comment_id)
+            st.tick()
+            del st.comments[comment_id]
+            for key in [k for k, r in st.reactions.items() if r.comment == comment_id]:
+                del st.reactions[key]
+
     def edit_comment(self, comment_id: int, body: str, *, by: str | None = None) -> None:
         """Edit an issue comment as `by` (default: its author)."""
         with self._st.lock:
@@ -451,10 +475,13 @@ class GitHubEmulator(EmulatorInspection):
         timeout: bool = False,
         body: object = None,
         after: bool = False,
+        before: Callable[[], None] | None = None,
     ) -> Fault:
         """Make the next `times` matching requests fail (or stall); see `_emulator_faults`.
 
-        With `after`, each request takes effect first and then answers the error.
+        With `after`, each request takes effect first and then answers the error. With
+        `before` (and `status=None`), `before()` runs just before the request is handled:
+        a change made on GitHub in the middle of a client's reads.
         """
         fault = Fault(
             method.upper(),
@@ -466,6 +493,7 @@ class GitHubEmulator(EmulatorInspection):
             timeout,
             body,
             after,
+            before,
         )
         return self._faults.add(fault)
 

@@ -203,6 +203,8 @@ class EmulatorApp:
                 await self._hang(request)
                 return Response(b"", status_code=504)
             with self.st.lock:
+                if fault is not None and fault.before is not None:
+                    fault.before()
                 caller = Caller()
                 count = counted
                 try:

@@ -11,7 +11,10 @@ behaves normally again. Kinds:
   wrapper transport; over `serve()` the server holds the request open until the client
   gives up (or the server stops), so the client's own timeout fires;
 - an ambiguous failure (`after=True`): the request takes effect, then the error status
-  is answered instead of the result, as when GitHub's front end fails after the work.
+  is answered instead of the result, as when GitHub's front end fails after the work;
+- a race (`before=`, usually with `status=None`): something happens on GitHub just
+  before the request is handled, as when a person deletes a comment between a client's
+  listing and its next read.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -58,6 +62,8 @@ class Fault:
     body: object = None
     after: bool = False
     """Answer the error only after the request took effect."""
+    before: Callable[[], None] | None = None
+    """Run (under the state lock) just before the request is handled."""
     fired: int = 0
 
     def matches(self, method: str, path: str) -> bool:

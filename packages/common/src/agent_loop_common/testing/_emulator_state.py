@@ -215,6 +215,8 @@ class State:
     now: datetime
     repo_id: int = 0
     next_id: int = 1
+    frozen: bool = False
+    """Writes share one timestamp (GitHub's are whole seconds): see `same_second`."""
     next_number: int = 1
     git: GitStore = field(default_factory=GitStore)
     lock: threading.RLock = field(default_factory=threading.RLock)
@@ -253,8 +255,10 @@ class State:
         return value
 
     def tick(self) -> datetime:
-        """Advance the clock one second and return the new time (one call per write)."""
-        self.now += timedelta(seconds=1)
+        """Advance the clock one second and return the new time (one call per write);
+        inside `GitHubEmulator.same_second` the clock stands still."""
+        if not self.frozen:
+            self.now += timedelta(seconds=1)
         return self.now
 
     def user(self, login: str) -> UserRec:

@@ -57,18 +57,18 @@ def emulator_settings(
 
     The sandbox is `off` unless overridden (`sandbox="bwrap"`) or one is installed with
     `use_sandbox`: a test runs repository code only when it asks to, so the suite needs
-    no sandbox backend on the machine.
+    no sandbox backend on the machine. Lessons are never held out unless overridden
+    (`lesson_holdout=0.2`): a test that puts a lesson in memory expects to see it.
     """
-    return load_settings(
-        **{
-            "repo": emulator.full_name,
-            "github_token": emulator.bot_token,
-            "github_api_url": EMULATOR_BASE_URL,
-            "home": pathlib.Path(home),
-            "sandbox": "off",
-            **overrides,
-        }
-    )
+    fields: dict[str, Any] = {
+        "repo": emulator.full_name,
+        "github_token": emulator.bot_token,
+        "github_api_url": EMULATOR_BASE_URL,
+        "home": pathlib.Path(home),
+        "sandbox": "off",
+        "lesson_holdout": 0.0,
+    }
+    return load_settings(**{**fields, **overrides})
 
 
 @asynccontextmanager
@@ -79,9 +79,11 @@ async def emulator_runtime(
     *,
     memory_root: str | os.PathLike[str],
     clock: Callable[[], datetime] | None = None,
+    run_id: str | None = None,
 ) -> AsyncGenerator[Runtime]:
     """`open_runtime` over the emulator's in-process transport, retries that never sleep,
-    and memory under `memory_root`: a run as a schedule starts it, without sockets."""
+    and memory under `memory_root`: a run as a schedule starts it, without sockets
+    (`run_id`: a fixed id, e.g. to replay a run's lesson draw)."""
     async with open_runtime(
         settings,
         role,
@@ -89,6 +91,7 @@ async def emulator_runtime(
         transport=emulator.transport(),
         github_retry=instant_retry(),
         clock=clock,
+        run_id=run_id,
     ) as runtime:
         yield runtime
 

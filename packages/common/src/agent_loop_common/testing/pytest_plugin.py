@@ -102,6 +102,7 @@ class AgentRuntime(Protocol):
         *,
         settings: Settings | None = None,
         clock: Callable[[], datetime] | None = None,
+        run_id: str | None = None,
     ) -> AbstractAsyncContextManager[Runtime]: ...
 
 
@@ -190,9 +191,12 @@ def agent_runtime(emulator: GitHubEmulator, settings: Settings, memory_root: str
         *,
         settings: Settings | None = None,
         clock: Callable[[], datetime] | None = None,
+        run_id: str | None = None,
     ) -> AbstractAsyncContextManager[Runtime]:
         config = settings if settings is not None else default
-        return emulator_runtime(config, emulator, role, memory_root=memory_root, clock=clock)
+        return emulator_runtime(
+            config, emulator, role, memory_root=memory_root, clock=clock, run_id=run_id
+        )
 
     return open_runtime
 
