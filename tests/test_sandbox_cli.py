@@ -199,3 +199,16 @@ def test_sandbox_needs_an_action(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         cli.main(["sandbox"])
     assert exited.value.code == 2
+
+
+def test_check_states_the_real_bound_and_the_setup_network(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 22: RLIMIT_AS bounds each process, so the check names the sandbox's total."""
+    monkeypatch.setenv("AGENT_LOOP_SANDBOX_MEMORY_MB", "256")
+    monkeypatch.setenv("AGENT_LOOP_SANDBOX_MAX_PROCESSES", "256")
+    _, out, _ = _run(["sandbox", "check"], capsys)
+    assert "256 MB of address space per process" in out
+    assert "up to 65,536 MB in total" in out
+    assert "--pids-limit 256 bound the whole container" in out
+    assert "bwrap setup steps:" in out

@@ -37,6 +37,7 @@ from agent_loop_common.sandbox import (
     open_sandbox,
     parse_command,
     resolve_test_command,
+    sandbox_facts,
     selected_backend,
 )
 from agent_loop_common.settings import Settings, load_settings
@@ -124,6 +125,9 @@ async def _check(settings: Settings) -> int:
         for c in checks
     ]
     print(render_table(["backend", "works", "why"], rows, max_cell=100, indent=""))
+    print("\nWhat bounds one sandbox, and what its setup step reaches:")
+    for fact in await asyncio.to_thread(sandbox_facts, settings):
+        print(f"- {fact}")
     chosen = selected_backend(checks, settings.sandbox)
     if chosen is None:
         print(f"\nAGENT_LOOP_SANDBOX={settings.sandbox}: no sandbox can run tests here.")

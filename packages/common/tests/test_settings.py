@@ -121,6 +121,8 @@ ALL_VARIABLES: list[tuple[str, str, str, object]] = [
     ("AGENT_LOOP_WEBHOOK_MAX_BODY_BYTES", "50000", "webhook_max_body_bytes", 50_000),
     ("AGENT_LOOP_WEBHOOK_COALESCE_SECONDS", "0.5", "webhook_coalesce_seconds", 0.5),
     ("AGENT_LOOP_WEBHOOK_DEDUP_SIZE", "500", "webhook_dedup_size", 500),
+    ("AGENT_LOOP_WEBHOOK_READ_TIMEOUT_SECONDS", "2.5", "webhook_read_timeout_seconds", 2.5),
+    ("AGENT_LOOP_WEBHOOK_MAX_CONNECTIONS", "64", "webhook_max_connections", 64),
     ("AGENT_LOOP_HOME", "/var/lib/agent-loop", "home", Path("/var/lib/agent-loop")),
     ("AGENT_LOOP_MEMORY_KEY_PREFIX", "loop-prod", "memory_key_prefix", "loop-prod"),
     ("AGENT_LOOP_KEEP_REPORTS", "7", "keep_reports", 7),

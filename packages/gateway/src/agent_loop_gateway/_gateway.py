@@ -46,6 +46,7 @@ class GatewayConfig:
     repo: str
     secret: bytes
     max_body_bytes: int
+    read_timeout_seconds: float
     coalesce_seconds: float
     dedup_size: int
     branch_prefix: str
@@ -72,6 +73,7 @@ class GatewayConfig:
             repo=settings.repo,
             secret=secret.encode(),
             max_body_bytes=settings.webhook_max_body_bytes,
+            read_timeout_seconds=settings.webhook_read_timeout_seconds,
             coalesce_seconds=settings.webhook_coalesce_seconds,
             dedup_size=settings.webhook_dedup_size,
             branch_prefix=settings.branch_prefix,
