@@ -36,8 +36,8 @@ from agent_loop_common.records import (
 )
 from agent_loop_common.runtime import TickSummary, local_memory, use_model
 from agent_loop_common.settings import load_settings
-from agent_loop_common.testing import GitHubEmulator, GitHubHost, InstantModel
 from agent_loop_distiller import DISTILLER_MARKER
+from agent_loop_testing import GitHubEmulator, GitHubHost, InstantModel
 
 pytestmark = pytest.mark.slow
 
