@@ -29,7 +29,9 @@ from agent_loop_common.logs import configure_logging
 from agent_loop_common.records import Outcome, Role, RunRecord
 from agent_loop_common.runtime import Runtime, use_model
 from agent_loop_common.settings import Settings
-from agent_loop_common.testing import (
+from agent_loop_common.verify import VERIFIER_MARKER
+from agent_loop_reviewer import REVIEWER_MARKER, run_reviewer_tick
+from agent_loop_testing import (
     GitHubEmulator,
     ModelSlot,
     ScriptedModel,
@@ -39,8 +41,6 @@ from agent_loop_common.testing import (
     emulator_settings,
     turn,
 )
-from agent_loop_common.verify import VERIFIER_MARKER
-from agent_loop_reviewer import REVIEWER_MARKER, run_reviewer_tick
 
 CORE = "def make_widget(name):\n    return {'name': name}\n"
 CORE_FIXED = "def make_widget(name, colour='blue'):\n    return {'name': name, 'colour': colour}\n"

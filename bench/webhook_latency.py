@@ -45,7 +45,7 @@ from typing import Any
 
 import httpx
 
-from agent_loop_common.testing import GitHubEmulator, sign_payload
+from agent_loop_testing import GitHubEmulator, sign_payload
 
 SECRET = "bench-secret"  # noqa: S105 (the emulator's and the gateway's shared test secret)
 LATENCY_DELIVERIES = 50

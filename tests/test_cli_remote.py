@@ -17,7 +17,7 @@ import pytest
 
 from agent_loop import cli
 from agent_loop.deploy import ROOT
-from agent_loop_common.testing import GitHubEmulator
+from agent_loop_testing import GitHubEmulator
 
 TEMPLATE = ROOT / "infra" / "flyte" / "remote.yaml"
 OFFLINE = ROOT / "infra" / "flyte" / "offline.yaml"

@@ -27,8 +27,8 @@ import pytest
 from agent_loop import cli
 from agent_loop_common.runtime import TickSummary, use_model
 from agent_loop_common.sandbox import BwrapSandbox, SandboxLimits, _select
-from agent_loop_common.testing import GitHubEmulator, ScriptedModel, call, turn
 from agent_loop_common.verify import VERIFIER_MARKER
+from agent_loop_testing import GitHubEmulator, ScriptedModel, call, turn
 
 
 def _bwrap_works() -> tuple[bool, str]:

@@ -27,7 +27,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from agent_loop_common.records import Role
 from agent_loop_common.runtime import use_model
-from agent_loop_common.testing import ModelSlot, emulator_settings
+from agent_loop_testing import ModelSlot, emulator_settings
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 

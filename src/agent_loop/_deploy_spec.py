@@ -5,9 +5,9 @@ A `DeploySpec` is the driver's report on one agent package: the environments it
 declares, each image's identity (name and content tag) and rendered Dockerfile, the
 files of the code bundle with their hashes, every task's serialized triggers, and the
 version derived from all of that. `check_spec` lists what breaks independent deployment:
-another agent, tests or any file outside the agent and `common` in the bundle, a trigger
-that does not serialize, an image that is not the agent's own or that installs test-only
-packages it does not declare itself. An app (the gateway) has no trigger; it must be one
+another agent, tests, the test doubles (`agent-loop-testing`) or any file outside the
+agent and `common` in the bundle, a trigger that does not serialize, an image that is not
+the agent's own or that installs test-only packages it does not declare itself. An app (the gateway) has no trigger; it must be one
 `AppEnvironment` with a server and no tasks.
 
 The builder and the reviewer run the repository's tests. Deployed, they do so in the
@@ -79,6 +79,8 @@ class Workspace:
     agents: tuple[str, ...] = DEPLOYABLES
     """The members deployed on their own (agents and apps), none bundled with another."""
     common: str = "common"
+    testing: str = "testing"
+    """The test doubles' member (emulator, scripted model): never in a deploy."""
     members: str = "packages"
     distribution_prefix: str = "agent-loop-"
 
@@ -179,10 +181,13 @@ class DeploySpec:
 def _file_findings(ws: Workspace, agent: str, paths: list[str], what: str) -> list[str]:
     allowed = ws.allowed_prefixes(agent)
     others = {f"{ws.members}/{a}/": a for a in ws.agents if a != agent}
+    doubles = f"{ws.members}/{ws.testing}/"
     findings: list[str] = []
     for path in paths:
         other = next((name for prefix, name in others.items() if path.startswith(prefix)), None)
-        if other is not None:
+        if path.startswith(doubles):
+            findings.append(f"{what} {path}: the test doubles ({ws.distribution(ws.testing)})")
+        elif other is not None:
             findings.append(f"{what} {path}: code of the {other} agent")
         elif is_test_path(path):
             findings.append(f"{what} {path}: test code")

@@ -105,10 +105,12 @@ class Validation:
 
 
 def _hidden_dirs(ws: Workspace, agent: str) -> list[str]:
-    """Source dirs on `sys.path` the agent must not see: other members, the root CLI."""
+    """Source dirs on `sys.path` the agent must not see: other members, the test doubles,
+    the root CLI."""
     keep = {ws.src_dir(agent), ws.src_dir(ws.common)}
     roots = {ws.root, ROOT}
-    members = [r / ws.members / m / "src" for r in roots for m in (*ws.agents, ws.common)]
+    names = (*ws.agents, ws.common, ws.testing)
+    members = [r / ws.members / m / "src" for r in roots for m in names]
     return sorted(str(d) for d in [*members, *(r / "src" for r in roots)] if d not in keep)
 
 

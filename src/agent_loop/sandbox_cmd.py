@@ -5,8 +5,9 @@ agent-loop sandbox check                     which backend works here, and why t
 agent-loop sandbox run [--dir PATH] [--network] [--time-limit S] [--json] [-- CMD ...]
 ```
 
-`run` copies the folder (default: the current one) into a fresh workspace and runs the
-command in the sandbox `AGENT_LOOP_SANDBOX` selects, with the same limits and
+`run` copies the folder (default: the current one) into a fresh workspace, leaving out
+`.git` and host-built environments (`.venv`, `venv`, `.tox`, `.nox`) with a note saying
+so, and runs the command in the sandbox `AGENT_LOOP_SANDBOX` selects, with the same limits and
 environment the agents use; the folder itself is never modified. Without a command it
 runs what an agent would: `AGENT_LOOP_SETUP_COMMAND` (with the network), then
 `AGENT_LOOP_TEST_COMMAND` or the command detected from the folder's files. The exit
@@ -37,6 +38,7 @@ from agent_loop_common.sandbox import (
     open_sandbox,
     parse_command,
     resolve_test_command,
+    sandbox_facts,
     selected_backend,
 )
 from agent_loop_common.settings import Settings, load_settings
@@ -124,6 +126,9 @@ async def _check(settings: Settings) -> int:
         for c in checks
     ]
     print(render_table(["backend", "works", "why"], rows, max_cell=100, indent=""))
+    print("\nWhat bounds one sandbox, and what its setup step reaches:")
+    for fact in await asyncio.to_thread(sandbox_facts, settings):
+        print(f"- {fact}")
     chosen = selected_backend(checks, settings.sandbox)
     if chosen is None:
         print(f"\nAGENT_LOOP_SANDBOX={settings.sandbox}: no sandbox can run tests here.")
@@ -182,6 +187,7 @@ async def _run(settings: Settings, folder: Path, args: argparse.Namespace) -> in
     if not args.json:
         print(f"agent-loop sandbox: running {what} in {sandbox.describe()} on a copy of {folder}")
         sys.stdout.flush()
+    skipped = _not_copied(folder)
     try:
         result = await sandbox.run(
             folder,
@@ -189,14 +195,33 @@ async def _run(settings: Settings, folder: Path, args: argparse.Namespace) -> in
             network=bool(args.network),
             time_limit=cast(float | None, args.time_limit),
             setup=setup,
+            skip=[name for name in skipped if name != ".git"],
         )
     except SandboxError as exc:
         return _fail(str(exc))
+    notes = tuple(f"not copied: {name} ({why})" for name, why in skipped.items())
+    result = result.model_copy(update={"notes": (*notes, *result.notes)})
     if args.json:
         print(json.dumps(result.model_dump(mode="json"), sort_keys=True))
     else:
         _print_result(result)
     return _exit_code(result)
+
+
+def _not_copied(folder: Path) -> dict[str, str]:
+    """What of `folder` the copy leaves out, and why (said, never silent)."""
+    skipped: dict[str, str] = {}
+    if os.path.lexists(folder / ".git"):
+        skipped[".git"] = "git's metadata is never copied: it can hold credentials"
+    for name in (".venv", "venv", ".tox", ".nox"):
+        if (folder / name / "pyvenv.cfg").is_file() or (
+            name in (".tox", ".nox") and (folder / name).is_dir()
+        ):
+            skipped[name] = (
+                "an environment built on this host, for this host; give a setup command "
+                "(AGENT_LOOP_SETUP_COMMAND) that builds one in the copy"
+            )
+    return skipped
 
 
 def _print_result(result: RunResult) -> None:

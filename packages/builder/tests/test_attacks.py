@@ -17,10 +17,10 @@ from agent_loop_builder import BUILDER_MARKER, run_builder_tick
 from agent_loop_common.claims import Claimer, new_run_id
 from agent_loop_common.records import Outcome, Role, TargetKind
 from agent_loop_common.settings import Settings
-from agent_loop_common.testing import GitHubEmulator, ScriptedModel, call, emulator_client, turn
-from agent_loop_common.testing.pytest_plugin import Install
 from agent_loop_common.texts import MENTION_BREAK
 from agent_loop_common.verify import VERIFIER_MARKER
+from agent_loop_testing import GitHubEmulator, ScriptedModel, call, emulator_client, turn
+from agent_loop_testing.pytest_plugin import Install
 
 WORKFLOW = ".github/workflows/ci.yml"
 PASSES = {VERIFIER_MARKER: [turn('{"verified": true, "notes": "fine"}')]}

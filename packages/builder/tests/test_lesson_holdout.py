@@ -9,13 +9,13 @@ from agent_loop_common.exposure import uniform_draw
 from agent_loop_common.memory import DistillerMemory, MemoryLocation
 from agent_loop_common.records import Lesson, LessonBook, Role, WorkKind
 from agent_loop_common.settings import Settings
-from agent_loop_common.testing import (
+from agent_loop_testing import (
     GitHubEmulator,
     ScriptedModel,
     call,
     turn,
 )
-from agent_loop_common.testing.pytest_plugin import AgentRuntime, Install
+from agent_loop_testing.pytest_plugin import AgentRuntime, Install
 
 HOLDOUT = 0.5
 

@@ -18,7 +18,7 @@ from agent_loop_common.claims import (
     parse_dibs,
 )
 from agent_loop_common.github import GitHub, GitHubError, GitHubRetryPolicy, TokenAuth
-from agent_loop_common.testing import GitHubEmulator
+from agent_loop_testing import GitHubEmulator
 
 TTL = timedelta(minutes=10)
 SKEW = timedelta(seconds=30)

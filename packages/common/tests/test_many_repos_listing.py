@@ -21,7 +21,7 @@ from agent_loop_common.memory import (
 )
 from agent_loop_common.records import Lesson, LessonBook
 from agent_loop_common.settings import ConfigError, load_settings
-from agent_loop_common.testing import GitHubHost
+from agent_loop_testing import GitHubHost
 
 REPOS = ["acme/api", "acme/web", "other/tool", "acme/docs"]
 

@@ -123,11 +123,51 @@ def test_bwrap_command_line(tmp_path: Path) -> None:
 
 
 def test_bwrap_with_the_network_for_setup(tmp_path: Path) -> None:
+    """bubblewrap keeps the setup network's namespace; the host's resolver files stay out."""
     argv = bwrap_argv(_layout(tmp_path), ["uv", "sync"], network=True)
     assert "--unshare-net" not in argv
-    assert ("/etc/resolv.conf", "/etc/resolv.conf") in _pairs(argv, "--ro-bind-try")
-    assert ("/etc/hosts", "/etc/hosts") in _pairs(argv, "--ro-bind-try")
-    assert (str(tmp_path / "etc/hosts"), "/etc/hosts") not in _pairs(argv, "--ro-bind")
+    assert ("/etc/gai.conf", "/etc/gai.conf") in _pairs(argv, "--ro-bind-try")
+    assert ("/etc/resolv.conf", "/etc/resolv.conf") not in _pairs(argv, "--ro-bind-try")
+    assert ("/etc/hosts", "/etc/hosts") not in _pairs(argv, "--ro-bind-try")
+    assert (str(tmp_path / "etc/hosts"), "/etc/hosts") in _pairs(argv, "--ro-bind")
+
+
+def test_the_setup_network_script_and_routes() -> None:
+    """The fixed script takes everything variable as arguments; routes drop the host's."""
+    from agent_loop_common.sandbox._setup_net import (
+        BLOCKED_RANGES,
+        SETUP_NET_SCRIPT,
+        SetupNetwork,
+        route_batch,
+    )
+
+    batch = route_batch(["192.0.2.2", "198.18.0.100", "not-an-address", "::1"])
+    assert "route add blackhole 169.254.0.0/16\n" in batch
+    assert "route add blackhole 127.0.0.0/8\n" in batch
+    assert "route add blackhole 192.0.2.2/32\n" in batch
+    assert "198.18.0.100" not in batch  # the namespace's own network
+    assert batch.count("\n") == len(BLOCKED_RANGES) + 1
+    net = SetupNetwork("/usr/bin/unshare", "/usr/bin/slirp4netns", "/usr/sbin/ip", as_root=True)
+    prefix = net.prefix(Path("/w/etc/routes"))
+    assert prefix == [
+        "/usr/bin/unshare",
+        "--net",
+        "--",
+        "/bin/sh",
+        "-c",
+        SETUP_NET_SCRIPT,
+        "sh",
+        "/usr/sbin/ip",
+        "/w/etc/routes",
+    ]
+    slirp = net.slirp_argv(42, 7)
+    assert "--disable-host-loopback" in slirp
+    assert slirp[-2:] == ["42", "tap0"]
+    user = SetupNetwork("/u", "/s", "/i", as_root=False)
+    assert user.prefix(Path("/b"))[1:4] == ["--user", "--map-root-user", "--net"]
+    assert "--userns-path=/proc/42/ns/user" in user.slirp_argv(42, 7)
+    assert "not installed" not in (SetupNetwork("/u", "/nope", "/i", True).missing() or "")
+    assert "slirp4netns" in (SetupNetwork("/u", "/nope", "/i", True).missing() or "")
 
 
 def test_from_root_the_sandbox_starts_as_an_unprivileged_uid() -> None:

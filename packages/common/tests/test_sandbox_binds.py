@@ -178,3 +178,72 @@ async def test_an_operator_listed_folder_is_still_bound(
     assert result.ok, result.output.text + result.error
     assert f"LEAKED {canary}" in result.output.text
     assert os.stat(host_secret.parent.parent).st_mode & 0o777 == 0o700
+
+
+# ---------------------------------------------------------------- the setup step's network
+
+PROBE = """
+import socket, sys
+port, abstract = int(sys.argv[1]), sys.argv[2]
+targets = [("127.0.0.1", port), ("169.254.169.254", 80), ("10.0.0.1", 80)]
+targets += [(address, port) for address in sys.argv[3:]]
+for host, p in targets:
+    try:
+        socket.create_connection((host, p), timeout=2).close()
+        print("REACHED", host, p)
+    except OSError as e:
+        print("blocked", host, p, type(e).__name__)
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect("\\0" + abstract)
+    print("REACHED abstract")
+except OSError as e:
+    print("blocked abstract", type(e).__name__)
+routes = open("/proc/net/route").read().split("\\n")[1:]
+print("default route:", any(r.split("\\t")[1:2] == ["00000000"] for r in routes if r))
+print(open("/etc/resolv.conf").read().strip())
+"""
+
+
+async def test_setup_cannot_reach_the_hosts_loopback_or_private_addresses(
+    sandbox: BwrapSandbox, tmp_path: Path
+) -> None:
+    """Setup has a network of its own: a way out, but not to the host's services."""
+    import socket
+
+    from agent_loop_common.sandbox._setup_net import host_addresses
+
+    connections: list[str] = []
+
+    async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append("connected")
+        writer.close()
+
+    # One listener on every address (loopback included), one abstract unix socket.
+    server = await asyncio.start_server(accept, "0.0.0.0", 0)  # noqa: S104 (the target)
+    port = server.sockets[0].getsockname()[1]
+    abstract = "agent-loop-test-" + secrets.token_hex(4)
+    unix = socket.socket(socket.AF_UNIX)
+    unix.bind("\0" + abstract)
+    unix.listen(1)
+    tree = write_tree({"README.md": "x"}, tmp_path / "repo")
+    own = host_addresses()
+    try:
+        async with server:
+            result = await sandbox.run(
+                tree, ["true"], setup=["python3", "-c", PROBE, str(port), abstract, *own]
+            )
+    finally:
+        unix.close()
+    assert result.setup is not None
+    text = result.setup.output.text
+    assert result.setup.ok, text + result.setup.error
+    assert "REACHED" not in text
+    assert f"blocked 127.0.0.1 {port}" in text
+    assert "blocked 169.254.169.254 80" in text
+    assert "blocked abstract" in text
+    for address in own:
+        assert f"blocked {address} {port}" in text
+    assert "default route: True" in text  # a way out exists (not used: tests stay offline)
+    assert "nameserver 198.18.0.3" in text
+    assert connections == []

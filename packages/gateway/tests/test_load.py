@@ -20,8 +20,8 @@ import pytest
 import uvicorn
 
 from agent_loop_common.settings import Settings
-from agent_loop_common.testing import GitHubEmulator, emulator_client, sign_payload
 from agent_loop_gateway import build_app, create_gateway, server_config
+from agent_loop_testing import GitHubEmulator, emulator_client, sign_payload
 
 from .conftest import SECRET, FakeRunner
 

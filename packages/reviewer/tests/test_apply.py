@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from agent_loop_common.testing import GitHubEmulator, emulator_client
 from agent_loop_reviewer import (
     FixCommit,
     NoChangesNote,
@@ -19,6 +18,7 @@ from agent_loop_reviewer import (
     push_fix,
     summary_body,
 )
+from agent_loop_testing import GitHubEmulator, emulator_client
 
 RUN = "20260301T120000Z-0123abcd"
 

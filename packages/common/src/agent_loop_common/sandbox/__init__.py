@@ -79,6 +79,7 @@ from agent_loop_common.sandbox._select import (
     check_backends,
     limits_from_settings,
     open_sandbox,
+    sandbox_facts,
     selected_backend,
 )
 from agent_loop_common.sandbox._tamper import TamperFlag, TamperKind, flag_test_tampering
@@ -138,6 +139,7 @@ __all__ = [
     "open_sandbox",
     "parse_command",
     "resolve_test_command",
+    "sandbox_facts",
     "selected_backend",
     "validate_extra_args",
     "write_tree",
