@@ -122,6 +122,8 @@ def emulator(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> Iterato
         monkeypatch.setenv("AGENT_LOOP_REPO", em.full_name)
         monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path / "home"))
         monkeypatch.setenv("AGENT_LOOP_SANDBOX", "off")
+        # No random holdout: these tests are about which lessons may be shown at all.
+        monkeypatch.setenv("AGENT_LOOP_LESSON_HOLDOUT", "0")
         yield em
 
 
@@ -196,6 +198,8 @@ def host(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> Iterator[Gi
         monkeypatch.setenv("AGENT_LOOP_REPOS", "acme/vault,acme/api,acme/web")
         monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path / "home"))
         monkeypatch.setenv("AGENT_LOOP_SANDBOX", "off")
+        # No random holdout: these tests are about which lessons may be shown at all.
+        monkeypatch.setenv("AGENT_LOOP_LESSON_HOLDOUT", "0")
         yield gh
 
 
