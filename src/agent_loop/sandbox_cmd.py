@@ -19,29 +19,16 @@ credentials.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from agent_loop._table import render_table
-from agent_loop_common.sandbox import (
-    CommandRejected,
-    RunResult,
-    SandboxError,
-    SandboxUnavailable,
-    TestCommand,
-    check_backends,
-    open_sandbox,
-    parse_command,
-    resolve_test_command,
-    sandbox_facts,
-    selected_backend,
-)
-from agent_loop_common.settings import Settings, load_settings
+if TYPE_CHECKING:  # imported when a subcommand runs: `agent-loop --help` stays fast
+    from agent_loop_common.sandbox import RunResult, TestCommand
+    from agent_loop_common.settings import Settings
 
 __all__ = ["EXIT_TIMED_OUT", "add_parser", "main"]
 
@@ -96,6 +83,8 @@ def add_parser(commands: Any) -> None:
 
 def _settings() -> Settings:
     """The settings, without requiring the GitHub variables (the sandbox needs none)."""
+    from agent_loop_common.settings import load_settings
+
     overrides: dict[str, Any] = {}
     if not os.environ.get("AGENT_LOOP_REPO", "").strip():
         overrides["repo"] = "local/unset"
@@ -106,6 +95,8 @@ def _settings() -> Settings:
 
 def main(args: argparse.Namespace) -> int:
     """Run `agent-loop sandbox check|run`; returns the exit code."""
+    import asyncio
+
     settings = _settings()
     if args.sandbox_command == "check":
         return asyncio.run(_check(settings))
@@ -116,6 +107,11 @@ def main(args: argparse.Namespace) -> int:
 
 
 async def _check(settings: Settings) -> int:
+    import asyncio
+
+    from agent_loop._table import render_table
+    from agent_loop_common.sandbox import check_backends, sandbox_facts, selected_backend
+
     checks = await check_backends(settings)
     rows = [
         (
@@ -160,6 +156,15 @@ def _fail(message: str) -> int:
 
 
 async def _run(settings: Settings, folder: Path, args: argparse.Namespace) -> int:
+    from agent_loop_common.sandbox import (
+        CommandRejected,
+        SandboxError,
+        SandboxUnavailable,
+        open_sandbox,
+        parse_command,
+        resolve_test_command,
+    )
+
     cmd = list(cast(list[str], args.cmd))
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
