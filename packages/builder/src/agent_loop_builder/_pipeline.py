@@ -178,7 +178,8 @@ async def _trusted_comments(held: HeldIssue) -> list[Comment]:
             continue
         if await trust.trusted(comment.user.login):
             out.append(comment)
-    tainted = await comments_edited_by_untrusted(held.scope.runtime.github, trust, out)
+    people = [c for c in out if not trust.is_agent(c.user.login)]
+    tainted = await comments_edited_by_untrusted(held.scope.runtime.github, trust, people)
     return [c for c in out if c.id not in tainted]
 
 
