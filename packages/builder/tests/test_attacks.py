@@ -411,3 +411,25 @@ async def test_a_command_comment_deleted_before_its_reactions_are_read_is_skippe
     assert record.error.startswith("declined by the builder")
     assert not any("agent-loop help" in c.body.casefold() for c in emulator.comments(number))
     assert [r.status for r in emulator.requests if "/reactions" in r.path] == [404]
+
+
+async def test_a_command_rewritten_by_a_stranger_counts_for_nothing(
+    emulator: GitHubEmulator, tick: Callable[..., Any], install: Install
+) -> None:
+    """Attack (issue 22, point 6): a maintainer's command comment, rewritten by someone
+    below the trust rule into `/agent-loop stop`, stopped the issue in the maintainer's
+    name. The last-editor rule applies to commands too."""
+    emulator.add_user("mallory", permission="read")
+    number = emulator.add_issue("Add a helper", "Add a helper to widgets.")
+    comment = emulator.add_comment(number, "Please go ahead.", author=emulator.owner)
+    emulator.edit_comment(comment, "/agent-loop stop", by="mallory")
+    model = install(
+        ScriptedModel([turn(tool_calls=[call("skip_issue", reason="Not now.")]), turn("ok")])
+    )
+
+    record = await tick(number)
+
+    model.assert_finished()
+    assert record is not None
+    assert record.error.startswith("declined by the builder")
+    assert not any(r.status == 201 for r in emulator.requests if "/reactions" in r.path)

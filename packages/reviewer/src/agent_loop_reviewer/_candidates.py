@@ -124,7 +124,13 @@ async def examine(
             agent_login=agent_login,
             trusted=trust,
             edited_by_untrusted=await comments_edited_by_untrusted(
-                rt.github, trust, [*snapshot.comments, *snapshot.review_comments]
+                rt.github,
+                trust,
+                [
+                    c
+                    for c in [*snapshot.comments, *snapshot.review_comments]
+                    if not trust.is_agent(c.user.login) and trust(c.user.login)
+                ],
             ),
         ),
         failing=failing_checks(snapshot),

@@ -12,7 +12,11 @@ trust("alice"), await trust.trusted("bob")      # True, False
 ```
 """
 
-from agent_loop_common.trust._edits import comments_edited_by_untrusted, untrusted_edit
+from agent_loop_common.trust._edits import (
+    EditorTrust,
+    comments_edited_by_untrusted,
+    untrusted_edit,
+)
 from agent_loop_common.trust._permissions import (
     PERMISSION_RANK,
     Trust,
@@ -27,6 +31,7 @@ from agent_loop_common.trust._pulls import (
 
 __all__ = [
     "PERMISSION_RANK",
+    "EditorTrust",
     "LabelApplied",
     "Trust",
     "comments_edited_by_untrusted",
