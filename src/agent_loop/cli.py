@@ -32,11 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
-<<<<<<< HEAD
-from agent_loop import emulator_cmd, sandbox_cmd
-=======
-from agent_loop import lessons_cmd, sandbox_cmd
->>>>>>> main
+from agent_loop import emulator_cmd, lessons_cmd, sandbox_cmd
 from agent_loop.agents import AGENTS, TARGETS, AgentName, run_agent_once
 
 if TYPE_CHECKING:
@@ -227,11 +223,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--port", type=_positive, default=8080, help="port (default 8080)")
     sandbox_cmd.add_parser(commands)
-<<<<<<< HEAD
     emulator_cmd.add_parser(commands)
-=======
     lessons_cmd.add_parser(commands)
->>>>>>> main
     return parser
 
 
@@ -291,11 +284,7 @@ def _command(args: argparse.Namespace) -> int:
 
     command = cast(str, args.command)
     level = cast(str | None, args.log_level)
-<<<<<<< HEAD
-    quiet_by_default = command in ("demo", "status", "sandbox", "emulator")
-=======
-    quiet_by_default = command in ("demo", "status", "sandbox", "lessons")
->>>>>>> main
+    quiet_by_default = command in ("demo", "status", "sandbox", "emulator", "lessons")
     configure_cli_logging("console", level or ("WARNING" if quiet_by_default else "INFO"))
     try:
         if command == "demo":
@@ -308,13 +297,10 @@ def _command(args: argparse.Namespace) -> int:
             return _serve(args, level)
         if command == "sandbox":
             return sandbox_cmd.main(args)
-<<<<<<< HEAD
         if command == "emulator":
             return emulator_cmd.main(args)
-=======
         if command == "lessons":
             return lessons_cmd.main(args)
->>>>>>> main
         return _deploy(args)
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
