@@ -195,13 +195,13 @@ def main(args: argparse.Namespace) -> int:
         del signum, frame
         stop.set()
 
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, interrupted)
     with ExitStack() as stack:
         try:
             url = stack.enter_context(emulator.serve(port=port))
         except OSError as exc:
             return _fail(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}")
+        for signum in (signal.SIGINT, signal.SIGTERM):  # stop cleanly, then as before
+            stack.callback(signal.signal, signum, signal.signal(signum, interrupted))
         lines = exports(emulator, url, webhook_secret=secret, seed=seed)
         shown = ", ".join(f"#{n}" for n in numbers) or "no issue"
         _say(f"agent-loop emulator: GitHub at {url} with {repo} ({shown}); Ctrl-C stops it")
