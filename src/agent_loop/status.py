@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import pathlib
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -52,6 +53,7 @@ from agent_loop_common.memory import (
 )
 from agent_loop_common.metrics import Metrics, compute_metrics
 from agent_loop_common.records import (
+    CitationStatus,
     Grade,
     Lesson,
     LessonBook,
@@ -66,6 +68,7 @@ __all__ = [
     "MemorySnapshot",
     "StatusError",
     "evidence_table",
+    "lesson_counts",
     "lessons_table",
     "metrics_table",
     "read_snapshot",
@@ -415,6 +418,19 @@ def metrics_table(metrics: Metrics) -> str:
     return render_table(["metric", "value", "over"], rows, max_cell=60)
 
 
+def lesson_counts(lessons: Sequence[Lesson]) -> str:
+    """`3 proving, 1 proven; 1 stale; 1 pinned`: the book summed up by state."""
+    states = Counter(x.state.value for x in lessons)
+    parts = [", ".join(f"{n} {s}" for s, n in sorted(states.items()))]
+    broken = sum(1 for x in lessons if x.citation_status is CitationStatus.BROKEN)
+    if broken:
+        parts.append(f"{broken} stale (a cited path, symbol or command is gone)")
+    pinned = sum(1 for x in lessons if x.pinned)
+    if pinned:
+        parts.append(f"{pinned} pinned")
+    return "; ".join(parts)
+
+
 def lessons_table(lessons: Sequence[Lesson], *, width: int = 70) -> str:
     """Lessons with their audience and provenance."""
     rows = [
@@ -490,8 +506,11 @@ def _render(snapshot: MemorySnapshot, limit: int) -> str:
         out += ["", "Tests of the recent changes (run in the sandbox, judged by code)", tests]
     out += ["", "Metrics", metrics_table(snapshot.metrics), ""]
     if snapshot.lessons.lessons:
-        out.append(f"Lessons ({len(snapshot.lessons.lessons)})")
+        out.append(
+            f"Lessons ({len(snapshot.lessons.lessons)}): {lesson_counts(snapshot.lessons.lessons)}"
+        )
         out.append(lessons_table(snapshot.lessons.lessons))
+        out.append("  more: agent-loop lessons list | show ID | retire ID | pin ID")
     else:
         out.append("Lessons: none yet (the distiller writes them from graded runs).")
     if snapshot.digest.strip():
