@@ -210,7 +210,7 @@ async def test_the_default_branch_and_its_head_are_one_query() -> None:
     async with emulator_client(emu) as client:
         head = await client.default_branch()
         routes = client.stats.by_route()
-    assert (head.name, head.sha) == ("main", main)
+    assert (head.name, head.sha, head.private) == ("main", main, False)
     assert routes == {"POST /graphql": {200: 1}}
     empty = GitHubEmulator()
     async with emulator_client(empty) as client:

@@ -8,7 +8,7 @@ parses real GraphQL (operations, variables with types, aliases, inline fragments
 ```graphql
 type Query { repository(owner: String!, name: String!): Repository
              node(id: ID!): Node   viewer: User! }
-type Repository { id name nameWithOwner defaultBranchRef: Ref issue(number: Int!): Issue
+type Repository { id name nameWithOwner isPrivate defaultBranchRef: Ref issue(number: Int!): Issue
                   pullRequest(number: Int!): PullRequest
                   issueOrPullRequest(number: Int!): IssueOrPullRequest }
 Issue, PullRequest, IssueComment, PullRequestReviewComment {
@@ -214,6 +214,7 @@ _SCHEMA: dict[str, dict[str, FieldNodeDef]] = {
         "name": FieldNodeDef("scalar", lambda st, o, a: cast("State", o).name),
         "nameWithOwner": FieldNodeDef("scalar", lambda st, o, a: cast("State", o).full_name),
         "defaultBranchRef": FieldNodeDef("Ref", lambda st, o, a: _default_ref(cast("State", o))),
+        "isPrivate": FieldNodeDef("scalar", lambda st, o, a: cast("State", o).private),
         "issue": FieldNodeDef(
             "Issue",
             _by_number("Issue"),
