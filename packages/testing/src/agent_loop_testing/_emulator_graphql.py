@@ -213,8 +213,8 @@ _SCHEMA: dict[str, dict[str, FieldNodeDef]] = {
         "id": FieldNodeDef("scalar", lambda st, o, a: node_id("R", cast("State", o).repo_id)),
         "name": FieldNodeDef("scalar", lambda st, o, a: cast("State", o).name),
         "nameWithOwner": FieldNodeDef("scalar", lambda st, o, a: cast("State", o).full_name),
-        "defaultBranchRef": FieldNodeDef("Ref", lambda st, o, a: _default_ref(cast("State", o))),
         "isPrivate": FieldNodeDef("scalar", lambda st, o, a: cast("State", o).private),
+        "defaultBranchRef": FieldNodeDef("Ref", lambda st, o, a: _default_ref(cast("State", o))),
         "issue": FieldNodeDef(
             "Issue",
             _by_number("Issue"),

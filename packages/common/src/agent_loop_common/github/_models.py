@@ -226,11 +226,11 @@ class GitCommit(_Frozen):
 
 
 class BranchHead(_Frozen):
-    """A repository's default branch and the commit it points at, read in one request."""
+    """A branch and the commit it points at, read in one request."""
 
     name: str
     """The branch name, without `refs/heads/`."""
     sha: str
     """The commit the branch points at."""
     private: bool = False
-    """Whether the repository is private (`isPrivate`)."""
+    """Whether the repository is private (GraphQL `isPrivate`, read in the same request)."""
