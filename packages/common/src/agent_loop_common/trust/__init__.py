@@ -14,6 +14,7 @@ trust("alice"), await trust.trusted("bob")      # True, False
 
 from agent_loop_common.trust._edits import (
     EditorTrust,
+    as_their_authors_left_them,
     comments_edited_by_untrusted,
     untrusted_edit,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "EditorTrust",
     "LabelApplied",
     "Trust",
+    "as_their_authors_left_them",
     "comments_edited_by_untrusted",
     "is_agent_pull",
     "label_applied",

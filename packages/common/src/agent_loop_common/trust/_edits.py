@@ -13,13 +13,18 @@ from one made just after it: it counts as after (`>=`), the side that fails clos
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 from typing import Protocol
 
 from agent_loop_common.github import Comment, Edit, GitHub, NotFound, ReviewComment
 
-__all__ = ["EditorTrust", "comments_edited_by_untrusted", "untrusted_edit"]
+__all__ = [
+    "EditorTrust",
+    "as_their_authors_left_them",
+    "comments_edited_by_untrusted",
+    "untrusted_edit",
+]
 
 
 class EditorTrust(Protocol):
@@ -70,3 +75,27 @@ async def comments_edited_by_untrusted(
         if await untrusted_edit(trust, edit) is not None:
             tainted.add(comment.id)
     return tainted
+
+
+async def as_their_authors_left_them(
+    github: GitHub, trust: EditorTrust, comments: Sequence[Comment], *, authors: Collection[str]
+) -> list[Comment]:
+    """`comments`, each of `authors`' comments last edited below the trust rule shown as
+    its author left it: its `updated_at` set back to `created_at`.
+
+    A back-off is lifted by a trusted person touching the thread after the agents' last
+    comment (`claims.backoff_state` reads `updated_at`); without this, someone below
+    the rule could buy a new run by editing a maintainer's older comment.
+
+    Args:
+        authors: Logins whose comments could matter (`claims.backoff_resetters`, trusted);
+            only their edited comments are asked about.
+    """
+    wanted = {a.casefold() for a in authors}
+    tainted = await comments_edited_by_untrusted(
+        github, trust, [c for c in comments if c.user.login.casefold() in wanted]
+    )
+    return [
+        c.model_copy(update={"updated_at": c.created_at}) if c.id in tainted else c
+        for c in comments
+    ]
