@@ -347,3 +347,27 @@ async def test_without_slirp4netns_setup_fails_closed_and_says_what_to_install(
     assert not result.setup.ok
     assert "apt-get install -y slirp4netns" in result.setup.error
     assert result.exit_code is None  # the tests did not run either
+
+
+def test_groups_a_dead_process_left_are_swept() -> None:
+    import subprocess
+
+    from agent_loop_common.sandbox._cgroup import cgroup_support, sweep_stale_cgroups
+
+    support = cgroup_support()
+    if support.version is None:
+        pytest.skip(f"no control groups here: {support.reason}")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    stale = [parent / f"agent-loop-sandbox-{gone.pid}-abcd1234" for parent in support.parents]
+    mine = [parent / f"agent-loop-sandbox-{os.getpid()}-abcd1234" for parent in support.parents]
+    for folder in (*stale, *mine):
+        folder.mkdir()
+    try:
+        assert sweep_stale_cgroups(support.parents) == len(stale)
+        assert not any(folder.exists() for folder in stale)
+        assert all(folder.exists() for folder in mine)
+    finally:
+        for folder in (*stale, *mine):
+            if folder.exists():
+                folder.rmdir()

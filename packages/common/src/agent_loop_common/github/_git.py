@@ -101,8 +101,8 @@ class GitOps(GraphQLBase):
     """Low-level git operations through GitHub's git data API."""
 
     async def default_branch(self) -> BranchHead:
-        """The default branch and its head commit, in one GraphQL query (REST needs the
-        repository, then the branch's ref).
+        """The default branch, its head commit and whether the repository is private, in
+        one GraphQL query (REST needs the repository, then the branch's ref).
 
         Raises:
             NotFound: the repository does not exist, or has no branch yet.

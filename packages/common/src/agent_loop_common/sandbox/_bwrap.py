@@ -57,7 +57,12 @@ from agent_loop_common.sandbox._bwrap_argv import (
     bwrap_argv,
     outer_argv,
 )
-from agent_loop_common.sandbox._cgroup import CgroupSupport, SandboxCgroup, cgroup_support
+from agent_loop_common.sandbox._cgroup import (
+    CgroupSupport,
+    SandboxCgroup,
+    cgroup_support,
+    sweep_stale_cgroups,
+)
 from agent_loop_common.sandbox._command import expand_placeholders
 from agent_loop_common.sandbox._limits import SandboxLimits
 from agent_loop_common.sandbox._paths import (
@@ -84,7 +89,9 @@ CGROUP_WRAPPERS = 4
 
 @functools.cache
 def _cgroup_support() -> CgroupSupport:
-    return cgroup_support()
+    support = cgroup_support()
+    sweep_stale_cgroups(support.parents)  # once per process: what a killed agent left
+    return support
 
 
 def find_program(name: str) -> str | None:
