@@ -24,7 +24,7 @@ from agent_loop_common.attempts import attempt_loop
 from agent_loop_common.checks import open_checks
 from agent_loop_common.exposure import draw_lessons, work_kind_of
 from agent_loop_common.github import Comment, Issue
-from agent_loop_common.memory import read_context
+from agent_loop_common.memory import MemoryLocation, read_context
 from agent_loop_common.records import Outcome, Role, RunRecord, Target, TargetKind
 from agent_loop_common.repo import RepoSnapshot, repository_instructions
 from agent_loop_common.runtime import DirectWriter, RunScope, Runtime, Writer, run_scoped
@@ -192,7 +192,9 @@ async def _context(scope: RunScope, issue: Issue) -> str:
     rt = scope.runtime
     scope.work_kind = work_kind_of(issue.labels, role=Role.BUILDER)
     try:
-        view = await read_context(rt.memory, shared=rt.settings.shared_memory(rt.memory.root))
+        view = await read_context(
+            rt.memory, shared=MemoryLocation.shared_from_settings(rt.settings, rt.memory.root)
+        )
     except Exception as exc:
         _log.warning("builder.context_unavailable", error=repr(exc))
         return ""

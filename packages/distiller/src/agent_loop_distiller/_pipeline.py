@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 
 import structlog
 
-from agent_loop_common.memory import write_general_lessons
+from agent_loop_common.memory import MemoryLocation, write_general_lessons
 from agent_loop_common.records import Attempt, Outcome, Target, TargetKind
 from agent_loop_common.runtime import RunScope, Runtime, preflight_model, run_scoped
 from agent_loop_distiller._attempt import distill
@@ -116,7 +116,7 @@ async def _commit(runtime: Runtime, work: Work) -> bool:
         digest=work.digest if digest_changed else None,
         grades=work.grading.changed,
     )
-    shared = runtime.settings.shared_memory(runtime.memory.root)
+    shared = MemoryLocation.shared_from_settings(runtime.settings, runtime.memory.root)
     if shared is not None and lessons_changed:
         await write_general_lessons(shared, runtime.memory, work.book)
     return lessons_changed or digest_changed

@@ -32,7 +32,7 @@ from agent_loop_common.attempts import attempt_loop
 from agent_loop_common.checks import open_checks
 from agent_loop_common.claims import Claim
 from agent_loop_common.exposure import draw_lessons, work_kind_of
-from agent_loop_common.memory import ContextView, read_context
+from agent_loop_common.memory import ContextView, MemoryLocation, read_context
 from agent_loop_common.records import Links, Outcome, Role, RunRecord, Target, TargetKind
 from agent_loop_common.repo import RepoSnapshot, repository_instructions
 from agent_loop_common.runtime import DirectWriter, RunScope, Runtime, Writer, run_scoped
@@ -163,7 +163,9 @@ async def _pass(
         await conclude(scope, claim, fresh, None, write)
         return
     async with scope.stage("review"):
-        context = await read_context(rt.memory, shared=rt.settings.shared_memory(rt.memory.root))
+        context = await read_context(
+            rt.memory, shared=MemoryLocation.shared_from_settings(rt.settings, rt.memory.root)
+        )
         files = await rt.github.list_pull_files(number)
     context = _drawn_context(scope, context)
     pull = fresh.pull
