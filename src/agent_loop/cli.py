@@ -25,28 +25,24 @@ run the repository's tests here (and `AGENT_LOOP_SANDBOX` is not `off`).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
-from importlib import metadata
 from pathlib import Path
-from typing import Any, TextIO, cast
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
-from agent_loop import sandbox_cmd
-from agent_loop._logging import configure_cli_logging, preserved_logging
+from agent_loop import lessons_cmd, sandbox_cmd
 from agent_loop.agents import AGENTS, TARGETS, AgentName, run_agent_once
-from agent_loop_common.records import Role
-from agent_loop_common.runtime import (
-    CONFIG_TEMPLATE,
-    TickSummary,
-    model_label,
-    preflight_model,
-    preflight_sandbox,
-    remote_flyte_config,
-)
-from agent_loop_common.settings import ConfigError, Settings, load_settings
+
+if TYPE_CHECKING:
+    from agent_loop_common.memory import MemoryLocation
+    from agent_loop_common.runtime import TickSummary
+    from agent_loop_common.settings import Settings
+
+# Only the standard library and the light modules above are imported before the
+# arguments parse: `--help` (and a usage error) answers without loading Flyte, githubkit,
+# pydantic or the agents. Each command imports what it uses when it runs.
 
 __all__ = ["EXIT_CONFIG", "EXIT_FAILED", "build_parser", "main"]
 
@@ -56,6 +52,10 @@ EXIT_CONFIG = 2
 """Bad usage or configuration: nothing was attempted."""
 
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+CONFIG_TEMPLATE = "infra/flyte/remote.yaml"
+"""The Flyte config template the help names (`agent_loop_common.runtime.CONFIG_TEMPLATE`,
+repeated here so the parser needs no import of the runtime; a test holds them equal)."""
 
 
 def _positive(text: str) -> int:
@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--log-level", choices=_LEVELS, help="log level (default: AGENT_LOOP_LOG_LEVEL or INFO)"
     )
-    parser.add_argument("--version", action="version", version=f"agent-loop {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     demo = commands.add_parser(
@@ -157,12 +157,32 @@ def build_parser() -> argparse.ArgumentParser:
     run.epilog = _options_by_agent(agents.choices)
 
     status = commands.add_parser(
-        "status", help="recent runs, metrics and lessons from the local memory"
+        "status",
+        help="recent runs, metrics and lessons from the local memory (or --remote)",
+        description=(
+            "Recent runs, metrics, lessons and back-offs, read from the memory of local "
+            "runs (AGENT_LOOP_HOME), or with --remote from a deployment's storage "
+            "(AGENT_LOOP_MEMORY_ROOT, read through Flyte's storage with the Flyte "
+            "config's credentials)."
+        ),
     )
     status.add_argument(
         "--home", type=Path, help="local state folder (default: AGENT_LOOP_HOME or .agent-loop)"
     )
     status.add_argument("--limit", type=_positive, default=15, help="runs to show (default 15)")
+    status.add_argument(
+        "--remote",
+        action="store_true",
+        help="read a deployment's memory from its storage (AGENT_LOOP_MEMORY_ROOT) instead",
+    )
+    status.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="Flyte config of --remote, for the storage's credentials (default: "
+        "AGENT_LOOP_FLYTE_CONFIG, else where the flyte CLI looks)",
+    )
+    status.add_argument("--json", action="store_true", help="print the status as one JSON object")
 
     deploy = commands.add_parser(
         "deploy",
@@ -203,14 +223,35 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--port", type=_positive, default=8080, help="port (default 8080)")
     sandbox_cmd.add_parser(commands)
+    lessons_cmd.add_parser(commands)
     return parser
 
 
 def _version() -> str:
+    from importlib import metadata
+
     try:
         return metadata.version("agent-loop")
     except metadata.PackageNotFoundError:  # a source tree without its metadata installed
         return "unknown"
+
+
+class _VersionAction(argparse.Action):
+    """`--version`: reads the installed metadata only when asked (not for every command)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        del kwargs
+        super().__init__(
+            option_strings,
+            dest,
+            nargs=0,
+            default=argparse.SUPPRESS,
+            help="show the version and exit",
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(f"agent-loop {_version()}")  # on stdout, as argparse's own version action
+        parser.exit()
 
 
 def _options_by_agent(agents: Mapping[str, argparse.ArgumentParser]) -> str:
@@ -230,14 +271,19 @@ def _options_by_agent(agents: Mapping[str, argparse.ArgumentParser]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `agent-loop` console script; returns the exit code."""
     args = build_parser().parse_args(argv)
+    from agent_loop._logging import preserved_logging
+
     with preserved_logging():
         return _command(args)
 
 
 def _command(args: argparse.Namespace) -> int:
+    from agent_loop._logging import configure_cli_logging
+    from agent_loop_common.settings import ConfigError
+
     command = cast(str, args.command)
     level = cast(str | None, args.log_level)
-    quiet_by_default = command in ("demo", "status", "sandbox")
+    quiet_by_default = command in ("demo", "status", "sandbox", "lessons")
     configure_cli_logging("console", level or ("WARNING" if quiet_by_default else "INFO"))
     try:
         if command == "demo":
@@ -250,6 +296,8 @@ def _command(args: argparse.Namespace) -> int:
             return _serve(args, level)
         if command == "sandbox":
             return sandbox_cmd.main(args)
+        if command == "lessons":
+            return lessons_cmd.main(args)
         return _deploy(args)
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
@@ -260,6 +308,9 @@ def _command(args: argparse.Namespace) -> int:
 
 
 def _load(level: str | None, **overrides: Any) -> Settings:
+    from agent_loop._logging import configure_cli_logging
+    from agent_loop_common.settings import load_settings
+
     settings = load_settings(**overrides)
     configure_cli_logging(settings.log_format, level or settings.log_level)
     return settings
@@ -350,6 +401,15 @@ def _run_tick(
     args: argparse.Namespace, level: str | None, settings: Settings, target: int | None
 ) -> int:
     """One tick with the command's settings: preflight, run, print the summary."""
+    from agent_loop_common.records import Role
+    from agent_loop_common.runtime import (
+        model_label,
+        preflight_model,
+        preflight_sandbox,
+        remote_flyte_config,
+    )
+    from agent_loop_common.settings import ConfigError
+
     agent = cast(AgentName, args.agent)
     remote = bool(args.remote)
     retry_now = bool(args.retry_now)
@@ -359,6 +419,8 @@ def _run_tick(
         where = f"on the Flyte cluster {cluster.describe()} (its deployed settings)"
     else:  # a deployed tick has its own secrets; here, the key must be in this shell
         preflight_model(settings)
+        import asyncio
+
         asyncio.run(preflight_sandbox(settings, Role(agent)))  # and tests must run here
         where = f"in Flyte local mode (home: {settings.home}), model {model_label(settings)}"
     repos = settings.repo or ", ".join(settings.repos)
@@ -451,6 +513,8 @@ def _print_summary(agent: str, tick: TickSummary, out: TextIO) -> None:
 
 def _memory_settings(home: Path | None) -> Settings:
     """Settings for reading memory only: GitHub variables are not needed for that."""
+    from agent_loop_common.settings import load_settings
+
     overrides: dict[str, Any] = {}
     if home is not None:
         overrides["home"] = home
@@ -465,21 +529,68 @@ def _memory_settings(home: Path | None) -> Settings:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from agent_loop.status import StatusError, read_snapshot, render_status
+    import asyncio
+
+    from agent_loop.status import StatusError, read_snapshot, render_status, snapshot_json
     from agent_loop_common.runtime import local_memory
 
     home = cast(Path | None, args.home)
+    remote, config = bool(args.remote), cast(Path | None, args.config)
+    if (home is not None and remote) or (config is not None and not remote):
+        print(
+            "agent-loop status: --home reads local runs, --remote (with --config) a "
+            "deployment's: use one.",
+            file=sys.stderr,
+        )
+        return EXIT_CONFIG
     settings = _memory_settings(home)
+    location = _remote_memory(settings, config) if remote else local_memory(settings)
     try:
-        snapshot = asyncio.run(read_snapshot(local_memory(settings)))
+        snapshot = asyncio.run(read_snapshot(location))
     except StatusError as exc:
         print(f"agent-loop status: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    print(render_status(snapshot, limit=cast(int, args.limit)))
-    demo = _demo_home(settings) if snapshot.empty and home is None else None
+    limit = cast(int, args.limit)
+    if args.json:
+        print(snapshot_json(snapshot, limit=limit))
+        return 0
+    print(render_status(snapshot, limit=limit))
+    demo = _demo_home(settings) if snapshot.empty and home is None and not remote else None
     if demo is not None:
         print(f"The demo's memory is in {demo}: agent-loop status --home {demo}")
     return 0
+
+
+def _remote_memory(settings: Settings, config: Path | None) -> MemoryLocation:
+    """A deployment's memory: its storage root, read with the Flyte config's credentials.
+
+    Raises:
+        ConfigError: No `AGENT_LOOP_MEMORY_ROOT`, or no Flyte config naming a cluster.
+    """
+    import flyte
+
+    from agent_loop_common.memory import MemoryLocation
+    from agent_loop_common.runtime import remote_flyte_config
+    from agent_loop_common.settings import ConfigError, env_var_name
+
+    root = settings.memory_root.strip()
+    if not root:
+        name = env_var_name("memory_root")
+        raise ConfigError(
+            [
+                f"{name}: not set. agent-loop status --remote reads a deployment's memory "
+                "from the storage its tasks write to: set it to that root (e.g. "
+                "s3://my-bucket/data; docs/deploy.md)."
+            ]
+        )
+    cluster = remote_flyte_config(config or settings.flyte_config, purpose="status --remote")
+    flyte.init_from_config(str(cluster.path))
+    if root.startswith("file://"):  # a mounted or copied store: Flyte reads it as a path
+        from urllib.parse import urlparse
+        from urllib.request import url2pathname
+
+        root = url2pathname(urlparse(root).path)
+    return MemoryLocation.from_settings(settings, root)
 
 
 def _demo_home(settings: Settings) -> Path | None:

@@ -26,7 +26,7 @@ from agent_loop_common.exposure import draw_lessons, work_kind_of
 from agent_loop_common.github import Comment, Issue
 from agent_loop_common.memory import MemoryLocation, read_context
 from agent_loop_common.records import Outcome, Role, RunRecord, Target, TargetKind
-from agent_loop_common.repo import RepoSnapshot, repository_instructions
+from agent_loop_common.repo import RepoSnapshot, repository_instructions, stale_lessons
 from agent_loop_common.runtime import DirectWriter, RunScope, Runtime, Writer, run_scoped
 from agent_loop_common.trust import comments_edited_by_untrusted
 
@@ -135,12 +135,9 @@ async def _build(held: HeldIssue, write: Writer) -> None:
     """The claimed part of a tick: prepare the job, run the attempt loop, conclude."""
     scope, issue = held.scope, held.issue
     rt = scope.runtime
-    repo = await rt.github.repository()
-    base_sha = await rt.github.get_ref(f"heads/{repo.default_branch}")
-    if base_sha is None:
-        raise LookupError(f"the default branch {repo.default_branch!r} has no commit")
-    branch = repo.default_branch
-    snapshot = RepoSnapshot(rt.github, base_sha, branch, label=f"base branch {branch}")
+    base = await rt.github.default_branch()  # its name and head in one request
+    branch = base.name
+    snapshot = RepoSnapshot(rt.github, base.sha, branch, label=f"base branch {branch}")
     comments = await _trusted_comments(held)
     issue_text = render_issue(issue, comments)
     may_decompose = held.depth < rt.settings.max_decomposition_depth
@@ -149,7 +146,7 @@ async def _build(held: HeldIssue, write: Writer) -> None:
         number=issue.number,
         prompt=build_prompt(
             issue_block=issue_text,
-            context_block=await _context(scope, issue),
+            context_block=await _context(scope, issue, snapshot, private=repo.private),
             number=issue.number,
             tries=rt.settings.max_tries,
             may_decompose=may_decompose,
@@ -178,14 +175,17 @@ async def _trusted_comments(held: HeldIssue) -> list[Comment]:
             continue
         if await trust.trusted(comment.user.login):
             out.append(comment)
-    tainted = await comments_edited_by_untrusted(held.scope.runtime.github, trust, out)
+    people = [c for c in out if not trust.is_agent(c.user.login)]
+    tainted = await comments_edited_by_untrusted(held.scope.runtime.github, trust, people)
     return [c for c in out if c.id not in tainted]
 
 
-async def _context(scope: RunScope, issue: Issue) -> str:
+async def _context(scope: RunScope, issue: Issue, snapshot: RepoSnapshot, *, private: bool) -> str:
     """The budgeted digest and lessons; a memory failure costs the context, not the run.
 
-    Each applicable lesson is drawn in or held out (`draw_lessons`); held-out and
+    Lessons whose citations are missing from the base commit are hidden and listed in
+    the record (`stale_lessons`) for the distiller to fix or retire. Each other
+    applicable lesson is drawn in or held out (`draw_lessons`); held-out and
     inapplicable lessons leave both the lesson list and the digest, and the record keeps
     every candidate's draw.
     """
@@ -193,11 +193,16 @@ async def _context(scope: RunScope, issue: Issue) -> str:
     scope.work_kind = work_kind_of(issue.labels, role=Role.BUILDER)
     try:
         view = await read_context(
-            rt.memory, shared=MemoryLocation.shared_from_settings(rt.settings, rt.memory.root)
+            rt.memory,
+            shared=MemoryLocation.shared_from_settings(rt.settings, rt.memory.root),
+            share_from=rt.settings.share_lessons_from,
+            reader_public=not private,
         )
+        scope.stale_lessons = await stale_lessons(snapshot, view.lessons.lessons)
     except Exception as exc:
         _log.warning("builder.context_unavailable", error=repr(exc))
         return ""
+    view = view.without(stale.lesson_id for stale in scope.stale_lessons)
     draw = draw_lessons(
         view.lessons.lessons,
         run_id=rt.run_id,

@@ -92,6 +92,16 @@ class GitHubEmulator(EmulatorInspection):
         return self._st.owner
 
     @property
+    def private(self) -> bool:
+        """Whether GitHub reports the repository as private (public by default)."""
+        return self._st.private
+
+    @private.setter
+    def private(self, value: bool) -> None:
+        with self._st.lock:
+            self._st.private = value
+
+    @property
     def name(self) -> str:
         return self._st.name
 

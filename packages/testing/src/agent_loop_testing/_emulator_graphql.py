@@ -8,19 +8,23 @@ parses real GraphQL (operations, variables with types, aliases, inline fragments
 ```graphql
 type Query { repository(owner: String!, name: String!): Repository
              node(id: ID!): Node   viewer: User! }
-type Repository { id name nameWithOwner issue(number: Int!): Issue
+type Repository { id name nameWithOwner defaultBranchRef: Ref issue(number: Int!): Issue
                   pullRequest(number: Int!): PullRequest
                   issueOrPullRequest(number: Int!): IssueOrPullRequest }
 Issue, PullRequest, IssueComment, PullRequestReviewComment {
   id databaseId body createdAt updatedAt lastEditedAt author { login } editor { login }
   # Issue and PullRequest also: number title
 }
+type Ref { name prefix target: Commit }   type Commit { oid abbreviatedOid message }
 ```
 
 Answers have GitHub's shape: `{"data": ...}`, with `NOT_FOUND` errors (and a `null`)
 for a missing object, and `{"errors": [...]}` without data for a query that does not
-parse or names a field or variable wrongly. Anything outside this schema, mutations
-included, is such an error: a test that needs more should extend the schema here.
+parse or names a field or variable wrongly. Anything outside this schema is such an
+error: a test that needs more should extend the schema here. One mutation is served,
+`createCommitOnBranch` (`_emulator_graphql_mutations`), with its payload's `Commit` and
+`Ref`; a resolver's `FieldError` becomes a typed field error (`STALE_DATA`, ...) with a
+`null` value, as GitHub answers.
 """
 
 from __future__ import annotations
@@ -33,6 +37,10 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from agent_loop_testing._emulator_errors import ApiError
+from agent_loop_testing._emulator_graphql_mutations import (
+    FieldError,
+    create_commit_on_branch,
+)
 from agent_loop_testing._emulator_graphql_parse import (
     FieldNode,
     FragmentNode,
@@ -168,6 +176,25 @@ def _node(st: State, obj: object, args: Mapping[str, object]) -> object:
     return None
 
 
+def _payload(obj: object) -> dict[str, object]:
+    return cast("dict[str, object]", obj)
+
+
+def _commit_message(st: State, sha: str) -> str:
+    commit = st.git.commit(sha)
+    return commit.message.decode() if commit is not None else ""
+
+
+def _default_ref(st: State) -> Obj | None:
+    name = f"refs/heads/{st.default_branch}"
+    return ("Ref", name) if name in st.git.refs else None
+
+
+def _ref_target(st: State, name: str) -> Obj | None:
+    sha = st.git.refs.get(name)
+    return None if sha is None else ("Commit", sha)
+
+
 _NUMBER = {"number": "Int!"}
 _SCHEMA: dict[str, dict[str, FieldNodeDef]] = {
     "Query": {
@@ -186,6 +213,7 @@ _SCHEMA: dict[str, dict[str, FieldNodeDef]] = {
         "id": FieldNodeDef("scalar", lambda st, o, a: node_id("R", cast("State", o).repo_id)),
         "name": FieldNodeDef("scalar", lambda st, o, a: cast("State", o).name),
         "nameWithOwner": FieldNodeDef("scalar", lambda st, o, a: cast("State", o).full_name),
+        "defaultBranchRef": FieldNodeDef("Ref", lambda st, o, a: _default_ref(cast("State", o))),
         "issue": FieldNodeDef(
             "Issue",
             _by_number("Issue"),
@@ -205,6 +233,30 @@ _SCHEMA: dict[str, dict[str, FieldNodeDef]] = {
             "Could not resolve to an issue or pull request with the number of {number}.",
         ),
     },
+    "Mutation": {
+        "createCommitOnBranch": FieldNodeDef(
+            "CreateCommitOnBranchPayload",
+            lambda st, o, a: create_commit_on_branch(st, cast("UserRec", o), a),
+            {"input": "CreateCommitOnBranchInput!"},
+        ),
+    },
+    "CreateCommitOnBranchPayload": {
+        "clientMutationId": FieldNodeDef(
+            "scalar", lambda st, o, a: _payload(o)["clientMutationId"]
+        ),
+        "commit": FieldNodeDef("Commit", lambda st, o, a: ("Commit", _payload(o)["commit"])),
+        "ref": FieldNodeDef("Ref", lambda st, o, a: ("Ref", _payload(o)["ref"])),
+    },
+    "Commit": {
+        "oid": FieldNodeDef("scalar", lambda st, o, a: o),
+        "abbreviatedOid": FieldNodeDef("scalar", lambda st, o, a: str(o)[:7]),
+        "message": FieldNodeDef("scalar", lambda st, o, a: _commit_message(st, str(o))),
+    },
+    "Ref": {
+        "name": FieldNodeDef("scalar", lambda st, o, a: str(o).split("/", 2)[-1]),
+        "prefix": FieldNodeDef("scalar", lambda st, o, a: str(o).rsplit("/", 1)[0] + "/"),
+        "target": FieldNodeDef("Commit", lambda st, o, a: _ref_target(st, str(o))),
+    },
     "Issue": _ISSUE_FIELDS,
     "PullRequest": _ISSUE_FIELDS,
     "IssueComment": _content_fields(lambda o: "IC"),
@@ -213,6 +265,8 @@ _SCHEMA: dict[str, dict[str, FieldNodeDef]] = {
     "Bot": {"login": FieldNodeDef("scalar", lambda st, o, a: cast("UserRec", o).login)},
 }
 _INTERFACES: dict[str, frozenset[str]] = {
+    "Commit": frozenset({"Node", "GitObject"}),
+    "Ref": frozenset({"Node"}),
     "Issue": frozenset({"Node", "Comment", "UpdatableComment", "IssueOrPullRequest"}),
     "PullRequest": frozenset({"Node", "Comment", "UpdatableComment", "IssueOrPullRequest"}),
     "IssueComment": frozenset({"Node", "Comment", "UpdatableComment"}),
@@ -319,8 +373,20 @@ class _Run:
                 path=path,
             )
         args = self.arguments(f, spec.args, path)
-        # Query fields see the viewer; every other field sees its parent's record.
-        value = spec.resolve(self.st, self.viewer if typename == "Query" else record, args)
+        # Root fields see the viewer; every other field sees its parent's record.
+        root = typename in ("Query", "Mutation")
+        try:
+            value = spec.resolve(self.st, self.viewer if root else record, args)
+        except FieldError as error:
+            self.errors.append(
+                {
+                    "type": error.kind,
+                    "path": path,
+                    "locations": [{"line": f.line, "column": f.column}],
+                    "message": error.message,
+                }
+            )
+            return None
         if value is None:
             if spec.not_found:
                 self.errors.append(
@@ -402,9 +468,9 @@ def execute(st: State, viewer: UserRec, request: Json) -> Json:
             if len(operations) > 1:
                 raise QueryFailure("An operation name is required")
             op = operations[0]
-        if op.kind != "query":
+        if op.kind not in ("query", "mutation"):
             raise QueryFailure(
-                f"The emulator answers queries only, not a {op.kind}",
+                f"The emulator answers queries and mutations, not a {op.kind}",
                 extensions={"code": "unsupportedOperation"},
             )
         undeclared = sorted(_used_variables(op.selections) - set(op.variables))
@@ -415,7 +481,9 @@ def execute(st: State, viewer: UserRec, request: Json) -> Json:
                 extensions={"code": "variableNotDefined", "variableName": undeclared[0]},
             )
         run = _Run(st, viewer, _check_variables(op, cast("dict[str, object]", variables)))
-        data = run.select(("Query", None), op.selections, [])
+        data = run.select(
+            ("Mutation" if op.kind == "mutation" else "Query", None), op.selections, []
+        )
     except QueryFailure as failure:
         return {"errors": [failure.error]}
     return {"data": data, "errors": run.errors} if run.errors else {"data": data}

@@ -23,7 +23,7 @@ import re
 import threading
 from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import httpx
 from starlette.types import Message, Receive, Scope, Send
@@ -132,6 +132,9 @@ class GitHubHost:
         try:
             variables: Any = json.loads(body or b"{}").get("variables") or {}
             key = f"{variables.get('owner', '')}/{variables.get('name', '')}".lower()
+            named = _mutation_repository(variables)
+            if named is not None:
+                key = named.lower()
         except (ValueError, AttributeError):
             return self.primary
         return self._emulators.get(key, self.primary)
@@ -145,6 +148,20 @@ class GitHubHost:
         """Serve every repository over HTTP on 127.0.0.1; yields the base URL."""
         with serve_app(self, self._closing) as url:
             yield url
+
+
+def _mutation_repository(variables: object) -> str | None:
+    """`owner/name` a `createCommitOnBranch` input names (`input.branch`), if any."""
+    if not isinstance(variables, dict):
+        return None
+    given = cast("dict[str, object]", variables).get("input")
+    branch = cast("dict[str, object]", given).get("branch") if isinstance(given, dict) else None
+    named = (
+        cast("dict[str, object]", branch).get("repositoryNameWithOwner")
+        if isinstance(branch, dict)
+        else None
+    )
+    return named if isinstance(named, str) else None
 
 
 async def _read_body(receive: Receive) -> bytes:

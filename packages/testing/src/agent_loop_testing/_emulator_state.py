@@ -236,6 +236,8 @@ class State:
     statuses: list[StatusRec] = field(default_factory=list[StatusRec])
     apps: dict[int, AppRec] = field(default_factory=dict[int, AppRec])
     created_at: datetime | None = None
+    private: bool = False
+    """The repository's visibility (`private`/`visibility` in its JSON)."""
     hook_sink: WebhookSender | None = None
     """Where state changes are announced as webhook deliveries (None: nowhere)."""
     host: list[State] = field(default_factory=list["State"])

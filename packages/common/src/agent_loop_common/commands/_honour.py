@@ -16,6 +16,7 @@ from datetime import datetime
 
 import structlog
 
+from agent_loop_common.commands._parse import parse_commands
 from agent_loop_common.commands._render import render_help, render_status
 from agent_loop_common.commands._state import (
     CommandState,
@@ -24,7 +25,7 @@ from agent_loop_common.commands._state import (
     command_state,
 )
 from agent_loop_common.github import Comment, GitHub, NotFound
-from agent_loop_common.trust import Trust
+from agent_loop_common.trust import Trust, comments_edited_by_untrusted
 
 __all__ = ["honour_commands"]
 
@@ -44,12 +45,28 @@ async def honour_commands(
     """The thread's command state, after acknowledging its pending trusted commands.
 
     Costs nothing on a thread without commands; otherwise one permission lookup per new
-    command author and one reaction listing per trusted command comment.
+    command author, one last-editor lookup per edited command comment (a command last
+    edited by someone below the trust rule counts for nothing), and one reaction listing
+    per trusted command comment.
     """
     authors = command_authors(comments, agent_login=trust.agent_login)
     if not authors:
         return CommandState()
     await trust.resolve(authors)
+    tainted = await comments_edited_by_untrusted(
+        github,
+        trust,
+        [
+            c
+            for c in comments
+            if c.user.login in authors and trust(c.user.login) and parse_commands(c.body)
+        ],
+    )
+    if tainted:
+        # A trusted person's command rewritten by someone below the trust rule is not
+        # theirs any more: it counts for nothing (the same rule as for text a model sees).
+        _log.info("commands.edited_by_untrusted", target=number, comments=sorted(tainted))
+        comments = [c for c in comments if c.id not in tainted]
     first = command_state(comments, trusted=trust, agent_login=trust.agent_login, kind=kind)
     done: set[int] = set()
     gone: set[int] = set()

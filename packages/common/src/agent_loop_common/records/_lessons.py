@@ -29,6 +29,7 @@ __all__ = [
     "LessonBook",
     "LessonEvent",
     "LessonState",
+    "OperatorEdit",
     "OutcomeMetric",
     "RetiredLesson",
     "StaleLesson",
@@ -252,3 +253,22 @@ class StaleLesson(BaseModel):
     """The missing citations (`Citation.label`)."""
     base_sha: str = ""
     """The commit they were checked against."""
+
+
+class OperatorEdit(BaseModel):
+    """An operator's edit through `agent-loop lessons`, applied by every distiller tick.
+
+    The distiller is the context's only writer: the CLI changes the book at once for the
+    next runs, and keeps this edit so that a distiller tick racing with it re-applies it
+    instead of overwriting it. Applying an edit twice changes nothing.
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+
+    schema_version: str = "1.0"
+    op: Literal["retire", "pin", "unpin"]
+    lesson_id: str
+    reason: str = ""
+    login: str = ""
+    """Who ran the command, as the operator's machine knows them (`$USER`)."""
+    at: AwareDatetime

@@ -37,6 +37,7 @@ from agent_loop_common.records import (
     Links,
     Outcome,
     RunRecord,
+    StaleLesson,
     Target,
     TargetKind,
     TestEvidence,
@@ -73,6 +74,8 @@ class RunScope:
     trace: list[TraceStep] = field(default_factory=list[TraceStep])
     links: Links = field(default_factory=Links)
     lesson_ids: list[str] = field(default_factory=list[str])
+    stale_lessons: list[StaleLesson] = field(default_factory=list[StaleLesson])
+    """Lessons hidden for a citation missing from the run's base tree."""
     exposures: list[LessonExposure] = field(default_factory=list[LessonExposure])
     """Every candidate lesson's draw (see `agent_loop_common.lessons`), for the record."""
     work_kind: WorkKind | None = None
@@ -289,6 +292,7 @@ class RunScope:
             links=self.links,
             error=self.error,
             lesson_ids=self.lesson_ids,
+            stale_lessons=self.stale_lessons,
             exposures=self.exposures,
             work_kind=self.work_kind,
             fault=self.fault,

@@ -25,7 +25,7 @@ from agent_loop_common.sandbox._paths import ProtectedPaths
 from agent_loop_common.sandbox._process import ProcessOutcome
 from agent_loop_common.sandbox._reports import parse_junit
 from agent_loop_common.sandbox._result import LimitName, OutputExcerpt, RunResult, TestCounts
-from agent_loop_common.sandbox._tree import Workspace
+from agent_loop_common.sandbox._tree import Workspace, safe_relpath
 
 __all__ = ["OFF_BACKEND", "DisabledSandbox", "Sandbox", "infer_limit", "result_from"]
 
@@ -170,6 +170,7 @@ class Sandbox(ABC):
         time_limit: float | None = None,
         changes: Mapping[str, str | bytes | None] | None = None,
         setup: Sequence[str] | None = None,
+        skip: Sequence[str] = (),
     ) -> RunResult:
         """Run `argv` on a private copy of `tree` and report what happened.
 
@@ -181,6 +182,7 @@ class Sandbox(ABC):
             changes: A staged change (`path -> text`, `None` deletes) applied to the copy.
             setup: A command run first on the same copy, with the network on; when it
                 fails, `argv` does not run and the result carries the setup's result.
+            skip: Paths relative to `tree` not to copy (besides `.git`, never copied).
 
         Raises:
             CommandRejected: `argv` is empty.
@@ -198,7 +200,7 @@ class Sandbox(ABC):
             tree,
             changes=changes,
             owner=self.workspace_owner(),
-            exclude=self.protected.in_tree(tree),
+            exclude=[*self.protected.in_tree(tree), *(tree / safe_relpath(p) for p in skip)],
             parent=self.work_root,
         )
         try:
@@ -255,6 +257,7 @@ class DisabledSandbox(Sandbox):
         time_limit: float | None = None,
         changes: Mapping[str, str | bytes | None] | None = None,
         setup: Sequence[str] | None = None,
+        skip: Sequence[str] = (),
     ) -> RunResult:
         """A result with `exit_code=None`: nothing ran."""
         return RunResult(

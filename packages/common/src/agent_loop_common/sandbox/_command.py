@@ -3,8 +3,10 @@
 A test or setup command comes from a setting or from the repository's own files, and
 extra arguments may come from a model. None of them is ever run by a shell, so shell
 syntax would silently mean something else (`a && b` would pass `&&` to `a`): it is
-refused with a message saying what to do instead. The one substitution is the literal
-`$SANDBOX_JUNIT` (or `${SANDBOX_JUNIT}`), replaced by the path where the sandbox reads a
+refused with a message saying what to do instead. Only syntax a shell would act on is
+refused: inside quotes `;`, `&`, `|`, `<`, `>` are ordinary characters of one argument
+(`python -c "import a; a.main()"`), and single quotes make `$` literal too. The one
+substitution is the literal `$SANDBOX_JUNIT` (or `${SANDBOX_JUNIT}`), replaced by the path where the sandbox reads a
 JUnit XML report, e.g. `python -m pytest -q --junitxml=$SANDBOX_JUNIT`. The grammar
 itself lives with the settings (`split_command`, `shell_syntax`), which refuse a bad
 `AGENT_LOOP_TEST_COMMAND` at load with the same words.

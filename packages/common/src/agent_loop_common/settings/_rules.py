@@ -66,12 +66,69 @@ _MAX_COMMAND_CHARS = 2000
 
 
 def shell_syntax(text: str) -> str | None:
-    """The shell syntax `text` uses, named for people, or `None` (commands never see a shell)."""
+    """The shell syntax anywhere in `text` (one argument), named for people, or `None`."""
     for token, what in _SHELL:
         if token in text:
             return what
     rest = JUNIT_PLACEHOLDER_PATTERN.sub("", text)
     if "$" in rest:
+        return "'$' (variables are not expanded; only $SANDBOX_JUNIT is)"
+    return None
+
+
+def _active_text(text: str) -> tuple[str, str]:
+    """The characters a shell would act on: `(unquoted, inside double quotes)`.
+
+    Single-quoted text and backslash-escaped characters are literal to a shell, and no
+    shell runs here, so they may hold anything (`python -c "import a; a.main()"`).
+    Inside double quotes a shell still expands `$` and backticks, so those are kept
+    apart to be checked. Unbalanced quotes are left to `shlex` to report.
+    """
+    unquoted: list[str] = []
+    doubled: list[str] = []
+    quote = ""
+    escaped = False
+    for ch in text:
+        if escaped:
+            escaped = False
+            if quote == '"':
+                doubled.append(" ")
+            continue
+        if quote == "'":
+            if ch == "'":
+                quote = ""
+            continue
+        if ch == "\\":
+            escaped = True
+            continue
+        if quote == '"':
+            if ch == '"':
+                quote = ""
+                unquoted.append(" ")
+            else:
+                doubled.append(ch)
+            continue
+        if ch in "'\"":
+            quote = ch
+            unquoted.append(" ")
+            continue
+        unquoted.append(ch)
+    return "".join(unquoted), "".join(doubled)
+
+
+def command_syntax(text: str) -> str | None:
+    """Shell syntax a shell would act on in a whole command line (quotes respected), or
+    `None`."""
+    unquoted, doubled = _active_text(text)
+    found = shell_syntax(unquoted)
+    if found is not None:
+        return found
+    # A shell still expands these inside double quotes: refused there too.
+    if "`" in doubled:
+        return "backticks (command substitution)"
+    if "$(" in doubled:
+        return "'$(' (command substitution)"
+    if "$" in JUNIT_PLACEHOLDER_PATTERN.sub("", doubled):
         return "'$' (variables are not expanded; only $SANDBOX_JUNIT is)"
     return None
 
@@ -88,7 +145,7 @@ def split_command(text: str, *, what: str = "command") -> tuple[str, ...]:
         raise ValueError(f"{what} is empty")
     if len(text) > _MAX_COMMAND_CHARS:
         raise ValueError(f"{what} is longer than {_MAX_COMMAND_CHARS} characters")
-    syntax = shell_syntax(text)
+    syntax = command_syntax(text)
     if syntax is not None:
         raise ValueError(
             f"{what} {text!r} uses shell syntax: {syntax}. Commands run without a shell: "
