@@ -236,7 +236,7 @@ class Settings(BaseSettings):
     """Deliveries for one issue or pull request within this many seconds start a single run (one action on GitHub often sends several events)."""
     webhook_dedup_size: int = Field(default=10_000, ge=100, le=10_000_000)
     """How many recent deliveries the gateway remembers (by `X-GitHub-Delivery` and by body) to refuse a replay."""
-    webhook_read_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    webhook_read_timeout_seconds: float = Field(default=10.0, ge=1, le=300)
     """How long the gateway waits for a delivery's request head, and again for its body; a slower connection is dropped (head) or answered 408 (body). GitHub sends a delivery whole and at once, and gives up itself after ten seconds."""
     webhook_max_connections: int = Field(default=512, ge=1, le=100_000)
     """Most connections the gateway serves at once; past it a new request is answered 503 at once (GitHub records the failed delivery, the agents' cron picks the work up)."""
