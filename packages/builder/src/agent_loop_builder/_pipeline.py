@@ -137,7 +137,14 @@ async def _build(held: HeldIssue, write: Writer) -> None:
     rt = scope.runtime
     base = await rt.github.default_branch()  # its name and head in one request
     branch = base.name
-    snapshot = RepoSnapshot(rt.github, base.sha, branch, label=f"base branch {branch}")
+    snapshot = RepoSnapshot(
+        rt.github,
+        base.sha,
+        branch,
+        label=f"base branch {branch}",
+        tree_sha=base.tree_sha,
+        disk_usage_kb=base.disk_usage_kb,
+    )
     comments = await _trusted_comments(held)
     issue_text = render_issue(issue, comments)
     may_decompose = held.depth < rt.settings.max_decomposition_depth
