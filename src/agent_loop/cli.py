@@ -614,9 +614,9 @@ def _demo(args: argparse.Namespace, level: str | None) -> int:
             outcomes_only=bool(args.quiet),
             log_level=level or "WARNING",
         )
-    except DemoError as exc:
+    except DemoError as exc:  # a folder it may not empty, no pytest: nothing was run
         print(f"agent-loop demo: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        return EXIT_CONFIG
     return 0 if result.ok else EXIT_FAILED
 
 
