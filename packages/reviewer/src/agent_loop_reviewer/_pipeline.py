@@ -33,7 +33,7 @@ from agent_loop_common.checks import open_checks
 from agent_loop_common.claims import Claim
 from agent_loop_common.exposure import draw_lessons, work_kind_of
 from agent_loop_common.github import NotFound
-from agent_loop_common.memory import ContextView, read_context
+from agent_loop_common.memory import ContextView, MemoryLocation, read_context
 from agent_loop_common.records import Links, Outcome, Role, RunRecord, Target, TargetKind
 from agent_loop_common.repo import RepoSnapshot, repository_instructions, stale_lessons
 from agent_loop_common.runtime import DirectWriter, RunScope, Runtime, Writer, run_scoped
@@ -219,7 +219,7 @@ async def _context(scope: RunScope, base: RepoSnapshot) -> ContextView:
     private = bool(share_from) and (await rt.github.repository()).private
     context = await read_context(
         rt.memory,
-        shared=rt.settings.shared_memory(rt.memory.root),
+        shared=MemoryLocation.shared_from_settings(rt.settings, rt.memory.root),
         share_from=share_from,
         reader_public=not private,
     )
