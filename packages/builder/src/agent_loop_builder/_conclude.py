@@ -1,8 +1,9 @@
 """Ending a claimed build: write what the attempt loop's result calls for, then release.
 
 The order matters. Right before any write the claim is renewed (unless it is fresh) and
-the issue re-read: the build can take many minutes, and meanwhile a person may close the
-issue or another deployment may open an agent PR for it (the run then ends as skipped). A verified change
+the open issues listed again (`IssueFinder.overtaken`): the build can take many minutes, and
+meanwhile a person may close the issue or another deployment may open an agent PR for it
+(the run then ends as skipped). A verified change
 becomes one commit and a pull request, a verified decomposition the sub-issues (both
 durable writes); a decline or a rejection is answered on the issue and rests it in
 back-off. The release comment says what came of the run.
@@ -82,12 +83,7 @@ class HeldIssue:
     async def overtaken(self, *, check_pulls: bool) -> bool:
         """Right before writing: renew the claim, then make sure the work is still wanted."""
         await self.renew()
-        number = self.issue.number
-        reason = ""
-        if (await self.scope.runtime.github.get_issue(number)).state != "open":
-            reason = f"#{number} was closed during the run"
-        elif check_pulls and number in await self.finder.agent_pr_issues(fresh=True):
-            reason = f"an agent pull request for #{number} appeared during the run"
+        reason = await self.finder.overtaken(self.issue.number, check_pulls=check_pulls)
         if not reason:
             return False
         self.scope.finish(Outcome.SKIPPED, reason)
