@@ -149,6 +149,7 @@ EXPECTED_JSON: dict[str, Any] = {
         "regressions": [],
         "failing": [],
         "tamper_flags": [],
+        "inconsistent": [],
         "runs": 3,
     },
 }

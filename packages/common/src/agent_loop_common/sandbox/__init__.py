@@ -43,6 +43,7 @@ from agent_loop_common.sandbox._detect import (
     TestCommand,
     detect_test_command,
     resolve_test_command,
+    with_junit_report,
 )
 from agent_loop_common.sandbox._docker import (
     DOCKER_BACKEND,
@@ -140,5 +141,6 @@ __all__ = [
     "resolve_test_command",
     "selected_backend",
     "validate_extra_args",
+    "with_junit_report",
     "write_tree",
 ]

@@ -258,7 +258,6 @@ class BwrapSandbox(Sandbox):
             backend=self.name,
             argv=argv,
             network=network,
-            junit=workspace.junit,
             notes=notes,
         )
 
