@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from agent_loop_common.github import AppAuth, ETagCache, GitHub
-from agent_loop_common.testing import GitHubEmulator, emulator_client
+from agent_loop_testing import GitHubEmulator, emulator_client
 
 ISSUES = 120
 COMMENTS = 75

@@ -33,7 +33,7 @@ from agent_loop_common.logs import configure_logging
 from agent_loop_common.records import Outcome
 from agent_loop_common.runtime import TickSummary, use_model
 from agent_loop_common.settings import load_settings
-from agent_loop_common.testing import GitHubHost, InstantModel
+from agent_loop_testing import GitHubHost, InstantModel
 
 OWNER = "bench"
 

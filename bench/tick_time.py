@@ -36,8 +36,8 @@ import time
 from pathlib import Path
 
 from agent_loop_common.llm import ALLOW_MODEL_REQUESTS_ENV
-from agent_loop_common.testing import GitHubEmulator, ScriptedModel, call, serve_chat_model, turn
 from agent_loop_common.verify import VERIFIER_MARKER
+from agent_loop_testing import GitHubEmulator, ScriptedModel, call, serve_chat_model, turn
 
 CLI = str(Path(sys.executable).with_name("agent-loop"))
 CORE = "def make_widget(name, colour='blue'):\n    return {'name': name, 'colour': colour}\n"

@@ -11,6 +11,14 @@ of them competes with another for the interpreter lock.
 2. Burst: 500 signed deliveries posted at once over 64 connections: 5 for each of 100
    issues, then 500 for one issue. Every delivery must be answered 2xx and be covered
    by exactly one run start: none dropped, none in two runs.
+3. Attack: 300 slow unauthenticated connections (100 stalled request heads, 100 unsigned
+   1 MB bodies sent in part, 100 bodies under a well-formed wrong signature sent in
+   part), held open by a child process, while a trusted person opens 20 issues: how
+   each connection is answered, how fast the gateway drops them, its resident memory
+   (from /proc) before, at peak and after, and whether the signed deliveries still
+   start their runs.
+
+The gateway runs with the configuration it is deployed with (`server_config`).
 
 The runner only records and holds each run 50 ms (a run's own duration is the
 agent's). The latency table's answer times are measured by the emulator's sender, which
@@ -37,7 +45,7 @@ from typing import Any
 
 import httpx
 
-from agent_loop_common.testing import GitHubEmulator, sign_payload
+from agent_loop_testing import GitHubEmulator, sign_payload
 
 SECRET = "bench-secret"  # noqa: S105 (the emulator's and the gateway's shared test secret)
 LATENCY_DELIVERIES = 50
@@ -51,7 +59,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from agent_loop_common.settings import load_settings
 from agent_loop_common.logs import configure_logging
-from agent_loop_gateway import build_app, create_gateway
+from agent_loop_gateway import build_app, create_gateway, server_config
 
 configure_logging("console", "WARNING")
 starts = []
@@ -60,7 +68,8 @@ async def runner(agent, target):
     starts.append([agent, target, time.monotonic()])
     await asyncio.sleep(0.05)
 
-gateway = create_gateway(load_settings(), runner=runner)
+settings = load_settings()
+gateway = create_gateway(settings, runner=runner)
 app = build_app(gateway)
 
 async def bench(request: Request) -> JSONResponse:
@@ -74,7 +83,7 @@ app.router.routes.append(Route("/bench", bench))
 sock = socket.socket()
 sock.bind(("127.0.0.1", 0))
 open(sys.argv[1], "w").write(str(sock.getsockname()[1]))
-config = uvicorn.Config(app, lifespan="on", log_level="warning", access_log=False)
+config = server_config(app, settings, host="127.0.0.1", port=sock.getsockname()[1])
 uvicorn.Server(config).run(sockets=[sock])
 """
 
@@ -117,9 +126,70 @@ json.dump(results, open(out_path, "w"))
 """
 
 
+_ATTACK = r"""
+# Slow unauthenticated connections: stalled request heads, unsigned bodies and bodies
+# under a well-formed but wrong signature, each sent in part and then left hanging.
+# Records when the gateway answered (status) and when it closed each connection.
+import asyncio, json, sys, time
+host, port, per_kind, out_path, ready_path = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+BODY = 1_000_000
+
+def head(extra):
+    lines = ["POST /webhook HTTP/1.1", f"Host: {host}:{port}", f"Content-Length: {BODY}",
+             "X-GitHub-Event: issues", "X-GitHub-Delivery: attack"] + extra
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+KINDS = {
+    "stalled head": b"POST /webhook HTTP/1.1\r\nHost: gate",
+    "unsigned body": head([]) + b"{" + b" " * 900_000,
+    "wrong signature, body unfinished": head(["X-Hub-Signature-256: sha256=" + "ab" * 32]) + b"{" + b" " * 900_000,
+}
+
+async def one(kind, start):
+    reader, writer = await asyncio.open_connection(host, port)
+    writer.write(KINDS[kind])
+    try:
+        await writer.drain()
+    except ConnectionError:
+        pass
+    return reader, writer, time.monotonic()
+
+async def main():
+    start = time.monotonic()
+    conns = []
+    for kind in KINDS:
+        for _ in range(per_kind):
+            conns.append((kind, *(await one(kind, start))))
+    open(ready_path, "w").write("ready")
+    async def watch(kind, reader, writer, opened):
+        status, data = None, b""
+        try:
+            while chunk := await reader.read(65536):
+                data += chunk
+        except ConnectionError:
+            pass
+        if data.startswith(b"HTTP/1.1 "):
+            status = int(data.split(b" ", 2)[1])
+        writer.close()
+        return [kind, status, time.monotonic() - opened]
+    results = await asyncio.wait_for(asyncio.gather(*(watch(*c) for c in conns)), timeout=120)
+    json.dump({"opened": time.monotonic() - start, "results": results}, open(out_path, "w"))
+
+asyncio.run(main())
+"""
+
+
 @dataclass
 class Gateway:
     url: str
+    pid: int = 0
+
+    def rss_mb(self) -> float:
+        """The gateway process's resident memory, from /proc."""
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
 
     def state(self) -> dict[str, Any]:
         data: dict[str, Any] = httpx.get(f"{self.url}/bench", trust_env=False).json()
@@ -168,7 +238,7 @@ def gateway_process(emu: GitHubEmulator, api: str, window: float | None) -> Iter
                     except httpx.TransportError:
                         pass
                 time.sleep(0.05)
-            yield Gateway(url)
+            yield Gateway(url, child.pid)
         finally:
             child.terminate()
             child.wait(timeout=10)
@@ -277,6 +347,95 @@ def burst(label: str, targets: int, per_target: int) -> Burst:
     )
 
 
+ATTACK_PER_KIND = 100
+ATTACK_SIGNED = 20
+
+
+@dataclass
+class Attack:
+    connections: int
+    kinds: list[tuple[str, str, float, float]]
+    """Per kind of connection: what the gateway answered, closed after (median, max)."""
+    dropped_max: float
+    rss_before: float
+    rss_peak: float
+    rss_after: float
+    signed_answered: int
+    signed_runs: int
+    signed_p95_wait: float
+
+
+def attack() -> Attack:
+    """300 slow unauthenticated connections, while a trusted person opens issues."""
+    emu = GitHubEmulator()
+    emu.add_user("alice", permission="write")
+    with emu.serve() as api, gateway_process(emu, api, None) as gateway:
+        emu.add_webhook(f"{gateway.url}/webhook", SECRET, events=["issues"])
+        gateway.settled()
+        before = gateway.rss_mb()
+        host, port = gateway.url.removeprefix("http://").split(":")
+        with tempfile.TemporaryDirectory() as tmp:
+            out, ready = Path(tmp) / "out.json", Path(tmp) / "ready"
+            child = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    _ATTACK,
+                    host,
+                    port,
+                    str(ATTACK_PER_KIND),
+                    str(out),
+                    str(ready),
+                ]
+            )
+            peak = before
+            deadline = time.monotonic() + 60
+            while not ready.exists() and child.poll() is None and time.monotonic() < deadline:
+                peak = max(peak, gateway.rss_mb())
+                time.sleep(0.02)
+            numbers = []
+            for n in range(ATTACK_SIGNED):  # signed deliveries while the attack holds on
+                numbers.append(emu.add_issue(f"During the attack {n}", author="alice"))
+                peak = max(peak, gateway.rss_mb())
+                time.sleep(0.05)
+            while child.poll() is None and time.monotonic() < deadline + 120:
+                peak = max(peak, gateway.rss_mb())
+                time.sleep(0.05)
+            data = json.loads(out.read_text())
+        deliveries = emu.wait_for_deliveries()
+        state = gateway.settled()
+        after = gateway.rss_mb()
+    started = {target: at for _, target, at in state["starts"]}
+    waits = [
+        started[d.payload["issue"]["number"]] - d.sent_at
+        for d in deliveries
+        if d.payload["issue"]["number"] in started
+    ]
+    closes = [at for _, _, at in data["results"]]
+    return Attack(
+        connections=len(data["results"]),
+        kinds=[
+            (
+                kind,
+                ", ".join(
+                    f"{'closed unanswered' if st is None else st} x{n}"
+                    for st, n in Counter(st for k, st, _ in data["results"] if k == kind).items()
+                ),
+                statistics.median(at for k, _, at in data["results"] if k == kind),
+                max(at for k, _, at in data["results"] if k == kind),
+            )
+            for kind in dict.fromkeys(k for k, _, _ in data["results"])
+        ],
+        dropped_max=max(closes),
+        rss_before=before,
+        rss_peak=peak,
+        rss_after=after,
+        signed_answered=sum(1 for d in deliveries if d.status == 202),
+        signed_runs=sum(1 for n in numbers if n in started),
+        signed_p95_wait=_percentile(waits, 0.95) if waits else float("nan"),
+    )
+
+
 def main() -> int:
     rows = [latency(None), latency(0.0)]
     bursts = [
@@ -311,6 +470,27 @@ def main() -> int:
         "A target gets a second run only for deliveries that arrived after its first run "
         "had started (news that run may not have read)."
     )
+    a = attack()
+    print(
+        f"\n### Attack: {a.connections} slow unauthenticated connections "
+        f"({ATTACK_PER_KIND} of each kind), {ATTACK_SIGNED} signed deliveries meanwhile\n"
+    )
+    print("| connections | answered | closed by the gateway after (median / max, from its opening) |")
+    print("|---|---|---:|")
+    for kind, answered, median, slowest in a.kinds:
+        print(f"| {kind} | {answered} | {median:.1f} / {slowest:.1f} s |")
+    print(
+        f"\nGateway resident memory before / peak / after: {a.rss_before:.0f} / "
+        f"{a.rss_peak:.0f} / {a.rss_after:.0f} MB. Signed deliveries during the attack: "
+        f"{a.signed_answered}/{ATTACK_SIGNED} answered 202, {a.signed_runs}/{ATTACK_SIGNED} "
+        f"runs started, delivery -> run start p95 {a.signed_p95_wait:.3f} s."
+    )
+    print(
+        "\nDefaults: AGENT_LOOP_WEBHOOK_READ_TIMEOUT_SECONDS=10 (a request head, then its "
+        "body), AGENT_LOOP_WEBHOOK_MAX_CONNECTIONS=512, body cap 1 MB. 'closed': dropped "
+        "without an answer (its head never completed)."
+    )
+    failed |= a.signed_runs != ATTACK_SIGNED or a.dropped_max > 30
     return 1 if failed else 0
 
 

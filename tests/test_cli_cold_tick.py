@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from agent_loop_common.testing import GitHubEmulator
+from agent_loop_testing import GitHubEmulator
 
 pytestmark = pytest.mark.slow
 

@@ -20,8 +20,8 @@ import pytest
 
 from agent_loop import cli
 from agent_loop_common.llm import ALLOW_MODEL_REQUESTS_ENV
-from agent_loop_common.testing import GitHubEmulator, ScriptedModel, call, serve_chat_model, turn
 from agent_loop_common.verify import VERIFIER_MARKER
+from agent_loop_testing import GitHubEmulator, ScriptedModel, call, serve_chat_model, turn
 
 pytestmark = pytest.mark.slow
 

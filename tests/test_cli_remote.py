@@ -17,7 +17,7 @@ import pytest
 
 from agent_loop import cli
 from agent_loop.deploy import ROOT
-from agent_loop_common.testing import GitHubEmulator
+from agent_loop_testing import GitHubEmulator
 
 TEMPLATE = ROOT / "infra" / "flyte" / "remote.yaml"
 OFFLINE = ROOT / "infra" / "flyte" / "offline.yaml"
@@ -182,3 +182,51 @@ def test_python_m_an_agent_remote_without_a_config_exits_2(
     assert "No Flyte config found" in err
     assert "--config infra/flyte/remote.yaml" in err
     assert repo.requests == []
+
+
+def test_many_repositories_deploy_without_a_placeholder_repository(
+    nowhere: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A dry run injected `AGENT_LOOP_REPO=dry-run/unset`, then refused it as "not both"."""
+    from agent_loop._deploy_preflight import deploy_settings
+
+    monkeypatch.setenv("AGENT_LOOP_REPOS", "acme/api,acme/web")
+    for dry_run in (True, False):
+        settings = deploy_settings(dry_run=dry_run)
+        assert settings.repos == ("acme/api", "acme/web")
+        assert settings.repo == ""
+    code, out, err = _main(["deploy", "reviewer", "--dry-run"], capsys)
+    assert code == 0, out + err
+    assert "    AGENT_LOOP_SANDBOX=flyte" in out  # a deployed reviewer's default
+    assert (
+        "    secrets: github-token as GITHUB_TOKEN, anthropic-api-key as ANTHROPIC_API_KEY" in out
+    )
+    assert out.rstrip().splitlines()[-1].startswith("reviewer: dry run ok in ")
+
+
+def test_a_dry_run_shows_the_app_secrets_it_wires(
+    nowhere: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("AGENT_LOOP_REPO", "acme/api")
+    monkeypatch.setenv("GITHUB_APP_ID", "123")
+    monkeypatch.setenv("GITHUB_APP_PRIVATE_KEY_PATH", str(nowhere / "app.pem"))
+    code, out, err = _main(["deploy", "distiller", "--dry-run"], capsys)
+    assert code == 0, out + err
+    assert (
+        "    secrets: github-app-id as GITHUB_APP_ID, github-app-private-key as "
+        "GITHUB_APP_PRIVATE_KEY, anthropic-api-key as ANTHROPIC_API_KEY"
+    ) in out
+    assert "github-token" not in out
+
+
+def test_a_bad_repository_list_entry_is_named_alone(
+    nowhere: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("AGENT_LOOP_REPOS", "acme/api,not a repo")
+    code, out, err = _main(["deploy", "builder", "--dry-run"], capsys)
+    assert code == cli.EXIT_CONFIG
+    assert err.startswith("agent-loop configuration is invalid (1 problem)")
+    assert "AGENT_LOOP_REPOS: entry 'not a repo' is invalid: expected owner/name" in err
+    assert "acme/api" not in err  # the good entry is not the problem
+    assert "AGENT_LOOP_REPO:" not in err  # no false "not set": the list is the target
+    assert out == ""

@@ -24,9 +24,9 @@ from agent_loop_common.records import Attempt, Links, Outcome, Role, RunRecord, 
 from agent_loop_common.runtime import local_memory
 from agent_loop_common.runtime._reports import LOCAL_METADATA_ROOT
 from agent_loop_common.settings import load_settings
-from agent_loop_common.testing import GitHubEmulator, ScriptedModel, call, turn
-from agent_loop_common.testing.pytest_plugin import Install
 from agent_loop_common.verify import VERIFIER_MARKER
+from agent_loop_testing import GitHubEmulator, ScriptedModel, call, turn
+from agent_loop_testing.pytest_plugin import Install
 
 pytestmark = pytest.mark.slow
 

@@ -33,7 +33,9 @@ from agent_loop_common.records import (
 )
 from agent_loop_common.runtime import local_memory, use_model
 from agent_loop_common.settings import Settings, load_settings
-from agent_loop_common.testing import (
+from agent_loop_distiller import DISTILLER_MARKER, TickKind, run_distiller_tick
+from agent_loop_reviewer import REVIEWER_MARKER, run_reviewer_tick
+from agent_loop_testing import (
     GitHubEmulator,
     ModelSlot,
     ScriptedModel,
@@ -42,8 +44,6 @@ from agent_loop_common.testing import (
     emulator_settings,
     turn,
 )
-from agent_loop_distiller import DISTILLER_MARKER, TickKind, run_distiller_tick
-from agent_loop_reviewer import REVIEWER_MARKER, run_reviewer_tick
 
 GARBAGE = '{"lessons": [ this is not json'
 

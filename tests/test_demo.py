@@ -21,7 +21,7 @@ import pytest
 from agent_loop import cli
 from agent_loop.demo import DEMO_MARKER, DemoResult, run_demo
 from agent_loop_common.sandbox import BwrapSandbox, DockerSandbox, _select
-from agent_loop_common.testing import GitHubEmulator, emulator_client
+from agent_loop_testing import GitHubEmulator, emulator_client
 
 pytestmark = pytest.mark.slow
 

@@ -138,3 +138,35 @@ def test_agent_loop_deploy_dry_run_of_the_real_builder() -> None:
     assert "env builder: image agent-loop-builder:" in text
     assert "task builder.builder_tick: builder_schedule" in text
     assert text.rstrip().splitlines()[-1].startswith("builder: dry run ok in ")
+
+
+def test_the_test_doubles_are_refused_in_an_image_and_off_the_path(
+    tmp_path: pathlib.Path,
+) -> None:
+    """agent-loop-testing (the emulator, the scripted model) never reaches a deploy: pinned
+    by name or exported as a path its lock is refused, and importing it fails as in the image.
+    """
+    pinned = _sample(tmp_path / "pinned")
+    lock = pinned.lock_path("alpha")
+    lock.write_text("flyte==2.12.1\nagent-loop-testing==0.1.0\n", encoding="utf-8")
+    by_path = _sample(tmp_path / "by-path")
+    doubles = by_path.package_dir("testing")
+    doubles.mkdir(parents=True)
+    (doubles / "pyproject.toml").write_text(
+        '[project]\nname = "agent_loop_testing"\nversion = "0.1.0"\n', encoding="utf-8"
+    )
+    lock = by_path.lock_path("alpha")
+    lock.write_text("flyte==2.12.1\n-e ./packages/testing\n", encoding="utf-8")
+    imported = _sample(tmp_path / "imported", imports="import agent_loop_testing\n")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        findings = list(pool.map(_findings, [pinned, by_path, imported]))
+
+    refused = "packages/alpha/requirements.lock.txt pins test-only agent-loop-testing"
+    assert findings == [
+        [refused],
+        [refused],
+        [
+            "cannot import sample_alpha.env: ModuleNotFoundError: "
+            "No module named 'agent_loop_testing'"
+        ],
+    ]

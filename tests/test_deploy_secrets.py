@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import pathlib
+import shutil
+import subprocess
+
 import flyte
 import pytest
 
+from agent_loop.deploy import ROOT
 from agent_loop_common.deploy import (
     agent_env_vars,
     agent_schedule,
     agent_secrets,
+    github_auth,
     model_key_envs,
     secret_key,
 )
@@ -128,7 +135,86 @@ def test_forwarded_values_never_look_like_secrets() -> None:
 def test_an_app_id_injected_as_a_secret_is_not_also_an_env_var() -> None:
     environ = {"AGENT_LOOP_GITHUB_AUTH": "app", "GITHUB_APP_ID": "123", "AGENT_LOOP_REPO": "a/b"}
     assert agent_env_vars(environ) == {"AGENT_LOOP_REPO": "a/b"}
-    assert agent_env_vars({"GITHUB_APP_ID": "123"}) == {"GITHUB_APP_ID": "123"}
+    assert agent_env_vars({"GITHUB_APP_ID": "123"}) == {}  # an App: its id is a secret
+    explicit = {"AGENT_LOOP_GITHUB_AUTH": "token", "GITHUB_APP_ID": "123"}
+    assert agent_env_vars(explicit) == {"GITHUB_APP_ID": "123"}
+
+
+def test_app_credentials_are_wired_as_app_credentials_without_the_auth_variable() -> None:
+    """Only the App id and the key path set: the deploy used to wire `github-token`."""
+    environ = {
+        "GITHUB_APP_ID": "123",
+        "GITHUB_APP_PRIVATE_KEY_PATH": "/keys/app.pem",
+        "AGENT_LOOP_MODEL_KEY_ENV": "none",
+    }
+    assert github_auth(environ) == "app"
+    assert _pairs(environ) == [
+        ("github-app-id", "GITHUB_APP_ID"),
+        ("github-app-private-key", "GITHUB_APP_PRIVATE_KEY"),
+    ]
+    assert github_auth({}) == "token"
+
+
+def _create_secrets(
+    tmp_path: pathlib.Path, environ: dict[str, str], *args: str
+) -> subprocess.CompletedProcess[str]:
+    """Run `infra/flyte/create-secrets` with `uv run ... flyte` recorded, never called."""
+    fake = tmp_path / "bin"
+    fake.mkdir(exist_ok=True)
+    log = tmp_path / "flyte.log"
+    real_uv = shutil.which("uv")
+    assert real_uv is not None
+    (fake / "uv").write_text(
+        "#!/bin/sh\n"
+        'if [ "$1 $2 $3" = "run --frozen flyte" ]; then\n'
+        f'  shift 3; for a in "$@"; do printf "%s " "$a"; done >> {log}; echo >> {log}\n'
+        '  for a in "$@"; do last=$a; done; cat "$last" >> '
+        + str(log)
+        + "; echo >> "
+        + str(log)
+        + "\n"
+        "  exit 0\n"
+        "fi\n"
+        f'exec {real_uv} "$@"\n',
+        encoding="utf-8",
+    )
+    (fake / "uv").chmod(0o755)
+    drop = {"GITHUB_TOKEN", "GITHUB_APP_ID", "GITHUB_APP_PRIVATE_KEY", "AGENT_LOOP_GITHUB_AUTH"}
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env |= {"PATH": f"{fake}{os.pathsep}{env['PATH']}", **environ}
+    return subprocess.run(
+        [str(ROOT / "infra/flyte/create-secrets"), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+
+def test_create_secrets_reads_the_app_key_from_the_key_path(tmp_path: pathlib.Path) -> None:
+    key = tmp_path / "app.pem"
+    key.write_text("-----BEGIN RSA PRIVATE KEY-----\nfake\n", encoding="utf-8")
+    environ = {
+        "GITHUB_APP_ID": "123",
+        "GITHUB_APP_PRIVATE_KEY_PATH": str(key),
+        "AGENT_LOOP_MODEL_KEY_ENV": "none",
+    }
+    shown = _create_secrets(tmp_path, environ, "--print")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines() == [
+        "flyte create secret github-app-id --from-file <file holding $GITHUB_APP_ID>",
+        f"flyte create secret github-app-private-key --from-file {key}",
+    ]
+    created = _create_secrets(tmp_path, environ)
+    assert created.returncode == 0, created.stderr
+    assert f"created secret github-app-private-key from {key}" in created.stdout
+    log = (tmp_path / "flyte.log").read_text(encoding="utf-8")
+    assert f"create secret github-app-private-key --from-file {key}" in log
+    assert "BEGIN RSA PRIVATE KEY" in log  # the file itself became the secret
+    missing = _create_secrets(tmp_path, environ | {"GITHUB_APP_PRIVATE_KEY_PATH": "/nope.pem"})
+    assert missing.returncode == 1
+    assert "GITHUB_APP_PRIVATE_KEY_PATH=/nope.pem is not a readable file" in missing.stderr
 
 
 def test_schedules_come_from_settings_defaults_and_variables() -> None:

@@ -78,6 +78,10 @@ def test_a_clean_report_has_no_findings() -> None:
         ("packages/builder/tests/test_select.py", "test code"),
         ("packages/builder/tests/helpers.py", "test code"),
         ("packages/common/src/agent_loop_common/testing/_emulator.py", "test code"),
+        (
+            "packages/testing/src/agent_loop_testing/_emulator.py",
+            "the test doubles (agent-loop-testing)",
+        ),
         ("packages/builder/src/agent_loop_builder/conftest.py", "test code"),
         ("src/agent_loop/cli.py", "outside builder and common"),
         ("bench/memory_io.py", "outside builder and common"),

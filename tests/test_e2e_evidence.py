@@ -24,8 +24,8 @@ from agent_loop_common.records import Role, RunRecord
 from agent_loop_common.runtime import TickSummary, local_memory, use_model
 from agent_loop_common.sandbox import BwrapSandbox, SandboxLimits, _select
 from agent_loop_common.settings import Settings, load_settings
-from agent_loop_common.testing import GitHubEmulator, ScriptedCall, ScriptedModel, Turn, call, turn
 from agent_loop_common.verify import VERIFIER_MARKER
+from agent_loop_testing import GitHubEmulator, ScriptedCall, ScriptedModel, Turn, call, turn
 
 
 def _bwrap_works() -> tuple[bool, str]:

@@ -25,8 +25,8 @@ from agent_loop_common.records import Role, RunRecord
 from agent_loop_common.runtime import TickSummary, local_memory, use_model
 from agent_loop_common.sandbox import BwrapSandbox, DockerSandbox, SandboxLimits, _select
 from agent_loop_common.settings import Settings, load_settings
-from agent_loop_common.testing import GitHubEmulator, ScriptedModel, call, emulator_client, turn
 from agent_loop_common.verify import VERIFIER_MARKER
+from agent_loop_testing import GitHubEmulator, ScriptedModel, call, emulator_client, turn
 
 
 def _bwrap_works() -> tuple[bool, str]:

@@ -29,7 +29,7 @@ from agent_loop_common.runtime import (
     use_model,
 )
 from agent_loop_common.settings import load_settings
-from agent_loop_common.testing import GitHubHost, InstantModel
+from agent_loop_testing import GitHubHost, InstantModel
 
 pytestmark = pytest.mark.slow
 

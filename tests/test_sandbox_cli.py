@@ -199,3 +199,41 @@ def test_sandbox_needs_an_action(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         cli.main(["sandbox"])
     assert exited.value.code == 2
+
+
+def test_check_states_the_real_bound_and_the_setup_network(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 22: RLIMIT_AS bounds each process, so the check names the sandbox's total."""
+    monkeypatch.setenv("AGENT_LOOP_SANDBOX_MEMORY_MB", "256")
+    monkeypatch.setenv("AGENT_LOOP_SANDBOX_MAX_PROCESSES", "256")
+    _, out, _ = _run(["sandbox", "check"], capsys)
+    assert "256 MB of address space per process" in out
+    assert "up to 65,536 MB in total" in out
+    assert "--pids-limit 256 bound the whole container" in out
+    assert "bwrap setup steps:" in out
+
+
+@needs_bwrap
+def test_run_never_copies_git_and_says_what_it_left_out(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 22: a token in `.git/config` stays out; issue 24: a `.venv` is not copied silently."""
+    secret = "ghp_" + "S" * 36
+    (folder / ".git").mkdir()
+    (folder / ".git" / "config").write_text(
+        f'[remote "origin"]\n\turl = https://x:{secret}@github.com/o/r\n'
+    )
+    (folder / ".venv" / "bin").mkdir(parents=True)
+    (folder / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (folder / "sub").mkdir()
+    (folder / "sub" / ".git").write_text("gitdir: ../.git/modules/sub\n")
+    code, out, _ = _run(["sandbox", "run", "--dir", str(folder), "--", "find", "."], capsys)
+    assert code == 0
+    listed = out.split("-- bwrap")[0]
+    assert "./app.py" in listed
+    assert ".git" not in listed
+    assert ".venv" not in listed
+    assert "-- note: not copied: .git (git's metadata is never copied" in out
+    assert "-- note: not copied: .venv (an environment built on this host" in out
+    assert secret not in out

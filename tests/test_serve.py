@@ -21,9 +21,9 @@ from agent_loop.serve import LocalRunner, local_app
 from agent_loop_common.records import Role
 from agent_loop_common.runtime import use_model
 from agent_loop_common.settings import Settings, load_settings
-from agent_loop_common.testing import GitHubEmulator, ScriptedModel, call, serve_asgi, turn
 from agent_loop_common.verify import VERIFIER_MARKER
 from agent_loop_gateway import Gateway
+from agent_loop_testing import GitHubEmulator, ScriptedModel, call, serve_asgi, turn
 
 pytestmark = pytest.mark.slow
 

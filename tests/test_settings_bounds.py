@@ -28,7 +28,8 @@ from agent_loop_common.settings import (
     env_var_name,
     field_bounds,
 )
-from agent_loop_common.testing import (
+from agent_loop_common.verify import VERIFIER_MARKER
+from agent_loop_testing import (
     GitHubEmulator,
     ScriptedModel,
     call,
@@ -36,8 +37,7 @@ from agent_loop_common.testing import (
     emulator_settings,
     turn,
 )
-from agent_loop_common.testing.pytest_plugin import Install
-from agent_loop_common.verify import VERIFIER_MARKER
+from agent_loop_testing.pytest_plugin import Install
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 _IDENTIFIERS = frozenset({"github_app_installation_id"})

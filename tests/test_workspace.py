@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import tomllib
+from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 AGENTS = ("builder", "reviewer", "distiller")
@@ -35,6 +37,24 @@ def test_the_gateway_and_the_agents_never_import_each_other() -> None:
     assert not gateway & {f"agent_loop_{agent}" for agent in AGENTS}
     for agent in AGENTS:
         assert "agent_loop_gateway" not in _imported_modules(ROOT / "packages" / agent / "src")
+
+
+def _pyproject(member_dir: pathlib.Path) -> dict[str, Any]:
+    return tomllib.loads((member_dir / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def test_the_test_doubles_are_a_member_of_their_own_for_tests_and_the_cli_only() -> None:
+    """The emulator and scripted model live in agent-loop-testing: every member's tests get
+    them (dev group), the CLI's demo runs on them, and no deployed package imports them."""
+    assert not (ROOT / "packages/common/src/agent_loop_common/testing").exists()
+    assert (ROOT / "packages/testing/src/agent_loop_testing/__init__.py").exists()
+    for member in ("common", *AGENTS, "gateway"):
+        data = _pyproject(ROOT / "packages" / member)
+        assert "agent-loop-testing" in data["dependency-groups"]["dev"], member
+        assert not any("testing" in d for d in data["project"]["dependencies"]), member
+        imported = _imported_modules(ROOT / "packages" / member / "src")
+        assert "agent_loop_testing" not in imported, member
+    assert "agent-loop-testing" in _pyproject(ROOT)["project"]["dependencies"]
 
 
 def _calls_task_environment(path: pathlib.Path) -> bool:

@@ -39,10 +39,38 @@ import pathlib
 import sys
 import tarfile
 import tempfile
+import tomllib
 import traceback
 from typing import Any
 
-TESTING_MARKERS = ("dulwich", "starlette", "uvicorn", "pytest")
+TESTING_MARKERS = ("agent-loop-testing", "dulwich", "starlette", "uvicorn", "pytest")
+"""Packages only tests need (the test doubles' member first): an image must not pin them."""
+
+
+def _requirement_name(line: str, base: pathlib.Path) -> str | None:
+    """The normalised distribution a requirements line installs (None: no requirement).
+
+    `name==1.0`, `name @ url` and `name[extra]>=1` give `name`; a local path (`-e
+    ./packages/testing`, `./x`, `file:///x`) gives the `[project] name` of the pyproject
+    there, so a workspace member exported by path is recognised by name too.
+    """
+    text = line.split(" #", 1)[0].strip()
+    if text.startswith("-e "):
+        text = text[3:].strip()
+    if not text or text.startswith(("#", "-")):
+        return None
+    if text.startswith((".", "/", "file:")):
+        folder = base / text.removeprefix("file://")
+        try:
+            data = tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))
+            return str(data["project"]["name"]).lower().replace("_", "-")
+        except (OSError, KeyError, tomllib.TOMLDecodeError):
+            return folder.name.lower().replace("_", "-")
+    for i, char in enumerate(text):
+        if char in " [<>=!~;@":
+            text = text[:i]
+            break
+    return text.lower().replace("_", "-").replace(".", "-")
 
 
 def _sha256(path: pathlib.Path) -> str:
@@ -156,10 +184,8 @@ def _describe_locks(image: Any, root: pathlib.Path) -> list[dict[str, Any]]:
         if type(layer).__name__ != "Requirements" or file is None:
             continue
         path = pathlib.Path(file).resolve()
-        pinned = {
-            ln.split("==")[0].strip().lower()
-            for ln in path.read_text(encoding="utf-8").splitlines()
-        }
+        lines = path.read_text(encoding="utf-8").splitlines()
+        pinned = {_requirement_name(ln, root) for ln in lines} - {None}
         locks.append(
             {
                 "path": _rel(path, root) if path.is_relative_to(root) else str(path),
@@ -237,6 +263,29 @@ def _describe_app(env: Any) -> dict[str, Any] | None:
     }
 
 
+def _secret_keys(declared: Any) -> list[str]:
+    """Keys of the secrets an env or task declares (a string is its own key)."""
+    if declared is None:
+        return []
+    items: list[Any] = [*declared] if isinstance(declared, (list, tuple)) else [declared]
+    return sorted(s if isinstance(s, str) else str(s.key) for s in items)
+
+
+def _task_runtime(task: Any) -> dict[str, Any]:
+    """What one task runs with beyond its env: its own resources, secrets, env vars and
+    image (a raw-container task, like the tests' task, sets its own)."""
+    resources = getattr(task, "resources", None)
+    image = getattr(task, "image", None)
+    return {
+        "resources": None
+        if resources is None
+        else {"cpu": str(resources.cpu), "memory": str(resources.memory)},
+        "secrets": _secret_keys(getattr(task, "secrets", None)),
+        "env_vars": dict(sorted(dict[str, str](getattr(task, "env_vars", None) or {}).items())),
+        "image": image if isinstance(image, (str, type(None))) else str(image.base_image),
+    }
+
+
 async def _describe_env(env: Any, root: pathlib.Path) -> dict[str, Any]:
     tasks: list[dict[str, Any]] = []
     for task in getattr(env, "tasks", {}).values():
@@ -247,6 +296,7 @@ async def _describe_env(env: Any, root: pathlib.Path) -> dict[str, Any]:
                 "inputs": sorted(task.native_interface.inputs),
                 "triggers": triggers,
                 "trigger_errors": errors,
+                **_task_runtime(task),
             }
         )
     declared: list[Any] = list(env.secrets or [])

@@ -3,7 +3,7 @@
 `uv export --package agent-loop-<agent> --no-emit-workspace --no-dev` pins exactly the
 third-party packages the agent needs at runtime, `common`'s included (only the workspace
 code itself is left out: it travels in the code bundle). `--no-dev` keeps the dev group,
-and with it `common[testing]` (the GitHub emulator's dulwich, starlette, uvicorn), out of
+and with it `agent-loop-testing` (the GitHub emulator's dulwich, starlette, uvicorn), out of
 every image. The exports are committed; CI regenerates them and fails on any drift, since
 an image built from a stale export runs with other versions than the tests did.
 """

@@ -43,7 +43,8 @@ def deploy_settings(*, dry_run: bool, environ: Mapping[str, str] | None = None) 
     """
     env = os.environ if environ is None else environ
     overrides = dict(_SECRETS_FROM_FLYTE)
-    if dry_run and not env.get("AGENT_LOOP_REPO", "").strip():
+    targets = ("AGENT_LOOP_REPO", "AGENT_LOOP_REPOS")
+    if dry_run and not any(env.get(name, "").strip() for name in targets):
         overrides["repo"] = _PLACEHOLDER_REPO
     settings = load_settings(**overrides)
     try:

@@ -5,10 +5,17 @@ A `DeploySpec` is the driver's report on one agent package: the environments it
 declares, each image's identity (name and content tag) and rendered Dockerfile, the
 files of the code bundle with their hashes, every task's serialized triggers, and the
 version derived from all of that. `check_spec` lists what breaks independent deployment:
-another agent, tests or any file outside the agent and `common` in the bundle, a trigger
-that does not serialize, an image that is not the agent's own or that installs test-only
-packages it does not declare itself. An app (the gateway) has no trigger; it must be one
+another agent, tests, the test doubles (`agent-loop-testing`) or any file outside the
+agent and `common` in the bundle, a trigger that does not serialize, an image that is not
+the agent's own or that installs test-only packages it does not declare itself. An app (the gateway) has no trigger; it must be one
 `AppEnvironment` with a server and no tasks.
+
+The builder and the reviewer run the repository's tests. Deployed, they do so in the
+tests' own environment (`agent-loop-tests`, `AGENT_LOOP_SANDBOX=flyte`, the deploy's
+default: `deploy_environ`): its image is the configured sandbox image with nothing
+installed on top, its task has the configured resources and no secrets, and it receives
+no settings. Any other backend that runs tests (`auto`, `bwrap`, `docker`) needs a tool
+the agent's image does not have, so such a deploy is refused with the fix named.
 """
 
 from __future__ import annotations
@@ -20,9 +27,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_loop_common.deploy import IMAGE_PREFIX, PYTHON_VERSION
+from agent_loop_common.deploy import IMAGE_PREFIX, PYTHON_VERSION, TESTS_ENV
+from agent_loop_common.sandbox import FlyteTestSpec
 
-__all__ = ["AGENTS", "APPS", "DEPLOYABLES", "DeploySpec", "Workspace", "check_spec", "is_test_path"]
+__all__ = [
+    "AGENTS",
+    "APPS",
+    "DEPLOYABLES",
+    "SANDBOX_VAR",
+    "TESTING_AGENTS",
+    "DeploySpec",
+    "Workspace",
+    "check_spec",
+    "deploy_environ",
+    "is_test_path",
+]
 
 AGENTS = ("builder", "reviewer", "distiller")
 """The agent packages: each a `TaskEnvironment` with a scheduled tick."""
@@ -32,6 +51,22 @@ APPS = ("gateway",)
 
 DEPLOYABLES = (*AGENTS, *APPS)
 """Every member deployed on its own: its env, image, lock and code bundle."""
+
+TESTING_AGENTS = ("builder", "reviewer")
+"""The agents that run the repository's tests (in a sandbox) before they write."""
+
+SANDBOX_VAR = "AGENT_LOOP_SANDBOX"
+DEPLOYED_SANDBOX = "flyte"
+"""The sandbox of a deployed builder or reviewer unless the operator sets another: the
+agent's image has neither bubblewrap nor Docker, and its pod holds the GitHub token and
+the model key, so the tests run in a task of their own."""
+
+_NEEDS = {
+    "bwrap": ("bubblewrap",),
+    "docker": ("a Docker engine",),
+    "auto": ("bubblewrap", "a Docker engine"),
+}
+"""What each local backend needs in the agent's image (`auto` takes either)."""
 
 _TEST_DIRS = frozenset({"tests", "test", "testing"})
 
@@ -44,6 +79,8 @@ class Workspace:
     agents: tuple[str, ...] = DEPLOYABLES
     """The members deployed on their own (agents and apps), none bundled with another."""
     common: str = "common"
+    testing: str = "testing"
+    """The test doubles' member (emulator, scripted model): never in a deploy."""
     members: str = "packages"
     distribution_prefix: str = "agent-loop-"
 
@@ -79,6 +116,15 @@ class Workspace:
             for dep in data.get("project", {}).get("dependencies", [])
         }
         return frozenset(n for n in names if not n.startswith(self.distribution_prefix))
+
+
+def deploy_environ(agent: str, environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment an agent is deployed from: `environ`, with `AGENT_LOOP_SANDBOX`
+    set to `flyte` for the builder and the reviewer when the operator left it unset."""
+    env = dict(environ)
+    if agent in TESTING_AGENTS and not env.get(SANDBOX_VAR, "").strip():
+        env[SANDBOX_VAR] = DEPLOYED_SANDBOX
+    return env
 
 
 def is_test_path(path: str) -> bool:
@@ -135,10 +181,13 @@ class DeploySpec:
 def _file_findings(ws: Workspace, agent: str, paths: list[str], what: str) -> list[str]:
     allowed = ws.allowed_prefixes(agent)
     others = {f"{ws.members}/{a}/": a for a in ws.agents if a != agent}
+    doubles = f"{ws.members}/{ws.testing}/"
     findings: list[str] = []
     for path in paths:
         other = next((name for prefix, name in others.items() if path.startswith(prefix)), None)
-        if other is not None:
+        if path.startswith(doubles):
+            findings.append(f"{what} {path}: the test doubles ({ws.distribution(ws.testing)})")
+        elif other is not None:
             findings.append(f"{what} {path}: code of the {other} agent")
         elif is_test_path(path):
             findings.append(f"{what} {path}: test code")
@@ -178,6 +227,66 @@ def _env_var_findings(env: dict[str, Any], expected: Mapping[str, str]) -> list[
     ]
 
 
+def _tests_env_findings(env: dict[str, Any], spec: FlyteTestSpec) -> list[str]:
+    """The tests' environment holds exactly the configured task: its image with nothing
+    installed on top, its resources, its own env vars, no secrets, no settings."""
+    name = env["name"]
+    image = env["image"]
+    findings: list[str] = []
+    if image.get("uri") != spec.image or image.get("locks"):
+        findings.append(
+            f"env {name}: image {image.get('uri')} is not the sandbox image {spec.image} "
+            "(AGENT_LOOP_SANDBOX_IMAGE) as it is"
+        )
+    if env.get("secrets"):
+        findings.append(f"env {name} declares secrets: the tests never receive one")
+    if env.get("env_vars"):
+        findings.append(
+            f"env {name} receives settings {', '.join(sorted(env['env_vars']))}: the tests see none"
+        )
+    tasks = {t["name"]: t for t in env["tasks"]}
+    if sorted(tasks) != [spec.name]:
+        return [*findings, f"env {name}: tasks {sorted(tasks)}, expected only [{spec.name!r}]"]
+    task = tasks[spec.name]
+    if task.get("secrets"):
+        findings.append(
+            f"task {spec.name} declares secrets {task['secrets']}: the tests never receive one"
+        )
+    want = {"cpu": str(spec.cpu), "memory": spec.memory}
+    if task.get("resources") != want:
+        findings.append(
+            f"task {spec.name}: resources {task.get('resources')}, expected {want} "
+            "(AGENT_LOOP_SANDBOX_MEMORY_MB)"
+        )
+    if task.get("env_vars") != dict(spec.env_vars):
+        findings.append(
+            f"task {spec.name}: env vars {task.get('env_vars')}, expected {dict(spec.env_vars)}"
+        )
+    if task.get("image") != spec.image:
+        findings.append(f"task {spec.name}: image {task.get('image')}, expected {spec.image}")
+    return findings
+
+
+def _backend_findings(agent: str, env: dict[str, Any], sandbox: str) -> list[str]:
+    """A local backend (`auto`, `bwrap`, `docker`) needs its tool in the agent's image."""
+    needs = _NEEDS.get(sandbox.strip().lower())
+    if needs is None:
+        return []
+    dockerfile = str(env["image"].get("dockerfile") or "")
+    has = {
+        "bubblewrap": "bubblewrap" in dockerfile,
+        "a Docker engine": re.search(r"\bdocker(\.io|-ce)\b", dockerfile) is not None,
+    }
+    if any(has[tool] for tool in needs):
+        return []
+    return [
+        f"{SANDBOX_VAR}={sandbox}: the {agent}'s image has no {' or '.join(needs)}, so its "
+        "deployed ticks could not run the repository's tests; deploy with "
+        f"{SANDBOX_VAR}=flyte (the default of a deploy: the tests run in a task of their "
+        f"own) or {SANDBOX_VAR}=off (no tests: pull requests open as drafts saying so)"
+    ]
+
+
 def _app_findings(envs: list[dict[str, Any]]) -> list[str]:
     """An app is one `AppEnvironment` that serves (a server function or a command)."""
     findings: list[str] = []
@@ -198,28 +307,46 @@ def _trigger_errors(report: Mapping[str, Any]) -> bool:
 
 
 def check_spec(
-    ws: Workspace, spec: DeploySpec, expected_env: Mapping[str, str] | None = None
+    ws: Workspace,
+    spec: DeploySpec,
+    expected_env: Mapping[str, str] | None = None,
+    *,
+    tests: FlyteTestSpec | None = None,
+    sandbox: str = DEPLOYED_SANDBOX,
 ) -> list[str]:
     """Every way `spec` breaks the agent's independent deploy (empty: deployable).
 
-    `expected_env`: settings the tasks must receive (`agent_env_vars()` of the deploying
-    shell); a scheduled run has nothing else to read them from.
+    Args:
+        ws: The workspace.
+        spec: The driver's report.
+        expected_env: Settings the tasks must receive (`agent_env_vars()` of the
+            deploying shell); a scheduled run has nothing else to read them from.
+        tests: The tests' task spec the deploy must declare in `agent-loop-tests`
+            (`agent_tests_spec()` of the deploying shell), or `None` for none.
+        sandbox: `AGENT_LOOP_SANDBOX` of the deploy, checked against the agent's image
+            for the builder and the reviewer.
     """
     agent, report = spec.agent, spec.report
     findings = [f"cannot import {e['module']}: {e['error']}" for e in report["load_errors"]]
     # A failed import comes first, and what only follows from it (no environment, no
     # trigger, a dry run that bundled less) is left out: it would bury the root cause.
     failed_import = bool(findings)
-    if spec.env_names != [agent] and not failed_import:
-        findings.append(f"declares environments {spec.env_names}, expected only [{agent!r}]")
+    expected = sorted([agent, *([TESTS_ENV] if tests is not None else [])])
+    if sorted(spec.env_names) != expected and not failed_import:
+        findings.append(f"declares environments {spec.env_names}, expected only {expected}")
     findings += _file_findings(ws, agent, report["modules"], "deploy imports")
     findings += _file_findings(ws, agent, sorted(spec.bundle), "bundle holds")
     if not any(p.startswith(ws.allowed_prefixes(agent)[0]) for p in spec.bundle):
         findings.append(f"bundle holds no file of {agent}")
     triggers = 0
     for env in report["envs"]:
-        findings += _image_findings(ws, agent, env["name"], env["image"])
-        findings += _env_var_findings(env, expected_env or {})
+        if env["name"] == TESTS_ENV and tests is not None:
+            findings += _tests_env_findings(env, tests)
+        else:
+            findings += _image_findings(ws, agent, env["name"], env["image"])
+            findings += _env_var_findings(env, expected_env or {})
+            if agent in TESTING_AGENTS and env["name"] == agent:
+                findings += _backend_findings(agent, env, sandbox)
         for task in env["tasks"]:
             findings += task["trigger_errors"]
             triggers += len(task["triggers"])

@@ -9,10 +9,11 @@ used: importing an agent pulls in its Flyte environment, and the CLI's `status` 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from agent_loop_common.runtime import AgentEntry, TickSummary
-from agent_loop_common.settings import Settings
+if TYPE_CHECKING:  # the names below must stay cheap: the CLI's parser uses them
+    from agent_loop_common.runtime import AgentEntry, TickSummary
+    from agent_loop_common.settings import Settings
 
 __all__ = ["AGENTS", "TARGETS", "AgentName", "entry_point", "run_agent_once"]
 

@@ -25,28 +25,23 @@ run the repository's tests here (and `AGENT_LOOP_SANDBOX` is not `off`).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
-from importlib import metadata
 from pathlib import Path
-from typing import Any, TextIO, cast
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from agent_loop import sandbox_cmd
-from agent_loop._logging import configure_cli_logging, preserved_logging
 from agent_loop.agents import AGENTS, TARGETS, AgentName, run_agent_once
-from agent_loop_common.records import Role
-from agent_loop_common.runtime import (
-    CONFIG_TEMPLATE,
-    TickSummary,
-    model_label,
-    preflight_model,
-    preflight_sandbox,
-    remote_flyte_config,
-)
-from agent_loop_common.settings import ConfigError, Settings, load_settings
+
+if TYPE_CHECKING:
+    from agent_loop_common.runtime import TickSummary
+    from agent_loop_common.settings import Settings
+
+# Only the standard library and the light modules above are imported before the
+# arguments parse: `--help` (and a usage error) answers without loading Flyte, githubkit,
+# pydantic or the agents. Each command imports what it uses when it runs.
 
 __all__ = ["EXIT_CONFIG", "EXIT_FAILED", "build_parser", "main"]
 
@@ -56,6 +51,10 @@ EXIT_CONFIG = 2
 """Bad usage or configuration: nothing was attempted."""
 
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+CONFIG_TEMPLATE = "infra/flyte/remote.yaml"
+"""The Flyte config template the help names (`agent_loop_common.runtime.CONFIG_TEMPLATE`,
+repeated here so the parser needs no import of the runtime; a test holds them equal)."""
 
 
 def _positive(text: str) -> int:
@@ -82,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--log-level", choices=_LEVELS, help="log level (default: AGENT_LOOP_LOG_LEVEL or INFO)"
     )
-    parser.add_argument("--version", action="version", version=f"agent-loop {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     demo = commands.add_parser(
@@ -207,10 +206,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
+    from importlib import metadata
+
     try:
         return metadata.version("agent-loop")
     except metadata.PackageNotFoundError:  # a source tree without its metadata installed
         return "unknown"
+
+
+class _VersionAction(argparse.Action):
+    """`--version`: reads the installed metadata only when asked (not for every command)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        del kwargs
+        super().__init__(
+            option_strings,
+            dest,
+            nargs=0,
+            default=argparse.SUPPRESS,
+            help="show the version and exit",
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(f"agent-loop {_version()}")  # on stdout, as argparse's own version action
+        parser.exit()
 
 
 def _options_by_agent(agents: Mapping[str, argparse.ArgumentParser]) -> str:
@@ -230,11 +249,16 @@ def _options_by_agent(agents: Mapping[str, argparse.ArgumentParser]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `agent-loop` console script; returns the exit code."""
     args = build_parser().parse_args(argv)
+    from agent_loop._logging import preserved_logging
+
     with preserved_logging():
         return _command(args)
 
 
 def _command(args: argparse.Namespace) -> int:
+    from agent_loop._logging import configure_cli_logging
+    from agent_loop_common.settings import ConfigError
+
     command = cast(str, args.command)
     level = cast(str | None, args.log_level)
     quiet_by_default = command in ("demo", "status", "sandbox")
@@ -260,6 +284,9 @@ def _command(args: argparse.Namespace) -> int:
 
 
 def _load(level: str | None, **overrides: Any) -> Settings:
+    from agent_loop._logging import configure_cli_logging
+    from agent_loop_common.settings import load_settings
+
     settings = load_settings(**overrides)
     configure_cli_logging(settings.log_format, level or settings.log_level)
     return settings
@@ -350,6 +377,15 @@ def _run_tick(
     args: argparse.Namespace, level: str | None, settings: Settings, target: int | None
 ) -> int:
     """One tick with the command's settings: preflight, run, print the summary."""
+    from agent_loop_common.records import Role
+    from agent_loop_common.runtime import (
+        model_label,
+        preflight_model,
+        preflight_sandbox,
+        remote_flyte_config,
+    )
+    from agent_loop_common.settings import ConfigError
+
     agent = cast(AgentName, args.agent)
     remote = bool(args.remote)
     retry_now = bool(args.retry_now)
@@ -359,6 +395,8 @@ def _run_tick(
         where = f"on the Flyte cluster {cluster.describe()} (its deployed settings)"
     else:  # a deployed tick has its own secrets; here, the key must be in this shell
         preflight_model(settings)
+        import asyncio
+
         asyncio.run(preflight_sandbox(settings, Role(agent)))  # and tests must run here
         where = f"in Flyte local mode (home: {settings.home}), model {model_label(settings)}"
     repos = settings.repo or ", ".join(settings.repos)
@@ -451,6 +489,8 @@ def _print_summary(agent: str, tick: TickSummary, out: TextIO) -> None:
 
 def _memory_settings(home: Path | None) -> Settings:
     """Settings for reading memory only: GitHub variables are not needed for that."""
+    from agent_loop_common.settings import load_settings
+
     overrides: dict[str, Any] = {}
     if home is not None:
         overrides["home"] = home
@@ -471,6 +511,8 @@ def _status(args: argparse.Namespace) -> int:
     home = cast(Path | None, args.home)
     settings = _memory_settings(home)
     try:
+        import asyncio
+
         snapshot = asyncio.run(read_snapshot(local_memory(settings)))
     except StatusError as exc:
         print(f"agent-loop status: {exc}", file=sys.stderr)

@@ -47,7 +47,7 @@ from agent_loop_common.records import Outcome, Role
 from agent_loop_common.runtime import TickSummary, local_memory, use_model, use_sandbox
 from agent_loop_common.sandbox import open_sandbox
 from agent_loop_common.settings import Settings, load_settings
-from agent_loop_common.testing import GitHubEmulator, emulator_client
+from agent_loop_testing import GitHubEmulator, emulator_client
 
 __all__ = [
     "DEMO_MARKER",

@@ -31,8 +31,8 @@ from flyte.ai.agents import LLMCallable, LLMMessage
 
 from agent_loop_common.llm import Budget, UsageMeter
 from agent_loop_common.records import Role
-from agent_loop_common.testing import ScriptedModel, ScriptMismatch, Turn
 from agent_loop_common.verify import VERIFIER_MARKER
+from agent_loop_testing import ScriptedModel, ScriptMismatch, Turn
 
 __all__ = ["REPLAYED_MODEL", "Episode", "ReplayModel", "StepHook"]
 

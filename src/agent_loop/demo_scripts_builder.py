@@ -11,7 +11,7 @@ from agent_loop import demo_code as code
 from agent_loop.demo_model import Episode
 from agent_loop.demo_project import BUG, FEATURE, SPEC
 from agent_loop_common.records import Role
-from agent_loop_common.testing import Turn, call, turn
+from agent_loop_testing import Turn, call, turn
 
 __all__ = [
     "BUG_PR_TITLE",

@@ -17,7 +17,7 @@ from agent_loop.demo_scripts_builder import (
     verdict,
 )
 from agent_loop_common.records import Role
-from agent_loop_common.testing import Turn, call, turn
+from agent_loop_testing import Turn, call, turn
 
 __all__ = ["distiller_episode", "reviewer_episodes"]
 

@@ -24,7 +24,7 @@ from agent_loop_common.checks import CheckReport
 from agent_loop_common.github import GitHub, PullRequest
 from agent_loop_common.runtime import TickSummary
 from agent_loop_common.sandbox import Sandbox
-from agent_loop_common.testing import GitHubEmulator, emulator_client
+from agent_loop_testing import GitHubEmulator, emulator_client
 
 __all__ = ["Narrator", "show_results"]
 

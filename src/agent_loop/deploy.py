@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
@@ -36,12 +36,15 @@ from agent_loop._deploy_spec import (
     AGENTS,
     APPS,
     DEPLOYABLES,
+    SANDBOX_VAR,
+    TESTING_AGENTS,
     DeploySpec,
     Workspace,
     check_spec,
+    deploy_environ,
     is_test_path,
 )
-from agent_loop_common.deploy import agent_env_vars
+from agent_loop_common.deploy import agent_env_vars, agent_tests_spec
 
 __all__ = [
     "AGENTS",
@@ -56,6 +59,7 @@ __all__ = [
     "Workspace",
     "check_spec",
     "deploy_agent",
+    "deploy_environ",
     "inspect_agent",
     "is_test_path",
     "lock_drift",
@@ -101,10 +105,12 @@ class Validation:
 
 
 def _hidden_dirs(ws: Workspace, agent: str) -> list[str]:
-    """Source dirs on `sys.path` the agent must not see: other members, the root CLI."""
+    """Source dirs on `sys.path` the agent must not see: other members, the test doubles,
+    the root CLI."""
     keep = {ws.src_dir(agent), ws.src_dir(ws.common)}
     roots = {ws.root, ROOT}
-    members = [r / ws.members / m / "src" for r in roots for m in (*ws.agents, ws.common)]
+    names = (*ws.agents, ws.common, ws.testing)
+    members = [r / ws.members / m / "src" for r in roots for m in names]
     return sorted(str(d) for d in [*members, *(r / "src" for r in roots)] if d not in keep)
 
 
@@ -115,6 +121,7 @@ def _run_driver(
     mode: Mode,
     config: pathlib.Path | None,
     version: str | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="agent-loop-deploy-") as tmp:
         report = pathlib.Path(tmp) / "report.json"
@@ -129,7 +136,11 @@ def _run_driver(
             "report": str(report),
         }
         # TMPDIR: the dry run's local bundle copies land here and go with it.
-        env = {**os.environ, "TMPDIR": tmp, "PYTHONDONTWRITEBYTECODE": "1"}
+        env = {
+            **(os.environ if environ is None else environ),
+            "TMPDIR": tmp,
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
         if mode != "deploy":
             env["DO_NOT_TRACK"] = "1"  # flyte's telemetry: an offline check sends nothing
         source = _DRIVER.read_text(encoding="utf-8")
@@ -152,19 +163,33 @@ def inspect_agent(
     ws: Workspace | None = None,
     config: pathlib.Path | None = None,
     dry_run: bool = True,
+    environ: Mapping[str, str] | None = None,
 ) -> DeploySpec:
-    """Load `agent` alone and describe its deploy; `dry_run` also serializes every task."""
+    """Load `agent` alone and describe its deploy; `dry_run` also serializes every task.
+
+    `environ`: the deploying shell's environment (default: this process's).
+    """
     ws = ws or Workspace(ROOT)
     ws.check_agent(agent)
     mode: Mode = "dry-run" if dry_run else "inspect"
-    return DeploySpec(agent, _run_driver(ws, agent, mode=mode, config=config or OFFLINE_CONFIG))
+    report = _run_driver(ws, agent, mode=mode, config=config or OFFLINE_CONFIG, environ=environ)
+    return DeploySpec(agent, report)
 
 
 def validate_agent(
-    agent: str, *, ws: Workspace | None = None, config: pathlib.Path | None = None
+    agent: str,
+    *,
+    ws: Workspace | None = None,
+    config: pathlib.Path | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Validation:
-    """CI's check of one agent: fresh exported lock, then an offline dry run and its rules."""
+    """CI's check of one agent: fresh exported lock, then an offline dry run and its rules.
+
+    The agent is loaded from `deploy_environ` of `environ` (default: this process's
+    environment): a builder or reviewer whose sandbox is unset deploys with the flyte one.
+    """
     ws = ws or Workspace(ROOT)
+    env = deploy_environ(agent, os.environ if environ is None else environ)
     start = time.perf_counter()
     findings: list[str] = []
     try:
@@ -180,18 +205,43 @@ def validate_agent(
         )
         findings.append(f"{rel} is stale (run `python -m agent_loop.deploy lock`):\n{shown}")
     try:
-        spec: DeploySpec | None = inspect_agent(agent, ws=ws, config=config)
+        spec: DeploySpec | None = inspect_agent(agent, ws=ws, config=config, environ=env)
     except DriverError as exc:
         spec, findings = None, [*findings, str(exc)]
     if spec is not None:
-        findings += check_spec(ws, spec, expected_env=agent_env_vars())
+        try:
+            tests = agent_tests_spec(env) if agent in TESTING_AGENTS else None
+            expected = agent_env_vars(env)
+        except ValueError as exc:
+            findings.append(str(exc))
+        else:
+            sandbox = env.get(SANDBOX_VAR, "")
+            findings += check_spec(ws, spec, expected, tests=tests, sandbox=sandbox)
     return Validation(agent, spec, findings, time.perf_counter() - start)
 
 
 def _summary(spec: DeploySpec, out: TextIO) -> None:
     print(f"{spec.agent}: version {spec.version}", file=out)
-    for env, image in spec.images.items():
-        print(f"  env {env}: image {image['identity']} (Python {image['python']})", file=out)
+    for env in spec.report["envs"]:
+        image = env["image"]
+        if image.get("name") is None:  # a plain image as it is (the tests' own)
+            print(f"  env {env['name']}: image {image.get('uri')} as it is", file=out)
+        else:
+            print(
+                f"  env {env['name']}: image {image['identity']} (Python {image['python']})",
+                file=out,
+            )
+        for task in env["tasks"]:
+            if task.get("resources") and task.get("image"):
+                resources = ", ".join(f"{k} {v}" for k, v in task["resources"].items())
+                secrets = ", ".join(task.get("secrets") or []) or "no secrets"
+                print(f"    task {task['name']}: {resources}, {secrets}", file=out)
+        secrets = [f"{s['key']} as {s['as_env_var']}" for s in env.get("secrets", [])]
+        if secrets:
+            print(f"    secrets: {', '.join(secrets)}", file=out)
+        sandbox = env.get("env_vars", {}).get(SANDBOX_VAR)
+        if sandbox:
+            print(f"    {SANDBOX_VAR}={sandbox}", file=out)
     for task, triggers in spec.triggers.items():
         names = ", ".join(t["name"] for t in triggers) or "no trigger"
         print(f"  task {task}: {names}", file=out)
@@ -220,7 +270,8 @@ def deploy_agent(
     """
     stream = out or sys.stdout
     ws = Workspace(root or ROOT)
-    validation = validate_agent(agent, ws=ws, config=config if dry_run else None)
+    env = deploy_environ(agent, os.environ)
+    validation = validate_agent(agent, ws=ws, config=config if dry_run else None, environ=env)
     if validation.spec is not None:
         _summary(validation.spec, stream)
     for finding in validation.findings:
@@ -233,7 +284,7 @@ def deploy_agent(
         return 0
     try:
         report = _run_driver(
-            ws, agent, mode="deploy", config=config, version=validation.spec.version
+            ws, agent, mode="deploy", config=config, version=validation.spec.version, environ=env
         )
     except DriverError as exc:
         print(f"{agent}: deploy failed: {exc}", file=stream)

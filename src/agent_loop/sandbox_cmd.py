@@ -5,8 +5,9 @@ agent-loop sandbox check                     which backend works here, and why t
 agent-loop sandbox run [--dir PATH] [--network] [--time-limit S] [--json] [-- CMD ...]
 ```
 
-`run` copies the folder (default: the current one) into a fresh workspace and runs the
-command in the sandbox `AGENT_LOOP_SANDBOX` selects, with the same limits and
+`run` copies the folder (default: the current one) into a fresh workspace, leaving out
+`.git` and host-built environments (`.venv`, `venv`, `.tox`, `.nox`) with a note saying
+so, and runs the command in the sandbox `AGENT_LOOP_SANDBOX` selects, with the same limits and
 environment the agents use; the folder itself is never modified. Without a command it
 runs what an agent would: `AGENT_LOOP_SETUP_COMMAND` (with the network), then
 `AGENT_LOOP_TEST_COMMAND` or the command detected from the folder's files. The exit
@@ -18,28 +19,16 @@ credentials.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from agent_loop._table import render_table
-from agent_loop_common.sandbox import (
-    CommandRejected,
-    RunResult,
-    SandboxError,
-    SandboxUnavailable,
-    TestCommand,
-    check_backends,
-    open_sandbox,
-    parse_command,
-    resolve_test_command,
-    selected_backend,
-)
-from agent_loop_common.settings import Settings, load_settings
+if TYPE_CHECKING:  # imported when a subcommand runs: `agent-loop --help` stays fast
+    from agent_loop_common.sandbox import RunResult, TestCommand
+    from agent_loop_common.settings import Settings
 
 __all__ = ["EXIT_TIMED_OUT", "add_parser", "main"]
 
@@ -94,6 +83,8 @@ def add_parser(commands: Any) -> None:
 
 def _settings() -> Settings:
     """The settings, without requiring the GitHub variables (the sandbox needs none)."""
+    from agent_loop_common.settings import load_settings
+
     overrides: dict[str, Any] = {}
     if not os.environ.get("AGENT_LOOP_REPO", "").strip():
         overrides["repo"] = "local/unset"
@@ -104,6 +95,8 @@ def _settings() -> Settings:
 
 def main(args: argparse.Namespace) -> int:
     """Run `agent-loop sandbox check|run`; returns the exit code."""
+    import asyncio
+
     settings = _settings()
     if args.sandbox_command == "check":
         return asyncio.run(_check(settings))
@@ -114,6 +107,11 @@ def main(args: argparse.Namespace) -> int:
 
 
 async def _check(settings: Settings) -> int:
+    import asyncio
+
+    from agent_loop._table import render_table
+    from agent_loop_common.sandbox import check_backends, sandbox_facts, selected_backend
+
     checks = await check_backends(settings)
     rows = [
         (
@@ -124,6 +122,9 @@ async def _check(settings: Settings) -> int:
         for c in checks
     ]
     print(render_table(["backend", "works", "why"], rows, max_cell=100, indent=""))
+    print("\nWhat bounds one sandbox, and what its setup step reaches:")
+    for fact in await asyncio.to_thread(sandbox_facts, settings):
+        print(f"- {fact}")
     chosen = selected_backend(checks, settings.sandbox)
     if chosen is None:
         print(f"\nAGENT_LOOP_SANDBOX={settings.sandbox}: no sandbox can run tests here.")
@@ -155,6 +156,15 @@ def _fail(message: str) -> int:
 
 
 async def _run(settings: Settings, folder: Path, args: argparse.Namespace) -> int:
+    from agent_loop_common.sandbox import (
+        CommandRejected,
+        SandboxError,
+        SandboxUnavailable,
+        open_sandbox,
+        parse_command,
+        resolve_test_command,
+    )
+
     cmd = list(cast(list[str], args.cmd))
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
@@ -182,6 +192,7 @@ async def _run(settings: Settings, folder: Path, args: argparse.Namespace) -> in
     if not args.json:
         print(f"agent-loop sandbox: running {what} in {sandbox.describe()} on a copy of {folder}")
         sys.stdout.flush()
+    skipped = _not_copied(folder)
     try:
         result = await sandbox.run(
             folder,
@@ -189,14 +200,33 @@ async def _run(settings: Settings, folder: Path, args: argparse.Namespace) -> in
             network=bool(args.network),
             time_limit=cast(float | None, args.time_limit),
             setup=setup,
+            skip=[name for name in skipped if name != ".git"],
         )
     except SandboxError as exc:
         return _fail(str(exc))
+    notes = tuple(f"not copied: {name} ({why})" for name, why in skipped.items())
+    result = result.model_copy(update={"notes": (*notes, *result.notes)})
     if args.json:
         print(json.dumps(result.model_dump(mode="json"), sort_keys=True))
     else:
         _print_result(result)
     return _exit_code(result)
+
+
+def _not_copied(folder: Path) -> dict[str, str]:
+    """What of `folder` the copy leaves out, and why (said, never silent)."""
+    skipped: dict[str, str] = {}
+    if os.path.lexists(folder / ".git"):
+        skipped[".git"] = "git's metadata is never copied: it can hold credentials"
+    for name in (".venv", "venv", ".tox", ".nox"):
+        if (folder / name / "pyvenv.cfg").is_file() or (
+            name in (".tox", ".nox") and (folder / name).is_dir()
+        ):
+            skipped[name] = (
+                "an environment built on this host, for this host; give a setup command "
+                "(AGENT_LOOP_SETUP_COMMAND) that builds one in the copy"
+            )
+    return skipped
 
 
 def _print_result(result: RunResult) -> None:

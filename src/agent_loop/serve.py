@@ -26,7 +26,7 @@ from starlette.applications import Starlette
 from agent_loop.agents import AgentName, run_agent_once
 from agent_loop_common.runtime import TickSummary
 from agent_loop_common.settings import Settings
-from agent_loop_gateway import create_app
+from agent_loop_gateway import create_app, server_config
 
 __all__ = ["LocalRun", "LocalRunner", "local_app", "serve"]
 
@@ -115,6 +115,6 @@ def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = 8080) -> N
     app = local_app(settings, runner)
     _log.info("serve.listening", url=f"http://{host}:{port}/webhook", repo=settings.repo)
     try:
-        uvicorn.run(app, host=host, port=port, lifespan="on", log_level="warning")
+        uvicorn.Server(server_config(app, settings, host=host, port=port)).run()
     finally:
         runner.close()

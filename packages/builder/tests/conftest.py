@@ -1,7 +1,7 @@
 """The builder's own fixtures: its seeded repository and `tick`.
 
 The rest (`settings`, `memory_root`, `memory`, `install`, `stored`, `agent_runtime`,
-`quiet_logs`) comes from agent-loop-common's pytest plugin. Every tick runs the real
+`quiet_logs`) comes from agent-loop-testing's pytest plugin. Every tick runs the real
 pipeline: githubkit over the emulator's in-process transport, the real `Agent` loop
 driven by a `ScriptedModel` installed with `install` (`use_model`, the seam Flyte local
 mode uses), and a real `MemoryStore` under `tmp_path`.
@@ -16,8 +16,8 @@ import pytest
 from agent_loop_builder import run_builder_tick
 from agent_loop_common.records import Role, RunRecord
 from agent_loop_common.settings import Settings
-from agent_loop_common.testing import GitHubEmulator
-from agent_loop_common.testing.pytest_plugin import AgentRuntime
+from agent_loop_testing import GitHubEmulator
+from agent_loop_testing.pytest_plugin import AgentRuntime
 
 Tick = Callable[..., Awaitable[RunRecord | None]]
 

@@ -11,7 +11,7 @@ from agent_loop_builder import (
     sub_issue_body,
 )
 from agent_loop_common.staging import PlannedIssue
-from agent_loop_common.testing import GitHubEmulator, emulator_client
+from agent_loop_testing import GitHubEmulator, emulator_client
 
 BRANCH = "agent-loop/issue-1-colour"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from agent_loop_common.records import Outcome
-from agent_loop_common.testing import GitHubEmulator, ScriptedModel, call, turn
-from agent_loop_common.testing.pytest_plugin import Install
 from agent_loop_common.verify import VERIFIER_MARKER
+from agent_loop_testing import GitHubEmulator, ScriptedModel, call, turn
+from agent_loop_testing.pytest_plugin import Install
 
 
 def _implements() -> ScriptedModel:

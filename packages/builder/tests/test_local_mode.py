@@ -12,9 +12,9 @@ from agent_loop_builder.__main__ import main
 from agent_loop_common.records import Outcome
 from agent_loop_common.runtime import local_memory
 from agent_loop_common.settings import load_settings
-from agent_loop_common.testing import GitHubEmulator, ScriptedModel, call, turn
-from agent_loop_common.testing.pytest_plugin import Install, Stored
 from agent_loop_common.verify import VERIFIER_MARKER
+from agent_loop_testing import GitHubEmulator, ScriptedModel, call, turn
+from agent_loop_testing.pytest_plugin import Install, Stored
 
 pytestmark = pytest.mark.slow
 

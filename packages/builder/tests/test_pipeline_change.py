@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 from agent_loop_builder import BUILDER_MARKER
 from agent_loop_common.memory import DistillerMemory, MemoryLocation
 from agent_loop_common.records import Lesson, LessonBook, Outcome
-from agent_loop_common.testing import GitHubEmulator, ScriptedModel, Turn, call, turn
-from agent_loop_common.testing.pytest_plugin import Install, Stored
 from agent_loop_common.verify import VERIFIER_MARKER
+from agent_loop_testing import GitHubEmulator, ScriptedModel, Turn, call, turn
+from agent_loop_testing.pytest_plugin import Install, Stored
 
 CORE = "def make_widget(name, colour='blue'):\n    return {'name': name, 'colour': colour}\n"
 TEST = "from widgets.core import make_widget\n\n\ndef test_colour():\n    assert make_widget('a')['colour'] == 'blue'\n"

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from agent_loop_common.records import Outcome, RunRecord
-from agent_loop_common.testing import GitHubEmulator, ScriptedModel, Turn, call, turn
-from agent_loop_common.testing.pytest_plugin import Install, Stored
 from agent_loop_common.verify import VERIFIER_MARKER
+from agent_loop_testing import GitHubEmulator, ScriptedModel, Turn, call, turn
+from agent_loop_testing.pytest_plugin import Install, Stored
 
 Tick = Callable[..., Awaitable[RunRecord | None]]
 PATH = "src/widgets/table.py"

@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 from agent_loop_builder import parse_depends_on, parse_sub_issue_marker
 from agent_loop_common.records import Outcome
-from agent_loop_common.testing import GitHubEmulator, ScriptedModel, call, turn
-from agent_loop_common.testing.pytest_plugin import Install
 from agent_loop_common.verify import VERIFIER_MARKER
+from agent_loop_testing import GitHubEmulator, ScriptedModel, call, turn
+from agent_loop_testing.pytest_plugin import Install
 
 SPEC = """Spec: widgets get a storage layer.
 

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 from agent_loop_common.claims import Claimer
 from agent_loop_common.records import Outcome
-from agent_loop_common.testing import GitHubEmulator, ScriptedModel, call, emulator_client, turn
-from agent_loop_common.testing.pytest_plugin import Install
+from agent_loop_testing import GitHubEmulator, ScriptedModel, call, emulator_client, turn
+from agent_loop_testing.pytest_plugin import Install
 
 LABEL = "agent-ok"
 # Issues and pulls share one numbering, handed out in order: the reader's two issues

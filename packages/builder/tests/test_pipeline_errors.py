@@ -9,9 +9,9 @@ import pytest
 from flyte.ai.agents import LLMMessage
 
 from agent_loop_common.records import Outcome
-from agent_loop_common.testing import GitHubEmulator, ScriptedModel, Turn, call, turn
-from agent_loop_common.testing.pytest_plugin import Install, Stored
 from agent_loop_common.verify import VERIFIER_MARKER
+from agent_loop_testing import GitHubEmulator, ScriptedModel, Turn, call, turn
+from agent_loop_testing.pytest_plugin import Install, Stored
 
 CONTENT = "def make_widget(name):\n    return {'name': name, 'ok': True}\n"
 

@@ -9,9 +9,9 @@ from agent_loop_common.memory import MemoryLocation, read_idle_count
 from agent_loop_common.records import Outcome, Role
 from agent_loop_common.runtime import PAUSED, summarize
 from agent_loop_common.settings import Settings
-from agent_loop_common.testing import GitHubEmulator, ScriptedModel, call, turn
-from agent_loop_common.testing.pytest_plugin import AgentRuntime, Install
 from agent_loop_common.verify import VERIFIER_MARKER
+from agent_loop_testing import GitHubEmulator, ScriptedModel, call, turn
+from agent_loop_testing.pytest_plugin import AgentRuntime, Install
 
 CORE = "def make_widget(name, colour='blue'):\n    return {'name': name, 'colour': colour}\n"
 

@@ -10,8 +10,8 @@ from flyte.ai.agents import Agent
 
 from agent_loop_common.agents import run_agent
 from agent_loop_common.staging import ChangePlan, ChangeStage, StagingPolicy, implementation_tools
-from agent_loop_common.testing import ScriptedModel, call, turn
 from agent_loop_common.verify import VERIFIER_MARKER, make_verifier_agent, run_verifier
+from agent_loop_testing import ScriptedModel, call, turn
 
 pytestmark = pytest.mark.slow
 

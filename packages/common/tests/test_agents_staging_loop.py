@@ -15,7 +15,7 @@ from agent_loop_common.staging import (
     fix_tools,
     implementation_tools,
 )
-from agent_loop_common.testing import ScriptedModel, call, turn
+from agent_loop_testing import ScriptedModel, call, turn
 
 BASE = {"README.md": "# Demo\n", "src/demo/old.py": "OLD = 1\n"}
 

@@ -8,7 +8,7 @@ from flyte.ai.agents import Agent, AgentEvent, agent_progress_cb, tool
 from agent_loop_common.agents import LLM_STEP, TraceCollector, run_agent, short_args
 from agent_loop_common.records import TraceStep
 from agent_loop_common.staging import ChangeStage, StagingPolicy, change_tools
-from agent_loop_common.testing import ScriptedModel, call, turn
+from agent_loop_testing import ScriptedModel, call, turn
 
 
 async def read_file(path: str) -> str:

@@ -26,8 +26,8 @@ from agent_loop_common.sandbox import (
 )
 from agent_loop_common.settings import Settings
 from agent_loop_common.staging import ChangeStage
-from agent_loop_common.testing import GitHubEmulator, emulator_client
-from agent_loop_common.testing.pytest_plugin import AgentRuntime
+from agent_loop_testing import GitHubEmulator, emulator_client
+from agent_loop_testing.pytest_plugin import AgentRuntime
 
 CHECKER = """\
 import sys

@@ -18,7 +18,7 @@ from agent_loop_common.claims import (
     parse_dibs,
 )
 from agent_loop_common.github import GitHub, GitHubError, GitHubRetryPolicy, TokenAuth
-from agent_loop_common.testing import GitHubEmulator
+from agent_loop_testing import GitHubEmulator
 
 TTL = timedelta(minutes=10)
 SKEW = timedelta(seconds=30)
@@ -249,7 +249,7 @@ async def test_hold_releases_on_error_and_reraises(repo: Repo) -> None:
 async def test_hold_survives_a_failing_release(repo: Repo) -> None:
     claimer = repo.claimer()
     async with claimer.hold("issue", repo.issue):
-        repo.emu.inject_fault("GET", r"/git/ref/", status=500, times=5)
+        repo.emu.inject_fault("DELETE", r"/git/refs/", status=500, times=5)
     assert repo.emu.ref_sha(REF.format(repo.issue)) is not None  # left to expire
     repo.emu.clear_faults()
 
@@ -443,12 +443,37 @@ async def test_request_costs(repo: Repo) -> None:
     await holder.release(claim)
     release = cost(start)
     start = len(repo.emu.requests)
-    assert await holder.claim("issue", repo.issue) is not None
+    again_claim = await holder.claim("issue", repo.issue)
     again = cost(start)
+    assert again_claim is not None
+    repo.clock.advance(holder.heartbeat + timedelta(seconds=1))
+    start = len(repo.emu.requests)
+    assert await holder.release(again_claim)
+    older = cost(start)
     print(
-        f"claim: first {first}, refused {refused}, extend {extend}, release {release}, again {again}"
+        f"claim: first {first}, refused {refused}, extend {extend}, release {release}, "
+        f"again {again}, release of an older claim {older}"
     )
     # A claim creates its ref first (a commit on git's empty tree, then the ref) and
     # reads nothing before: 3 with the comment. A refused claim pays for that try (an
-    # unreferenced commit, the 422) before it reads the ref and its commit.
-    assert (first, refused, extend, release, again) == (3, 4, 3, 3, 3)
+    # unreferenced commit, the 422) before it reads the ref and its commit. A release
+    # deletes the ref of a claim written less than a heartbeat ago without reading it
+    # (2 with the comment edit); an older claim's ref is read first (3).
+    assert (first, refused, extend, release, again, older) == (3, 4, 3, 2, 3, 3)
+    assert repo.emu.ref_sha(REF.format(repo.issue)) is None
+
+
+async def test_a_claim_an_extend_found_taken_is_not_deleted_on_release(repo: Repo) -> None:
+    """The read-free delete is only for claims no one can have taken: once an extend
+    found the ref moved (here: deleted by hand and claimed afresh by another run), the
+    release reads the ref and leaves the other run's claim alone."""
+    holder, other = repo.claimer(), repo.claimer()
+    claim = await holder.claim("issue", repo.issue)
+    assert claim is not None
+    await repo.github().delete_ref(REF.format(repo.issue))  # a person, by hand
+    taken = await other.claim("issue", repo.issue)
+    assert taken is not None
+    with pytest.raises(ClaimLost):
+        await holder.extend(claim)
+    assert not await holder.release(claim, "done")
+    assert repo.emu.ref_sha(REF.format(repo.issue)) == taken.head

@@ -18,7 +18,7 @@ import pytest
 
 from agent_loop_common.claims import Claim, Claimer, claim_state, new_run_id, parse_dibs
 from agent_loop_common.github import GitHub, GitHubRetryPolicy, TokenAuth
-from agent_loop_common.testing import GitHubEmulator
+from agent_loop_testing import GitHubEmulator
 
 RACERS = 12
 SEEDS = [0, 1, 2, 3, 4, 5, 6, 7]

@@ -3,7 +3,7 @@ arrived after a given moment (the reviewer's last pass) from one it has already 
 
 from __future__ import annotations
 
-from agent_loop_common.testing import GitHubEmulator, emulator_client
+from agent_loop_testing import GitHubEmulator, emulator_client
 
 
 async def test_check_runs_and_statuses_carry_their_times() -> None:

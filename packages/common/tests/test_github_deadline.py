@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from agent_loop_common.github import GitHub, GitHubUnavailable, TokenAuth
-from agent_loop_common.testing import instant_retry
+from agent_loop_testing import instant_retry
 
 TIMEOUT = 0.5
 DRIP_SECONDS = 0.05

@@ -14,7 +14,7 @@ from agent_loop_common.github import (
     NotFound,
     RefExists,
 )
-from agent_loop_common.testing import GitHubEmulator, emulator_client
+from agent_loop_testing import GitHubEmulator, emulator_client
 
 SEED = {
     "README.md": "hello\n",

@@ -9,7 +9,7 @@ import pytest
 
 from agent_loop_common.github import NO_RESPONSE, ETagCache, GitHub, RequestStats, TokenAuth
 from agent_loop_common.github._routes import POLLED_READS, ROUTES, Router
-from agent_loop_common.testing import instant_retry
+from agent_loop_testing import instant_retry
 
 
 def test_cache_evicts_least_recently_used_beyond_max_entries() -> None:

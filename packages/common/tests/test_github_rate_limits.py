@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from agent_loop_common.github import RateBudget, RateReserve, WritePacing, rate_budget_of
 from agent_loop_common.runtime import ReserveReached, check_reserve
 from agent_loop_common.settings import Settings
-from agent_loop_common.testing import GitHubEmulator, emulator_client
+from agent_loop_testing import GitHubEmulator, emulator_client
 
 
 class FakeClock:

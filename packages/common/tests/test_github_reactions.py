@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_loop_common.testing import GitHubEmulator, emulator_client
+from agent_loop_testing import GitHubEmulator, emulator_client
 
 
 async def test_react_to_a_comment_and_list_the_reactions() -> None:

@@ -17,7 +17,7 @@ from agent_loop_common.github import (
     RateLimited,
     TokenAuth,
 )
-from agent_loop_common.testing import GitHubEmulator, emulator_client, instant_retry
+from agent_loop_testing import GitHubEmulator, emulator_client, instant_retry
 
 COMMENTS = "GET /repos/{owner}/{repo}/issues/{issue_number}/comments"
 

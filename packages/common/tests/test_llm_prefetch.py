@@ -11,7 +11,7 @@ import pytest
 
 from agent_loop_common.llm import _litellm
 from agent_loop_common.runtime import Runtime, _runtime, use_model
-from agent_loop_common.testing import ScriptedModel
+from agent_loop_testing import ScriptedModel
 
 
 @pytest.fixture

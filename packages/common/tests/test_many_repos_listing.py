@@ -21,7 +21,7 @@ from agent_loop_common.memory import (
 )
 from agent_loop_common.records import Lesson, LessonBook
 from agent_loop_common.settings import ConfigError, load_settings
-from agent_loop_common.testing import GitHubHost
+from agent_loop_testing import GitHubHost
 
 REPOS = ["acme/api", "acme/web", "other/tool", "acme/docs"]
 
@@ -94,21 +94,39 @@ async def test_general_lessons_reach_the_other_repositories_only(tmp_path: Path)
     shared = MemoryLocation(org="o", project="p", domain="d", root=str(tmp_path / "mem"))
     api = replace(shared, prefix=repo_prefix(shared.prefix, "acme/api"))
     web = replace(shared, prefix=repo_prefix(shared.prefix, "acme/web"))
+    vault = replace(shared, prefix=repo_prefix(shared.prefix, "acme/vault"))
+
+    def lesson(lesson_id: str, repo: str, **extra: object) -> Lesson:
+        return Lesson.model_validate(
+            {"id": lesson_id, "text": lesson_id, "repo": repo, "created_at": now,
+             "updated_at": now} | extra
+        )  # fmt: skip
+
     book = LessonBook(
         lessons=[
-            Lesson(
-                id="L-any",
-                text="Run the tests first.",
-                general=True,
-                created_at=now,
-                updated_at=now,
-            ),
-            Lesson(id="L-api", text="api uses tabs.", created_at=now, updated_at=now),
+            lesson("acme/api#L-any", "acme/api", general=True, visibility="public"),
+            lesson("acme/api#L-api", "acme/api", visibility="public"),
+            # a lesson claiming another repository in api's own file is refused
+            lesson("acme/vault#L-fake", "acme/vault", general=True, visibility="public"),
         ]
     )
     await write_general_lessons(shared, api, book)
-    seen_by_web = await read_context(web, shared=shared)
-    assert [x.id for x in seen_by_web.lessons.lessons] == ["L-any"]
-    seen_by_api = await read_context(api, shared=shared)  # its own file is not read again
+    secret = LessonBook(
+        lessons=[lesson("acme/vault#L-key", "acme/vault", general=True, visibility="private")]
+    )
+    await write_general_lessons(shared, vault, secret)
+    both = ("acme/api", "acme/vault")
+
+    seen_by_web = await read_context(web, shared=shared, share_from=both)
+    assert [x.id for x in seen_by_web.lessons.lessons] == ["acme/api#L-any"]
+    private_web = await read_context(web, shared=shared, share_from=both, reader_public=False)
+    assert sorted(x.id for x in private_web.lessons.lessons) == [
+        "acme/api#L-any",
+        "acme/vault#L-key",
+    ]
+    seen_by_api = await read_context(api, shared=shared, share_from=both)  # own file skipped
     assert seen_by_api.lessons.lessons == []
+    assert (await read_context(web, shared=shared)).lessons.lessons == []  # none listed
+    listed_vault_only = await read_context(web, shared=shared, share_from=("acme/vault",))
+    assert listed_vault_only.lessons.lessons == []  # private never reaches a public one
     assert (await read_context(web)).lessons.lessons == []  # one repository: nothing shared

@@ -90,7 +90,7 @@ def full_record() -> RunRecord:
 
 
 EXPECTED_JSON: dict[str, Any] = {
-    "schema_version": "1.3",
+    "schema_version": "1.4",
     "run_id": "b-20260301-abc",
     "role": "builder",
     "agent_id": "builder@v3",
@@ -132,6 +132,9 @@ EXPECTED_JSON: dict[str, Any] = {
     "links": {"pr_url": "https://github.com/o/r/pull/13", "issue_urls": []},
     "error": "",
     "lesson_ids": ["L-1"],
+    "exposures": [],
+    "work_kind": None,
+    "stale_lessons": [],
     "fault": "",
     "backoff_until": None,
     "problems": [],

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from agent_loop_common.repo import RepoSnapshot, ToolLimits, repo_tools
 from agent_loop_common.staging import ChangeStage
-from agent_loop_common.testing import GitHubEmulator, emulator_client
+from agent_loop_testing import GitHubEmulator, emulator_client
 
 
 async def test_read_tools_are_bounded_and_see_the_stage() -> None:

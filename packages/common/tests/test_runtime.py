@@ -20,8 +20,8 @@ from agent_loop_common.runtime import (
     run_task,
 )
 from agent_loop_common.settings import Settings
-from agent_loop_common.testing import GitHubEmulator, stored_record
-from agent_loop_common.testing.pytest_plugin import AgentRuntime
+from agent_loop_testing import GitHubEmulator, stored_record
+from agent_loop_testing.pytest_plugin import AgentRuntime
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from agent_loop_common.runtime import (
     WriteBook,
     write_with_receipt,
 )
-from agent_loop_common.testing import GitHubEmulator, emulator_client
+from agent_loop_testing import GitHubEmulator, emulator_client
 
 
 class Titled(Receipt):

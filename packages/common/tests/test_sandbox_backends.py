@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,7 @@ from agent_loop_common.sandbox._bwrap import BwrapSandbox
 from agent_loop_common.sandbox._bwrap_argv import outer_argv
 from agent_loop_common.sandbox._docker import DockerSandbox, client_env
 from agent_loop_common.sandbox._flyte import RUNNER_SCRIPT
-from agent_loop_common.sandbox._paths import plan_binds, program_binds, tree_program_binds
+from agent_loop_common.sandbox._paths import plan_binds, program_binds
 from agent_loop_common.settings import Settings
 
 LIMITS = SandboxLimits(wall_seconds=30, memory_mb=512, max_processes=64, max_file_mb=8)
@@ -122,11 +123,51 @@ def test_bwrap_command_line(tmp_path: Path) -> None:
 
 
 def test_bwrap_with_the_network_for_setup(tmp_path: Path) -> None:
+    """bubblewrap keeps the setup network's namespace; the host's resolver files stay out."""
     argv = bwrap_argv(_layout(tmp_path), ["uv", "sync"], network=True)
     assert "--unshare-net" not in argv
-    assert ("/etc/resolv.conf", "/etc/resolv.conf") in _pairs(argv, "--ro-bind-try")
-    assert ("/etc/hosts", "/etc/hosts") in _pairs(argv, "--ro-bind-try")
-    assert (str(tmp_path / "etc/hosts"), "/etc/hosts") not in _pairs(argv, "--ro-bind")
+    assert ("/etc/gai.conf", "/etc/gai.conf") in _pairs(argv, "--ro-bind-try")
+    assert ("/etc/resolv.conf", "/etc/resolv.conf") not in _pairs(argv, "--ro-bind-try")
+    assert ("/etc/hosts", "/etc/hosts") not in _pairs(argv, "--ro-bind-try")
+    assert (str(tmp_path / "etc/hosts"), "/etc/hosts") in _pairs(argv, "--ro-bind")
+
+
+def test_the_setup_network_script_and_routes() -> None:
+    """The fixed script takes everything variable as arguments; routes drop the host's."""
+    from agent_loop_common.sandbox._setup_net import (
+        BLOCKED_RANGES,
+        SETUP_NET_SCRIPT,
+        SetupNetwork,
+        route_batch,
+    )
+
+    batch = route_batch(["192.0.2.2", "198.18.0.100", "not-an-address", "::1"])
+    assert "route add blackhole 169.254.0.0/16\n" in batch
+    assert "route add blackhole 127.0.0.0/8\n" in batch
+    assert "route add blackhole 192.0.2.2/32\n" in batch
+    assert "198.18.0.100" not in batch  # the namespace's own network
+    assert batch.count("\n") == len(BLOCKED_RANGES) + 1
+    net = SetupNetwork("/usr/bin/unshare", "/usr/bin/slirp4netns", "/usr/sbin/ip", as_root=True)
+    prefix = net.prefix(Path("/w/etc/routes"))
+    assert prefix == [
+        "/usr/bin/unshare",
+        "--net",
+        "--",
+        "/bin/sh",
+        "-c",
+        SETUP_NET_SCRIPT,
+        "sh",
+        "/usr/sbin/ip",
+        "/w/etc/routes",
+    ]
+    slirp = net.slirp_argv(42, 7)
+    assert "--disable-host-loopback" in slirp
+    assert slirp[-2:] == ["42", "tap0"]
+    user = SetupNetwork("/u", "/s", "/i", as_root=False)
+    assert user.prefix(Path("/b"))[1:4] == ["--user", "--map-root-user", "--net"]
+    assert "--userns-path=/proc/42/ns/user" in user.slirp_argv(42, 7)
+    assert "not installed" not in (SetupNetwork("/u", "/nope", "/i", True).missing() or "")
+    assert "slirp4netns" in (SetupNetwork("/u", "/nope", "/i", True).missing() or "")
 
 
 def test_from_root_the_sandbox_starts_as_an_unprivileged_uid() -> None:
@@ -351,17 +392,33 @@ def test_programs_in_system_folders_or_relative_need_no_bind() -> None:
     assert program_binds("/nonexistent/bin/tool") == []
 
 
-def test_a_venv_made_in_the_tree_binds_its_interpreter(tmp_path: Path) -> None:
-    outside = tmp_path / "py" / "bin"
+def test_a_pyvenv_cfg_never_chooses_a_bind(tmp_path: Path) -> None:
+    """`home =` is text anyone can write: only where the host's links lead counts."""
+    outside = tmp_path / "secret" / "bin"
     outside.mkdir(parents=True)
-    (outside / "python3.12").write_text("#!/bin/sh\n")
-    venv = tmp_path / "tree" / ".venv"
+    venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
     (venv / "pyvenv.cfg").write_text(f"home = {outside}\n")
-    (venv / "bin" / "python").symlink_to(outside / "python3.12")
-    (venv / "bin" / "pytest").write_text("#!/sandbox/repo/.venv/bin/python\n")
-    assert tree_program_binds(venv / "bin" / "pytest", tmp_path / "tree") == [tmp_path / "py"]
-    assert tree_program_binds(venv / "bin" / "python", tmp_path / "tree") == [tmp_path / "py"]
+    (venv / "bin" / "python").symlink_to("/usr/bin/python3")
+    assert program_binds(str(venv / "bin" / "python")) == [venv]
+
+
+def test_a_program_inside_the_tree_binds_nothing(tmp_path: Path) -> None:
+    tool = tmp_path / "opt" / "bin" / "tool"
+    tool.parent.mkdir(parents=True)
+    tool.write_text("#!/bin/sh\n")
+    link = tmp_path / "tree" / "bin" / "tool"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(tool)
+    binds, notes = plan_binds([str(link)], [], _protected(tmp_path), trees=[tmp_path / "tree"])
+    assert binds == []
+    assert any("inside the repository" in n for n in notes)
+    binds, _ = plan_binds([str(tool)], [], _protected(tmp_path), trees=[tmp_path / "tree"])
+    assert binds == [tmp_path / "opt"]
+
+
+def test_programs_under_system_folders_have_no_note() -> None:
+    assert plan_binds(["/bin/true", "/usr/bin/env"], [], ProtectedPaths()) == ([], [])
 
 
 def test_plan_binds_refuses_and_notes(tmp_path: Path) -> None:
@@ -393,7 +450,7 @@ def _settings(**values: object) -> Settings:
 
 
 @pytest.fixture
-def probes(monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[bool, str]]:
+def probes(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, tuple[bool, str]]]:
     """Fake probe results per backend (the real ones run in the containment tests)."""
     _select.clear_probe_cache()
     answers = {"bwrap": (False, "bubblewrap is not installed"), "docker": (False, "no engine")}

@@ -53,6 +53,40 @@ def test_shell_syntax_is_refused_with_a_reason(text: str, named: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "argv"),
+    [
+        ('python -c "import a; a.main()"', ("python", "-c", "import a; a.main()")),
+        ("python -c 'print(1 > 0 and 2 < 3)'", ("python", "-c", "print(1 > 0 and 2 < 3)")),
+        ("pytest -k 'a|b' -p 'x&y'", ("pytest", "-k", "a|b", "-p", "x&y")),
+        ("echo '$HOME `id` $(id)'", ("echo", "$HOME `id` $(id)")),
+        ("pytest \\; done", ("pytest", ";", "done")),
+        ('pytest --junitxml="$SANDBOX_JUNIT"', ("pytest", "--junitxml=$SANDBOX_JUNIT")),
+    ],
+)
+def test_quoted_shell_characters_are_one_argument(text: str, argv: tuple[str, ...]) -> None:
+    """No shell runs, so what is quoted is literal (issue 22): only unquoted syntax is refused."""
+    assert parse_command(text) == argv
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ('python -c "$(id)"', "'$('"),
+        ('python -c "`id`"', "backticks"),
+        ('pytest "--basetemp=$TMPDIR"', "'$'"),
+        ("python -c 'a' ; rm x", "';'"),
+        ('python -c "a" | tee', "'|'"),
+    ],
+)
+def test_what_a_shell_expands_in_double_quotes_or_outside_quotes_is_refused(
+    text: str, named: str
+) -> None:
+    with pytest.raises(CommandRejected) as caught:
+        parse_command(text)
+    assert named in str(caught.value)
+
+
+@pytest.mark.parametrize(
     ("text", "expected"),
     [
         ("", "empty"),

@@ -474,14 +474,19 @@ async def test_sandboxes_run_side_by_side(sandbox: BwrapSandbox, tree: Path) -> 
     assert [r.output.text.strip() for r in results] == ["0", "1", "2"]
 
 
-async def test_a_venv_made_in_the_tree_finds_its_interpreter(
+async def test_a_venv_made_by_setup_finds_its_interpreter(
     sandbox: BwrapSandbox, tmp_path: Path
 ) -> None:
-    """What a setup step such as `uv sync` leaves: `.venv/bin/python` linking out of the tree."""
-    import venv
+    """What a setup step leaves: `.venv/bin/python` linking to an interpreter it could see.
 
+    Nothing in the tree adds a bind (`test_sandbox_binds.py`), so a virtualenv made inside
+    the sandbox works because the interpreter it links to was already visible.
+    """
     tree = write_tree({"check.py": "import sys; print(sys.prefix)\n"}, tmp_path / "repo")
-    venv.create(tree / ".venv", with_pip=False, symlinks=True)
-    result = await sandbox.run(tree, ["python", "check.py"])
+    result = await sandbox.run(
+        tree,
+        ["python", "check.py"],
+        setup=["/usr/bin/python3", "-m", "venv", "--without-pip", ".venv"],
+    )
     assert result.ok, result.output.text + result.error
     assert result.output.text.strip() == "/sandbox/repo/.venv"

@@ -149,3 +149,74 @@ def test_a_workspace_needs_a_folder(tmp_path: Path) -> None:
             write_tree({"a": "x"}, tmp_path / "t"), changes={"../x": "y"}, parent=tmp_path
         )
     assert set(os.listdir(tmp_path)) == before | {"t"}  # the half-made workspace is gone
+
+
+def _with_links(links: dict[str, str], files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(f"top/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        for name, target in links.items():
+            info = tarfile.TarInfo(f"top/{name}")
+            info.type = tarfile.SYMTYPE
+            info.linkname = target
+            tar.addfile(info)
+    return buffer.getvalue()
+
+
+def test_a_bad_link_skips_that_entry_not_the_repository(tmp_path: Path) -> None:
+    """Issue 22: one absolute symlink used to make a whole repository untestable."""
+    archive = _with_links(
+        {"docs/abs": "/etc/passwd", "up": "../../../outside", "ok": "src/app.py"},
+        {"src/app.py": b"print(1)", "README.md": b"hi"},
+    )
+    skipped: list[str] = []
+    root = extract_tarball(archive, tmp_path / "repo", skipped=skipped)
+    assert (root / "src" / "app.py").read_bytes() == b"print(1)"
+    assert (root / "ok").is_symlink()
+    assert not os.path.lexists(root / "docs" / "abs")
+    assert not os.path.lexists(root / "up")
+    assert len(skipped) == 2
+    assert any(note.startswith("docs/abs -> /etc/passwd was not extracted") for note in skipped)
+
+
+def test_git_is_never_copied_and_workspaces_are_private(tmp_path: Path) -> None:
+    tree = write_tree({"a.py": "x", "sub/.git": "gitdir: x"}, tmp_path / "t")
+    (tree / ".git").mkdir()
+    (tree / ".git" / "config").write_text("token")
+    with Workspace.create(tree, parent=tmp_path) as workspace:
+        assert (workspace.repo / "a.py").exists()
+        assert not (workspace.repo / ".git").exists()
+        assert not (workspace.repo / "sub" / ".git").exists()
+        assert os.stat(workspace.root).st_mode & 0o777 == 0o700
+        assert workspace.root.name.startswith(f"agent-loop-sandbox-{os.getpid()}-")
+
+
+def test_workspaces_of_a_dead_process_are_swept(tmp_path: Path) -> None:
+    import subprocess
+    import time
+
+    from agent_loop_common.sandbox._tree import sweep_stale_workspaces
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    old = time.time() - 3600
+    stale = tmp_path / f"agent-loop-sandbox-{gone.pid}-abc"
+    (stale / "repo" / "locked").mkdir(parents=True)
+    (stale / "repo" / "locked").chmod(0o500)  # a command took the write bit off
+    os.utime(stale, (old, old))
+    fresh = tmp_path / f"agent-loop-sandbox-{gone.pid}-new"  # maybe another PID namespace
+    fresh.mkdir()
+    mine = tmp_path / f"agent-loop-sandbox-{os.getpid()}-xyz"
+    mine.mkdir()
+    os.utime(mine, (old, old))
+    other = tmp_path / "agent-loop-sandbox-nopid"
+    other.mkdir()
+    os.utime(other, (old, old))
+    assert sweep_stale_workspaces(tmp_path) == 1
+    assert not stale.exists()
+    assert fresh.exists()
+    assert mine.exists()
+    assert other.exists()

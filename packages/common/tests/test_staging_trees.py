@@ -26,7 +26,7 @@ from agent_loop_common.staging import (
     fix_tools,
     implementation_tools,
 )
-from agent_loop_common.testing import GitHubEmulator, emulator_client
+from agent_loop_testing import GitHubEmulator, emulator_client
 
 
 def by_name(tools: list[StagingTool]) -> dict[str, Callable[..., Any]]:

@@ -12,7 +12,7 @@ import re
 import pytest
 
 from agent_loop_common.claims import parse_backoff, parse_dibs
-from agent_loop_common.texts import MENTION_BREAK, public_text
+from agent_loop_common.texts import MENTION_BREAK, REDACTED, public_text, redact_secrets
 
 ZWJ = "\u200d"
 
@@ -166,3 +166,53 @@ def test_length_is_capped_with_an_ellipsis() -> None:
 def test_sanitizing_twice_changes_nothing(attack: str) -> None:
     once = public_text(attack, allow_closing=12, limit=45)
     assert public_text(once, allow_closing=12, limit=45) == once
+
+
+# Token shapes as their issuers document them (made-up values).
+TOKENS = [
+    "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+    "gho_" + "Z" * 36,
+    "ghs_" + "0123456789abcdefABCDEF0123456789abcd",
+    "github_pat_11ABCDEFG0" + "x" * 72,
+    "AKIA" + "IOSFODNN7EXAMPLE",
+    "sk-" + "proj-" + "A1b2" * 12,
+    "sk-" + "ant-api03-" + "Zz9_" * 20,
+    "sk-" + "abcdefghij0123456789ABCD",
+    "AIza" + "SyA1234567890abcdefghijklmnopqrstuv",
+    "xoxb-" + "1234567890-abcdef",
+    "hf_" + "abcdefghijklmnopqrstuvwxyz0123456789",
+]
+
+
+@pytest.mark.parametrize("token", TOKENS)
+def test_token_shaped_strings_are_redacted(token: str) -> None:
+    text = f"FAILED tests/test_x.py::test_leak[{token}] - assert '{token}' == ''"
+    out = public_text(text)
+    assert token not in out
+    assert f"test_leak[{REDACTED}]" in out
+    assert redact_secrets(out) == out
+
+
+def test_a_token_split_by_invisible_characters_is_still_redacted() -> None:
+    token = TOKENS[0]
+    assert token not in public_text(token[:6] + "\u200b" + token[6:])
+
+
+def test_a_private_key_block_is_redacted_even_when_cut() -> None:
+    pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nabc\n-----END RSA PRIVATE KEY-----"
+    assert public_text(f"key: {pem} end") == f"key: {REDACTED} end"
+    assert public_text("x -----BEGIN PRIVATE KEY-----\nMIIE") == f"x {REDACTED}"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "scikit-learn and task-force, disk-usage",
+        "sk-learn-is-not-a-key-at-all-really",
+        "the ghp_ prefix and AKIA alone",
+        "github_pat_short",
+        "MASKIAIOSFODNN7EXAMPLEX",
+    ],
+)
+def test_ordinary_words_are_kept(text: str) -> None:
+    assert public_text(text) == text

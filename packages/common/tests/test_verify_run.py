@@ -9,7 +9,6 @@ from flyte.ai.agents import Agent
 
 from agent_loop_common.records import TraceStep
 from agent_loop_common.staging import ChangePlan, DecompositionPlan, PlannedIssue, Reply
-from agent_loop_common.testing import ScriptedModel, call, turn
 from agent_loop_common.verify import (
     VERIFIER_MARKER,
     Coverage,
@@ -21,6 +20,7 @@ from agent_loop_common.verify import (
     run_verifier,
     verifier_instructions,
 )
+from agent_loop_testing import ScriptedModel, call, turn
 
 PLAN = ChangePlan(
     files={

@@ -4,7 +4,7 @@ its ticks used, and what its tests put in memory and on GitHub before a tick
 afterwards (`key_files`, `memory_snapshot`).
 
 The rest (`memory_root`, `memory`, `install`, `stored`, `agent_runtime`, `quiet_logs`)
-comes from agent-loop-common's pytest plugin. Every tick runs the real pipeline:
+comes from agent-loop-testing's pytest plugin. Every tick runs the real pipeline:
 githubkit over the emulator's in-process transport, the real `Agent` loop driven by a
 `ScriptedModel` put in with `install`, and real `MemoryStore` keys under `tmp_path`.
 Records are written the way builder and reviewer runs write them (`write_run_record`).
@@ -33,9 +33,9 @@ from agent_loop_common.records import (
 )
 from agent_loop_common.runtime import Runtime
 from agent_loop_common.settings import Settings
-from agent_loop_common.testing import GitHubEmulator, emulator_settings
-from agent_loop_common.testing.pytest_plugin import AgentRuntime
 from agent_loop_distiller import DistillerOptions, TickResult, run_distiller_tick
+from agent_loop_testing import GitHubEmulator, emulator_settings
+from agent_loop_testing.pytest_plugin import AgentRuntime
 
 Tick = Callable[..., Awaitable[TickResult]]
 

@@ -23,9 +23,9 @@ from agent_loop_common.runtime import (
     use_model,
 )
 from agent_loop_common.settings import Settings, load_settings
-from agent_loop_common.testing import GitHubEmulator, ScriptedModel, call, turn
 from agent_loop_distiller import estimate_tokens, run_once
 from agent_loop_distiller.env import distiller_tick
+from agent_loop_testing import GitHubEmulator, ScriptedModel, call, turn
 
 pytestmark = pytest.mark.slow
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from agent_loop_common.memory import read_context
 from agent_loop_common.records import Outcome
-from agent_loop_common.testing import ScriptedModel, call, turn
 from agent_loop_distiller import TickKind
+from agent_loop_testing import ScriptedModel, call, turn
 
 
 def good_script() -> ScriptedModel:

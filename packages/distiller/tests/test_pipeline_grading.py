@@ -10,8 +10,8 @@ from typing import Any
 from agent_loop_common.memory import month_of, read_context, read_grades
 from agent_loop_common.metrics import compute_metrics
 from agent_loop_common.records import GradeState, Outcome
-from agent_loop_common.testing import ScriptedModel, call, turn
 from agent_loop_distiller import TickKind, render_metrics
+from agent_loop_testing import ScriptedModel, call, turn
 
 
 def finish_only(expect: str = "") -> ScriptedModel:
@@ -221,7 +221,7 @@ async def test_a_pass_stops_while_another_distiller_holds_the_claim(
     runtimes: Any,
 ) -> None:
     from agent_loop_common.claims import Claimer
-    from agent_loop_common.testing import emulator_client
+    from agent_loop_testing import emulator_client
 
     await write_record(make_record("b-1", outcome=Outcome.REJECTED, notes=[(False, "No test.")]))
     other = Claimer(emulator_client(emulator), deployment="default", role="distiller")

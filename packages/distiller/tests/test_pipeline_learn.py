@@ -9,8 +9,8 @@ import pytest
 from agent_loop_common.memory import read_context, read_grades, read_rollups
 from agent_loop_common.metrics import total_tally
 from agent_loop_common.records import GradeState, Outcome, Role, TargetKind
-from agent_loop_common.testing import ScriptedModel, call, turn
 from agent_loop_distiller import DISTILLER_MARKER, TickKind, estimate_tokens
+from agent_loop_testing import ScriptedModel, call, turn
 
 NOTES = "The change has no test for the empty input case; add one before submitting."
 

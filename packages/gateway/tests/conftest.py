@@ -21,7 +21,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agent_loop_common.settings import Settings
-from agent_loop_common.testing import (
+from agent_loop_gateway import AgentName, Gateway, build_app, create_gateway
+from agent_loop_testing import (
     Delivery,
     GitHubEmulator,
     emulator_client,
@@ -30,7 +31,6 @@ from agent_loop_common.testing import (
     serve_asgi,
     sign_payload,
 )
-from agent_loop_gateway import AgentName, Gateway, build_app, create_gateway
 
 SECRET = "gateway-test-secret"
 AGENT_BRANCH = "agent-loop/issue-1-fix"

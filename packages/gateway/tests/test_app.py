@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 import pytest
 
-from agent_loop_common.testing import GitHubEmulator
 from agent_loop_gateway import Gateway
+from agent_loop_testing import GitHubEmulator
 
 from .conftest import AGENT_BRANCH, FakeRunner, Recorder, post, writes
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from agent_loop_common.testing import GitHubEmulator
 from agent_loop_gateway import CommandRef, Intent, RouteContext, Routed, route_event
+from agent_loop_testing import GitHubEmulator
 
 from .conftest import Recorder
 

@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 from agent_loop_common.settings import Settings
-from agent_loop_common.testing import GitHubEmulator, emulator_client, serve_asgi, sign_payload
 from agent_loop_gateway import Gateway, build_app, create_gateway
+from agent_loop_testing import GitHubEmulator, emulator_client, serve_asgi, sign_payload
 
 from .conftest import SECRET, FakeRunner, writes
 
@@ -143,7 +143,7 @@ def test_an_oversized_body_is_refused(
             headers={
                 "X-GitHub-Event": "issues",
                 "X-GitHub-Delivery": "s",
-                "X-Hub-Signature-256": "sha256=0",
+                "X-Hub-Signature-256": "sha256=" + "0" * 64,
             },
         )
         assert streamed.status_code == 413

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent_loop_common.testing import sign_payload
 from agent_loop_gateway import signature_for, verify_signature
+from agent_loop_testing import sign_payload
 
 # The example in GitHub's docs ("Validating webhook deliveries").
 DOCS_SECRET = b"It's a Secret to Everybody"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from agent_loop_common.testing import GitHubEmulator, emulator_client
 from agent_loop_gateway import PermissionTrust, permission_at_least
+from agent_loop_testing import GitHubEmulator, emulator_client
 
 from .test_dedup import ManualClock
 

@@ -2,7 +2,7 @@
 tests review (`open_pr`, from `pr_branch` with `pr_files`; `fixed_calc` is the fix).
 
 The rest (`settings` is overridden here for `max_tries=2`; `memory`, `install`, `stored`,
-`agent_runtime`, `quiet_logs`) comes from agent-loop-common's pytest plugin. Every tick
+`agent_runtime`, `quiet_logs`) comes from agent-loop-testing's pytest plugin. Every tick
 runs the real pipeline over the emulator's in-process transport, the real `Agent` loop
 driven by a `ScriptedModel` put in with `install`, and a real `MemoryStore`.
 """
@@ -18,14 +18,14 @@ from flyte.ai.agents import LLMCallable, LLMMessage
 
 from agent_loop_common.records import Role, RunRecord
 from agent_loop_common.settings import Settings
-from agent_loop_common.testing import (
+from agent_loop_reviewer import run_reviewer_tick
+from agent_loop_testing import (
     GitHubEmulator,
     ScriptedModel,
     emulator_client,
     emulator_settings,
 )
-from agent_loop_common.testing.pytest_plugin import AgentRuntime
-from agent_loop_reviewer import run_reviewer_tick
+from agent_loop_testing.pytest_plugin import AgentRuntime
 
 Tick = Callable[..., Awaitable[RunRecord | None]]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from agent_loop_common.records import Outcome
-from agent_loop_common.testing import GitHubEmulator, ScriptedModel, call, turn
-from agent_loop_common.testing.pytest_plugin import Install
 from agent_loop_common.verify import VERIFIER_MARKER
 from agent_loop_reviewer import REVIEWER_MARKER
+from agent_loop_testing import GitHubEmulator, ScriptedModel, call, turn
+from agent_loop_testing.pytest_plugin import Install
 
 
 async def test_feedback_rewritten_by_someone_untrusted_is_not_shown(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_loop_common.testing import GitHubEmulator, emulator_client
 from agent_loop_reviewer._candidates import read_snapshot, reread_after_claim
+from agent_loop_testing import GitHubEmulator, emulator_client
 
 
 async def test_an_unchanged_pr_keeps_the_selection_snapshot(

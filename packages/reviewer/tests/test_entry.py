@@ -10,9 +10,9 @@ import pytest
 from agent_loop_common.records import Outcome, Role, RunRecord, Target, TargetKind, TraceStep
 from agent_loop_common.report import run_report_html
 from agent_loop_common.runtime import summarize
-from agent_loop_common.testing import GitHubEmulator
 from agent_loop_reviewer.__main__ import main
 from agent_loop_reviewer.env import IDLE_NOTE, SCHEDULE, env, reviewer_tick
+from agent_loop_testing import GitHubEmulator
 
 
 def test_a_config_error_exits_2_naming_the_variable(monkeypatch, capsys) -> None:

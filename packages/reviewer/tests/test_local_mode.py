@@ -12,11 +12,11 @@ import pytest
 from agent_loop_common.records import Outcome
 from agent_loop_common.runtime import local_memory, run_tick
 from agent_loop_common.settings import load_settings
-from agent_loop_common.testing import GitHubEmulator, ScriptedModel, call, emulator_client, turn
-from agent_loop_common.testing.pytest_plugin import Install, Stored
 from agent_loop_common.verify import VERIFIER_MARKER
 from agent_loop_reviewer import REVIEWER_MARKER, run_once
 from agent_loop_reviewer.env import reviewer_tick
+from agent_loop_testing import GitHubEmulator, ScriptedModel, call, emulator_client, turn
+from agent_loop_testing.pytest_plugin import Install, Stored
 
 pytestmark = pytest.mark.slow
 

@@ -10,10 +10,10 @@ import pytest
 from agent_loop_common.memory import read_reviewed
 from agent_loop_common.records import Outcome, Role
 from agent_loop_common.settings import Settings
-from agent_loop_common.testing import GitHubEmulator, ScriptedModel, call, emulator_client, turn
-from agent_loop_common.testing.pytest_plugin import AgentRuntime, Install, Stored
 from agent_loop_common.verify import VERIFIER_MARKER
 from agent_loop_reviewer import REVIEWER_MARKER, run_reviewer_tick
+from agent_loop_testing import GitHubEmulator, ScriptedModel, call, emulator_client, turn
+from agent_loop_testing.pytest_plugin import AgentRuntime, Install, Stored
 
 
 def clean() -> ScriptedModel:

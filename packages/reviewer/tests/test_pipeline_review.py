@@ -10,9 +10,9 @@ import pytest
 from agent_loop_common.memory import read_idle_count, read_reviewed
 from agent_loop_common.records import Outcome, Role, TargetKind
 from agent_loop_common.settings import Settings
-from agent_loop_common.testing import GitHubEmulator, ScriptedModel, call, turn
-from agent_loop_common.testing.pytest_plugin import AgentRuntime, Install, Stored
 from agent_loop_reviewer import REVIEWER_MARKER, run_reviewer_tick
+from agent_loop_testing import GitHubEmulator, ScriptedModel, call, turn
+from agent_loop_testing.pytest_plugin import AgentRuntime, Install, Stored
 
 # A clean review's script: get_diff, no_changes, then the closing answer.
 CLEAN_REVIEW_CALLS = 3

@@ -3,7 +3,9 @@
 One listing of open issues and one of open pull requests per tick (both conditional, so
 an unchanged repository answers 304 for free); then, per candidate in age order, only
 what the next rule needs: the author's permission (cached per login), the label's
-events when the opt-in label decides, and the comments for claims and back-off.
+events when the opt-in label decides, and the comments for claims and back-off. Last,
+for the one issue that passed everything, who last edited its title and body: a trusted
+author's words rewritten by someone below the trust rule are not trusted.
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ from agent_loop_builder._select import (
 )
 from agent_loop_common.claims import backoff_resetters
 from agent_loop_common.commands import honour_commands
-from agent_loop_common.github import Comment, GitHub, Issue, IssueEvent, NotFound
+from agent_loop_common.github import Comment, Edit, GitHub, Issue, IssueEvent, NotFound
 from agent_loop_common.settings import Settings
-from agent_loop_common.trust import LabelApplied, Trust, label_applied
+from agent_loop_common.trust import LabelApplied, Trust, label_applied, untrusted_edit
 
 __all__ = ["IssueFinder"]
 
@@ -47,6 +49,8 @@ class IssueFinder:
     _open: list[Issue] | None = None
     _agent_prs: frozenset[int] | None = None
     _comments: dict[int, list[Comment]] = field(default_factory=dict[int, list[Comment]])
+    _label_approved: dict[int, bool] = field(default_factory=dict[int, bool])
+    """Issues trusted through the opt-in label (their edits were judged since it)."""
 
     def __post_init__(self) -> None:
         self.trust = Trust(
@@ -110,7 +114,7 @@ class IssueFinder:
                 "a trusted /agent-loop resume lets the agents work on it again",
             )
         await self.trust.resolve(backoff_resetters(comments, agent_login=self.agent_login))
-        return thread_refusal(
+        refusal = thread_refusal(
             issue,
             comments,
             agent_login=self.agent_login,
@@ -119,6 +123,9 @@ class IssueFinder:
             retry_now=issue.number == self.retry_now,
             retry_requested_at=commands.retry_requested_at,
         )
+        if refusal is not None or self._label_approved.get(issue.number, False):
+            return refusal
+        return await self._edited_by_untrusted(issue)
 
     async def _trust(self, issue: Issue) -> Refusal | None:
         minimum = self.settings.trusted_min_permission
@@ -154,30 +161,61 @@ class IssueFinder:
         )
         if refusal is not None or applied is None:
             return refusal
+        self._label_approved[issue.number] = True
         return await self._edited_since(issue, events, applied, label)
 
     async def _edited_since(
         self, issue: Issue, events: Sequence[IssueEvent], applied: LabelApplied, label: str
     ) -> Refusal | None:
         """The label approves the issue as it was when applied: an edit of its title or
-        body since then by anyone below the trusted permission withdraws the approval."""
-        editors: list[str | None] = [
-            e.actor.login if e.actor is not None else None
-            for e in events
-            if e.event == "renamed" and e.created_at > applied.at
-        ]
-        edit = await self.github.last_edit(issue.number)
-        if edit is not None and edit.edited_at > applied.at:
-            editors.append(edit.editor)
-        for editor in editors:
-            if editor is None or not await self.trust.trusted(editor):
-                who = f"@{editor}" if editor else "a deleted account"
-                return Refusal(
-                    RefusalCode.UNTRUSTED,
-                    f"#{issue.number} was edited by {who} after the '{label}' label was applied "
-                    f"by @{applied.actor}; a trusted person must apply the label again (or "
-                    "edit the issue) for the agents to work on it",
-                )
+        body since then (the same second included) by anyone below the trust rule
+        withdraws the approval."""
+        who = await self._untrusted_editor(issue, events, since=applied.at)
+        if who is None:
+            return None
+        return Refusal(
+            RefusalCode.UNTRUSTED,
+            f"#{issue.number} was edited by {who} after the '{label}' label was applied "
+            f"by @{applied.actor}; a trusted person must apply the label again (or "
+            "edit the issue) for the agents to work on it",
+        )
+
+    async def _edited_by_untrusted(self, issue: Issue) -> Refusal | None:
+        """A trusted author's issue whose title or body someone below the trust rule
+        changed last no longer says what its author wrote: refused, like the reviewer
+        leaves out such comments. Asked only of an issue that passed every other rule
+        and was touched since it was written (one GraphQL request and one event listing)."""
+        if issue.updated_at <= issue.created_at:
+            return None
+        events = await self.github.list_issue_events(issue.number)
+        who = await self._untrusted_editor(issue, events, since=None)
+        if who is None:
+            return None
+        return Refusal(
+            RefusalCode.UNTRUSTED,
+            f"#{issue.number} was last edited by {who}, who is below the trust rule "
+            f"(needs {self.settings.trusted_min_permission}); a trusted person must edit it "
+            "again for the agents to work on it",
+        )
+
+    async def _untrusted_editor(
+        self, issue: Issue, events: Sequence[IssueEvent], *, since: datetime | None
+    ) -> str | None:
+        """Who (`@login`, or "a deleted account") below the trust rule made the last body
+        edit or a title change (`renamed`) at or after `since` (any time when `None`)."""
+        renames = [e for e in events if e.event == "renamed"]
+        if since is None:
+            renames = renames[-1:]
+        for event in renames:
+            login = event.actor.login if event.actor is not None else None
+            edit = Edit(editor=login, edited_at=event.created_at)
+            if await untrusted_edit(self.trust, edit, since=since) is not None:
+                return f"@{login}" if login else "a deleted account"
+        edit = await untrusted_edit(
+            self.trust, await self.github.last_edit(issue.number), since=since
+        )
+        if edit is not None:
+            return f"@{edit.editor}" if edit.editor else "a deleted account"
         return None
 
     async def possible(self) -> list[Issue]:

@@ -22,11 +22,13 @@ from agent_loop_builder._prompts import build_prompt, render_context, render_iss
 from agent_loop_builder._select import Refusal, RefusalCode
 from agent_loop_common.attempts import attempt_loop
 from agent_loop_common.checks import open_checks
+from agent_loop_common.exposure import draw_lessons, work_kind_of
 from agent_loop_common.github import Comment, Issue
 from agent_loop_common.memory import read_context
-from agent_loop_common.records import Outcome, RunRecord, Target, TargetKind
-from agent_loop_common.repo import RepoSnapshot, repository_instructions
+from agent_loop_common.records import Outcome, Role, RunRecord, Target, TargetKind
+from agent_loop_common.repo import RepoSnapshot, repository_instructions, stale_lessons
 from agent_loop_common.runtime import DirectWriter, RunScope, Runtime, Writer, run_scoped
+from agent_loop_common.trust import comments_edited_by_untrusted
 
 __all__ = ["run_builder_tick", "scout_issues"]
 
@@ -147,7 +149,7 @@ async def _build(held: HeldIssue, write: Writer) -> None:
         number=issue.number,
         prompt=build_prompt(
             issue_block=issue_text,
-            context_block=await _context(scope),
+            context_block=await _context(scope, issue, snapshot, private=repo.private),
             number=issue.number,
             tries=rt.settings.max_tries,
             may_decompose=may_decompose,
@@ -167,24 +169,52 @@ async def _build(held: HeldIssue, write: Writer) -> None:
 
 
 async def _trusted_comments(held: HeldIssue) -> list[Comment]:
-    """Comments a model may see: by trusted people, minus the agents' marker comments."""
+    """Comments a model may see: by trusted people, minus the agents' marker comments and
+    minus any whose last edit someone below the trust rule made (the reviewer's rule)."""
+    trust = held.finder.trust
     out: list[Comment] = []
     for comment in await held.finder.comments(held.issue.number):
         if "agent-loop:dibs" in comment.body or "agent-loop:backoff" in comment.body:
             continue
-        if await held.finder.trust.trusted(comment.user.login):
+        if await trust.trusted(comment.user.login):
             out.append(comment)
-    return out
+    tainted = await comments_edited_by_untrusted(held.scope.runtime.github, trust, out)
+    return [c for c in out if c.id not in tainted]
 
 
-async def _context(scope: RunScope) -> str:
-    """The budgeted digest and lessons; a memory failure costs the context, not the run."""
+async def _context(scope: RunScope, issue: Issue, snapshot: RepoSnapshot, *, private: bool) -> str:
+    """The budgeted digest and lessons; a memory failure costs the context, not the run.
+
+    Lessons whose citations are missing from the base commit are hidden and listed in
+    the record (`stale_lessons`) for the distiller to fix or retire. Each other
+    applicable lesson is drawn in or held out (`draw_lessons`); held-out and
+    inapplicable lessons leave both the lesson list and the digest, and the record keeps
+    every candidate's draw.
+    """
     rt = scope.runtime
+    scope.work_kind = work_kind_of(issue.labels, role=Role.BUILDER)
     try:
-        view = await read_context(rt.memory, shared=rt.settings.shared_memory(rt.memory.root))
+        view = await read_context(
+            rt.memory,
+            shared=rt.settings.shared_memory(rt.memory.root),
+            share_from=rt.settings.share_lessons_from,
+            reader_public=not private,
+        )
+        scope.stale_lessons = await stale_lessons(snapshot, view.lessons.lessons)
     except Exception as exc:
         _log.warning("builder.context_unavailable", error=repr(exc))
         return ""
-    block, ids = render_context(view, token_budget=rt.settings.digest_token_budget)
+    view = view.without(stale.lesson_id for stale in scope.stale_lessons)
+    draw = draw_lessons(
+        view.lessons.lessons,
+        run_id=rt.run_id,
+        role=Role.BUILDER,
+        kind=scope.work_kind,
+        rate=rt.settings.lesson_holdout,
+    )
+    block, ids = render_context(
+        view.without(draw.hidden_ids), token_budget=rt.settings.digest_token_budget
+    )
     scope.lesson_ids.extend(ids)
+    scope.exposures = draw.record(ids)
     return block

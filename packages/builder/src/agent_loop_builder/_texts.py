@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from agent_loop_common.staging import ChangePlan, PlannedIssue
 from agent_loop_common.texts import public_text
+from agent_loop_common.verify import instructions_change_note
 
 __all__ = [
     "SubIssueMarker",
@@ -74,14 +75,17 @@ def pr_body(
 ) -> str:
     """Summary, `Fixes #N`, what changed and why, the tests' evidence, the verifier's
     notes, the run's identity (`tests`: the pipeline's own `## Tests` section, already
-    safe to post)."""
+    safe to post). A change to the agents' own instruction files is called out first,
+    above everything the model wrote."""
     files = "\n".join(
         f"- `{path}`" + (" (deleted)" if content is None else "")
         for path, content in sorted(plan.files.items())
     )
     why = public_text(plan.body, allow_closing=issue) or "(no further description)"
+    note = instructions_change_note(list(plan.files))
     return "\n".join(
         [
+            *([f"> [!WARNING]\n> {note}", ""] if note else []),
             public_text(plan.summary, allow_closing=issue, limit=4_000),
             "",
             f"Fixes #{issue}",

@@ -101,12 +101,17 @@ class FiledIssues(Receipt):
 
 @WRITES.write
 async def open_pull_request(github: GitHub, spec: PullRequestSpec) -> OpenedPull:
-    """One commit with every staged file on the pinned branch, then the pull request.
+    """The pinned branch at the base, one commit with every staged file, the pull request.
 
-    Safe to run again, and safe when GitHub's answer is lost:
+    Two writes make the commit: the branch is created at `base_sha`, then one
+    `createCommitOnBranch` puts the change on it (`GitHub.commit_on_branch`, a
+    compare-and-swap on the base). Safe to run again, and safe when GitHub's answer is
+    lost:
 
-    - an open agent pull request for the branch (or one of its fresh variants) is
-      returned instead of opening a second one;
+    - when the branch exists already (a run before this one, or an earlier attempt of
+      this write), an open agent pull request for it (or one of its fresh variants) is
+      returned instead of opening a second one; a new branch has none, so nothing is
+      listed first;
     - a branch is only ever moved when it holds nothing but the agents' own commits on
       top of the default branch's history (a leftover of a failed run); a branch with
       anyone else's commits is left alone and a fresh name is used;
@@ -114,18 +119,18 @@ async def open_pull_request(github: GitHub, spec: PullRequestSpec) -> OpenedPull
       timeout), it is read back before anything is cleaned up, and a branch with an open
       pull request is never deleted (deleting it would close that pull request).
     """
-    existing = await _open_agent_pull(github, spec)
-    if existing is not None:
-        _log.info("builder.pull_exists", pr=existing.number, branch=existing.head_ref)
-        return OpenedPull(number=existing.number, url=existing.html_url, head_sha=existing.head_sha)
-    sha = await github.commit_files(
-        parent_sha=spec.base_sha,
-        message=spec.commit_message,
-        files=spec.files,
-        parent_tree=spec.base_tree,
-    )
-    branch, created = await _place_branch(github, spec, sha)
+    placed = await _place_branch(github, spec)
+    if isinstance(placed, OpenedPull):
+        return placed
+    branch, created = placed
     try:
+        sha = await github.commit_on_branch(
+            branch=branch,
+            expected_head=spec.base_sha,
+            message=spec.commit_message,
+            files=spec.files,
+            parent_tree=spec.base_tree,
+        )
         pull = await github.create_pull(
             title=spec.title,
             body=spec.body,
@@ -180,18 +185,27 @@ async def _read_back(
     return None
 
 
-async def _place_branch(github: GitHub, spec: PullRequestSpec, sha: str) -> tuple[str, bool]:
-    """Point a branch at `sha`; `(branch, created)`. Never rewrites anyone's commits."""
+async def _place_branch(github: GitHub, spec: PullRequestSpec) -> tuple[str, bool] | OpenedPull:
+    """Point a branch at the base: `(branch, created)`, or the agent pull request that
+    already carries the change. Never rewrites anyone's commits."""
     for attempt in range(1, _FRESH_NAMES + 1):
         branch = spec.branch if attempt == 1 else f"{spec.branch}-{attempt}"
         try:
-            await github.create_ref(f"refs/heads/{branch}", sha)
+            await github.create_ref(f"refs/heads/{branch}", spec.base_sha)
             return branch, True
         except RefExists:
+            if attempt == 1:  # variants exist only beside the pinned branch
+                existing = await _open_agent_pull(github, spec)
+                if existing is not None:
+                    _log.info("builder.pull_exists", pr=existing.number, branch=existing.head_ref)
+                    return OpenedPull(
+                        number=existing.number, url=existing.html_url, head_sha=existing.head_sha
+                    )
             head = await github.get_ref(f"heads/{branch}")
             if head is not None and await _only_agent_commits(github, head, spec.base_sha):
                 _log.info("builder.branch_reused", branch=branch)
-                await github.update_ref(f"heads/{branch}", sha, force=True)
+                if head != spec.base_sha:
+                    await github.update_ref(f"heads/{branch}", spec.base_sha, force=True)
                 return branch, False
             _log.warning("builder.branch_has_foreign_commits", branch=branch)
     raise RefExists(

@@ -27,7 +27,7 @@ from agent_loop_common.deploy import (
     agent_reuse,
     agent_schedule,
     agent_secrets,
-    agent_tests_spec,
+    agent_tests_environments,
     agent_trigger,
 )
 from agent_loop_common.records import Role
@@ -35,10 +35,8 @@ from agent_loop_common.runtime import (
     TickSummary,
     WorkTask,
     tick_body,
-    use_flyte_tests_task,
     work_body,
 )
-from agent_loop_common.sandbox import build_container_task
 
 __all__ = [
     "IDLE_NOTE",
@@ -63,19 +61,6 @@ IDLE_NOTE = "no eligible issue"
 """What an idle builder tick says."""
 
 
-def _tests_environments() -> list[flyte.Environment]:
-    """With `AGENT_LOOP_SANDBOX=flyte`: the task the repository's tests run in (a raw
-    container with no secrets), registered for this process's runs; otherwise none."""
-    spec = agent_tests_spec()
-    if spec is None:
-        return []
-    task = build_container_task(spec)
-    use_flyte_tests_task(task)
-    # flyte leaves the task's generics unknown; the environment itself is fully typed.
-    tests_env: flyte.Environment = flyte.TaskEnvironment.from_task("agent-loop-tests", task)  # pyright: ignore[reportUnknownMemberType]
-    return [tests_env]
-
-
 REUSE = agent_reuse()
 """Reusable containers (`AGENT_LOOP_REUSE_IDLE_MINUTES`): a tick after the first runs
 warm, with no container start and no imports; `None` when switched off."""
@@ -87,7 +72,7 @@ env = flyte.TaskEnvironment(
     # A scheduled run has no shell: the deploying shell's settings travel with the env.
     env_vars=agent_env_vars(),
     reusable=REUSE,
-    depends_on=_tests_environments(),
+    depends_on=agent_tests_environments(),
 )
 
 TASKS = WRITES.durable(env, module=__name__)

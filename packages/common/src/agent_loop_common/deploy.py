@@ -7,8 +7,9 @@ same way while each keeps its own image (from its own exported lock) and its own
 Secrets are read from the deploying shell's environment when `env.py` is imported (the
 spec is fixed at deploy time, as the cron schedules are):
 
-- GitHub: `AGENT_LOOP_GITHUB_AUTH=token` (default) injects the Flyte secret `github-token`
-  as `GITHUB_TOKEN`; `app` injects `github-app-id` and `github-app-private-key` as
+- GitHub: `AGENT_LOOP_GITHUB_AUTH=token` (the default without `GITHUB_APP_ID`) injects
+  the Flyte secret `github-token` as `GITHUB_TOKEN`; `app` (the default with
+  `GITHUB_APP_ID`) injects `github-app-id` and `github-app-private-key` as
   `GITHUB_APP_ID` and `GITHUB_APP_PRIVATE_KEY`.
 - Model: the key variable of the provider of `AGENT_LOOP_MODEL` (and of
   `AGENT_LOOP_VERIFIER_MODEL` when it names another provider), e.g. `ANTHROPIC_API_KEY`,
@@ -20,9 +21,10 @@ The gateway (a Flyte app, not an agent) gets the GitHub credentials (for trust l
 and acknowledgements) and `AGENT_LOOP_WEBHOOK_SECRET` from the secret
 `agent-loop-webhook-secret`, and no model key: it runs no model.
 
-With `AGENT_LOOP_SANDBOX=flyte` the builder and the reviewer run the repository's tests
-in a raw-container task of their own, with no secrets (`agent_tests_spec`); each
-agent's `env.py` builds that task and depends on it.
+With `AGENT_LOOP_SANDBOX=flyte` (a deploy's default for them) the builder and the
+reviewer run the repository's tests in a raw-container task of their own, with no
+secrets (`agent_tests_spec`); each agent's `env.py` depends on the environment
+`agent_tests_environments()` builds around it.
 
 Warm ticks: `AGENT_LOOP_REUSE_IDLE_MINUTES` (default 30) makes each agent's environment
 reusable (`agent_reuse`): the container and its Python process outlive a tick, so the
@@ -53,18 +55,22 @@ if typing.TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MODEL",
+    "GITHUB_AUTH_ENV",
     "IMAGE_PREFIX",
     "PYTHON_VERSION",
     "REUSE_PACKAGE",
+    "TESTS_ENV",
     "WEBHOOK_SECRET_ENV",
     "agent_env_vars",
     "agent_image",
     "agent_reuse",
     "agent_schedule",
     "agent_secrets",
+    "agent_tests_environments",
     "agent_tests_spec",
     "agent_trigger",
     "gateway_secrets",
+    "github_auth",
     "image_name",
     "model_key_envs",
     "requirements_lock",
@@ -165,12 +171,31 @@ def model_key_envs(environ: Mapping[str, str] | None = None) -> list[str]:
     return list(dict.fromkeys(keys))
 
 
-def _github_env_vars(env: Mapping[str, str]) -> list[str]:
-    """The env vars of the GitHub credentials, per `AGENT_LOOP_GITHUB_AUTH`."""
-    auth = env.get("AGENT_LOOP_GITHUB_AUTH", "token").strip().lower()
+GITHUB_AUTH_ENV = "AGENT_LOOP_GITHUB_AUTH"
+"""How a deployed agent authenticates to GitHub: `token` or `app`."""
+
+
+def github_auth(environ: Mapping[str, str] | None = None) -> str:
+    """`token` or `app`: `AGENT_LOOP_GITHUB_AUTH`, else `app` when `GITHUB_APP_ID` is set
+    (as the settings do: with an App id the agents act as the App), else `token`.
+
+    Raises:
+        ValueError: `AGENT_LOOP_GITHUB_AUTH` names no known method.
+    """
+    env = os.environ if environ is None else environ
+    auth = env.get(GITHUB_AUTH_ENV, "").strip().lower()
+    if not auth:
+        return "app" if env.get("GITHUB_APP_ID", "").strip() else "token"
     if auth not in ("token", "app"):
-        raise ValueError(f"AGENT_LOOP_GITHUB_AUTH must be 'token' or 'app', not {auth!r}")
-    return ["GITHUB_APP_ID", "GITHUB_APP_PRIVATE_KEY"] if auth == "app" else ["GITHUB_TOKEN"]
+        raise ValueError(f"{GITHUB_AUTH_ENV} must be 'token' or 'app', not {auth!r}")
+    return auth
+
+
+def _github_env_vars(env: Mapping[str, str]) -> list[str]:
+    """The env vars of the GitHub credentials, per `github_auth`."""
+    if github_auth(env) == "app":
+        return ["GITHUB_APP_ID", "GITHUB_APP_PRIVATE_KEY"]
+    return ["GITHUB_TOKEN"]
 
 
 def _secret_env_vars(env: Mapping[str, str]) -> list[str]:
@@ -248,6 +273,37 @@ def agent_tests_spec(environ: Mapping[str, str] | None = None) -> FlyteTestSpec 
     except ValueError as exc:
         raise ValueError(f"AGENT_LOOP_SANDBOX_*: {exc}") from exc
     return flyte_task_spec(image=read("sandbox_image"), limits=limits)
+
+
+TESTS_ENV = "agent-loop-tests"
+"""Name of the tests' own Flyte environment (`AGENT_LOOP_SANDBOX=flyte`): the raw
+container the repository's code runs in, with no secrets, next to the agent's env."""
+
+
+def agent_tests_environments(environ: Mapping[str, str] | None = None) -> list[flyte.Environment]:
+    """The environments an agent that tests changes depends on: with
+    `AGENT_LOOP_SANDBOX=flyte`, the tests' task in an environment of its own
+    (`TESTS_ENV`: its image, its resources, no secrets), registered for this process's
+    runs (`use_flyte_tests_task`); otherwise none.
+
+    A function, called by the builder's and the reviewer's `env.py` for
+    `TaskEnvironment(depends_on=...)`: `common` never declares an environment at import,
+    or every agent's deploy (the distiller's too) would carry it.
+
+    Raises:
+        ValueError: a sandbox limit is not a number (see `agent_tests_spec`).
+    """
+    spec = agent_tests_spec(environ)
+    if spec is None:
+        return []
+    from agent_loop_common.runtime import use_flyte_tests_task
+    from agent_loop_common.sandbox import build_container_task
+
+    task = build_container_task(spec)
+    use_flyte_tests_task(task)
+    # flyte leaves the task's generics unknown; the environment itself is fully typed.
+    tests_env: flyte.Environment = flyte.TaskEnvironment.from_task(TESTS_ENV, task)  # pyright: ignore[reportUnknownMemberType]
+    return [tests_env]
 
 
 def agent_trigger(agent: str, environ: Mapping[str, str] | None = None) -> flyte.Trigger:

@@ -16,7 +16,7 @@ from datetime import datetime
 from flyte.ai.agents import Agent, LLMCallable
 
 from agent_loop_common.agents import AgentRun, run_agent
-from agent_loop_common.records import Grade, LessonBook, RunRecord
+from agent_loop_common.records import Grade, LessonBook, RetiredLesson, RunRecord, Visibility
 from agent_loop_distiller._errors import EditsRejected, ModelFailed
 from agent_loop_distiller._lessons import Edit, Evidence, LessonEditor, LessonLimits, evidence_of
 from agent_loop_distiller._prompts import INSTRUCTIONS, build_prompt
@@ -37,6 +37,8 @@ class Distillation:
     """The agent's `finish` summary."""
     run: AgentRun
     """The agent run (trace, turns)."""
+    retired: list[RetiredLesson]
+    """Lessons the edits took out of the book (retired, or superseded by a merge)."""
 
 
 def evidence_index(records: Sequence[RunRecord], decided: Sequence[Grade]) -> dict[str, Evidence]:
@@ -81,6 +83,8 @@ async def distill(
     max_turns: int,
     limits: LessonLimits | None = None,
     prompt_chars: int = 60_000,
+    repo: str = "",
+    visibility: Visibility = "",
 ) -> Distillation:
     """Let the agent edit `book` from the evidence, and accept or refuse the result.
 
@@ -94,6 +98,8 @@ async def distill(
         evidence=evidence_index(records, decided),
         now=now,
         limits=limits or LessonLimits(),
+        repo=repo,
+        visibility=visibility,
     )
     agent = Agent(
         name="distiller",
@@ -114,5 +120,9 @@ async def distill(
     except EditsRejected as exc:
         raise EditsRejected(str(exc), run.trace) from None
     return Distillation(
-        book=result, edits=list(editor.edits), summary=editor.summary or "", run=run
+        book=result,
+        edits=list(editor.edits),
+        summary=editor.summary or "",
+        run=run,
+        retired=list(editor.retired),
     )

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from agent_loop_common.agents import strip_hidden
-from agent_loop_common.records import Grade, GradeState, LessonBook, TargetKind
+from agent_loop_common.records import CitationStatus, Grade, GradeState, LessonBook, TargetKind
 from agent_loop_distiller._upkeep import hits_of, rank_lessons
 
 __all__ = [
@@ -117,6 +117,7 @@ def render_digest(book: LessonBook, grades: Iterable[Grade], budget_tokens: int)
     lessons = [
         _lesson_line(lesson.text, lesson.id, [r.value for r in lesson.roles], hits_of(lesson))
         for lesson in rank_lessons(book.lessons)
+        if lesson.citation_status is not CitationStatus.BROKEN  # hidden until fixed
     ]
     work = work_lines(grades)
     frame = [_HEADER, "", _LESSONS, "", _WORK]

@@ -19,9 +19,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from agent_loop_common.records import Lesson, LessonBook, Role, RunRecord
+from agent_loop_common.records import (
+    Citation,
+    CitationKind,
+    CitationStatus,
+    Lesson,
+    LessonAuthor,
+    LessonBook,
+    LessonEvent,
+    RetiredLesson,
+    Role,
+    RunRecord,
+    Visibility,
+)
 from agent_loop_distiller._errors import EditRefused
-from agent_loop_distiller._upkeep import hits_of, rank_lessons, seen_at
+from agent_loop_distiller._upkeep import hits_of, rank_lessons, seen_at, with_event
 
 __all__ = [
     "Edit",
@@ -31,6 +43,7 @@ __all__ = [
     "LessonLimits",
     "evidence_of",
     "lesson_id",
+    "parse_citations",
 ]
 
 EditOp = Literal["add", "confirm", "merge", "reword", "retire"]
@@ -92,6 +105,30 @@ def lesson_id(text: str, seed: str) -> str:
     return f"L-{digest[:8]}"
 
 
+_CITATION_KINDS: tuple[CitationKind, ...] = ("path", "symbol", "command")
+
+
+def parse_citations(cites: Sequence[str]) -> list[Citation]:
+    """`path:src/a.py`, `symbol:load_config` (or `symbol:load_config@src/a.py`),
+    `command:make lint` -> citations; `EditRefused` for anything else."""
+    out: list[Citation] = []
+    for raw in cites:
+        kind, sep, value = str(raw).partition(":")
+        kind, value = kind.strip().lower(), value.strip()
+        if not sep or kind not in _CITATION_KINDS or not value or len(value) > 200:
+            raise EditRefused(
+                f"bad citation {raw!r}: write path:<file or folder>, symbol:<name> "
+                "(or symbol:<name>@<file>), or command:<command line>."
+            )
+        path = ""
+        if kind == "symbol" and "@" in value:
+            value, _, path = (p.strip() for p in value.partition("@"))
+        citation = Citation.model_validate({"kind": kind, "value": value, "path": path})
+        if citation not in out:
+            out.append(citation)
+    return out
+
+
 def _last(items: Iterable[str], limit: int) -> list[str]:
     """Unique items in order, keeping the `limit` most recent (last)."""
     unique = list(dict.fromkeys(items))
@@ -113,7 +150,13 @@ class LessonEditor:
     evidence: Mapping[str, Evidence]
     now: datetime
     limits: LessonLimits = field(default_factory=LessonLimits)
+    repo: str = ""
+    """The book's repository: new ids carry it (`owner/name#L-1a2b3c4d`)."""
+    visibility: Visibility = ""
+    """That repository's visibility, recorded on new lessons."""
     edits: list[Edit] = field(default_factory=list[Edit])
+    retired: list[RetiredLesson] = field(default_factory=list[RetiredLesson])
+    """Lessons this editing took out of the book (retired or merged), to archive."""
     summary: str | None = None
     """Set by `finish`; `None` while the agent is still editing."""
     _lessons: dict[str, Lesson] = field(init=False, default_factory=dict[str, Lesson])
@@ -138,8 +181,10 @@ class LessonEditor:
         roles: Sequence[str] = (),
         *,
         general: bool = False,
+        cites: Sequence[str] = (),
     ) -> Lesson:
-        """Add a new lesson learned from the given runs (`general`: for every repository)."""
+        """Add a new lesson learned from the given runs (`general`: for every repository;
+        `cites`: what it names, see `parse_citations`)."""
         self._open()
         clean = self._text(text)
         self._no_duplicate(clean)
@@ -149,9 +194,8 @@ class LessonEditor:
                 "lessons or retire a stale one first, or confirm an existing lesson instead."
             )
         evidence = self._evidence(evidence_run_ids)
-        new_id = lesson_id(clean, evidence[0].run_id)
-        while new_id in self._lessons:
-            new_id = lesson_id(clean, new_id)
+        citations = parse_citations(cites)
+        new_id = self._new_id(clean, evidence[0].run_id)
         lesson = Lesson(
             id=new_id,
             text=clean,
@@ -163,6 +207,10 @@ class LessonEditor:
             created_at=self.now,
             updated_at=self.now,
             general=general,
+            repo=self.repo,
+            visibility=self.visibility,
+            citations=citations,
+            history=[LessonEvent(at=self.now, op="added")],
         )
         self._lessons[new_id] = lesson
         self.edits.append(Edit("add", new_id, clean))
@@ -199,7 +247,7 @@ class LessonEditor:
         ids = list(dict.fromkeys(lesson_ids))
         if len(ids) < 2:
             raise EditRefused("merge_lessons needs at least two different lesson ids.")
-        parts = [self._get(i) for i in ids]
+        parts = [self._changeable(self._get(i)) for i in ids]
         clean = self._text(text)
         self._no_duplicate(clean, ignore=set(ids))
         roles: list[Role] = []
@@ -208,7 +256,7 @@ class LessonEditor:
         sources = sorted(
             {(e, p.updated_at) for p in parts for e in p.source_run_ids}, key=lambda x: x[1]
         )
-        new_id = lesson_id(clean, "+".join(sorted(ids)))
+        new_id = self._new_id(clean, "+".join(sorted(ids)))
         merged = Lesson(
             id=new_id,
             text=clean,
@@ -220,22 +268,42 @@ class LessonEditor:
             created_at=min(p.created_at for p in parts),
             updated_at=self.now,
             general=all(p.general for p in parts),  # general only if every part was
+            repo=self.repo,
+            visibility=self.visibility,
+            citations=list(dict.fromkeys(c for p in parts for c in p.citations)),
+            history=[LessonEvent(at=self.now, op="merged", detail=" + ".join(ids))],
         )
         for i in ids:
-            del self._lessons[i]
+            gone = self._lessons.pop(i)
+            self.retired.append(
+                RetiredLesson(
+                    lesson=gone, kind="superseded", reason=f"merged into {new_id}",
+                    replaced_by=[new_id], at=self.now,
+                )
+            )  # fmt: skip
         self._lessons[new_id] = merged
         self.edits.append(Edit("merge", new_id, f"{' + '.join(ids)}: {clean}"))
         return merged
 
-    def reword(self, lesson_id_: str, text: str) -> Lesson:
-        """Change a lesson's wording; its id, hits and provenance stay."""
+    def reword(self, lesson_id_: str, text: str, cites: Sequence[str] | None = None) -> Lesson:
+        """Change a lesson's wording (and, with `cites`, its citations: a stale lesson is
+        fixed this way and shown again); its id, hits and provenance stay."""
         self._open()
-        lesson = self._get(lesson_id_)
+        lesson = self._changeable(self._get(lesson_id_))
         clean = self._text(text)
-        if clean == lesson.text:
+        citations = lesson.citations if cites is None else parse_citations(cites)
+        if clean == lesson.text and citations == lesson.citations:
             raise EditRefused(f"{lesson.id} already has exactly this text.")
         self._no_duplicate(clean, ignore={lesson.id})
-        updated = lesson.model_copy(update={"text": clean, "updated_at": self.now})
+        fixed = cites is not None and lesson.citation_status is CitationStatus.BROKEN
+        update: dict[str, object] = {
+            "text": clean, "updated_at": self.now, "author": LessonAuthor.DISTILLER,
+            "author_login": "", "citations": citations,
+        }  # fmt: skip
+        if cites is not None:
+            update |= {"citation_status": CitationStatus.UNCHECKED, "stale_reason": ""}
+        event = LessonEvent(at=self.now, op="fixed" if fixed else "reworded", detail=clean)
+        updated = with_event(lesson, event, **update)
         self._lessons[lesson.id] = updated
         self.edits.append(Edit("reword", lesson.id, clean))
         return updated
@@ -243,11 +311,17 @@ class LessonEditor:
     def retire(self, lesson_id_: str, reason: str) -> Lesson:
         """Remove a lesson that is wrong, obsolete or no longer useful."""
         self._open()
-        lesson = self._get(lesson_id_)
+        lesson = self._changeable(self._get(lesson_id_))
         why = " ".join(reason.split())
         if not why:
             raise EditRefused("say why the lesson is retired (reason is empty).")
         del self._lessons[lesson.id]
+        self.retired.append(
+            RetiredLesson(
+                lesson=lesson, kind="retired", reason=why[: self.limits.max_text_chars],
+                at=self.now,
+            )
+        )  # fmt: skip
         self.edits.append(Edit("retire", lesson.id, why[: self.limits.max_text_chars]))
         return lesson
 
@@ -268,6 +342,27 @@ class LessonEditor:
         if lesson is None:
             known = ", ".join(self._lessons) or "none"
             raise EditRefused(f"there is no lesson {lesson_id_!r} (current ids: {known}).")
+        return lesson
+
+    def _new_id(self, text: str, seed: str) -> str:
+        """A fresh id, carrying the repository when the editor knows it."""
+        prefix = f"{self.repo}#" if self.repo else ""
+        new_id = prefix + lesson_id(text, seed)
+        while new_id in self._lessons:
+            new_id = prefix + lesson_id(text, new_id)
+        return new_id
+
+    def _changeable(self, lesson: Lesson) -> Lesson:
+        """The lesson, unless the operator pinned it or a maintainer wrote it: their word
+        stands over the distiller's (it may still confirm them)."""
+        if lesson.pinned:
+            raise EditRefused(
+                f"{lesson.id} is pinned by the operator: confirm it, do not change it."
+            )
+        if lesson.author is LessonAuthor.MAINTAINER:
+            raise EditRefused(
+                f"{lesson.id} was written by a maintainer: confirm it, do not change it."
+            )
         return lesson
 
     def _text(self, text: str) -> str:

@@ -33,8 +33,9 @@ from datetime import datetime, timedelta
 
 import structlog
 
-from agent_loop_common.memory import write_general_lessons
-from agent_loop_common.records import Attempt, Outcome, Target, TargetKind
+from agent_loop_common.github import GitHubError
+from agent_loop_common.memory import archive_lessons, read_operator_edits, write_general_lessons
+from agent_loop_common.records import Attempt, Outcome, Target, TargetKind, Visibility
 from agent_loop_common.runtime import RunScope, Runtime, preflight_model, run_scoped
 from agent_loop_distiller._attempt import distill
 from agent_loop_distiller._candidates import backoff_of, look, retention_of, under_claim
@@ -45,7 +46,14 @@ from agent_loop_distiller._lessons import Edit
 from agent_loop_distiller._report._gather import gather_report
 from agent_loop_distiller._select import TickKind, failure_streak, learnable, retry_at
 from agent_loop_distiller._state import CLAIM_KEY, DistillerOptions, TickResult, Work
-from agent_loop_distiller._upkeep import expire_stale, refresh_from_usage
+from agent_loop_distiller._upkeep import (
+    apply_operator_edits,
+    expire_stale,
+    expired_record,
+    mark_citations,
+    refresh_from_usage,
+    stamp_origin,
+)
 
 __all__ = [
     "CLAIM_KEY",
@@ -78,6 +86,8 @@ async def _distill(
                 max_turns=runtime.settings.max_turns("distiller"),
                 limits=opts.limits,
                 prompt_chars=opts.prompt_chars,
+                repo=runtime.settings.repo,
+                visibility=work.visibility,
             )
         except DistillationFailed as exc:
             scope.trace = exc.trace
@@ -101,7 +111,17 @@ async def _distill(
         )
     ]
     work.book = result.book
+    work.retired += result.retired
     return result.edits
+
+
+async def _visibility(runtime: Runtime) -> Visibility:
+    """The repository's visibility, recorded on its lessons (unknown if GitHub says no)."""
+    try:
+        return "private" if (await runtime.github.repository()).private else "public"
+    except GitHubError as exc:
+        _log.warning("distiller.visibility_unknown", error=str(exc))
+        return ""
 
 
 async def _commit(runtime: Runtime, work: Work) -> bool:
@@ -116,8 +136,11 @@ async def _commit(runtime: Runtime, work: Work) -> bool:
         digest=work.digest if digest_changed else None,
         grades=work.grading.changed,
     )
-    shared = runtime.settings.shared_memory(runtime.memory.root)
-    if shared is not None and lessons_changed:
+    await archive_lessons(runtime.memory, work.retired)
+    settings = runtime.settings
+    shared = settings.shared_memory(runtime.memory.root)
+    listed = settings.repo.lower() in {s.lower() for s in settings.share_lessons_from}
+    if shared is not None and lessons_changed and listed:
         await write_general_lessons(shared, runtime.memory, work.book)
     return lessons_changed or digest_changed
 
@@ -146,10 +169,14 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
             runtime.github, runtime.memory, records, now,
             retention_days=retention_of(runtime), force=True,
         )  # fmt: skip
-    book = refresh_from_usage(context.lessons, records)
+    book = mark_citations(refresh_from_usage(context.lessons, records), records, now)
+    book, retired = apply_operator_edits(book, await read_operator_edits(runtime.memory), now)
     max_age = opts.lesson_max_age or timedelta(days=retention_of(runtime))
     book, out.expired = expire_stale(book, now, max_age)
-    work = Work(memory, batch, context, grading, book)
+    retired += [expired_record(lesson, now, max_age) for lesson in out.expired]
+    visibility = await _visibility(runtime)
+    book = stamp_origin(book, runtime.settings.repo, visibility)
+    work = Work(memory, batch, context, grading, book, retired=retired, visibility=visibility)
     out.lessons = context.lessons
     retry = (
         None

@@ -13,7 +13,16 @@ from collections.abc import Sequence
 
 from agent_loop_common.agents import UNTRUSTED_DATA_RULE, fence_untrusted
 from agent_loop_common.metrics import SUCCESS_OUTCOMES
-from agent_loop_common.records import Grade, GradeState, LessonBook, Outcome, RunRecord, TargetKind
+from agent_loop_common.records import (
+    CitationStatus,
+    Grade,
+    GradeState,
+    LessonAuthor,
+    LessonBook,
+    Outcome,
+    RunRecord,
+    TargetKind,
+)
 from agent_loop_distiller._lessons import LessonLimits
 from agent_loop_distiller._upkeep import hits_of, rank_lessons
 
@@ -35,6 +44,10 @@ Edit the book item by item with the tools; never rewrite it wholesale:
 - confirm_lesson when new runs back an existing lesson;
 - merge_lessons when lessons overlap; reword_lesson to make one clearer;
 - retire_lesson when the evidence shows a lesson is wrong or obsolete.
+When a lesson names files, functions or commands, cite them (cites) so that a lesson
+whose code moved is caught. A lesson marked STALE names something that is gone from the
+code: no run sees it until you fix it (reword_lesson with the new text and cites) or
+retire it. Lessons marked pinned or written by a maintainer can only be confirmed.
 Cite only run ids that appear in the evidence. A lesson must help on future issues, not
 describe one issue. Keep the book small ({LessonLimits().max_lessons} lessons at most).
 If nothing is worth changing, change nothing. Always end with finish(summary), then
@@ -127,7 +140,16 @@ def build_prompt(
         parts.append("(none yet)")
     for lesson in lessons:
         roles = "/".join(r.value for r in lesson.roles) or "all"
-        parts.append(f"- {lesson.id} [{roles}; backed by {hits_of(lesson)} run(s)]")
+        marks = [roles, f"backed by {hits_of(lesson)} run(s)"]
+        if lesson.pinned:
+            marks.append("pinned")
+        if lesson.author is LessonAuthor.MAINTAINER:
+            marks.append("written by a maintainer")
+        if lesson.citations:
+            marks.append("cites " + ", ".join(c.label() for c in lesson.citations))
+        if lesson.citation_status is CitationStatus.BROKEN:
+            marks.append(f"STALE, {lesson.stale_reason}")
+        parts.append(f"- {lesson.id} [{'; '.join(marks)}]")
         parts.append(fence_untrusted(f"lesson {lesson.id}", lesson.text, 1_000))
     if decided:
         parts.append("\n## Decided by humans on GitHub since the last tick")

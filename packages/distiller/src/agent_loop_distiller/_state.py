@@ -7,7 +7,14 @@ from datetime import timedelta
 
 from agent_loop_common.claims import BackoffPolicy
 from agent_loop_common.memory import ContextView, DistillerMemory, IngestBatch
-from agent_loop_common.records import Grade, Lesson, LessonBook, RunRecord
+from agent_loop_common.records import (
+    Grade,
+    Lesson,
+    LessonBook,
+    RetiredLesson,
+    RunRecord,
+    Visibility,
+)
 from agent_loop_distiller._grading import GradingResult
 from agent_loop_distiller._lessons import Edit, LessonLimits
 from agent_loop_distiller._report import ReportData
@@ -79,3 +86,7 @@ class Work:
     grading: GradingResult
     book: LessonBook
     digest: str = ""
+    retired: list[RetiredLesson] = field(default_factory=list[RetiredLesson])
+    """Lessons that leave the book this tick, archived after the commit."""
+    visibility: Visibility = ""
+    """The repository's visibility this tick, recorded on its lessons."""

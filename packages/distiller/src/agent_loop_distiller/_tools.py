@@ -45,6 +45,19 @@ General = Annotated[
         "agents, not a fact about this code base): the loop's other repositories read it too."
     ),
 ]
+Cites = Annotated[
+    list[str],
+    Field(
+        description="What the lesson names that must exist for it to hold, each "
+        "'path:<file or folder>', 'symbol:<name>' (or 'symbol:<name>@<file>') or "
+        "'command:<command line>'. Checked against the code before every run; a lesson "
+        "whose citation disappears is hidden until you fix or retire it. [] for none."
+    ),
+]
+NewCites = Annotated[
+    list[str] | None,
+    Field(description="New citations (same form as add_lesson's cites), or null to keep them."),
+]
 LessonId = Annotated[str, Field(description="The id of an existing lesson, e.g. 'L-1a2b3c4d'.")]
 LessonIds = Annotated[list[str], Field(description="Ids of two or more existing lessons.")]
 Reason = Annotated[str, Field(description="Why, in one sentence.")]
@@ -93,11 +106,15 @@ def lesson_tools(editor: LessonEditor, records: Mapping[str, RunRecord]) -> list
     `finish`, and the read-only `read_record`."""
 
     async def add_lesson(
-        text: LessonText, evidence_run_ids: EvidenceIds, roles: Roles, general: General = False
+        text: LessonText,
+        evidence_run_ids: EvidenceIds,
+        roles: Roles,
+        general: General = False,
+        cites: Cites | None = None,
     ) -> str:
         """Add a new lesson learned from the given runs. Prefer confirm_lesson when an existing lesson already says it."""
         try:
-            lesson = editor.add(text, evidence_run_ids, roles, general=general)
+            lesson = editor.add(text, evidence_run_ids, roles, general=general, cites=cites or [])
         except EditRefused as exc:
             return f"{REFUSAL_PREFIX}{exc}"
         return f"Added {_shown(lesson)}. The book has {len(editor.lessons)} lesson(s)."
@@ -118,10 +135,10 @@ def lesson_tools(editor: LessonEditor, records: Mapping[str, RunRecord]) -> list
             return f"{REFUSAL_PREFIX}{exc}"
         return f"Merged into {_shown(lesson)}. The book has {len(editor.lessons)} lesson(s)."
 
-    async def reword_lesson(lesson_id: LessonId, text: LessonText) -> str:
-        """Change the wording of a lesson (clearer, more general); its id and evidence stay."""
+    async def reword_lesson(lesson_id: LessonId, text: LessonText, cites: NewCites = None) -> str:
+        """Change the wording of a lesson (clearer, more general), or fix a stale lesson's citations; its id and evidence stay."""
         try:
-            lesson = editor.reword(lesson_id, text)
+            lesson = editor.reword(lesson_id, text, cites)
         except EditRefused as exc:
             return f"{REFUSAL_PREFIX}{exc}"
         return f"Reworded {lesson.id}."

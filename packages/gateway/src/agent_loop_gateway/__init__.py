@@ -11,7 +11,7 @@ safety net, and the claim protocol keeps a webhook run and a cron tick off one t
 ```python
 gateway = create_gateway(settings, runner=my_runner)   # settings need AGENT_LOOP_WEBHOOK_SECRET
 app = build_app(gateway)                                # Starlette: POST /webhook, GET /healthz
-uvicorn.run(app, host="127.0.0.1", port=8080)
+uvicorn.Server(server_config(app, settings, host="127.0.0.1", port=8080)).run()
 ```
 
 It imports no agent package: it names agents, and the runner starts them.
@@ -44,10 +44,12 @@ from agent_loop_gateway._events import (
 )
 from agent_loop_gateway._gateway import Gateway, GatewayConfig
 from agent_loop_gateway._remote import TICK_TASKS, FlyteRunner
+from agent_loop_gateway._server import KEEP_ALIVE_SECONDS, server_config
 from agent_loop_gateway._signature import signature_for, verify_signature
 from agent_loop_gateway._trust import PermissionTrust, TrustChecker, permission_at_least
 
 __all__ = [
+    "KEEP_ALIVE_SECONDS",
     "TICK_TASKS",
     "AgentName",
     "Clock",
@@ -73,6 +75,7 @@ __all__ = [
     "create_gateway",
     "permission_at_least",
     "route_event",
+    "server_config",
     "signature_for",
     "verify_signature",
 ]

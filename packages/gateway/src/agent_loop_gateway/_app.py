@@ -4,7 +4,9 @@ Each delivery goes through these steps in order, and the first that fails answer
 
 | step | refusal |
 |---|---|
-| size: `Content-Length`, then the bytes actually read, against the cap | 413 |
+| size: `Content-Length` against the cap, before reading | 413 |
+| `X-Hub-Signature-256` missing or not `sha256=` and 64 hex digits, before reading | 401 |
+| the body: read within the deadline, and no more bytes than the cap | 408, 413 |
 | `X-Hub-Signature-256` over the raw bytes, constant-time | 401 |
 | `X-GitHub-Event` and `X-GitHub-Delivery` present | 400 |
 | replay: delivery id or identical body seen lately | 204 |
@@ -12,21 +14,26 @@ Each delivery goes through these steps in order, and the first that fails answer
 | routing (repository, sender, event, action) | 204 |
 | accepted: checks and dispatch continue in the background | 202 |
 
-Nothing before the signature parses the body, and nothing in the request talks to
-GitHub or runs an agent: every answer is computed in memory, well inside GitHub's
-ten-second limit. Every delivery is logged once with its outcome.
+Nothing before the signature parses the body, no body is read for a request that cannot
+be signed, and a body that does not arrive within `AGENT_LOOP_WEBHOOK_READ_TIMEOUT_SECONDS`
+is given up (the server gives the request head the same deadline: `_server`). A client
+that hangs up mid-body costs one log line. Nothing in the request talks to GitHub or
+runs an agent: every answer is computed in memory, well inside GitHub's ten-second
+limit. Every delivery is logged once with its outcome.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
 import structlog
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -39,28 +46,32 @@ __all__ = ["build_app"]
 _log = structlog.get_logger(__name__)
 
 
+_SIGNATURE_SHAPE = re.compile(r"sha256=[0-9a-fA-F]{64}")
+"""What GitHub's `X-Hub-Signature-256` looks like; anything else is refused unread."""
+
+
 class _TooLarge(Exception):
     pass
 
 
-async def _read_capped(request: Request, cap: int) -> bytes:
+def _declared_too_large(request: Request, cap: int) -> bool:
     declared = request.headers.get("content-length")
-    if declared is not None and declared.strip().isdigit() and int(declared) > cap:
-        raise _TooLarge
-    chunks: list[bytes] = []
-    size = 0
+    return declared is not None and declared.strip().isdigit() and int(declared) > cap
+
+
+async def _read_capped(request: Request, cap: int) -> bytes:
+    body = bytearray()
     async for chunk in request.stream():
-        size += len(chunk)
-        if size > cap:
+        if len(body) + len(chunk) > cap:
             raise _TooLarge
-        chunks.append(chunk)
-    return b"".join(chunks)
+        body += chunk
+    return bytes(body)
 
 
 def _answer(
     status: int, outcome: str, *, delivery: str, event: str, action: str = "", reason: str = ""
 ) -> Response:
-    level = "warning" if status in (400, 401, 413) else "info"
+    level = "warning" if status in (400, 401, 408, 413) else "info"
     getattr(_log, level)(
         "gateway.delivery",
         delivery=delivery or None,
@@ -86,10 +97,29 @@ def build_app(gateway: Gateway) -> Starlette:
         delivery = request.headers.get("x-github-delivery", "")
         event = request.headers.get("x-github-event", "")
         seen = {"delivery": delivery, "event": event}
+        too_large = f"over {config.max_body_bytes} bytes"
+        if _declared_too_large(request, config.max_body_bytes):
+            return _answer(413, "too_large", reason=too_large, **seen)
+        signature = request.headers.get("x-hub-signature-256")
+        if signature is None or not _SIGNATURE_SHAPE.fullmatch(signature.strip()):
+            return _answer(
+                401, "bad_signature", reason="missing or malformed X-Hub-Signature-256", **seen
+            )
         try:
-            body = await _read_capped(request, config.max_body_bytes)
+            async with asyncio.timeout(config.read_timeout_seconds):
+                body = await _read_capped(request, config.max_body_bytes)
         except _TooLarge:
-            return _answer(413, "too_large", reason=f"over {config.max_body_bytes} bytes", **seen)
+            return _answer(413, "too_large", reason=too_large, **seen)
+        except TimeoutError:
+            return _answer(
+                408,
+                "too_slow",
+                reason=f"body not received within {config.read_timeout_seconds:g} s",
+                **seen,
+            )
+        except ClientDisconnect:
+            _log.info("gateway.client_disconnected", delivery=delivery or None)
+            return Response(status_code=400)
         if not verify_signature(config.secret, body, request.headers.get("x-hub-signature-256")):
             return _answer(
                 401, "bad_signature", reason="missing or wrong X-Hub-Signature-256", **seen

@@ -24,7 +24,7 @@ from agent_loop_common.commands import (
     render_help,
     render_status,
 )
-from agent_loop_common.github import Comment, GitHub
+from agent_loop_common.github import Comment, GitHub, NotFound
 from agent_loop_common.settings import Settings
 from agent_loop_gateway._clock import Clock
 from agent_loop_gateway._dedup import DeliveryMemory
@@ -46,6 +46,7 @@ class GatewayConfig:
     repo: str
     secret: bytes
     max_body_bytes: int
+    read_timeout_seconds: float
     coalesce_seconds: float
     dedup_size: int
     branch_prefix: str
@@ -72,6 +73,7 @@ class GatewayConfig:
             repo=settings.repo,
             secret=secret.encode(),
             max_body_bytes=settings.webhook_max_body_bytes,
+            read_timeout_seconds=settings.webhook_read_timeout_seconds,
             coalesce_seconds=settings.webhook_coalesce_seconds,
             dedup_size=settings.webhook_dedup_size,
             branch_prefix=settings.branch_prefix,
@@ -280,7 +282,11 @@ class Gateway:
         assert command is not None
         assert intent.target is not None
         login = (await self.agent_login()).casefold()
-        reactions = await self.github.list_reactions(command.comment_id)
+        try:
+            reactions = await self.github.list_reactions(command.comment_id)
+        except NotFound:
+            self._refuse(delivery, intent, "its comment was deleted before it could be read")
+            return False
         done = (
             [command.comment_id] if any(r.user.login.casefold() == login for r in reactions) else []
         )
@@ -290,7 +296,11 @@ class Gateway:
             self._refuse(delivery, intent, "its commands were already acknowledged (or it is gone)")
             return False
         for pending in mine:
-            await self.github.add_reaction(command.comment_id, pending.reaction)
+            try:
+                await self.github.add_reaction(command.comment_id, pending.reaction)
+            except NotFound:
+                self._refuse(delivery, intent, "its comment was deleted before it was answered")
+                return False
             if pending.reply == "help":
                 await self.github.create_issue_comment(
                     intent.target, render_help(pending.command.word)

@@ -47,11 +47,11 @@ async def serve() -> None:
 
     from agent_loop_common.logs import configure_logging
     from agent_loop_common.settings import load_settings
-    from agent_loop_gateway import FlyteRunner, create_app
+    from agent_loop_gateway import FlyteRunner, create_app, server_config
 
     settings = load_settings()
     configure_logging(settings.log_format, settings.log_level)
     await flyte.init_in_cluster.aio()
     app = create_app(settings, runner=FlyteRunner())
-    config = uvicorn.Config(app, host="0.0.0.0", port=PORT, lifespan="on", log_level="warning")  # noqa: S104
+    config = server_config(app, settings, host="0.0.0.0", port=PORT)  # noqa: S104
     await uvicorn.Server(config).serve()

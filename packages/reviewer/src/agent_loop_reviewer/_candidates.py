@@ -22,7 +22,7 @@ from agent_loop_common.commands import honour_commands
 from agent_loop_common.github import Comment, GitHub, NotFound, PullRequest
 from agent_loop_common.memory import ReviewedMark, read_reviewed
 from agent_loop_common.runtime import Runtime
-from agent_loop_common.trust import Trust
+from agent_loop_common.trust import Trust, comments_edited_by_untrusted
 from agent_loop_reviewer._feedback import PullSnapshot, failing_checks, people_feedback
 from agent_loop_reviewer._select import Assessment, assess, blocked_by, is_open_agent_pull
 from agent_loop_reviewer._texts import pass_history
@@ -123,7 +123,9 @@ async def examine(
             snapshot,
             agent_login=agent_login,
             trusted=trust,
-            edited_by_untrusted=await _edited_by_untrusted(rt.github, snapshot, trust),
+            edited_by_untrusted=await comments_edited_by_untrusted(
+                rt.github, trust, [*snapshot.comments, *snapshot.review_comments]
+            ),
         ),
         failing=failing_checks(snapshot),
         max_check_fixes=rt.settings.reviewer_max_check_fixes,
@@ -195,25 +197,3 @@ def authors(snapshot: PullSnapshot, *, since: datetime | None = None) -> set[str
     found |= {r.user.login for r in snapshot.reviews if recent(r.submitted_at)}
     found |= {c.user.login for c in snapshot.review_comments if recent(c.created_at, c.updated_at)}
     return found
-
-
-async def _edited_by_untrusted(github: GitHub, snapshot: PullSnapshot, trust: Trust) -> set[int]:
-    """Ids of trusted people's comments whose last edit someone untrusted made.
-
-    Only edited comments are asked about (one GraphQL request each; edits are rare).
-    """
-    tainted: set[int] = set()
-    edited = [
-        c
-        for c in [*snapshot.comments, *snapshot.review_comments]
-        if c.updated_at > c.created_at and not trust.is_agent(c.user.login) and trust(c.user.login)
-    ]
-    for comment in edited:
-        if not comment.node_id:
-            continue
-        edit = await github.last_comment_edit(comment)
-        if edit is None:
-            continue
-        if edit.editor is None or not await trust.trusted(edit.editor):
-            tainted.add(comment.id)
-    return tainted

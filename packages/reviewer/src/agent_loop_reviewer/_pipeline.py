@@ -31,15 +31,16 @@ import structlog
 from agent_loop_common.attempts import attempt_loop
 from agent_loop_common.checks import open_checks
 from agent_loop_common.claims import Claim
-from agent_loop_common.memory import read_context
+from agent_loop_common.exposure import draw_lessons, work_kind_of
+from agent_loop_common.memory import ContextView, read_context
 from agent_loop_common.records import Links, Outcome, Role, RunRecord, Target, TargetKind
-from agent_loop_common.repo import RepoSnapshot, repository_instructions
+from agent_loop_common.repo import RepoSnapshot, repository_instructions, stale_lessons
 from agent_loop_common.runtime import DirectWriter, RunScope, Runtime, Writer, run_scoped
 from agent_loop_common.trust import Trust
 from agent_loop_reviewer._attempt import ReviewProposer
 from agent_loop_reviewer._candidates import Candidate, agent_pulls, examine, reread_after_claim
 from agent_loop_reviewer._conclude import conclude
-from agent_loop_reviewer._prompts import PassPrompt
+from agent_loop_reviewer._prompts import DIGEST_CHARS_PER_TOKEN, PassPrompt
 
 __all__ = ["run_reviewer_tick", "scout_pulls"]
 
@@ -161,16 +162,14 @@ async def _pass(
     if a.only_stop_note:
         await conclude(scope, claim, fresh, None, write)
         return
-    async with scope.stage("review"):
-        context = await read_context(rt.memory, shared=rt.settings.shared_memory(rt.memory.root))
-        lessons = context.lessons.for_role(Role.REVIEWER)
-        files = await rt.github.list_pull_files(number)
-    if context.digest.strip():
-        scope.lesson_ids = [lesson.id for lesson in lessons]
     pull = fresh.pull
     base = RepoSnapshot(
         rt.github, pull.base_sha, pull.base_ref, label=f"base branch {pull.base_ref}"
     )
+    async with scope.stage("review"):
+        context = await _context(scope, base)
+        files = await rt.github.list_pull_files(number)
+    context = _drawn_context(scope, context)
     rules = await repository_instructions(base, [f.filename for f in files])
     prompt = PassPrompt(
         pull=fresh.pull,
@@ -190,3 +189,43 @@ async def _pass(
         proposer = ReviewProposer(rt, prompt, head, base=base, checks=checks)
         result = await attempt_loop(scope, proposer, tries=rt.settings.max_tries, checks=checks)
         await conclude(scope, claim, fresh, result, write, head)
+
+
+async def _context(scope: RunScope, base: RepoSnapshot) -> ContextView:
+    """Digest and lessons, without those whose citations the base commit lacks (listed
+    in the record as `stale_lessons` for the distiller to fix or retire)."""
+    rt = scope.runtime
+    share_from = rt.settings.share_lessons_from if rt.settings.many_repos else ()
+    # The repository's visibility matters only when lessons may come from elsewhere.
+    private = bool(share_from) and (await rt.github.repository()).private
+    context = await read_context(
+        rt.memory,
+        shared=rt.settings.shared_memory(rt.memory.root),
+        share_from=share_from,
+        reader_public=not private,
+    )
+    scope.stale_lessons = await stale_lessons(base, context.lessons.for_role(Role.REVIEWER))
+    return context.without(stale.lesson_id for stale in scope.stale_lessons)
+
+
+def _drawn_context(scope: RunScope, context: ContextView) -> ContextView:
+    """The context with held-out and inapplicable lessons out of its digest.
+
+    The reviewer sees lessons through the digest (one `- [<id>]` line each); a lesson
+    counts as shown when its line is within the part of the digest the prompt keeps.
+    """
+    rt = scope.runtime
+    scope.work_kind = work_kind_of((), role=Role.REVIEWER)
+    draw = draw_lessons(
+        context.lessons.lessons,
+        run_id=rt.run_id,
+        role=Role.REVIEWER,
+        kind=scope.work_kind,
+        rate=rt.settings.lesson_holdout,
+    )
+    view = context.without(draw.hidden_ids)
+    kept = view.digest[: rt.settings.digest_token_budget * DIGEST_CHARS_PER_TOKEN]
+    shown = [x.id for x in draw.drawn_in if f"- [{x.id}]" in kept]
+    scope.lesson_ids = shown
+    scope.exposures = draw.record(shown)
+    return view

@@ -16,6 +16,7 @@ from agent_loop_reviewer._feedback import FeedbackItem
 from agent_loop_reviewer._select import Assessment
 
 __all__ = [
+    "DIGEST_CHARS_PER_TOKEN",
     "REVIEWER_MARKER",
     "REVIEWER_NAME",
     "PassPrompt",
@@ -34,7 +35,8 @@ REVIEWER_MARKER = "You are the reviewer of agent-loop"
 _ITEM_CHARS = 6_000
 _CHECK_CHARS = 12_000
 _BODY_CHARS = 20_000
-_CHARS_PER_TOKEN = 4
+DIGEST_CHARS_PER_TOKEN = 4
+"""The fixed estimate the digest budget is cut by (characters per token)."""
 
 
 def reviewer_instructions() -> str:
@@ -152,7 +154,7 @@ def render_pass_prompt(prompt: PassPrompt, *, retry_notes: str = "", staged: str
     if checks:
         lines += ["", *checks]
     if prompt.digest.strip():
-        budget = prompt.digest_token_budget * _CHARS_PER_TOKEN
+        budget = prompt.digest_token_budget * DIGEST_CHARS_PER_TOKEN
         lines += [
             "",
             "## Lessons and context from earlier runs",

@@ -5,10 +5,10 @@ actions (`WRITES.durable(env, ...)`), and tests and scripts call the same functi
 process (`DirectWriter`). Their inputs and outputs are pydantic models, so they cross a
 task boundary as they are.
 
-Pushing is a compare-and-swap: the commit is built on the head the pass reviewed, the
-branch is checked to still point there, and the ref is moved without force, which GitHub
-refuses unless it is a fast-forward. If anyone pushed in between, nothing is
-overwritten: the result says `pushed=False` with the head found.
+Pushing is a compare-and-swap: the commit is built on the head the pass reviewed and
+the branch moves only while it still points there (one `createCommitOnBranch` write
+with `expectedHeadOid`). If anyone pushed in between, nothing is overwritten: the
+result says `pushed=False` with the head found.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from agent_loop_common.github import GitHub, GitTree, NotFastForward
+from agent_loop_common.github import GitHub, GitTree, NotFastForward, NotFound
 from agent_loop_common.runtime import Posted, Receipt, WriteBook
 from agent_loop_reviewer._texts import PassMarker, no_changes_body, quote_reply_body
 
@@ -71,21 +71,23 @@ class PushResult(Receipt):
 
 @WRITES.write
 async def push_fix(github: GitHub, fix: FixCommit) -> PushResult:
-    """Commit `fix` on its parent and fast-forward the branch to it, never forcing."""
-    ref = f"heads/{fix.branch}"
-    current = await github.get_ref(ref)
-    if current != fix.parent_sha:
-        return PushResult(pushed=False, found_head=current or "")
-    sha = await github.commit_files(
-        parent_sha=fix.parent_sha,
-        message=fix.message,
-        files=fix.files,
-        parent_tree=fix.parent_tree,
-    )
+    """Commit `fix` on the head the pass reviewed, in one compare-and-swap, never forcing.
+
+    `GitHub.commit_on_branch` moves the branch only while it still points at
+    `parent_sha` (GraphQL's `expectedHeadOid`); anyone's push in between refuses it.
+    """
     try:
-        await github.update_ref(ref, sha, force=False)
-    except NotFastForward:
-        return PushResult(pushed=False, found_head=await github.get_ref(ref) or "")
+        sha = await github.commit_on_branch(
+            branch=fix.branch,
+            expected_head=fix.parent_sha,
+            message=fix.message,
+            files=fix.files,
+            parent_tree=fix.parent_tree,
+        )
+    except (NotFastForward, NotFound):
+        return PushResult(
+            pushed=False, found_head=await github.get_ref(f"heads/{fix.branch}") or ""
+        )
     return PushResult(pushed=True, sha=sha)
 
 

@@ -106,6 +106,7 @@ class Claimer:
         self._tree = EMPTY_TREE
         self._held: dict[ClaimTarget, Claim] = {}
         self._trees: dict[ClaimTarget, str] = {}  # tree of each held claim commit, for its children
+        self._lost: set[ClaimTarget] = set()  # held claims an extend found taken
 
     async def agent_login(self) -> str:
         """The agents' GitHub identity (asked once from the facade when not given)."""
@@ -212,6 +213,7 @@ class Claimer:
         )
         self._held[target] = claim
         self._trees[target] = tree
+        self._lost.discard(target)
         log.info("claims.won", until=marker.until.isoformat())
         if not target.has_thread:
             return claim
@@ -250,6 +252,7 @@ class Claimer:
         message = f"extend {claim.target} for run {self.run_id}\n\n{render_dibs(marker)}"
         sha = await self._refs.advance(claim.target, current.head, message, tree_sha=tree)
         if sha is None:  # stays in `held()` so that `release` records the loss on the comment
+            self._lost.add(claim.target)
             raise ClaimLost(f"{claim.target}: the claim ref moved, run {self.run_id} lost it")
         renewed = dataclasses.replace(current, until=marker.until, head=sha)
         self._held[claim.target] = renewed
@@ -278,9 +281,13 @@ class Claimer:
         current = self._held.get(claim.target)
         if current is None:
             raise ClaimLost(f"{claim.target}: run {self.run_id} does not hold it")
-        if current.until - self._clock() > self.ttl - self.heartbeat:
+        if self._fresh(current, self._clock()):
             return current
         return await self.extend(current)
+
+    def _fresh(self, claim: Claim, now: datetime) -> bool:
+        """Whether `claim` was written (claimed or extended) less than a `heartbeat` ago."""
+        return claim.until - now > self.ttl - self.heartbeat
 
     async def release(
         self, claim: Claim, note: str = "done", *, ok: bool = True, withdraw: bool = False
@@ -288,8 +295,11 @@ class Claimer:
         """Release a claim; `False` when it had already been lost to another run.
 
         While the claim is live (by the skew margin) the ref is deleted: no other run may
-        move a live claim, so the delete cannot hit someone else's claim. After expiry the
-        ref is fast-forwarded to a release commit instead and left for the next claimer.
+        move a live claim, so the delete cannot hit someone else's claim. A claim written
+        less than a `heartbeat` ago is deleted without reading the ref first (one request
+        saved, as `renew` saves its extend); an older one is read first and deleted only
+        when it still points at this run's commit. After expiry the ref is fast-forwarded
+        to a release commit instead and left for the next claimer.
         Releasing twice is a no-op that returns `False`.
 
         Args:
@@ -306,7 +316,13 @@ class Claimer:
             return False
         now = self._clock()
         live = now + self.skew < current.until
-        if live:
+        lost = claim.target in self._lost
+        self._lost.discard(claim.target)
+        if live and not lost and self._fresh(current, now):
+            # Written less than a heartbeat ago: no run can have taken it over (a
+            # takeover needs it expired), so the ref is ours without a read, as in `renew`.
+            kept = await self._refs.delete(claim.target)
+        elif live:
             kept = await self._refs.sha(claim.target) == current.head
             if kept:
                 await self._refs.delete(claim.target)

@@ -97,6 +97,7 @@ class Base:
 
     _owner: str
     _name: str
+    full_name: str
     _per_page: int
     _archive_timeout: float
     _auth: TokenAuth | AppAuth

@@ -12,17 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, cast
 
-from githubkit.exception import GraphQLFailed, RateLimitExceeded
-
-from agent_loop_common.github._base import Base, translated
-from agent_loop_common.github._errors import (
-    AuthError,
-    GitHubError,
-    NotFound,
-    RateLimited,
-    Unprocessable,
-    describe,
-)
+from agent_loop_common.github._graphql import GraphQLBase
 from agent_loop_common.github._models import Comment, Edit, ReviewComment
 
 _EDIT_FIELDS = "lastEditedAt editor { login }"
@@ -48,15 +38,8 @@ query($id: ID!) {{
 """
 """The last edit of an issue comment or review comment, by GraphQL node id."""
 
-_BY_TYPE: dict[str, type[GitHubError]] = {
-    "NOT_FOUND": NotFound,
-    "FORBIDDEN": AuthError,
-    "RATE_LIMITED": RateLimited,
-    "RATE_LIMIT": RateLimited,
-}
 
-
-class EditOps(Base):
+class EditOps(GraphQLBase):
     """Last-edit lookups (one GraphQL query each; not cached, as edits can happen any time)."""
 
     async def last_edit(self, number: int) -> Edit | None:
@@ -90,38 +73,6 @@ class EditOps(Base):
             raise ValueError(f"comment {comment.id} has no node_id: read it from GitHub first")
         data = await self._graphql(COMMENT_EDIT_QUERY, {"id": comment.node_id})
         return _edit(data.get("node"))
-
-    async def _graphql(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
-        gh = await self._gh()
-        with translated():
-            try:
-                return await gh.graphql.arequest(query, variables)
-            except GraphQLFailed as exc:
-                raise _graphql_error(exc) from None
-            except RateLimitExceeded as exc:
-                raise _graphql_error(exc) from None
-
-
-def _graphql_error(exc: GraphQLFailed | RateLimitExceeded) -> GitHubError:
-    """The facade's error for a GraphQL answer that carries errors (HTTP 200)."""
-    if isinstance(exc, RateLimitExceeded):
-        errors: list[tuple[str, str]] = [("RATE_LIMITED", "rate limit exceeded")]
-        wait: float | None = exc.retry_after.total_seconds()
-    else:
-        errors = [(e.type or "", e.message) for e in exc.response.errors or []]
-        wait = None
-    said = "; ".join(message for _, message in errors)
-    cls: type[GitHubError] = Unprocessable
-    for kind, _ in errors:
-        if kind in _BY_TYPE:
-            cls = _BY_TYPE[kind]
-            break
-    message = describe(cls, method="POST", url="graphql", status=None, said=said)
-    if cls is RateLimited:
-        return RateLimited(
-            message, method="POST", url="graphql", github_message=said, retry_after=wait
-        )
-    return cls(message, method="POST", url="graphql", github_message=said)
 
 
 def _edit(node: object) -> Edit | None:

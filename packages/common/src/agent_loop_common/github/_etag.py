@@ -135,7 +135,7 @@ class ETagTransport(httpx.AsyncBaseTransport):
         self._router = router
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if not self._router.is_polled(request.method, self._router.template(request.url)):
+        if not self._router.is_polled(request.method, self._router.route(request)):
             return await self._inner.handle_async_request(request)
         key = str(request.url)
         cached = self._cache.get(key)

@@ -11,8 +11,16 @@ from urllib.parse import quote
 from githubkit.utils import UNSET
 
 from agent_loop_common.github import _convert as conv
-from agent_loop_common.github._base import Base, retype, translated
-from agent_loop_common.github._errors import NotFastForward, NotFound, RefExists, Unprocessable
+from agent_loop_common.github._base import retype, translated
+from agent_loop_common.github._errors import (
+    GitHubUnavailable,
+    NotFastForward,
+    NotFound,
+    RefExists,
+    Unprocessable,
+    describe,
+)
+from agent_loop_common.github._graphql import GraphQLBase
 from agent_loop_common.github._models import GitCommit, GitTree, TreeEntry
 from agent_loop_common.github._retry import attempt_timeout
 
@@ -56,7 +64,29 @@ def _check_tree_shape(
                 )
 
 
-class GitOps(Base):
+COMMIT_ON_BRANCH = """
+mutation($input: CreateCommitOnBranchInput!) {
+  createCommitOnBranch(input: $input) { commit { oid } }
+}
+"""
+"""GitHub's one-request commit: the files, the message and the head it must build on."""
+
+_PLAIN_MODE = "100644"
+
+
+def _check_paths(files: Mapping[str, object]) -> None:
+    for path in files:
+        if not path or path.startswith("/") or ".." in path.split("/"):
+            raise ValueError(f"commit_files needs repository-relative paths, got {path!r}")
+
+
+def _moved(branch: str, expected: str, found: str | None) -> NotFastForward:
+    said = f"{branch} points at {found or 'nothing'}, not {expected}"
+    message = describe(NotFastForward, method="POST", url="graphql", status=None, said=said)
+    return NotFastForward(message, method="POST", url="graphql", github_message=said)
+
+
+class GitOps(GraphQLBase):
     """Low-level git operations through GitHub's git data API."""
 
     async def get_ref(self, ref: str) -> str | None:
@@ -225,9 +255,7 @@ class GitOps(Base):
                 deletion remove everything in it, or lies below a file of the parent
                 that the change does not delete (the file would become a directory).
         """
-        for path in files:
-            if not path or path.startswith("/") or ".." in path.split("/"):
-                raise ValueError(f"commit_files needs repository-relative paths, got {path!r}")
+        _check_paths(files)
         if parent_tree is None:
             parent_tree = await self.read_tree((await self.get_commit(parent_sha)).tree_sha)
         tree = parent_tree.entries
@@ -266,3 +294,107 @@ class GitOps(Base):
                 )
             tree_sha = tree.parsed_data.sha
         return await self.create_commit(message=message, tree_sha=tree_sha, parents=[parent_sha])
+
+    async def commit_on_branch(
+        self,
+        *,
+        branch: str,
+        expected_head: str,
+        message: str,
+        files: Mapping[str, str | bytes | None],
+        parent_tree: GitTree | None = None,
+    ) -> str:
+        """Commit `files` on top of `branch`, which must point at `expected_head`; returns
+        the new head.
+
+        A compare-and-swap in one write: GraphQL's `createCommitOnBranch` builds the
+        commit and moves the branch only if its head is still `expected_head`, where the
+        git data API takes a tree, a commit and a ref update (three writes) and a read to
+        compare. That mutation writes every file as a regular file, so a change to an
+        executable or a symlink of the parent goes through the git data API instead (the
+        ref read, `commit_files`, a non-forced update). The branch must exist. Paths are
+        checked as by `commit_files`; deleting a path the parent lacks is skipped.
+
+        Args:
+            branch: The branch (without `refs/heads/`).
+            expected_head: The commit the change was built on: the new commit's parent.
+            message: The commit message (its first line is the headline).
+            files: Path -> new content (`str` text, `bytes` binary, `None` deletes).
+            parent_tree: `expected_head`'s tree as the caller read it (at least
+                `GitTree.around(files)`); without it the commit and its tree are read.
+
+        Raises:
+            NotFastForward: the branch points elsewhere (someone pushed meanwhile).
+            NotFound: there is no such branch.
+            ValueError: as `commit_files`.
+        """
+        _check_paths(files)
+        if parent_tree is None:
+            parent_tree = await self.read_tree((await self.get_commit(expected_head)).tree_sha)
+        modes = {e.path: e.mode for e in parent_tree.entries if e.type == "blob"}
+        _check_tree_shape(files, modes, {e.path for e in parent_tree.entries if e.type != "blob"})
+        if any(modes.get(path, _PLAIN_MODE) != _PLAIN_MODE for path in files):
+            return await self._commit_by_refs(branch, expected_head, message, files, parent_tree)
+        headline, _, body = message.partition("\n")
+        additions = [
+            {
+                "path": path,
+                "contents": base64.b64encode(
+                    content.encode() if isinstance(content, str) else content
+                ).decode("ascii"),
+            }
+            for path, content in sorted(files.items())
+            if content is not None
+        ]
+        deletions = [
+            {"path": path}
+            for path, content in sorted(files.items())
+            if content is None and path in modes
+        ]
+        variables: dict[str, Any] = {
+            "input": {
+                "branch": {"repositoryNameWithOwner": self.full_name, "branchName": branch},
+                "expectedHeadOid": expected_head,
+                "message": {"headline": headline, "body": body.strip("\n")},
+                "fileChanges": {"additions": additions, "deletions": deletions},
+            }
+        }
+        try:
+            data = await self._graphql(COMMIT_ON_BRANCH, variables)
+        except GitHubUnavailable:
+            landed = await self._landed(branch, expected_head, headline)
+            if landed is None:
+                raise
+            return landed
+        return str(data["createCommitOnBranch"]["commit"]["oid"])
+
+    async def _landed(self, branch: str, expected_head: str, headline: str) -> str | None:
+        """After an answer was lost: the commit GitHub made anyway, if the branch now
+        points at a child of `expected_head` with our headline (a mutation is never
+        retried blindly, since a repeat would find the head moved by the first)."""
+        head = await self.get_ref(f"heads/{branch}")
+        if head is None or head == expected_head:
+            return None
+        commit = await self.get_commit(head)
+        ours = commit.parents == (expected_head,) and commit.message.startswith(headline)
+        return head if ours else None
+
+    async def _commit_by_refs(
+        self,
+        branch: str,
+        expected_head: str,
+        message: str,
+        files: Mapping[str, str | bytes | None],
+        parent_tree: GitTree,
+    ) -> str:
+        ref = f"heads/{branch}"
+        found = await self.get_ref(ref)
+        if found is None:
+            raise NotFound(f"no branch {branch}", method="GET", url=f"git/ref/{ref}")
+        if found != expected_head:
+            raise _moved(branch, expected_head, found)
+        sha = await self.commit_files(
+            parent_sha=expected_head, message=message, files=files, parent_tree=parent_tree
+        )
+        await self.update_ref(ref, sha, force=False)
+        return sha

@@ -90,7 +90,7 @@ class PaceTransport(httpx.AsyncBaseTransport):
         return len(self._sent)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if self._router.is_content_write(request.method, self._router.template(request.url)):
+        if self._router.is_content_write(request.method, self._router.route(request)):
             await self._admit()
         return await self._inner.handle_async_request(request)
 

@@ -186,7 +186,7 @@ class RetryTransport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         policy = self._policy
-        idempotent = self._router.is_idempotent(request.method, self._router.template(request.url))
+        idempotent = self._router.is_idempotent(request.method, self._router.route(request))
         start = policy.clock()
         attempt = 0
         while True:

@@ -9,6 +9,7 @@ one table of the routes the facade uses.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -69,10 +70,28 @@ _IDEMPOTENT_POSTS = frozenset(
         # GitHub answers an existing reaction by the same user with 200 and that reaction.
         f"{_R}/issues/comments/{{comment_id}}/reactions",
         "/app/installations/{installation_id}/access_tokens",
-        # The facade sends GraphQL queries only, never mutations: a read.
+        # GraphQL queries read (mutations are keyed `GRAPHQL_MUTATION`, not retried blindly).
         "/graphql",
     }
 )
+
+GRAPHQL_MUTATION = "/graphql (mutation)"
+"""The route key of a GraphQL mutation (`Router.route`): a write, unlike a query."""
+
+_LEADING_COMMENTS = re.compile(r"^(?:\s|#[^\n]*\n?)*")
+
+
+def _is_mutation(request: httpx.Request) -> bool:
+    """Whether a `POST /graphql` body's operation is a mutation (anything unreadable is not)."""
+    try:
+        query = json.loads(request.content).get("query")
+    except (ValueError, AttributeError, httpx.RequestNotRead):
+        return False
+    if not isinstance(query, str):
+        return False
+    leading = _LEADING_COMMENTS.match(query)
+    return query[leading.end() if leading else 0 :].startswith("mutation")
+
 
 _WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 _NOT_CONTENT = frozenset({"/graphql", "/app/installations/{installation_id}/access_tokens"})
@@ -158,6 +177,17 @@ class Router:
         ]
         return "/".join(parts)
 
+    def route(self, request: httpx.Request) -> str:
+        """The template of `request`, with GraphQL mutations told apart from queries.
+
+        Both are `POST /graphql`, but a query reads and a mutation writes: the retry,
+        pacing and stats layers key on `GRAPHQL_MUTATION` for the latter.
+        """
+        template = self.template(request.url)
+        if template == "/graphql" and _is_mutation(request):
+            return GRAPHQL_MUTATION
+        return template
+
     def is_idempotent(self, method: str, template: str) -> bool:
         """Whether repeating this request after an ambiguous failure is harmless.
 
@@ -172,8 +202,8 @@ class Router:
         """Whether GitHub counts this request against its content-creation limits.
 
         GitHub's secondary limits cap "content-generating" requests (POST, PATCH, PUT,
-        DELETE) per minute and per hour. GraphQL queries (the facade sends no mutations)
-        and minting an installation token create nothing, so they are not paced.
+        DELETE) per minute and per hour. GraphQL queries and minting an installation
+        token create nothing, so they are not paced; mutations (`GRAPHQL_MUTATION`) are.
         """
         return method.upper() in _WRITE_METHODS and template not in _NOT_CONTENT
 

@@ -95,7 +95,7 @@ class StatsTransport(httpx.AsyncBaseTransport):
         self._gauge = gauge
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        template = self._router.template(request.url)
+        template = self._router.route(request)
         try:
             response = await self._inner.handle_async_request(request)
         except BaseException:

@@ -17,6 +17,7 @@ See `docs/memory.md` for every key, its single writer, and why.
 
 from agent_loop_common.memory._context import (
     ContextView,
+    may_share,
     open_context_read_only,
     read_context,
     read_context_from,
@@ -59,6 +60,7 @@ from agent_loop_common.memory._layout import (
     buckets_between,
     general_path,
     grade_path,
+    lesson_file_name,
     month_of,
     repo_prefix,
     rollup_path,
@@ -70,6 +72,12 @@ from agent_loop_common.memory._ledger import (
     IngestPolicy,
     ScanPlan,
     plan_scan,
+)
+from agent_loop_common.memory._lessons_archive import (
+    archive_lessons,
+    read_operator_edits,
+    read_retired,
+    record_operator_edit,
 )
 from agent_loop_common.memory._location import (
     IoMeter,
@@ -119,6 +127,7 @@ __all__ = [
     "ScanPlan",
     "StoredSchemaError",
     "append_store",
+    "archive_lessons",
     "bucket_of",
     "bucket_start",
     "buckets_between",
@@ -129,7 +138,9 @@ __all__ = [
     "general_path",
     "grade_month",
     "grade_path",
+    "lesson_file_name",
     "mark_reviewed",
+    "may_share",
     "month_of",
     "open_context_read_only",
     "open_store",
@@ -139,9 +150,12 @@ __all__ = [
     "read_etag_state",
     "read_grades",
     "read_idle_count",
+    "read_operator_edits",
+    "read_retired",
     "read_reviewed",
     "read_rollups",
     "read_turns",
+    "record_operator_edit",
     "repo_prefix",
     "report_problem",
     "rollup_path",

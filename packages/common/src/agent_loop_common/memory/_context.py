@@ -8,7 +8,8 @@ costs the same at any history size.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, replace
 
 from flyte.ai.agents import MemoryStore
 
@@ -18,6 +19,7 @@ from agent_loop_common.memory._layout import (
     DIGEST_PATH,
     LESSONS_PATH,
     general_path,
+    repo_prefix,
 )
 from agent_loop_common.memory._location import (
     MemoryLocation,
@@ -29,6 +31,7 @@ from agent_loop_common.records import Lesson, LessonBook, Role
 
 __all__ = [
     "ContextView",
+    "may_share",
     "open_context_read_only",
     "read_context",
     "read_context_from",
@@ -46,6 +49,24 @@ class ContextView:
     """`context/lessons.json`: itemized lessons with ids to quote in the run record."""
     lessons_corrupt: bool = False
     """`lessons.json` is there but unreadable (read as empty; its writer replaces it)."""
+
+    def without(self, lesson_ids: Iterable[str]) -> ContextView:
+        """This view with those lessons out of the book and out of the digest.
+
+        The digest quotes each lesson on a line of its own starting `- [<id>]`, so a
+        lesson a run must not show (held out, or hidden by a broken citation) leaves both
+        places, and no model of the run sees it.
+        """
+        hidden = set(lesson_ids)
+        if not hidden:
+            return self
+        kept = [x for x in self.lessons.lessons if x.id not in hidden]
+        marks = tuple(f"- [{i}]" for i in hidden)
+        lines = [line for line in self.digest.splitlines(keepends=True)
+                 if not line.startswith(marks)]  # fmt: skip
+        return replace(
+            self, digest="".join(lines), lessons=self.lessons.model_copy(update={"lessons": kept})
+        )
 
 
 async def open_context_read_only(location: MemoryLocation) -> MemoryStore:
@@ -65,19 +86,43 @@ async def read_context_from(store: MemoryStore) -> ContextView:
     )
 
 
+def may_share(lesson: Lesson, path: str, shared: MemoryLocation, *, sources: Collection[str],
+              reader_public: bool) -> bool:  # fmt: skip
+    """Whether a lesson found at `path` of the general key may reach another repository.
+
+    Only a lesson marked general, from a repository the operator listed in
+    `AGENT_LOOP_SHARE_LESSONS_FROM`, stored in that repository's own file (so no
+    distiller speaks for another repository), and never one of a private (or unknown
+    visibility) repository into a public one.
+    """
+    if not lesson.general or lesson.repo.lower() not in {s.lower() for s in sources}:
+        return False
+    if path != general_path(repo_prefix(shared.prefix, lesson.repo)):
+        return False
+    return not reader_public or lesson.visibility == "public"
+
+
 async def read_context(
-    location: MemoryLocation, *, shared: MemoryLocation | None = None
+    location: MemoryLocation,
+    *,
+    shared: MemoryLocation | None = None,
+    share_from: Collection[str] = (),
+    reader_public: bool = True,
 ) -> ContextView:
     """Download the context key read-only and return digest and lessons.
 
     Args:
         location: The run's namespace.
-        shared: With `AGENT_LOOP_REPOS`, the bare-prefix location: the lessons other
-            repositories' distillers marked general are added after this one's own
-            (one small key, whatever the number of repositories).
+        shared: With `AGENT_LOOP_REPOS`, the bare-prefix location: the general lessons
+            of the repositories in `share_from` are added after this one's own (one
+            small key, whatever the number of repositories), as `may_share` allows.
+        share_from: `AGENT_LOOP_SHARE_LESSONS_FROM`; empty (the default): nothing is
+            shared and the shared key is not even read.
+        reader_public: The reading repository is public (or its visibility unknown):
+            only lessons of public repositories may reach it.
     """
     view = await read_context_from(await open_context_read_only(location))
-    if shared is None:
+    if shared is None or not share_from:
         return view
     store = await open_store(shared, shared.keys.general)
     own = {lesson.id for lesson in view.lessons.lessons}
@@ -86,8 +131,12 @@ async def read_context(
         if path == general_path(location.prefix):
             continue
         book = await read_doc(store, path, LessonBook)
-        extra += [x for x in (book.lessons if book else []) if x.general and x.id not in own]
-        own |= {x.id for x in extra}
+        for lesson in book.lessons if book else []:
+            if lesson.id not in own and may_share(
+                lesson, path, shared, sources=share_from, reader_public=reader_public
+            ):
+                extra.append(lesson)
+                own.add(lesson.id)
     if not extra:
         return view
     lessons = LessonBook(lessons=[*view.lessons.lessons, *extra])

@@ -16,6 +16,8 @@ does not grow with total history:
 | `<prefix>-reviewed-pr-<n>`            | reviewer   | `reviewed/head.json`                |
 | `<prefix>-turns-<role>`               | that role  | `turns/served.json` (many repos)    |
 | `<prefix>-general`                    | distiller  | `general/<namespace>.json` (many repos) |
+| `<prefix>-lessons-retired`            | distiller  | `retired/<lesson id>.json` (one per lesson) |
+| `<prefix>-lessons-operator`           | operator   | `ops/<time>-<lesson id>.json` (CLI edits) |
 
 With `AGENT_LOOP_REPOS` every repository has its own namespace: the keys above under
 `repo_prefix(prefix, repo)`; only the turns (which repository a role served last) and
@@ -49,6 +51,7 @@ __all__ = [
     "buckets_between",
     "general_path",
     "grade_path",
+    "lesson_file_name",
     "month_of",
     "repo_prefix",
     "rollup_path",
@@ -86,6 +89,11 @@ def repo_prefix(prefix: str, repo: str) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", full).strip("-")[:_SLUG_CHARS].strip("-")
     digest = hashlib.sha256(full.encode()).hexdigest()[:8]
     return f"{prefix}-{slug}-{digest}"
+
+
+def lesson_file_name(lesson_id: str) -> str:
+    """A lesson id as one path segment (`owner/name#L-1a2b` -> `owner~name~L-1a2b`)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "~", lesson_id).lstrip(".") or "~"
 
 
 def general_path(namespace: str) -> str:
@@ -185,6 +193,17 @@ class Keys:
     def general(self) -> str:
         """Lessons the distillers marked general, one file per repository namespace."""
         return f"{self.prefix}-general"
+
+    @property
+    def lessons_retired(self) -> str:
+        """Retired and superseded lessons, one file each, never rewritten (append only)."""
+        return f"{self.prefix}-lessons-retired"
+
+    @property
+    def lessons_operator(self) -> str:
+        """The operator's edits (`agent-loop lessons retire|pin`), one file each, which
+        the distiller applies at every tick (it is the context's only writer)."""
+        return f"{self.prefix}-lessons-operator"
 
     def reviewed(self, pr_number: int) -> str:
         """The reviewer's "reviewed head" mark for one PR."""

@@ -6,8 +6,24 @@ classifies stored bytes so a record of an unknown major version is counted and k
 never silently dropped.
 """
 
+from agent_loop_common.records._exposure import LessonExposure, WorkKind
 from agent_loop_common.records._grade import Grade, GradeState
-from agent_loop_common.records._lessons import Lesson, LessonBook
+from agent_loop_common.records._lessons import (
+    MAX_LESSON_EVENTS,
+    Citation,
+    CitationKind,
+    CitationStatus,
+    Lesson,
+    LessonAuthor,
+    LessonBook,
+    LessonEvent,
+    LessonState,
+    OperatorEdit,
+    OutcomeMetric,
+    RetiredLesson,
+    StaleLesson,
+    Visibility,
+)
 from agent_loop_common.records._parts import (
     Attempt,
     GitHubUsage,
@@ -33,27 +49,41 @@ from agent_loop_common.records._versioning import (
 
 __all__ = [
     "KNOWN_MAJORS",
+    "MAX_LESSON_EVENTS",
     "SCHEMA_VERSION",
     "Attempt",
+    "Citation",
+    "CitationKind",
+    "CitationStatus",
     "GitHubUsage",
     "Grade",
     "GradeState",
     "InvalidRecord",
     "Lesson",
+    "LessonAuthor",
     "LessonBook",
+    "LessonEvent",
+    "LessonExposure",
+    "LessonState",
     "Links",
+    "OperatorEdit",
     "Outcome",
+    "OutcomeMetric",
     "ParsedRecord",
     "RecordParse",
+    "RetiredLesson",
     "Role",
     "RunId",
     "RunRecord",
+    "StaleLesson",
     "Target",
     "TargetKind",
     "TestEvidence",
     "TraceStep",
     "UnknownMajor",
     "Usage",
+    "Visibility",
+    "WorkKind",
     "major_of",
     "parse_record",
 ]

@@ -1,12 +1,135 @@
-"""Lessons: the distiller's itemized, provenance-carrying advice to the agents."""
+"""Lessons: the distiller's itemized, provenance-carrying advice to the agents.
+
+A lesson belongs to the repository it was learned in (`repo`, and new ids carry it), knows
+that repository's visibility (so a private repository's lesson never reaches a public
+one) and who wrote it: the distiller, the operator (`agent-loop lessons`), or a
+maintainer (an edit to the lessons section of the repository's instructions). It may cite
+paths, symbols and commands; a run checks them against its base tree before showing it
+(`citation_status`). Nothing is silently deleted: a retired or superseded lesson is kept
+as a `RetiredLesson` with its reason, who retired it and what replaced it.
+"""
 
 from __future__ import annotations
 
+from enum import StrEnum
+from typing import Literal
+
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeInt
 
+from agent_loop_common.records._exposure import WorkKind
 from agent_loop_common.records._parts import Role
 
-__all__ = ["Lesson", "LessonBook"]
+__all__ = [
+    "MAX_LESSON_EVENTS",
+    "Citation",
+    "CitationKind",
+    "CitationStatus",
+    "Lesson",
+    "LessonAuthor",
+    "LessonBook",
+    "LessonEvent",
+    "LessonState",
+    "OperatorEdit",
+    "OutcomeMetric",
+    "RetiredLesson",
+    "StaleLesson",
+    "Visibility",
+]
+
+MAX_LESSON_EVENTS = 12
+"""Most history events kept per lesson (the most recent); the archive keeps the rest."""
+
+Visibility = Literal["public", "private", ""]
+"""A repository's visibility as GitHub reports it; empty when unknown (treated as private
+wherever sharing is decided)."""
+
+CitationKind = Literal["path", "symbol", "command"]
+"""What a citation names: a file or folder, a name defined in the code, a command line."""
+
+
+class LessonAuthor(StrEnum):
+    """Who wrote or changed a lesson."""
+
+    DISTILLER = "distiller"
+    """The distiller agent, from graded runs."""
+    OPERATOR = "operator"
+    """Whoever runs the loop, through `agent-loop lessons`."""
+    MAINTAINER = "maintainer"
+    """A trusted person, through the lessons section of the repository's instructions."""
+
+
+class CitationStatus(StrEnum):
+    """What the last check of a lesson's citations found."""
+
+    UNCHECKED = "unchecked"
+    """Never checked, or the lesson cites nothing."""
+    OK = "ok"
+    """Every citation was found in the last run's base tree."""
+    BROKEN = "broken"
+    """A citation was missing: the lesson is hidden until the distiller fixes or retires it."""
+
+
+class Citation(BaseModel):
+    """One thing a lesson names that must still exist for the lesson to hold."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+
+    kind: CitationKind
+    """`path`: a file or folder; `symbol`: a name defined in the code; `command`: a
+    command line whose repository paths and make targets must exist."""
+    value: str
+    """The path, the symbol's name, or the command line."""
+    path: str = ""
+    """For a symbol: the file it lives in (checked there only); empty: anywhere."""
+
+    def label(self) -> str:
+        """`kind value` (and `in path`), for messages and the ledger."""
+        where = f" in {self.path}" if self.path else ""
+        return f"{self.kind} {self.value}{where}"
+
+
+class LessonEvent(BaseModel):
+    """One change in a lesson's life, for its history in the report and the CLI."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+
+    at: AwareDatetime
+    op: str
+    """`added`, `reworded`, `merged`, `pinned`, `unpinned`, `stale`, `fixed`, `retired`..."""
+    by: LessonAuthor = LessonAuthor.DISTILLER
+    login: str = ""
+    """The GitHub login of a maintainer (or the operator's name, when known)."""
+    detail: str = ""
+
+
+class LessonState(StrEnum):
+    """Where a lesson stands in the measurement of its effect (since 1.3).
+
+    `proving` while the evidence is undecided; `proven` once an always-valid test says
+    it helps (it keeps a small holdout so decay is noticed); `no_effect` once enough
+    exposures exclude a useful gain, `harmful` once the test says it hurts. The last two
+    retire the lesson (kept as a `RetiredLesson` with the effect as its reason).
+    """
+
+    PROVING = "proving"
+    PROVEN = "proven"
+    NO_EFFECT = "no_effect"
+    HARMFUL = "harmful"
+
+
+class OutcomeMetric(StrEnum):
+    """The binary outcomes of a run a lesson's effect is measured on (higher is better)."""
+
+    FIRST_TRY_TESTS = "first_try_tests"
+    """The sandbox's verdict on try 1 was `passed` (no evidence never counts as a pass)."""
+    FIRST_TRY_VERIFIED = "first_try_verified"
+    """The verifier accepted try 1."""
+    NO_REGRESSION = "no_regression"
+    """The run's checked change broke no test that passed on the base."""
+    MERGED = "merged"
+    """The pull request was merged (closed for a workflow reason is not counted)."""
+    NO_REVIEW_FIX = "no_review_fix"
+    """The pull request was decided without a reviewer fix commit."""
 
 
 class Lesson(BaseModel):
@@ -15,7 +138,8 @@ class Lesson(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
 
     id: str
-    """Stable id, quoted by `RunRecord.lesson_ids` when the lesson was in context."""
+    """Stable id, quoted by `RunRecord.lesson_ids` when the lesson was in context. Since
+    1.3 new ids carry the repository: `owner/name#L-1a2b3c4d`."""
     text: str
     """The advice as shown to the agent (untrusted context, budgeted by the digest)."""
     roles: list[Role] = Field(default_factory=list[Role])
@@ -37,7 +161,45 @@ class Lesson(BaseModel):
     `None`: use `updated_at`)."""
     general: bool = False
     """The distiller judged it true of any repository, not only the one it was learned
-    in: with `AGENT_LOOP_REPOS` the other repositories' runs read it too (since 1.2)."""
+    in: shared with other repositories when its repository is listed in
+    `AGENT_LOOP_SHARE_LESSONS_FROM` (since 1.2)."""
+    repo: str = ""
+    """The repository (`owner/name`) it was learned in (since 1.3; empty in older books:
+    the book's own repository)."""
+    visibility: Visibility = ""
+    """That repository's visibility when the lesson was last written (since 1.3)."""
+    author: LessonAuthor = LessonAuthor.DISTILLER
+    """Who wrote the current text (since 1.3)."""
+    author_login: str = ""
+    """The maintainer's GitHub login when `author` is a maintainer (since 1.3)."""
+    citations: list[Citation] = Field(default_factory=list[Citation])
+    """Paths, symbols and commands the lesson relies on, checked before each use (1.3)."""
+    citation_status: CitationStatus = CitationStatus.UNCHECKED
+    """What the last check found (1.3): `broken` hides the lesson from every run."""
+    stale_reason: str = ""
+    """Which citations were missing, and at which commit (1.3)."""
+    pinned: bool = False
+    """The operator pinned it (1.3): never expired for age nor retired by the distiller."""
+    history: list[LessonEvent] = Field(default_factory=list[LessonEvent])
+    """The most recent changes, oldest first, at most `MAX_LESSON_EVENTS` (1.3)."""
+    kinds: list[WorkKind] = Field(default_factory=list[WorkKind])
+    """Work kinds the lesson applies to; empty means all (1.3). Narrowing a lesson that
+    rarely applies sets this."""
+    target_metric: OutcomeMetric | None = None
+    """The outcome the lesson means to improve; `None`: `first_try_tests` (1.3)."""
+    state: LessonState = LessonState.PROVING
+    """The measured verdict on the lesson's effect (1.3)."""
+
+    @property
+    def metric(self) -> OutcomeMetric:
+        """The metric its effect is decided on."""
+        return self.target_metric or OutcomeMetric.FIRST_TRY_TESTS
+
+    def applies_to(self, role: Role, kind: WorkKind | None) -> bool:
+        """Whether its scope matches a run of `role` on work of `kind` (citations aside)."""
+        if self.roles and role not in self.roles:
+            return False
+        return not self.kinds or kind is None or kind in self.kinds
 
 
 class LessonBook(BaseModel):
@@ -45,12 +207,68 @@ class LessonBook(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
 
-    schema_version: str = "1.2"
+    schema_version: str = "1.3"
     """Same versioning rule as `RunRecord` (1.1 added the lessons' provenance refs, hits
-    and last-seen time; 1.2 `general`)."""
+    and last-seen time; 1.2 `general`; 1.3 repository, visibility, author, citations,
+    pin and history)."""
     lessons: list[Lesson] = Field(default_factory=list[Lesson])
     """Current lessons, most useful first."""
 
     def for_role(self, role: Role) -> list[Lesson]:
-        """Lessons that apply to `role`."""
-        return [lesson for lesson in self.lessons if not lesson.roles or role in lesson.roles]
+        """Lessons that apply to `role` (a lesson with a broken citation applies to none)."""
+        return [
+            lesson
+            for lesson in self.lessons
+            if (not lesson.roles or role in lesson.roles)
+            and lesson.citation_status is not CitationStatus.BROKEN
+        ]
+
+
+class RetiredLesson(BaseModel):
+    """A lesson taken out of the book, kept for good with why and what replaced it."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+
+    schema_version: str = "1.0"
+    lesson: Lesson
+    """The lesson as it was when it left the book."""
+    kind: Literal["retired", "superseded"]
+    """`superseded`: merged into or replaced by `replaced_by`; `retired`: removed."""
+    reason: str
+    """Why (the distiller's reason, the operator's, or the maintainer's edit)."""
+    replaced_by: list[str] = Field(default_factory=list[str])
+    """Ids of the lessons that replaced it."""
+    by: LessonAuthor = LessonAuthor.DISTILLER
+    login: str = ""
+    at: AwareDatetime
+
+
+class StaleLesson(BaseModel):
+    """A lesson a run hid because a citation was missing from its base tree."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+
+    lesson_id: str
+    broken: list[str] = Field(default_factory=list[str])
+    """The missing citations (`Citation.label`)."""
+    base_sha: str = ""
+    """The commit they were checked against."""
+
+
+class OperatorEdit(BaseModel):
+    """An operator's edit through `agent-loop lessons`, applied by every distiller tick.
+
+    The distiller is the context's only writer: the CLI changes the book at once for the
+    next runs, and keeps this edit so that a distiller tick racing with it re-applies it
+    instead of overwriting it. Applying an edit twice changes nothing.
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+
+    schema_version: str = "1.0"
+    op: Literal["retire", "pin", "unpin"]
+    lesson_id: str
+    reason: str = ""
+    login: str = ""
+    """Who ran the command, as the operator's machine knows them (`$USER`)."""
+    at: AwareDatetime

@@ -12,6 +12,8 @@ from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
 
+from agent_loop_common.records._exposure import LessonExposure, WorkKind
+from agent_loop_common.records._lessons import StaleLesson
 from agent_loop_common.records._parts import (
     Attempt,
     GitHubUsage,
@@ -26,7 +28,7 @@ from agent_loop_common.records._parts import (
 
 __all__ = ["SCHEMA_VERSION", "RunId", "RunRecord"]
 
-SCHEMA_VERSION = "1.3"
+SCHEMA_VERSION = "1.4"
 """The version this code writes. Bump the minor for added optional fields, the major for
 anything an older reader would misread (removed/renamed fields, new enum members)."""
 
@@ -79,6 +81,15 @@ class RunRecord(BaseModel):
     """Error text for `error`, `budget_exceeded` and other failed outcomes."""
     lesson_ids: list[str] = Field(default_factory=list[str])
     """Ids of the lessons that were in the agent's context, so they can be graded."""
+    exposures: list[LessonExposure] = Field(default_factory=list[LessonExposure])
+    """Every candidate lesson of the run: applicable or not, held out or shown, and the
+    holdout probability of its draw (1.4), so the distiller measures each lesson's effect."""
+    work_kind: WorkKind | None = None
+    """The kind of work, decided before any lesson was shown (1.4): the stratum the run's
+    outcomes are compared in. `None` in older records and for the distiller."""
+    stale_lessons: list[StaleLesson] = Field(default_factory=list[StaleLesson])
+    """Lessons the run hid because a citation was missing from its base tree (1.4), so
+    the distiller marks them stale, to fix or retire."""
     fault: Literal["", "operator", "work"] = ""
     """Whose failure a failed run was (1.1): `operator` for configuration and
     infrastructure (credentials, permissions, an unreachable service, an unknown model),

@@ -11,6 +11,7 @@ head commit it reviews. Both, and their verifiers, get the same tools, so a path
 normalized and an output bounded the same way for every agent.
 """
 
+from agent_loop_common.repo._citations import broken_citations, stale_lessons
 from agent_loop_common.repo._instructions import (
     INSTRUCTION_FILES,
     RepoInstructions,
@@ -27,6 +28,8 @@ __all__ = [
     "RepoSnapshot",
     "StagedFiles",
     "ToolLimits",
+    "broken_citations",
     "repo_tools",
     "repository_instructions",
+    "stale_lessons",
 ]

@@ -33,14 +33,17 @@ from agent_loop_common.memory import (
 from agent_loop_common.records import (
     Attempt,
     GitHubUsage,
+    LessonExposure,
     Links,
     Outcome,
     RunRecord,
+    StaleLesson,
     Target,
     TargetKind,
     TestEvidence,
     TraceStep,
     Usage,
+    WorkKind,
 )
 from agent_loop_common.runtime._faults import operator_fault
 from agent_loop_common.runtime._pause import Pause, ReserveReached, check_reserve
@@ -71,6 +74,12 @@ class RunScope:
     trace: list[TraceStep] = field(default_factory=list[TraceStep])
     links: Links = field(default_factory=Links)
     lesson_ids: list[str] = field(default_factory=list[str])
+    stale_lessons: list[StaleLesson] = field(default_factory=list[StaleLesson])
+    """Lessons hidden for a citation missing from the run's base tree."""
+    exposures: list[LessonExposure] = field(default_factory=list[LessonExposure])
+    """Every candidate lesson's draw (see `agent_loop_common.lessons`), for the record."""
+    work_kind: WorkKind | None = None
+    """The run's stratum for lesson effects, set when its lessons are assembled."""
     stage_seconds: dict[str, float] = field(default_factory=dict[str, float])
     fault: Literal["", "operator", "work"] = ""
     """Whose failure ended the run (see `operator_fault`); empty while it has not failed."""
@@ -281,6 +290,9 @@ class RunScope:
             links=self.links,
             error=self.error,
             lesson_ids=self.lesson_ids,
+            stale_lessons=self.stale_lessons,
+            exposures=self.exposures,
+            work_kind=self.work_kind,
             fault=self.fault,
             backoff_until=self.backoff_until,
             problems=self.problems,

@@ -80,6 +80,7 @@ from agent_loop_common.sandbox._select import (
     check_backends,
     limits_from_settings,
     open_sandbox,
+    sandbox_facts,
     selected_backend,
 )
 from agent_loop_common.sandbox._tamper import TamperFlag, TamperKind, flag_test_tampering
@@ -139,6 +140,7 @@ __all__ = [
     "open_sandbox",
     "parse_command",
     "resolve_test_command",
+    "sandbox_facts",
     "selected_backend",
     "validate_extra_args",
     "with_junit_report",

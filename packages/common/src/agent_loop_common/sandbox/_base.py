@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
+from agent_loop_common.redaction import redact_secrets
 from agent_loop_common.sandbox._capture import OutputCapture
 from agent_loop_common.sandbox._command import JUNIT_PLACEHOLDER
 from agent_loop_common.sandbox._errors import CommandRejected, TreeError
@@ -25,8 +26,8 @@ from agent_loop_common.sandbox._limits import SandboxLimits
 from agent_loop_common.sandbox._paths import ProtectedPaths
 from agent_loop_common.sandbox._process import ProcessOutcome
 from agent_loop_common.sandbox._reports import read_junit
-from agent_loop_common.sandbox._result import LimitName, RunResult
-from agent_loop_common.sandbox._tree import Workspace
+from agent_loop_common.sandbox._result import LimitName, OutputExcerpt, RunResult, TestCounts
+from agent_loop_common.sandbox._tree import Workspace, safe_relpath
 
 __all__ = ["OFF_BACKEND", "DisabledSandbox", "Sandbox", "infer_limit", "result_from"]
 
@@ -69,11 +70,16 @@ def result_from(
 ) -> RunResult:
     """A `RunResult` from a finished process: output, printed test counts, limits.
 
-    The JUnit report is read afterwards by `Sandbox.run` (in a thread, never on the
-    event loop), which also checks that the evidence agrees with itself.
+    Token-shaped strings in the output and the test names are redacted
+    (`redact_secrets`): they reach the model's feedback and the pull request. The
+    sandbox holds no secret; this is the second line, for one that got in anyway. The
+    JUnit report is read afterwards by `Sandbox.run` (in a thread, never on the event
+    loop), which also checks that the evidence agrees with itself.
     """
-    excerpt = outcome.capture.excerpt()
+    excerpt = _redacted_output(outcome.capture.excerpt())
     printed = outcome.capture.printed_counts()
+    if printed is not None:
+        printed = _redacted_tests(printed)
     return RunResult(
         backend=backend,
         argv=tuple(argv),
@@ -95,6 +101,25 @@ def result_from(
         error=outcome.start_error,
         notes=tuple(notes),
     )
+
+
+def _redacted_output(excerpt: OutputExcerpt) -> OutputExcerpt:
+    head, tail = redact_secrets(excerpt.head), redact_secrets(excerpt.tail)
+    if (head, tail) == (excerpt.head, excerpt.tail):
+        return excerpt
+    return excerpt.model_copy(update={"head": head, "tail": tail})
+
+
+def _redacted_tests(tests: TestCounts) -> TestCounts:
+    failing = tuple(redact_secrets(name) for name in tests.failing)
+    outcomes = (
+        {redact_secrets(name): outcome for name, outcome in tests.outcomes.items()}
+        if tests.outcomes is not None
+        else None
+    )
+    if failing == tests.failing and outcomes == tests.outcomes:
+        return tests
+    return tests.model_copy(update={"failing": failing, "outcomes": outcomes})
 
 
 class Sandbox(ABC):
@@ -150,6 +175,7 @@ class Sandbox(ABC):
         time_limit: float | None = None,
         changes: Mapping[str, str | bytes | None] | None = None,
         setup: Sequence[str] | None = None,
+        skip: Sequence[str] = (),
     ) -> RunResult:
         """Run `argv` on a private copy of `tree` and report what happened.
 
@@ -161,6 +187,7 @@ class Sandbox(ABC):
             changes: A staged change (`path -> text`, `None` deletes) applied to the copy.
             setup: A command run first on the same copy, with the network on; when it
                 fails, `argv` does not run and the result carries the setup's result.
+            skip: Paths relative to `tree` not to copy (besides `.git`, never copied).
 
         Raises:
             CommandRejected: `argv` is empty.
@@ -178,7 +205,7 @@ class Sandbox(ABC):
             tree,
             changes=changes,
             owner=self.workspace_owner(),
-            exclude=self.protected.in_tree(tree),
+            exclude=[*self.protected.in_tree(tree), *(tree / safe_relpath(p) for p in skip)],
             parent=self.work_root,
         )
         try:
@@ -222,7 +249,7 @@ async def _with_report(result: RunResult, workspace: Workspace, argv: Sequence[s
     read = await asyncio.to_thread(read_junit, workspace.junit)
     update: dict[str, object] = {}
     if read.counts is not None:
-        update["tests"] = read.counts
+        update["tests"] = _redacted_tests(read.counts)
     if read.problem:
         update["junit_problem"] = read.problem
         update["junit_forged"] = read.forged
@@ -252,6 +279,7 @@ class DisabledSandbox(Sandbox):
         time_limit: float | None = None,
         changes: Mapping[str, str | bytes | None] | None = None,
         setup: Sequence[str] | None = None,
+        skip: Sequence[str] = (),
     ) -> RunResult:
         """A result with `exit_code=None`: nothing ran."""
         return RunResult(

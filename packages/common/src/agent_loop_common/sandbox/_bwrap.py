@@ -3,13 +3,15 @@
 What the command gets (built by the pure `bwrap_argv`):
 
 - new user, PID, IPC, UTS and cgroup namespaces, and a new network namespace (only a
-  loopback of its own) unless the run asks for the network (setup commands);
+  loopback of its own); a run with the network (setup commands) gets a namespace of its
+  own too, with user-mode networking that cannot reach the host (`_setup_net`);
 - a non-root user (`sandbox`, uid 1000) with every capability dropped, no new user
   namespaces, and `--die-with-parent`;
 - read-only: `/usr` and the `/bin`, `/lib*`, `/sbin` links, the few `/etc` files
   toolchains read (dynamic linker cache, certificates, alternatives, time zone), the
-  installation of a program named by absolute path, `AGENT_LOOP_SANDBOX_READONLY_PATHS`;
-  generated `passwd`, `group` and `hosts` files;
+  installation of a program named by absolute path outside the repository,
+  `AGENT_LOOP_SANDBOX_READONLY_PATHS`; generated `passwd`, `group` and `hosts` files.
+  Nothing in the tree chooses a bind (`_paths.plan_binds`);
 - writable: only the workspace's copy (`/sandbox/repo`, the working directory), its
   HOME (`/sandbox/home`), `/tmp`, `/dev/shm` and the report folder (`/sandbox/out`), all
   folders of the workspace on disk; the root and `/dev` are remounted read-only, so no
@@ -59,10 +61,15 @@ from agent_loop_common.sandbox._paths import (
     SYSTEM_DIRS,
     ProtectedPaths,
     plan_binds,
-    tree_program_binds,
 )
 from agent_loop_common.sandbox._process import run_process
 from agent_loop_common.sandbox._result import RunResult
+from agent_loop_common.sandbox._setup_net import (
+    NAMESERVER,
+    SetupNetwork,
+    host_addresses,
+    route_batch,
+)
 from agent_loop_common.sandbox._tree import Workspace
 
 __all__ = ["BWRAP_BACKEND", "BwrapSandbox", "find_program", "locate_program", "missing_program"]
@@ -179,15 +186,21 @@ class BwrapSandbox(Sandbox):
         """As root, the workspace belongs to the unprivileged uid the command runs as."""
         return (SANDBOX_HOST_UID, SANDBOX_HOST_UID) if self.as_root else None
 
+    def setup_network(self) -> SetupNetwork:
+        """How a run with the network (setup) gets a namespace of its own."""
+        return SetupNetwork(
+            unshare=find_program("unshare") or "/usr/bin/unshare",
+            slirp4netns=find_program("slirp4netns") or "/usr/bin/slirp4netns",
+            ip=find_program("ip") or "/usr/sbin/ip",
+            as_root=self.as_root,
+        )
+
     def _layout(
-        self, workspace: Workspace, argv0: str
+        self, workspace: Workspace, argv0: str, *, network: bool = False
     ) -> tuple[BwrapLayout, list[tuple[Path, Path]], list[str], list[Path]]:
         path = _command_path(argv0)
-        extra: list[Path] = []
-        found = locate_program(argv0, path, workspace.repo)
-        if found is not None and not argv0.startswith("/"):
-            extra = tree_program_binds(found, workspace.repo)
-        binds, notes = plan_binds([argv0], self.readonly_paths, self.protected, extra=extra)
+        trees = [workspace.root, *([workspace.source] if workspace.source else [])]
+        binds, notes = plan_binds([argv0], self.readonly_paths, self.protected, trees=trees)
         stages: list[tuple[Path, Path]] = []
         readonly: list[tuple[Path, Path]] = []
         for index, bind in enumerate(binds):
@@ -203,7 +216,10 @@ class BwrapSandbox(Sandbox):
                 stages.append((bind, stage))
                 source = stage
             readonly.append((source, bind))
-        etc = workspace.write_etc({"passwd": PASSWD, "group": GROUP, "hosts": HOSTS})
+        generated = {"passwd": PASSWD, "group": GROUP, "hosts": HOSTS}
+        if network:
+            generated["resolv.conf"] = f"nameserver {NAMESERVER}\n"
+        etc = workspace.write_etc(generated)
         if self.as_root:
             for host in etc.values():
                 os.lchown(host, SANDBOX_HOST_UID, SANDBOX_HOST_UID)
@@ -228,7 +244,9 @@ class BwrapSandbox(Sandbox):
         self, workspace: Workspace, argv: tuple[str, ...], *, network: bool, time_limit: float
     ) -> RunResult:
         argv = expand_placeholders(argv, junit_path=JUNIT_PATH)
-        layout, stages, notes, binds = await asyncio.to_thread(self._layout, workspace, argv[0])
+        layout, stages, notes, binds = await asyncio.to_thread(
+            self._layout, workspace, argv[0], network=network
+        )
         missing = missing_program(argv[0], layout.path, workspace.repo, binds)
         if missing is not None:
             return RunResult(
@@ -245,14 +263,36 @@ class BwrapSandbox(Sandbox):
                 self.bwrap, self.setpriv, stages, SANDBOX_HOST_UID, SANDBOX_HOST_UID
             )
             command = [*prefix, *command]
-        outcome = await run_process(
-            command,
-            env={"PATH": "/usr/bin:/bin"},
-            cwd=workspace.root,
-            time_limit=time_limit,
-            capture=self.new_capture(),
-            signal_from_status=True,
-        )
+        on_start = stop = None
+        if network:
+            net = self.setup_network()
+            refused = net.missing()
+            if refused is not None:
+                return RunResult(
+                    backend=self.name,
+                    argv=argv,
+                    exit_code=127,
+                    network=network,
+                    error=f"cannot give the setup step a network: {refused}",
+                    notes=tuple(notes),
+                )
+            batch = workspace.etc / "routes"
+            batch.write_text(route_batch(await asyncio.to_thread(host_addresses, net.ip)))
+            command = [*net.prefix(batch), *command]
+            on_start, stop = net.attach()
+        try:
+            outcome = await run_process(
+                command,
+                env={"PATH": "/usr/bin:/bin"},
+                cwd=workspace.root,
+                time_limit=time_limit,
+                capture=self.new_capture(),
+                on_start=on_start,
+                signal_from_status=True,
+            )
+        finally:
+            if stop is not None:
+                await stop()
         return result_from(
             outcome,
             backend=self.name,

@@ -60,8 +60,9 @@ ETC_FILES = (
     "/etc/services",
 )
 """Host `/etc` entries shown read-only when they exist: what toolchains read, no secrets."""
-NETWORK_ETC_FILES = ("/etc/resolv.conf", "/etc/hosts", "/etc/gai.conf", "/etc/host.conf")
-"""Added for runs with the network (setup): name resolution."""
+NETWORK_ETC_FILES = ("/etc/gai.conf", "/etc/host.conf")
+"""Added for runs with the network (setup): name resolution settings. `resolv.conf` is
+generated (the setup network's own resolver, `_setup_net.NAMESERVER`), never the host's."""
 
 PASSWD = (
     "root:x:0:0:root:/root:/usr/sbin/nologin\n"
@@ -149,8 +150,6 @@ def bwrap_argv(layout: BwrapLayout, argv: Sequence[str], *, network: bool) -> li
     if network:
         cmd += [arg for f in NETWORK_ETC_FILES for arg in ("--ro-bind-try", f, f)]
     for name, host in layout.etc.items():
-        if network and f"/etc/{name}" in NETWORK_ETC_FILES:
-            continue
         cmd += ["--ro-bind", str(host), f"/etc/{name}"]
     cmd += ["--proc", "/proc", "--dev", "/dev"]
     cmd += [

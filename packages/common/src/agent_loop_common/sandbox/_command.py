@@ -3,7 +3,9 @@
 A test or setup command comes from a setting or from the repository's own files, and
 extra arguments may come from a model. None of them is ever run by a shell, so shell
 syntax would silently mean something else (`a && b` would pass `&&` to `a`): it is
-refused with a message saying what to do instead. The one substitution is the literal
+refused with a message saying what to do instead. Only syntax a shell would act on is
+refused: inside quotes `;`, `&`, `|`, `<`, `>` are ordinary characters of one argument
+(`python -c "import a; a.main()"`), and single quotes make `$` literal too. The one substitution is the literal
 `$SANDBOX_JUNIT` (or `${SANDBOX_JUNIT}`), replaced by the path where the sandbox reads a
 JUnit XML report, e.g. `python -m pytest -q --junitxml=$SANDBOX_JUNIT`.
 """
@@ -51,6 +53,62 @@ def _shell_syntax(text: str) -> str | None:
     return None
 
 
+def _active_text(text: str) -> tuple[str, str]:
+    """The characters a shell would act on: `(unquoted, inside double quotes)`.
+
+    Single-quoted text and backslash-escaped characters are literal to a shell, and no
+    shell runs here, so they may hold anything (`python -c "import a; a.main()"`).
+    Inside double quotes a shell still expands `$` and backticks, so those are kept
+    apart to be checked. Unbalanced quotes are left to `shlex` to report.
+    """
+    unquoted: list[str] = []
+    doubled: list[str] = []
+    quote = ""
+    escaped = False
+    for ch in text:
+        if escaped:
+            escaped = False
+            if quote == '"':
+                doubled.append(" ")
+            continue
+        if quote == "'":
+            if ch == "'":
+                quote = ""
+            continue
+        if ch == "\\":
+            escaped = True
+            continue
+        if quote == '"':
+            if ch == '"':
+                quote = ""
+                unquoted.append(" ")
+            else:
+                doubled.append(ch)
+            continue
+        if ch in "'\"":
+            quote = ch
+            unquoted.append(" ")
+            continue
+        unquoted.append(ch)
+    return "".join(unquoted), "".join(doubled)
+
+
+def _command_syntax(text: str) -> str | None:
+    """Shell syntax a shell would act on in a whole command line, or `None`."""
+    unquoted, doubled = _active_text(text)
+    found = _shell_syntax(unquoted)
+    if found is not None:
+        return found
+    # A shell still expands these inside double quotes: refused there too.
+    if "`" in doubled:
+        return "backticks (command substitution)"
+    if "$(" in doubled:
+        return "'$(' (command substitution)"
+    if "$" in _PLACEHOLDER.sub("", doubled):
+        return "'$' (variables are not expanded; only $SANDBOX_JUNIT is)"
+    return None
+
+
 def parse_command(text: str, *, what: str = "command") -> tuple[str, ...]:
     """Split a command line into an argument vector, refusing shell syntax.
 
@@ -66,7 +124,7 @@ def parse_command(text: str, *, what: str = "command") -> tuple[str, ...]:
         raise CommandRejected(f"{what} is empty")
     if len(text) > _MAX_COMMAND_CHARS:
         raise CommandRejected(f"{what} is longer than {_MAX_COMMAND_CHARS} characters")
-    syntax = _shell_syntax(text)
+    syntax = _command_syntax(text)
     if syntax is not None:
         raise CommandRejected(
             f"{what} {text!r} uses shell syntax: {syntax}. Commands run without a shell: "

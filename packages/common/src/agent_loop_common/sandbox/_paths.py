@@ -1,10 +1,16 @@
 """Which host paths a sandbox may see read-only, and which it never may.
 
-A command named by absolute path (a virtualenv's `python`, a toolchain under `/opt`)
-must find its installation inside the sandbox, so its folder is bound read-only. A
-virtualenv's interpreter is a symbolic link into another installation (for example
+What a sandbox sees is computed from host state the operator controls, never from the
+repository: the system folders, the installation of a program named by absolute path
+outside the repository, and `AGENT_LOOP_SANDBOX_READONLY_PATHS`. A command named by
+absolute path (a virtualenv's `python`, a toolchain under `/opt`) must find its
+installation inside the sandbox, so its folder is bound read-only. A virtualenv's
+interpreter is a symbolic link into another installation (for example
 `/root/.pyenv/versions/3.11.7/`): both the virtualenv and the resolved installation
-prefix are bound, never the home folder around them.
+prefix are bound, never the home folder around them. Nothing inside the repository (a
+committed `.venv/pyvenv.cfg`, one a setup step wrote, one a model staged, a shebang, a
+symbolic link) adds a bind: a virtualenv made in the copy works when the interpreter it
+links to is already visible (a system Python, or a configured read-only path).
 
 Some paths are never bound, whatever the command or `AGENT_LOOP_SANDBOX_READONLY_PATHS`
 asks: a home folder or any folder containing one, the agent's state folder
@@ -27,7 +33,6 @@ __all__ = [
     "ProtectedPaths",
     "plan_binds",
     "program_binds",
-    "tree_program_binds",
 ]
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -183,24 +188,16 @@ def _under_system(path: Path) -> bool:
     return any(text == d or text.startswith(d + "/") for d in SYSTEM_DIRS)
 
 
+def _within(path: Path, roots: Sequence[Path]) -> bool:
+    return any(path == root or root in path.parents for root in roots)
+
+
 def _find_venv(program: Path) -> Path | None:
     for folder in program.parents:
         if (folder / "pyvenv.cfg").is_file():
             return folder
         if folder == folder.parent:
             break
-    return None
-
-
-def _venv_home(venv: Path) -> Path | None:
-    try:
-        text = (venv / "pyvenv.cfg").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    for line in text.splitlines():
-        key, _, value = line.partition("=")
-        if key.strip() == "home" and value.strip():
-            return Path(value.strip())
     return None
 
 
@@ -214,25 +211,25 @@ def program_binds(program: str) -> list[Path]:
     """Host folders a program named by absolute path needs to run in a sandbox.
 
     For a virtualenv's interpreter: the virtualenv and the installation its interpreter
-    links to (from `pyvenv.cfg`'s `home` and the resolved link). For anything else: the
-    installation prefix of the program and of what it links to. Folders under the system
-    folders are left out (always bound). A relative program or a missing one needs none.
+    links to (the resolved link, on the host). For anything else: the installation
+    prefix of the program and of what it links to. A program under the system folders
+    (always bound) needs none, nor does a relative program or a missing one.
+
+    The contents of `pyvenv.cfg` are never read: only where the host's own links lead
+    decides what is bound, so a text file cannot name a folder to expose.
     """
     if not program.startswith("/"):
         return []
     path = _absolute(program)
     if not path.exists():
         return []
+    real = _real(path)
+    if _under_system(path) and _under_system(real):
+        return []
     binds: list[Path] = []
     venv = _find_venv(path)
-    if venv is not None:
-        binds.append(venv)
-        home = _venv_home(venv)
-        if home is not None:
-            binds.append(_prefix(home / "python"))
-    else:
-        binds.append(_prefix(path))
-    binds.append(_prefix(_real(path)))
+    binds.append(venv if venv is not None else _prefix(path))
+    binds.append(_prefix(real))
     unique: list[Path] = []
     for bind in binds:
         if not _under_system(bind) and bind not in unique:
@@ -240,42 +237,27 @@ def program_binds(program: str) -> list[Path]:
     return unique
 
 
-def tree_program_binds(program: Path, tree: Path) -> list[Path]:
-    """Host folders a program found inside the tree needs when it links out of it.
-
-    A virtualenv made in the tree (by a setup command such as `uv sync`) has an
-    interpreter that links to an installation outside the tree: that installation is
-    bound, as for a program named by absolute path.
-    """
-    root = _real(tree)
-
-    def outside(path: Path) -> bool:
-        return path.exists() and path != root and root not in path.parents
-
-    binds: list[Path] = []
-    real = _real(program)
-    if outside(real):
-        binds.append(_prefix(real))
-    venv = _find_venv(program)
-    if venv is not None and (venv == tree or tree in venv.parents):
-        # A console script in the venv runs its interpreter through the shebang.
-        interpreter = _real(venv / "bin" / "python")
-        if outside(interpreter):
-            binds.append(_prefix(interpreter))
-        home = _venv_home(venv)
-        if home is not None:
-            binds.append(_prefix(home / "python"))
-    return [b for b in dict.fromkeys(binds) if not _under_system(b)]
-
-
 def plan_binds(
     programs: Sequence[str],
     readonly_paths: Sequence[str | Path],
     protected: ProtectedPaths,
     *,
-    extra: Sequence[Path] = (),
+    trees: Sequence[Path] = (),
 ) -> tuple[list[Path], list[str]]:
     """The read-only binds for these programs and configured paths, and the refusals.
+
+    Only host state the operator controls adds a bind: a program named by absolute path
+    outside the repository (and the installation it links to) and the configured
+    read-only paths. A program inside one of `trees` (the repository and its copy) adds
+    none, whatever its `pyvenv.cfg`, shebang or links say, because the repository's
+    content and what a sandboxed step wrote must never choose which host folders a
+    sandbox sees.
+
+    Args:
+        programs: Programs of the command (only absolute ones matter).
+        readonly_paths: `AGENT_LOOP_SANDBOX_READONLY_PATHS`.
+        protected: Paths never bound.
+        trees: Folders whose content is not trusted to choose a bind.
 
     Returns:
         The folders (or files) to bind read-only at the same path inside, outermost
@@ -283,9 +265,17 @@ def plan_binds(
     """
     wanted: list[Path] = []
     notes: list[str] = []
+    roots = [r for t in trees for r in dict.fromkeys((_absolute(t), _real(_absolute(t))))]
     for program in programs:
+        if program.startswith("/"):
+            named = _absolute(program)
+            if _within(named, roots) or _within(_real(named), roots):
+                notes.append(
+                    f"not bound: {program} is inside the repository, whose content never "
+                    "chooses a host folder to show"
+                )
+                continue
         wanted.extend(program_binds(program))
-    wanted.extend(extra)
     for configured in readonly_paths:
         path = _absolute(configured)
         if not path.exists():

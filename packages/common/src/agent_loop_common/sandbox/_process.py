@@ -69,6 +69,7 @@ async def run_process(
     capture: OutputCapture,
     pass_fds: Sequence[int] = (),
     on_timeout: Callable[[], Awaitable[None]] | None = None,
+    on_start: Callable[[int], Awaitable[None]] | None = None,
     kill_group_after_exit: bool = False,
     signal_from_status: bool = False,
 ) -> ProcessOutcome:
@@ -82,6 +83,8 @@ async def run_process(
         capture: Receives the combined stdout and stderr.
         pass_fds: File descriptors to keep open in the child.
         on_timeout: Extra cleanup at the time limit (e.g. `docker kill`).
+        on_start: Called with the pid once the process started (attaching a network
+            to its namespace); if it raises, the process group is killed.
         kill_group_after_exit: Also kill what is left of the group after a normal exit
             (background children of an unsandboxed command).
         signal_from_status: Read an exit status above 128 as `128 + signal` (what
@@ -112,7 +115,9 @@ async def run_process(
     pump = asyncio.create_task(_pump(proc.stdout, capture))
     timed_out = False
     try:
-        await asyncio.wait_for(proc.wait(), time_limit)
+        if on_start is not None:
+            await on_start(proc.pid)
+        await asyncio.wait_for(proc.wait(), time_limit - (time.perf_counter() - started))
     except TimeoutError:
         timed_out = True
         _kill_group(proc.pid)

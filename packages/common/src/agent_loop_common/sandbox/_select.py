@@ -42,6 +42,7 @@ __all__ = [
     "limits_from_settings",
     "open_sandbox",
     "protected_from_settings",
+    "sandbox_facts",
     "selected_backend",
 ]
 
@@ -217,6 +218,26 @@ async def check_backends(settings: Settings, *, refresh: bool = True) -> list[Ba
         )
     )
     return checks
+
+
+def sandbox_facts(settings: Settings) -> list[str]:
+    """What bounds one sandbox, and what a setup step can reach, per backend (for people)."""
+    limits = limits_from_settings(settings)
+    bwrap = _bwrap(settings, limits, ProtectedPaths())
+    refused = bwrap.setup_network().missing()
+    network = (
+        "bwrap setup steps: cannot run here, " + refused
+        if refused is not None
+        else "bwrap setup steps: a network namespace of their own (slirp4netns): the "
+        "internet, but not the host's loopback, abstract sockets, private, shared or "
+        "link-local ranges (169.254.169.254), nor the host's own addresses"
+    )
+    return [
+        *(limits.bounds(name) for name in ("bwrap", "docker", "flyte")),
+        network,
+        "docker setup steps: the engine's default bridge (the host's network rules apply)",
+        "flyte setup steps: the cluster's network policy",
+    ]
 
 
 def selected_backend(checks: Sequence[BackendCheck], choice: SandboxChoice) -> str | None:

@@ -25,26 +25,41 @@ import contextlib
 import io
 import os
 import posixpath
+import re
 import shutil
 import tarfile
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+
+import structlog
 
 from agent_loop_common.sandbox._errors import TreeError
 
 __all__ = [
     "CACHE_DIRS",
+    "NEVER_COPIED",
     "Workspace",
     "apply_changes",
     "extract_tarball",
     "safe_relpath",
+    "sweep_stale_workspaces",
     "write_tree",
 ]
 
+WORKSPACE_PREFIX = "agent-loop-sandbox-"
+_OWNED = re.compile(re.escape(WORKSPACE_PREFIX) + r"(?P<pid>\d+)-")
+STALE_SECONDS = 600.0
+"""A workspace of a dead process is swept once it is this old (seconds since a change)."""
+
 CACHE_DIRS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
 """Folders never copied into a sandbox: caches the command rebuilds itself."""
+NEVER_COPIED = frozenset({".git"})
+"""Never copied, at any depth: git's metadata can hold credentials (a token in a remote
+URL, a saved `http.extraheader`) and is not part of the tree under test."""
 
 
 def safe_relpath(path: str) -> str:
@@ -109,17 +124,26 @@ def apply_changes(root: Path, changes: Mapping[str, str | bytes | None]) -> None
             raise TreeError(f"{rel} is a folder; delete its files one by one")
 
 
-def extract_tarball(archive: bytes, dest: Path) -> Path:
+def extract_tarball(archive: bytes, dest: Path, *, skipped: list[str] | None = None) -> Path:
     """Extract a repository tarball into `dest`, dropping GitHub's top-level folder.
 
     GitHub's tarballs hold everything under one `<owner>-<repo>-<sha>/` folder; when
     every member shares one top folder it is stripped, so `dest` is the repository root.
-    Links, devices and paths leaving the tree are refused by tarfile's `data` filter.
+    Devices and paths leaving the tree are refused by tarfile's `data` filter. A
+    symbolic or hard link that filter refuses (an absolute target, one leading out of the
+    tree: common in real repositories) is skipped with a note, not the whole archive:
+    one such link must not make a repository untestable.
+
+    Args:
+        archive: The tarball's bytes.
+        dest: Where to extract (created if missing).
+        skipped: Receives one note per link left out (they are also logged).
 
     Raises:
         TreeError: Not a readable tar archive, or a member the filter refuses.
     """
     dest.mkdir(parents=True, exist_ok=True)
+    notes: list[str] = []
     try:
         with tarfile.open(fileobj=io.BytesIO(archive), mode="r:*") as tar:
             members = tar.getmembers()
@@ -136,16 +160,26 @@ def extract_tarball(archive: bytes, dest: Path) -> Path:
                     member.name = rest
                 if member.type == tarfile.XGLTYPE:  # pax global header, not a file
                     continue
+                if member.issym() or member.islnk():
+                    try:
+                        tarfile.data_filter(member, str(dest))
+                    except tarfile.FilterError as exc:
+                        notes.append(f"{member.name} -> {member.linkname} was not extracted: {exc}")
+                        continue
                 selected.append(member)
             tar.extractall(dest, members=selected, filter="data")
     except (tarfile.TarError, OSError) as exc:
         raise TreeError(f"cannot extract the archive: {exc}") from None
+    if notes:
+        _log.warning("sandbox.tree.links_skipped", count=len(notes), first=notes[0])
+        if skipped is not None:
+            skipped.extend(notes)
     return dest
 
 
 def _ignore(excluded: frozenset[Path]) -> Callable[[str, list[str]], set[str]]:
     def ignore(folder: str, names: list[str]) -> set[str]:
-        skipped = {n for n in names if n in CACHE_DIRS}
+        skipped = {n for n in names if n in CACHE_DIRS or n in NEVER_COPIED}
         for name in names:
             if Path(folder, name).absolute() in excluded:
                 skipped.add(name)
@@ -161,7 +195,61 @@ def _chown_tree(root: Path, uid: int, gid: int) -> None:
             os.lchown(os.path.join(folder, name), uid, gid)
 
 
+_log = structlog.get_logger(__name__)
 _cleaner_pool: ThreadPoolExecutor | None = None
+_swept: set[str] = set()
+_swept_lock = threading.Lock()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale_workspaces(parent: Path | None = None, *, older_than: float = STALE_SECONDS) -> int:
+    """Delete workspaces a crashed process left in `parent`; returns how many.
+
+    A workspace's name carries the pid of the process that made it
+    (`agent-loop-sandbox-<pid>-...`); one whose process is gone and that has not changed
+    for `older_than` seconds is deleted (the age guards against a process of another
+    PID namespace sharing the folder). Normal runs delete their own workspace; this
+    catches what a killed agent (out of memory, a lost node) could not.
+    """
+    folder = Path(parent or tempfile.gettempdir())
+    removed = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    now = time.time()
+    for entry in entries:
+        match = _OWNED.match(entry.name)
+        if match is None or not entry.is_dir(follow_symlinks=False):
+            continue
+        pid = int(match.group("pid"))
+        try:
+            age = now - entry.stat(follow_symlinks=False).st_mtime
+        except OSError:
+            continue
+        if pid == os.getpid() or _alive(pid) or age < older_than:
+            continue
+        Workspace(Path(entry.path)).cleanup()
+        removed += 1
+    return removed
+
+
+def _sweep_once(parent: Path | None) -> None:
+    key = str(parent or tempfile.gettempdir())
+    with _swept_lock:
+        if key in _swept:
+            return
+        _swept.add(key)
+    sweep_stale_workspaces(parent)
 
 
 def _cleaner() -> ThreadPoolExecutor:
@@ -177,8 +265,10 @@ class Workspace:
     Use `Workspace.create(...)` and `cleanup()` (or `with`).
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, source: Path | None = None) -> None:
         self.root = root
+        self.source = source
+        """The tree this workspace copies (only read)."""
         self.repo = root / "repo"
         self.home = root / "home"
         self.tmp = root / "tmp"
@@ -209,7 +299,7 @@ class Workspace:
             owner: `(uid, gid)` to give every file of the workspace (when the command
                 runs as another user than this process).
             exclude: Absolute paths inside `tree` never to copy (the agent's state
-                folder, a key file).
+                folder, a key file, a host virtualenv). `.git` is never copied.
             parent: Where to create the workspace (default: the system's temp folder).
 
         Raises:
@@ -217,8 +307,11 @@ class Workspace:
         """
         if not tree.is_dir():
             raise TreeError(f"not a folder: {tree}")
-        root = Path(tempfile.mkdtemp(prefix="agent-loop-sandbox-", dir=parent))
-        workspace = cls(root)
+        _sweep_once(parent)
+        # mkdtemp makes it 0700: private to this process's user, and as root it then
+        # belongs to the sandbox's uid alone (`owner`).
+        root = Path(tempfile.mkdtemp(prefix=f"{WORKSPACE_PREFIX}{os.getpid()}-", dir=parent))
+        workspace = cls(root, source=tree.absolute())
         try:
             excluded = frozenset(Path(p).absolute() for p in exclude)
             shutil.copytree(tree, workspace.repo, symlinks=True, ignore=_ignore(excluded))

@@ -15,14 +15,20 @@ from pydantic_core import PydanticUndefined
 from agent_loop_common.settings._load import env_var_name, field_meaning
 from agent_loop_common.settings._model import Settings, allowed_range
 
-__all__ = ["TABLE_END", "TABLE_START", "render_settings_table", "update_document"]
+__all__ = [
+    "OUTSIDE_THE_MODEL",
+    "TABLE_END",
+    "TABLE_START",
+    "render_settings_table",
+    "update_document",
+]
 
 TABLE_START = "<!-- settings-table:start (generated from agent_loop_common.settings) -->"
 TABLE_END = "<!-- settings-table:end -->"
 
 # Section headings, keyed by the first field of each section (fields keep model order).
 _SECTIONS = {
-    "repo": "Repository and GitHub",
+    "repos": "Repository and GitHub",
     "bot_login": "Identity and trust",
     "model": "Model",
     "builder_max_turns": "Limits and budgets",
@@ -33,6 +39,32 @@ _SECTIONS = {
     "sandbox": "Sandbox and tests",
     "log_format": "Logging",
 }
+
+
+OUTSIDE_THE_MODEL: tuple[tuple[str, str, str], ...] = (
+    (
+        "AGENT_LOOP_GITHUB_AUTH",
+        "`app` with `GITHUB_APP_ID`, else `token`",
+        "How a deployed agent authenticates to GitHub, read at deploy time: `token` injects the Flyte secret `github-token` as `GITHUB_TOKEN`; `app` injects `github-app-id` and `github-app-private-key` as `GITHUB_APP_ID` and `GITHUB_APP_PRIVATE_KEY` (see docs/deploy.md).",
+    ),
+    (
+        "AGENT_LOOP_MODEL_KEY_ENV",
+        "(the provider's, e.g. `ANTHROPIC_API_KEY`)",
+        "The variable holding the model's key, when it is not the provider's usual one (e.g. `VLLM_KEY` for a local OpenAI-compatible server); `none`: the model needs no key. A deploy injects it from the Flyte secret named after it.",
+    ),
+    (
+        "AGENT_LOOP_ALLOW_MODEL_REQUESTS",
+        "`1`",
+        "`0` refuses every call to a real model (the tests and the offline demo set it).",
+    ),
+    (
+        "AGENT_LOOP_LITELLM_REMOTE_CATALOGS",
+        "`false`",
+        "`true` lets the model library download its price and model catalogs at import; by default it uses the copies it ships (no network at import).",
+    ),
+)
+"""Variables read outside `Settings` (before settings load, or only at deploy time), with
+their default and meaning: documented in the same table, so every variable is."""
 
 
 def _default(name: str) -> str:
@@ -64,6 +96,16 @@ def render_settings_table() -> str:
         if allowed:
             meaning += f" Allowed: {allowed}."
         lines.append(f"| `{env_var_name(name)}` | {_default(name)} | {meaning} |")
+    lines += [
+        "",
+        "### Read before the settings load, or at deploy time",
+        "",
+        "| Variable | Default | Meaning |",
+        "|---|---|---|",
+    ]
+    lines += [
+        f"| `{name}` | {default} | {meaning} |" for name, default, meaning in OUTSIDE_THE_MODEL
+    ]
     lines += ["", TABLE_END]
     return "\n".join(lines)
 

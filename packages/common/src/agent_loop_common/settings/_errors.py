@@ -37,6 +37,10 @@ _NEVER_SHOWN = frozenset({"credentials_in_url"})
 """Error types whose input holds a credential: the message says what, never the value."""
 
 
+_LIST_ENTRY = "list_entry"
+"""Error type of one bad entry of a list setting; its message names the entry."""
+
+
 _OUT_OF_RANGE = frozenset({"greater_than_equal", "greater_than", "less_than_equal", "less_than"})
 """pydantic's error types of a number outside its bounds."""
 
@@ -76,6 +80,8 @@ def describe_validation_error(
         name = env_names.get(key, key.upper())
         if item.get("type") == "missing":
             what = "not set"
+        elif item.get("type") == _LIST_ENTRY:
+            what = message  # names the one bad entry, not the whole list
         elif name in secret or item.get("type") in _NEVER_SHOWN:
             what = f"invalid ({message})"
         else:

@@ -73,4 +73,21 @@ def load_settings(env_file: str | Path | None = None, **overrides: Any) -> Setti
             secret=_secret_variables(),
             ranges={name: text for name, text in ranges.items() if text},
         )
-        raise ConfigError(problems) from None
+        raise ConfigError(_without_knock_ons(problems)) from None
+
+
+_ALTERNATIVES = {"AGENT_LOOP_REPO": "AGENT_LOOP_REPOS"}
+"""A variable that may stay unset when its alternative is set: when the alternative is
+set but invalid, "not set" for the first would be false (it is not needed)."""
+
+
+def _without_knock_ons(problems: list[str]) -> list[str]:
+    named = {p.split(":", 1)[0] for p in problems}
+    return [
+        p
+        for p in problems
+        if not any(
+            p.startswith(f"{one}: not set") and other in named
+            for one, other in _ALTERNATIVES.items()
+        )
+    ]

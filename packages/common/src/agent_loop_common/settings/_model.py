@@ -208,6 +208,8 @@ class Settings(BaseSettings):
     """Comma-separated globs the agents may never change, e.g. `**/*.pem,deploy/**`. Paths are protected as trees: a path that matches, lies under or contains a match is refused, so a directory cannot be replaced by a file. Always protected as well: all of `.github/` and `.gitlab/`, `CODEOWNERS`, and CI configuration unless `AGENT_LOOP_ALLOW_WORKFLOW_CHANGES` is true."""
     allow_workflow_changes: bool = False
     """Let the agents change CI pipeline definitions: `.github/workflows/`, `.github/actions/` and other CI systems' files (`.gitlab-ci.yml`, `.circleci/`, `Jenkinsfile`, `azure-pipelines.yml`, `.buildkite/`, `.travis.yml`, `bitbucket-pipelines.yml`). Off: CI runs with the repository's secrets. The rest of `.github/` (`CODEOWNERS`, `dependabot.yml`, templates) stays protected either way."""
+    protect_instruction_files: bool = False
+    """Refuse any change by the agents to their own instruction files (`AGENTS.md` at any depth, `CLAUDE.md`, `.github/copilot-instructions.md`). Off: such a change is allowed, but called out to the verifier and at the top of the pull request body as a change to the agents' own instructions."""
     max_staged_files: int = Field(default=40, ge=1, le=1000)
     """Most paths one change may touch (writes and deletions together)."""
     max_staged_file_bytes: int = Field(default=256_000, ge=1, le=10_000_000)
@@ -238,6 +240,10 @@ class Settings(BaseSettings):
     """Deliveries for one issue or pull request within this many seconds start a single run (one action on GitHub often sends several events)."""
     webhook_dedup_size: int = Field(default=10_000, ge=100, le=10_000_000)
     """How many recent deliveries the gateway remembers (by `X-GitHub-Delivery` and by body) to refuse a replay."""
+    webhook_read_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    """How long the gateway waits for a delivery's request head, and again for its body; a slower connection is dropped (head) or answered 408 (body). GitHub sends a delivery whole and at once, and gives up itself after ten seconds."""
+    webhook_max_connections: int = Field(default=512, ge=1, le=100_000)
+    """Most connections the gateway serves at once; past it a new request is answered 503 at once (GitHub records the failed delivery, the agents' cron picks the work up)."""
 
     # ------------------------------------------------------------ memory and local mode
     home: Path = Path(".agent-loop")
@@ -248,6 +254,14 @@ class Settings(BaseSettings):
     """Reports of local ticks kept in `<AGENT_LOOP_HOME>/reports/` (one HTML file per tick, newest kept); older ones are deleted."""
     digest_token_budget: int = Field(default=4_000, ge=100, le=200_000)
     """Most tokens of the context digest (lessons and recent history) shown to the builder and reviewer."""
+    share_lessons_from: Annotated[tuple[str, ...], NoDecode] = ()
+    """Comma-separated repositories (`owner/name`) whose lessons marked general are shown to the runs of the other repositories of `AGENT_LOOP_REPOS`; default none (each repository learns only from itself). A private repository's lessons never reach a public repository, listed or not."""
+    lessons_pr: bool = False
+    """`on`: the distiller keeps one pull request (branch `<AGENT_LOOP_BRANCH_PREFIX>lessons`) writing the proven lessons, each with its evidence, into a marked section of `AGENT_LOOP_LESSONS_FILE`; once merged a trusted person's edit or deletion there rewords or retires the lesson."""
+    lessons_file: str = "AGENTS.md"
+    """The file whose marked section holds the lessons of `AGENT_LOOP_LESSONS_PR`, e.g. `AGENTS.md` or `.agent-loop/lessons.md`."""
+    lesson_holdout: float = Field(default=0.2, ge=0.0, le=0.5)
+    """Probability each applicable lesson is held out of a builder or reviewer run, so the distiller can measure what the lesson does (shown vs held out). The draw is a hash of the run id and the lesson id, recorded in the run's record, so a replay draws the same. A proven lesson is held out at a quarter of this rate, so decay is still noticed. 0 turns measurement off (every applicable lesson is shown, no lesson's effect is decided)."""
     record_retention_days: int = Field(default=30, ge=1, le=3650)
     """Raw run records older than this are no longer read by the distiller (aged out); their aggregates are kept."""
     flyte_org: str = "local"
@@ -329,12 +343,20 @@ class Settings(BaseSettings):
         seen: dict[str, str] = {}
         for spec in value:
             owner, _, name = spec.partition("/")
-            if name != "*":
-                cls._check_repo(spec)
-            elif not re.match(rf"^{_OWNER}$", owner):
-                raise ValueError(f"{spec!r}: expected owner/name or owner/*")
-            if spec.lower() in seen:
-                raise ValueError(f"{spec!r} is listed twice")
+            try:
+                if name != "*":
+                    cls._check_repo(spec)
+                elif not re.match(rf"^{_OWNER}$", owner):
+                    raise ValueError("expected owner/name or owner/*")
+                if spec.lower() in seen:
+                    raise ValueError("listed twice")
+            except ValueError as exc:
+                # The entry alone is named: the whole list would hide which one is wrong.
+                raise PydanticCustomError(
+                    "list_entry",
+                    "entry {entry} is invalid: {why}",
+                    {"entry": repr(spec), "why": str(exc)},
+                ) from None
             seen[spec.lower()] = spec
         return value
 
@@ -371,7 +393,25 @@ class Settings(BaseSettings):
     def _check_cron(cls, value: str) -> str:
         return normalize_cron(value)
 
-    @field_validator("repos", "protected_paths", "sandbox_readonly_paths", mode="before")
+    @field_validator("share_lessons_from")
+    @classmethod
+    def _check_share_from(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for spec in value:
+            cls._check_repo(spec)
+        return value
+
+    @field_validator("lessons_file")
+    @classmethod
+    def _check_lessons_file(cls, value: str) -> str:
+        clean = value.strip()
+        parts = clean.split("/")
+        if not clean or clean.startswith("/") or any(p in ("", ".", "..") for p in parts):
+            raise ValueError("expected a relative file path such as AGENTS.md")
+        return clean
+
+    @field_validator(
+        "repos", "protected_paths", "sandbox_readonly_paths", "share_lessons_from", mode="before"
+    )
     @classmethod
     def _split_lists(cls, value: object) -> object:
         if isinstance(value, str):
@@ -559,6 +599,7 @@ class Settings(BaseSettings):
         return StagingPolicy(
             allow_workflows=self.allow_workflow_changes,
             protected_globs=self.protected_paths,
+            protect_instructions=self.protect_instruction_files,
             max_file_bytes=self.max_staged_file_bytes,
             max_files=self.max_staged_files,
             max_total_bytes=self.max_staged_total_bytes,

@@ -46,11 +46,18 @@ from agent_loop_common.staging._plans import (
     Reply,
     order_issues,
 )
-from agent_loop_common.staging._policy import CI_GLOBS, REPOSITORY_CONFIG_GLOBS, StagingPolicy
+from agent_loop_common.staging._policy import (
+    CI_GLOBS,
+    INSTRUCTION_GLOBS,
+    REPOSITORY_CONFIG_GLOBS,
+    StagingPolicy,
+    instruction_files,
+)
 from agent_loop_common.staging._stages import ChangeStage, DecompositionStage, StageStatus
 
 __all__ = [
     "CI_GLOBS",
+    "INSTRUCTION_GLOBS",
     "REFUSAL_PREFIX",
     "REPOSITORY_CONFIG_GLOBS",
     "ChangePlan",
@@ -75,6 +82,7 @@ __all__ = [
     "fix_tools",
     "glob_matches",
     "implementation_tools",
+    "instruction_files",
     "normalize_path",
     "order_issues",
     "path_relation",

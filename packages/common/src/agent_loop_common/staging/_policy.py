@@ -16,7 +16,7 @@ refused by the staging tools, which can look at the base (`is_dir_at_base`).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from agent_loop_common.staging._errors import PolicyViolation
@@ -27,7 +27,13 @@ from agent_loop_common.staging._paths import (
     path_relation,
 )
 
-__all__ = ["CI_GLOBS", "REPOSITORY_CONFIG_GLOBS", "StagingPolicy"]
+__all__ = [
+    "CI_GLOBS",
+    "INSTRUCTION_GLOBS",
+    "REPOSITORY_CONFIG_GLOBS",
+    "StagingPolicy",
+    "instruction_files",
+]
 
 CI_GLOBS: tuple[str, ...] = (
     ".github/workflows/",
@@ -58,6 +64,25 @@ they decide who must review a change and what automation runs, so a change to th
 a change to the loop's own safeguards.
 """
 
+INSTRUCTION_GLOBS: tuple[str, ...] = (
+    "AGENTS.md",
+    "**/AGENTS.md",
+    "CLAUDE.md",
+    ".github/copilot-instructions.md",
+)
+"""The agents' own instructions in a repository: `AGENTS.md` (root and nested),
+`CLAUDE.md`, `.github/copilot-instructions.md`. They are shown to the agents and the
+verifier and can name the test and setup commands, so a change to them is a change to
+the agents' instructions: always called out to the verifier and at the top of the pull
+request, refused outright with `StagingPolicy.protect_instructions`. (The last one is
+under `.github/`, protected anyway.)"""
+
+
+def instruction_files(paths: Iterable[str]) -> list[str]:
+    """The normalized `paths` that are instruction files (`INSTRUCTION_GLOBS`), sorted."""
+    return sorted({p for p in paths if any(glob_matches(p, g) for g in INSTRUCTION_GLOBS)})
+
+
 _CI_REASON = (
     "CI configuration, which runs with the repository's secrets, and workflow changes "
     "are not allowed"
@@ -65,6 +90,9 @@ _CI_REASON = (
 _CONFIG_REASON = (
     "protected repository configuration (it decides reviews, automation and CI), which "
     "agents never change"
+)
+_INSTRUCTIONS_REASON = (
+    "one of the agents' own instructions, protected by AGENT_LOOP_PROTECT_INSTRUCTION_FILES"
 )
 _LEAVE_IT = " Leave it as it is and describe any needed change in the pull request body instead."
 
@@ -97,6 +125,8 @@ class StagingPolicy:
     """Allow changes to CI pipeline definitions (`CI_GLOBS`: `.github/workflows/`, `.github/actions/`, other CI systems' files). Off: CI runs with the repository's secrets. The rest of `.github/` stays protected either way (`REPOSITORY_CONFIG_GLOBS`)."""
     protected_globs: tuple[str, ...] = ()
     """Further protected paths, e.g. `("**/*.pem", "deploy/")`; see `glob_matches`. They are protected as trees (see `path_relation`) and win over `allow_workflows`."""
+    protect_instructions: bool = False
+    """Refuse changes to the agents' own instruction files (`INSTRUCTION_GLOBS`). Off: such a change is allowed but called out to the verifier and at the top of the pull request."""
     allow_binary: bool = False
     """Allow content with NUL or other control characters (off: text files only)."""
     max_file_bytes: int = 256_000
@@ -116,7 +146,8 @@ class StagingPolicy:
         """Why normalized `path` is protected, or `None` when it may be changed.
 
         A path is protected when it is, lies under, or contains a protected path: the
-        configured `protected_globs` first, then `CI_GLOBS` (unless `allow_workflows`),
+        configured `protected_globs` first, then the instruction files (with
+        `protect_instructions`), then `CI_GLOBS` (unless `allow_workflows`),
         then `REPOSITORY_CONFIG_GLOBS`. With `allow_workflows`, a path inside a CI
         pipeline definition may change even though it is also under `.github/`.
         """
@@ -126,6 +157,10 @@ class StagingPolicy:
                 return _refusal(
                     path, relation, pattern, "protected and cannot be changed by an agent"
                 )
+        for pattern in INSTRUCTION_GLOBS if self.protect_instructions else ():
+            relation = path_relation(path, pattern)
+            if relation is not None:
+                return _refusal(path, relation, pattern, _INSTRUCTIONS_REASON)
         if self.allow_workflows:
             if any(glob_matches(path, pattern) for pattern in CI_GLOBS):
                 return None

@@ -13,6 +13,6 @@ comment = public_text(verifier_notes, limit=6_000)
 ```
 """
 
-from agent_loop_common.texts._public import MENTION_BREAK, public_text
+from agent_loop_common.texts._public import MENTION_BREAK, REDACTED, public_text, redact_secrets
 
-__all__ = ["MENTION_BREAK", "public_text"]
+__all__ = ["MENTION_BREAK", "REDACTED", "public_text", "redact_secrets"]

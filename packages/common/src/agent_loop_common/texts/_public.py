@@ -4,13 +4,16 @@ The steps run in an order that keeps each one from undoing another:
 
 1. line endings normalized; invisible, bidirectional and control characters removed,
    so `fi<ZWSP>xes #3` is seen as the `fixes #3` a reader sees;
-2. HTML comments removed until none is left (removing `<!-- x -->` from
+2. token-shaped strings (GitHub, cloud and model-provider keys, private key blocks)
+   replaced by `[redacted]` (`redact_secrets`): a second line behind the sandbox,
+   which already holds no secret, in case one reaches a test's output anyway;
+3. HTML comments removed until none is left (removing `<!-- x -->` from
    `<!<!-- x -->-- ... -->` leaves a new comment, which is removed in turn);
-3. closing keywords defused: the keyword becomes `refs`, the reference stays;
-4. `@mentions` broken with a zero-width joiner after the `@`;
-5. what is left of a comment opener or closer escaped (`safe_text`), so no marker of
+4. closing keywords defused: the keyword becomes `refs`, the reference stays;
+5. `@mentions` broken with a zero-width joiner after the `@`;
+6. what is left of a comment opener or closer escaped (`safe_text`), so no marker of
    the agents can appear;
-6. the length capped with an ellipsis; the cut is checked again, so cutting
+7. the length capped with an ellipsis; the cut is checked again, so cutting
    `Fixes #12` to `Fixes #1` cannot close issue 1.
 """
 
@@ -19,8 +22,9 @@ from __future__ import annotations
 import re
 
 from agent_loop_common.claims import safe_text
+from agent_loop_common.redaction import REDACTED, redact_secrets
 
-__all__ = ["MENTION_BREAK", "public_text"]
+__all__ = ["MENTION_BREAK", "REDACTED", "public_text", "redact_secrets"]
 
 MENTION_BREAK = "\u200d"
 """Zero-width joiner put after the `@` of a mention: it reads the same, GitHub neither
@@ -64,6 +68,7 @@ def public_text(text: str, *, allow_closing: int | None = None, limit: int = 20_
       `@\u200doctocat`, which GitHub does not link or notify. E-mail addresses are kept.
     - HTML comments are removed (nothing hidden reaches the page), and any `<!--` or
       `-->` left is escaped, so none of the agents' markers can appear.
+    - Token-shaped strings become `[redacted]` (`redact_secrets`).
     - Invisible, bidirectional and control characters are removed (tab and newline
       stay), line endings become `\\n`, and the result is stripped.
     - At most `limit` characters are kept; a longer text is cut and ends with `…`.
@@ -81,7 +86,7 @@ def public_text(text: str, *, allow_closing: int | None = None, limit: int = 20_
     if limit < 1:
         raise ValueError("limit must be at least 1")
     clean = text.replace("\r\n", "\n").replace("\r", "\n")
-    clean = _CONTROL.sub("", _INVISIBLE.sub("", clean))
+    clean = redact_secrets(_CONTROL.sub("", _INVISIBLE.sub("", clean)))
     while True:
         uncommented = _COMMENT.sub("", clean)
         if uncommented == clean:

@@ -2,7 +2,8 @@
 
 Every agent asks the same questions before anything reaches a model: does this person
 have at least the configured repository permission, did the agents' own identity write
-this, is this pull request one the agents opened? One answer per question lives here.
+this, is this pull request one the agents opened, was this text last edited by someone
+below the trust rule? One answer per question lives here.
 
 ```python
 trust = Trust(github, minimum="write", agent_login="agent-loop[bot]")
@@ -11,6 +12,7 @@ trust("alice"), await trust.trusted("bob")      # True, False
 ```
 """
 
+from agent_loop_common.trust._edits import comments_edited_by_untrusted, untrusted_edit
 from agent_loop_common.trust._permissions import (
     PERMISSION_RANK,
     Trust,
@@ -27,8 +29,10 @@ __all__ = [
     "PERMISSION_RANK",
     "LabelApplied",
     "Trust",
+    "comments_edited_by_untrusted",
     "is_agent_pull",
     "label_applied",
     "label_applier",
     "permission_at_least",
+    "untrusted_edit",
 ]

@@ -24,6 +24,7 @@ from agent_loop_common.verify._agent import (
 from agent_loop_common.verify._coverage import Coverage
 from agent_loop_common.verify._render import (
     RenderLimits,
+    instructions_change_note,
     render_plan,
     render_verifier_prompt,
     show_exact,
@@ -38,6 +39,7 @@ __all__ = [
     "Verdict",
     "VerifierError",
     "VerifierKind",
+    "instructions_change_note",
     "make_verifier_agent",
     "parse_verdict",
     "render_plan",

@@ -1,0 +1,497 @@
+"""`POST /graphql`: the corner of GitHub's GraphQL API that REST cannot answer.
+
+REST shows who wrote an issue or comment, not who last rewrote it; GitHub's GraphQL API
+does (`lastEditedAt`, `editor { login }`), and the trust checks need it. This module
+parses real GraphQL (operations, variables with types, aliases, inline fragments,
+`__typename`) and resolves a small schema over the emulator's state:
+
+```graphql
+type Query { repository(owner: String!, name: String!): Repository
+             node(id: ID!): Node   viewer: User! }
+type Repository { id name nameWithOwner issue(number: Int!): Issue
+                  pullRequest(number: Int!): PullRequest
+                  issueOrPullRequest(number: Int!): IssueOrPullRequest }
+Issue, PullRequest, IssueComment, PullRequestReviewComment {
+  id databaseId body createdAt updatedAt lastEditedAt author { login } editor { login }
+  # Issue and PullRequest also: number title
+}
+```
+
+Answers have GitHub's shape: `{"data": ...}`, with `NOT_FOUND` errors (and a `null`)
+for a missing object, and `{"errors": [...]}` without data for a query that does not
+parse or names a field or variable wrongly. Anything outside this schema is such an
+error: a test that needs more should extend the schema here. One mutation is served,
+`createCommitOnBranch` (`_emulator_graphql_mutations`), with its payload's `Commit` and
+`Ref`; a resolver's `FieldError` becomes a typed field error (`STALE_DATA`, ...) with a
+`null` value, as GitHub answers.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import cast
+
+from agent_loop_testing._emulator_errors import ApiError
+from agent_loop_testing._emulator_graphql_mutations import (
+    FieldError,
+    create_commit_on_branch,
+)
+from agent_loop_testing._emulator_graphql_parse import (
+    FieldNode,
+    FragmentNode,
+    Operation,
+    Parser,
+    QueryFailure,
+    Var,
+)
+from agent_loop_testing._emulator_http import Ctx, Reply, Route
+from agent_loop_testing._emulator_render import Json, node_id, ts
+from agent_loop_testing._emulator_state import (
+    CommentRec,
+    EditRec,
+    IssueRec,
+    ReviewCommentRec,
+    State,
+    UserRec,
+)
+
+__all__ = ["GHES_GRAPHQL_PATH", "ROUTES", "execute"]
+
+GHES_GRAPHQL_PATH = "/api/graphql"
+"""Where GitHub Enterprise Server serves GraphQL (not under `/api/v3`)."""
+
+_DOCS = "https://docs.github.com/graphql"
+
+# ---------------------------------------------------------------- the schema
+
+Obj = tuple[str, object]
+"""A resolved object: its GraphQL type name and the record behind it."""
+
+
+@dataclass(frozen=True)
+class FieldNodeDef:
+    returns: str
+    """`scalar`, or the object type (`Actor`, `Repository`...) it resolves to."""
+    resolve: Callable[[State, object, Mapping[str, object]], object]
+    args: Mapping[str, str] = field(default_factory=dict[str, str])
+    """Argument name -> type as written (`Int!`)."""
+    not_found: str = ""
+    """Message of the `NOT_FOUND` error when the resolver returns `None`."""
+
+
+def _edit_of(record: object) -> EditRec | None:
+    edits = cast("IssueRec | CommentRec | ReviewCommentRec", record).edits
+    return edits[-1] if edits else None
+
+
+def _actor(st: State, login: str | None) -> Obj | None:
+    if login is None or login not in st.users:
+        return None
+    user = st.users[login]
+    return ("Bot" if user.type == "Bot" else "User", user)
+
+
+def _content_fields(kind: Callable[[object], str]) -> dict[str, FieldNodeDef]:
+    """Fields every body-carrying object has (GitHub's `Comment` interface and `Node`)."""
+
+    def record(obj: object) -> IssueRec | CommentRec | ReviewCommentRec:
+        return cast("IssueRec | CommentRec | ReviewCommentRec", obj)
+
+    def last_edited(st: State, obj: object, args: Mapping[str, object]) -> object:
+        edit = _edit_of(obj)
+        return None if edit is None else ts(edit.edited_at)
+
+    def editor(st: State, obj: object, args: Mapping[str, object]) -> object:
+        edit = _edit_of(obj)
+        return None if edit is None else _actor(st, edit.editor)
+
+    return {
+        "id": FieldNodeDef("scalar", lambda st, o, a: node_id(kind(o), record(o).id)),
+        "databaseId": FieldNodeDef("scalar", lambda st, o, a: record(o).id),
+        "body": FieldNodeDef("scalar", lambda st, o, a: record(o).body or ""),
+        "createdAt": FieldNodeDef("scalar", lambda st, o, a: ts(record(o).created_at)),
+        "updatedAt": FieldNodeDef("scalar", lambda st, o, a: ts(record(o).updated_at)),
+        "lastEditedAt": FieldNodeDef("scalar", last_edited),
+        "author": FieldNodeDef("Actor", lambda st, o, a: _actor(st, record(o).author)),
+        "editor": FieldNodeDef("Actor", editor),
+    }
+
+
+def _issue_kind(obj: object) -> str:
+    return "PR" if cast("IssueRec", obj).pull is not None else "I"
+
+
+_ISSUE_FIELDS = {
+    **_content_fields(_issue_kind),
+    "number": FieldNodeDef("scalar", lambda st, o, a: cast("IssueRec", o).number),
+    "title": FieldNodeDef("scalar", lambda st, o, a: cast("IssueRec", o).title),
+}
+
+
+def _by_number(
+    want: str,
+) -> Callable[[State, object, Mapping[str, object]], object]:
+    def resolve(st: State, obj: object, args: Mapping[str, object]) -> object:
+        issue = st.issues.get(cast("int", args["number"]))
+        if issue is None:
+            return None
+        typename = "PullRequest" if issue.pull is not None else "Issue"
+        return (typename, issue) if want in (typename, "IssueOrPullRequest") else None
+
+    return resolve
+
+
+def _repository(st: State, obj: object, args: Mapping[str, object]) -> object:
+    owner, name = str(args["owner"]), str(args["name"])
+    if (owner.lower(), name.lower()) != (st.owner.lower(), st.name.lower()):
+        return None
+    return ("Repository", st)
+
+
+def _node(st: State, obj: object, args: Mapping[str, object]) -> object:
+    raw = str(args["id"])
+    kind, _, encoded = raw.partition("_")
+    try:
+        decoded = base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True).decode()
+        prefix, _, ident_text = decoded.partition(":")
+        ident = int(ident_text)
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+    if prefix != kind:
+        return None
+    if kind in ("I", "PR"):
+        issue = next((i for i in st.issues.values() if i.id == ident), None)
+        if issue is None or _issue_kind(issue) != kind:
+            return None
+        return ("PullRequest" if kind == "PR" else "Issue", issue)
+    if kind == "IC" and ident in st.comments:
+        return ("IssueComment", st.comments[ident])
+    if kind == "PRRC" and ident in st.review_comments:
+        return ("PullRequestReviewComment", st.review_comments[ident])
+    return None
+
+
+def _payload(obj: object) -> dict[str, object]:
+    return cast("dict[str, object]", obj)
+
+
+def _commit_message(st: State, sha: str) -> str:
+    commit = st.git.commit(sha)
+    return commit.message.decode() if commit is not None else ""
+
+
+def _ref_target(st: State, name: str) -> Obj | None:
+    sha = st.git.refs.get(name)
+    return None if sha is None else ("Commit", sha)
+
+
+_NUMBER = {"number": "Int!"}
+_SCHEMA: dict[str, dict[str, FieldNodeDef]] = {
+    "Query": {
+        "repository": FieldNodeDef(
+            "Repository",
+            _repository,
+            {"owner": "String!", "name": "String!"},
+            "Could not resolve to a Repository with the name '{owner}/{name}'.",
+        ),
+        "node": FieldNodeDef(
+            "Node", _node, {"id": "ID!"}, "Could not resolve to a node with the global id of '{id}'"
+        ),
+        "viewer": FieldNodeDef("User", lambda st, o, a: _actor(st, cast("UserRec", o).login)),
+    },
+    "Repository": {
+        "id": FieldNodeDef("scalar", lambda st, o, a: node_id("R", cast("State", o).repo_id)),
+        "name": FieldNodeDef("scalar", lambda st, o, a: cast("State", o).name),
+        "nameWithOwner": FieldNodeDef("scalar", lambda st, o, a: cast("State", o).full_name),
+        "issue": FieldNodeDef(
+            "Issue",
+            _by_number("Issue"),
+            _NUMBER,
+            "Could not resolve to an Issue with the number of {number}.",
+        ),
+        "pullRequest": FieldNodeDef(
+            "PullRequest",
+            _by_number("PullRequest"),
+            _NUMBER,
+            "Could not resolve to a PullRequest with the number of {number}.",
+        ),
+        "issueOrPullRequest": FieldNodeDef(
+            "IssueOrPullRequest",
+            _by_number("IssueOrPullRequest"),
+            _NUMBER,
+            "Could not resolve to an issue or pull request with the number of {number}.",
+        ),
+    },
+    "Mutation": {
+        "createCommitOnBranch": FieldNodeDef(
+            "CreateCommitOnBranchPayload",
+            lambda st, o, a: create_commit_on_branch(st, cast("UserRec", o), a),
+            {"input": "CreateCommitOnBranchInput!"},
+        ),
+    },
+    "CreateCommitOnBranchPayload": {
+        "clientMutationId": FieldNodeDef(
+            "scalar", lambda st, o, a: _payload(o)["clientMutationId"]
+        ),
+        "commit": FieldNodeDef("Commit", lambda st, o, a: ("Commit", _payload(o)["commit"])),
+        "ref": FieldNodeDef("Ref", lambda st, o, a: ("Ref", _payload(o)["ref"])),
+    },
+    "Commit": {
+        "oid": FieldNodeDef("scalar", lambda st, o, a: o),
+        "abbreviatedOid": FieldNodeDef("scalar", lambda st, o, a: str(o)[:7]),
+        "message": FieldNodeDef("scalar", lambda st, o, a: _commit_message(st, str(o))),
+    },
+    "Ref": {
+        "name": FieldNodeDef("scalar", lambda st, o, a: str(o).split("/", 2)[-1]),
+        "prefix": FieldNodeDef("scalar", lambda st, o, a: str(o).rsplit("/", 1)[0] + "/"),
+        "target": FieldNodeDef("Commit", lambda st, o, a: _ref_target(st, str(o))),
+    },
+    "Issue": _ISSUE_FIELDS,
+    "PullRequest": _ISSUE_FIELDS,
+    "IssueComment": _content_fields(lambda o: "IC"),
+    "PullRequestReviewComment": _content_fields(lambda o: "PRRC"),
+    "User": {"login": FieldNodeDef("scalar", lambda st, o, a: cast("UserRec", o).login)},
+    "Bot": {"login": FieldNodeDef("scalar", lambda st, o, a: cast("UserRec", o).login)},
+}
+_INTERFACES: dict[str, frozenset[str]] = {
+    "Commit": frozenset({"Node", "GitObject"}),
+    "Ref": frozenset({"Node"}),
+    "Issue": frozenset({"Node", "Comment", "UpdatableComment", "IssueOrPullRequest"}),
+    "PullRequest": frozenset({"Node", "Comment", "UpdatableComment", "IssueOrPullRequest"}),
+    "IssueComment": frozenset({"Node", "Comment", "UpdatableComment"}),
+    "PullRequestReviewComment": frozenset({"Node", "Comment", "UpdatableComment"}),
+    "User": frozenset({"Node", "Actor"}),
+    "Bot": frozenset({"Node", "Actor"}),
+    "Repository": frozenset({"Node"}),
+}
+# Abstract types and the fields every member shares.
+_ABSTRACT_FIELDS = {
+    "Actor": _SCHEMA["User"],
+    "Node": {"id": _ISSUE_FIELDS["id"]},
+    "IssueOrPullRequest": {},
+}
+
+
+# ---------------------------------------------------------------- execution
+
+
+@dataclass
+class _Run:
+    st: State
+    viewer: UserRec
+    variables: Mapping[str, object]
+    errors: list[Json] = field(default_factory=list[Json])
+
+    def arguments(
+        self, f: FieldNode, spec: Mapping[str, str], path: list[str | int]
+    ) -> dict[str, object]:
+        for name in f.args:
+            if name not in spec:
+                raise QueryFailure(
+                    f"Field '{f.name}' doesn't accept argument '{name}'",
+                    f.line,
+                    f.column,
+                    path=path,
+                    extensions={"code": "argumentNotAccepted", "name": f.name, "typeName": "Field"},
+                )
+        out: dict[str, object] = {}
+        for name, type_text in spec.items():
+            raw = f.args.get(name)
+            value = self.variables.get(raw.name) if isinstance(raw, Var) else raw
+            if value is None and type_text.endswith("!"):
+                raise QueryFailure(
+                    f"Field '{f.name}' is missing required arguments: {name}",
+                    f.line,
+                    f.column,
+                    path=path,
+                    extensions={
+                        "code": "missingRequiredArguments",
+                        "className": "Field",
+                        "name": f.name,
+                        "arguments": name,
+                    },
+                )
+            out[name] = value
+        return out
+
+    def select(
+        self, obj: Obj, selections: list[FieldNode | FragmentNode], path: list[str | int]
+    ) -> Json:
+        typename, record = obj
+        out: Json = {}
+        for sel in selections:
+            if isinstance(sel, FragmentNode):
+                condition = sel.type_condition
+                if (
+                    condition is None
+                    or condition == typename
+                    or condition in _INTERFACES.get(typename, frozenset())
+                ):
+                    out.update(self.select(obj, sel.selections, path))
+                continue
+            out[sel.alias] = self.resolve(typename, record, sel, [*path, sel.alias])
+        return out
+
+    def resolve(self, typename: str, record: object, f: FieldNode, path: list[str | int]) -> object:
+        if f.name == "__typename":
+            return typename
+        fields = _SCHEMA.get(typename) or _ABSTRACT_FIELDS.get(typename, {})
+        spec = fields.get(f.name)
+        if spec is None:
+            raise QueryFailure(
+                f"Field '{f.name}' doesn't exist on type '{typename}'",
+                f.line,
+                f.column,
+                path=path,
+                extensions={"code": "undefinedField", "typeName": typename, "fieldName": f.name},
+            )
+        if spec.returns == "scalar" and f.selections is not None:
+            raise QueryFailure(
+                f"Selections can't be made on scalars (field '{f.name}' returns a scalar but "
+                "has selections)",
+                f.line,
+                f.column,
+                path=path,
+            )
+        if spec.returns != "scalar" and f.selections is None:
+            raise QueryFailure(
+                f"Field must have selections (field '{f.name}' returns {spec.returns} but has "
+                "no selections. Did you mean '{f.name} {{ ... }}'?)",
+                f.line,
+                f.column,
+                path=path,
+            )
+        args = self.arguments(f, spec.args, path)
+        # Root fields see the viewer; every other field sees its parent's record.
+        root = typename in ("Query", "Mutation")
+        try:
+            value = spec.resolve(self.st, self.viewer if root else record, args)
+        except FieldError as error:
+            self.errors.append(
+                {
+                    "type": error.kind,
+                    "path": path,
+                    "locations": [{"line": f.line, "column": f.column}],
+                    "message": error.message,
+                }
+            )
+            return None
+        if value is None:
+            if spec.not_found:
+                self.errors.append(
+                    {
+                        "type": "NOT_FOUND",
+                        "path": path,
+                        "locations": [{"line": f.line, "column": f.column}],
+                        "message": spec.not_found.format(**args),
+                    }
+                )
+            return None
+        if spec.returns == "scalar":
+            return value
+        assert f.selections is not None
+        return self.select(cast("Obj", value), f.selections, path)
+
+
+def _check_variables(op: Operation, given: Mapping[str, object]) -> dict[str, object]:
+    values: dict[str, object] = {}
+    for name, (type_text, default) in op.variables.items():
+        value = given.get(name, default)
+        base = type_text.rstrip("!")
+        valid = value is not None or not type_text.endswith("!")
+        if value is not None:
+            if base == "Int":
+                valid = isinstance(value, int) and not isinstance(value, bool)
+            elif base in ("String", "ID"):
+                valid = isinstance(value, str) or (base == "ID" and isinstance(value, int))
+            elif base == "Boolean":
+                valid = isinstance(value, bool)
+        if not valid:
+            raise QueryFailure(
+                f"Variable ${name} of type {type_text} was provided invalid value",
+                extensions={
+                    "value": value,
+                    "problems": [
+                        {
+                            "path": [],
+                            "explanation": "Expected value to not be null"
+                            if value is None
+                            else f"Could not coerce value {json.dumps(value)} to {base}",
+                        }
+                    ],
+                },
+            )
+        values[name] = value
+    return values
+
+
+def _used_variables(selections: list[FieldNode | FragmentNode]) -> set[str]:
+    used: set[str] = set()
+    for sel in selections:
+        if isinstance(sel, FragmentNode):
+            used |= _used_variables(sel.selections)
+            continue
+        for value in sel.args.values():
+            if isinstance(value, Var):
+                used.add(value.name)
+        if sel.selections:
+            used |= _used_variables(sel.selections)
+    return used
+
+
+def execute(st: State, viewer: UserRec, request: Json) -> Json:
+    """Run one GraphQL request body (`query`, `variables`, `operationName`)."""
+    query = request.get("query")
+    if not isinstance(query, str) or not query.strip():
+        return {
+            "errors": [{"message": "A query attribute must be specified and must be a string."}]
+        }
+    variables: object = request.get("variables") or {}
+    if not isinstance(variables, dict):
+        return {"errors": [{"message": "Variables are invalid JSON."}]}
+    try:
+        operations = Parser(query).document()
+        wanted = request.get("operationName")
+        op = next((o for o in operations if o.name == wanted), None) if wanted else None
+        if op is None:
+            if len(operations) > 1:
+                raise QueryFailure("An operation name is required")
+            op = operations[0]
+        if op.kind not in ("query", "mutation"):
+            raise QueryFailure(
+                f"The emulator answers queries and mutations, not a {op.kind}",
+                extensions={"code": "unsupportedOperation"},
+            )
+        undeclared = sorted(_used_variables(op.selections) - set(op.variables))
+        if undeclared:
+            raise QueryFailure(
+                f"Variable ${undeclared[0]} is used by {op.name or 'anonymous query'} but not "
+                "declared",
+                extensions={"code": "variableNotDefined", "variableName": undeclared[0]},
+            )
+        run = _Run(st, viewer, _check_variables(op, cast("dict[str, object]", variables)))
+        data = run.select(
+            ("Mutation" if op.kind == "mutation" else "Query", None), op.selections, []
+        )
+    except QueryFailure as failure:
+        return {"errors": [failure.error]}
+    return {"data": data, "errors": run.errors} if run.errors else {"data": data}
+
+
+def graphql(st: State, ctx: Ctx) -> Reply:
+    if ctx.user is None:
+        raise ApiError(401, "This endpoint requires you to be authenticated.")
+    try:
+        request: object = json.loads(ctx.body or b"null")
+    except ValueError:
+        request = None
+    if not isinstance(request, dict):
+        return Reply(200, {"errors": [{"message": "Problems parsing JSON"}]})
+    return Reply(200, execute(st, ctx.user, cast("Json", request)))
+
+
+ROUTES = [Route("POST", "/graphql", graphql, f"{_DOCS}/guides/forming-calls-with-graphql")]

@@ -1,0 +1,393 @@
+"""Pull request, review, check and status operations over the real git store.
+
+GitHub's rules that the agents depend on are kept: a PR needs commits between base and
+head (422 otherwise), only one open PR per head and base (422), the head SHA follows the
+branch as it is pushed, deleting the head branch closes an open PR (events
+`head_ref_deleted` and `closed`), an author cannot approve their own PR, and a merge with
+a stale `sha` answers 409.
+"""
+
+from __future__ import annotations
+
+from agent_loop_testing import _emulator_hooks as hooks
+from agent_loop_testing._emulator_errors import ApiError, validation_failed
+from agent_loop_testing._emulator_git import EMPTY_TREE
+from agent_loop_testing._emulator_gitdiff import (
+    FileChange,
+    file_changes,
+    hunk_for_line,
+    merge_trees,
+)
+from agent_loop_testing._emulator_ops_issues import record_event, set_state
+from agent_loop_testing._emulator_state import (
+    CheckRunRec,
+    EditRec,
+    IssueRec,
+    PullRec,
+    ReviewCommentRec,
+    ReviewRec,
+    State,
+    StatusRec,
+)
+
+__all__ = [
+    "add_review",
+    "add_review_comment",
+    "base_sha",
+    "branch_deleted",
+    "combined_state",
+    "edit_review_comment",
+    "get_pull",
+    "get_review_comment",
+    "head_sha",
+    "latest_statuses",
+    "merge_base_tree",
+    "merge_pull",
+    "open_pull",
+    "pull_files",
+    "set_check_run",
+    "set_status",
+]
+
+
+def get_pull(st: State, number: int) -> tuple[IssueRec, PullRec]:
+    issue = st.issues.get(number)
+    if issue is None or issue.pull is None:
+        raise ApiError(404, "Not Found")
+    return issue, issue.pull
+
+
+def get_review_comment(st: State, comment_id: int) -> ReviewCommentRec:
+    comment = st.review_comments.get(comment_id)
+    if comment is None:
+        raise ApiError(404, "Not Found")
+    return comment
+
+
+def edit_review_comment(st: State, comment_id: int, body: str, editor: str) -> ReviewCommentRec:
+    """Replace a review comment's body as `editor`; an actual change is an edit."""
+    comment = get_review_comment(st, comment_id)
+    st.user(editor)
+    comment.updated_at = st.tick()
+    if body != comment.body:
+        comment.edits.append(EditRec(editor, comment.updated_at))
+    comment.body = body
+    st.issues[comment.pull].updated_at = comment.updated_at
+    return comment
+
+
+def branch_deleted(st: State, branch: str, actor: str) -> None:
+    """What GitHub does after `refs/heads/<branch>` is deleted, for PRs with that head.
+
+    Each PR records `head_ref_deleted`; an open one is then closed by the same actor
+    (it cannot stay open without a head). Call after the ref is gone.
+    """
+    for issue in sorted(st.issues.values(), key=lambda i: i.number):
+        pull = issue.pull
+        if pull is None or pull.head_ref != branch:
+            continue
+        st.tick()
+        record_event(st, issue, "head_ref_deleted", actor)
+        if issue.state == "open":
+            set_state(st, issue, "closed", actor)
+
+
+def head_sha(st: State, pull: PullRec) -> str:
+    """The head branch's tip while it exists (it moves with pushes), else the last one."""
+    current = st.git.refs.get(f"refs/heads/{pull.head_ref}")
+    if current is not None and pull.merged_at is None:
+        pull.head_sha = current
+    return pull.head_sha
+
+
+def base_sha(st: State, pull: PullRec) -> str:
+    return st.git.refs.get(f"refs/heads/{pull.base_ref}") or head_sha(st, pull)
+
+
+def merge_base_tree(st: State, pull: PullRec) -> str:
+    """The tree the PR diff starts from: its merge base's tree (three-dot diff)."""
+    head = head_sha(st, pull)
+    base = st.git.merge_base(base_sha(st, pull), head)
+    return st.git.commit_tree(base) if base else EMPTY_TREE
+
+
+def pull_files(st: State, pull: PullRec) -> list[FileChange]:
+    return file_changes(st.git, merge_base_tree(st, pull), st.git.commit_tree(head_sha(st, pull)))
+
+
+def open_pull(
+    st: State, *, title: str, body: str | None, head: str, base: str, author: str, draft: bool
+) -> IssueRec:
+    head_ref = head.split(":", 1)[1] if ":" in head else head
+    if ":" in head and head.split(":", 1)[0].lower() != st.owner.lower():
+        raise validation_failed("PullRequest", "head is invalid", field="head")
+    head_tip = st.git.refs.get(f"refs/heads/{head_ref}")
+    base_tip = st.git.refs.get(f"refs/heads/{base}")
+    if base_tip is None:
+        raise ApiError(
+            422,
+            "Validation Failed",
+            errors=[{"resource": "PullRequest", "field": "base", "code": "invalid"}],
+        )
+    if head_tip is None:
+        raise ApiError(
+            422,
+            "Validation Failed",
+            errors=[{"resource": "PullRequest", "field": "head", "code": "invalid"}],
+        )
+    for other in st.issues.values():
+        p = other.pull
+        if p and other.state == "open" and p.head_ref == head_ref and p.base_ref == base:
+            raise validation_failed(
+                "PullRequest", f"A pull request already exists for {st.owner}:{head_ref}."
+            )
+    if st.git.is_ancestor(head_tip, base_tip):
+        raise validation_failed("PullRequest", f"No commits between {base} and {head_ref}")
+    st.user(author)
+    now = st.tick()
+    issue = IssueRec(st.next_number, st.new_id(), title, body, author, now, now)
+    issue.pull = PullRec(head_ref, head_tip, base, draft=draft)
+    st.next_number += 1
+    st.issues[issue.number] = issue
+    hooks.pull_request(st, issue, "opened", author)
+    return issue
+
+
+def merge_pull(
+    st: State,
+    number: int,
+    by: str,
+    *,
+    method: str = "merge",
+    expected_sha: str | None = None,
+    title: str | None = None,
+    message: str | None = None,
+) -> str:
+    """Merge on the server like GitHub: a merge (or squash) commit on the base branch."""
+    issue, pull = get_pull(st, number)
+    if issue.state != "open" or pull.merged_at is not None:
+        raise ApiError(405, "Pull Request is not mergeable")
+    if method not in ("merge", "squash"):
+        raise ApiError(405, f"{method.capitalize()} merges are not allowed on this repository.")
+    head = head_sha(st, pull)
+    if expected_sha is not None and expected_sha != head:
+        raise ApiError(409, "Head branch was modified. Review and try the merge again.")
+    base = base_sha(st, pull)
+    common = st.git.merge_base(base, head)
+    ancestor_tree = st.git.commit_tree(common) if common else None
+    tree = merge_trees(st.git, ancestor_tree, st.git.commit_tree(base), st.git.commit_tree(head))
+    if tree is None:
+        raise ApiError(405, "Pull Request is not mergeable")
+    st.tick()
+    who = st.identity(by)
+    if method == "merge":
+        subject = title or f"Merge pull request #{number} from {st.owner}/{pull.head_ref}"
+        text = f"{subject}\n\n{message if message is not None else issue.title}"
+        parents = [base, head]
+    else:
+        subject = title or f"{issue.title} (#{number})"
+        text = f"{subject}\n\n{message}" if message else subject
+        parents = [base]
+    sha = st.git.add_commit(tree=tree, parents=parents, message=text, author=who, committer=who)
+    st.git.refs[f"refs/heads/{pull.base_ref}"] = sha
+    pull.merged_at, pull.merged_by, pull.merge_commit_sha = st.now, by, sha
+    record_event(st, issue, "merged", by, commit_id=sha)
+    set_state(st, issue, "closed", by)
+    return sha
+
+
+def add_review(
+    st: State,
+    number: int,
+    *,
+    author: str,
+    state: str,
+    body: str,
+    comments: list[tuple[str, int, str]],
+    commit_id: str | None = None,
+) -> ReviewRec:
+    issue, pull = get_pull(st, number)
+    if state in ("APPROVED", "CHANGES_REQUESTED") and author == issue.author:
+        verb = "approve" if state == "APPROVED" else "request changes on"
+        raise ApiError(
+            422,
+            "Unprocessable Entity",
+            errors=[
+                {
+                    "resource": "PullRequestReview",
+                    "code": "custom",
+                    "message": f"Review Can not {verb} your own pull request",
+                }
+            ],
+        )
+    st.user(author)
+    now = st.tick()
+    commit = commit_id or head_sha(st, pull)
+    submitted = None if state == "PENDING" else now
+    review = ReviewRec(st.new_id(), number, author, state, body, commit, submitted)
+    st.reviews[review.id] = review
+    for path, line, text in comments:
+        add_review_comment(
+            st,
+            number,
+            author=author,
+            body=text,
+            path=path,
+            line=line,
+            review_id=review.id,
+            commit_id=commit,
+        )
+    issue.updated_at = now
+    if submitted is not None:
+        hooks.review(st, review, author)
+    return review
+
+
+def add_review_comment(
+    st: State,
+    number: int,
+    *,
+    author: str,
+    body: str,
+    path: str | None = None,
+    line: int | None = None,
+    side: str = "RIGHT",
+    review_id: int | None = None,
+    commit_id: str | None = None,
+    in_reply_to: int | None = None,
+) -> ReviewCommentRec:
+    """A review comment on a diff line, or a reply in an existing thread."""
+    issue, pull = get_pull(st, number)
+    st.user(author)
+    if in_reply_to is not None:
+        parent = st.review_comments.get(in_reply_to)
+        if parent is None or parent.pull != number:
+            raise ApiError(404, "Not Found")
+        root = parent.in_reply_to or parent.id
+        path, line, side, commit_id = parent.path, parent.line, parent.side, parent.commit_id
+        hunk = parent.diff_hunk
+    else:
+        if path is None:
+            raise validation_failed("PullRequestReviewComment", "path is missing", field="path")
+        root = None
+        change = next((f for f in pull_files(st, pull) if f.filename == path), None)
+        if change is None:
+            raise validation_failed(
+                "PullRequestReviewComment",
+                "pull_request_review_thread.path is invalid",
+                field="path",
+            )
+        hunk = (hunk_for_line(change.patch, line) if line else None) or (change.patch or "")
+    now = st.tick()
+    if review_id is None:
+        review = ReviewRec(
+            st.new_id(), number, author, "COMMENTED", "", commit_id or head_sha(st, pull), now
+        )
+        st.reviews[review.id] = review
+        review_id = review.id
+    comment = ReviewCommentRec(
+        st.new_id(),
+        number,
+        review_id,
+        author,
+        body,
+        path,
+        line,
+        side,
+        commit_id or head_sha(st, pull),
+        hunk,
+        now,
+        now,
+        root,
+    )
+    st.review_comments[comment.id] = comment
+    issue.updated_at = now
+    hooks.review_comment(st, comment, author)
+    return comment
+
+
+def set_check_run(
+    st: State,
+    sha: str,
+    name: str,
+    *,
+    status: str,
+    conclusion: str | None,
+    title: str | None,
+    summary: str | None,
+    text: str | None,
+    details_url: str | None = None,
+    external_id: str | None = None,
+    actor: str | None = None,
+) -> CheckRunRec:
+    if st.git.commit(sha) is None:
+        raise validation_failed("CheckRun", f"No commit found for SHA: {sha}", field="head_sha")
+    now = st.tick()
+    completed = now if status == "completed" else None
+    run = CheckRunRec(
+        st.new_id(),
+        sha,
+        name,
+        status,
+        conclusion if completed else None,
+        title,
+        summary,
+        text,
+        now,
+        completed,
+        external_id,
+        details_url,
+    )
+    st.check_runs[run.id] = run
+    hooks.check_run(st, run, "completed" if completed else "created", actor or st.owner)
+    return run
+
+
+def set_status(
+    st: State,
+    sha: str,
+    context: str,
+    state: str,
+    description: str | None,
+    target_url: str | None,
+    creator: str,
+) -> StatusRec:
+    if state not in ("error", "failure", "pending", "success"):
+        raise ApiError(
+            422,
+            "Validation Failed",
+            errors=[
+                {
+                    "resource": "Status",
+                    "field": "state",
+                    "code": "custom",
+                    "message": "state is not included in the list",
+                }
+            ],
+        )
+    status = StatusRec(
+        st.new_id(), sha, context, state, description, target_url, creator, st.tick()
+    )
+    st.statuses.append(status)
+    hooks.status(st, status)
+    return status
+
+
+def combined_state(statuses: list[StatusRec]) -> str:
+    """GitHub's combined state: failure if any failed or errored, pending if any pending
+    (or none at all), else success."""
+    states = {s.state for s in statuses}
+    if states & {"failure", "error"}:
+        return "failure"
+    if not states or "pending" in states:
+        return "pending"
+    return "success"
+
+
+def latest_statuses(st: State, sha: str) -> list[StatusRec]:
+    """The newest status per context for a commit, newest first."""
+    seen: dict[str, StatusRec] = {}
+    for status in reversed(st.statuses):
+        if status.sha == sha and status.context not in seen:
+            seen[status.context] = status
+    return list(seen.values())

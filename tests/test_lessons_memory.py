@@ -1,0 +1,246 @@
+"""Lessons as memory, end to end (issue 25, points 5 and 6): `agent-loop run` over the
+emulator served on loopback, Flyte local mode, the real builder and distiller pipelines.
+
+- A lesson whose citation is missing from the base commit is hidden from every model of
+  the run (lessons block and digest), the record names it, and the next distiller tick
+  marks it stale and asks its model to fix or retire it.
+- A private repository's lesson never reaches another repository's prompt, even when
+  the operator lists it in `AGENT_LOOP_SHARE_LESSONS_FROM`; a public listed one does, an
+  unlisted one does not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pathlib
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from flyte.ai.agents import LLMMessage
+
+from agent_loop import cli
+from agent_loop.status import read_snapshot
+from agent_loop_common.memory import DIGEST_PATH, LESSONS_PATH, MemoryLocation, read_context
+from agent_loop_common.records import (
+    Citation,
+    CitationStatus,
+    Lesson,
+    LessonBook,
+    Role,
+    RunRecord,
+)
+from agent_loop_common.runtime import TickSummary, local_memory, use_model
+from agent_loop_common.settings import load_settings
+from agent_loop_distiller import DISTILLER_MARKER
+from agent_loop_testing import GitHubEmulator, GitHubHost, InstantModel
+
+pytestmark = pytest.mark.slow
+
+NOW = datetime.now(UTC)
+
+
+class Recorder(InstantModel):
+    """The instant builder, which also keeps every prompt it was shown, and a distiller
+    that adds one general lesson (`teach`) or changes nothing."""
+
+    def __init__(self, teach: str = "") -> None:
+        super().__init__()
+        self.prompts: list[str] = []
+        self.teach = teach
+
+    async def answer(
+        self,
+        model: str,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+    ) -> LLMMessage:
+        self.prompts.append(system + "\n" + "\n".join(str(m.get("content")) for m in messages))
+        if DISTILLER_MARKER not in system:
+            return await super().answer(model, system, messages, tools)
+        done = [m for m in messages if m.get("role") == "tool"]
+        run = re.search(r"- run (\S+) \(builder", str(messages[0].get("content")))
+        if self.teach and run and not done:
+            args = {"text": self.teach, "evidence_run_ids": [run.group(1)], "roles": [],
+                    "general": True}  # fmt: skip
+            return LLMMessage(content="", tool_calls=[{"id": "a", "name": "add_lesson",
+                                                       "arguments": args}])  # fmt: skip
+        if len(done) < (2 if self.teach else 1):
+            return LLMMessage(content="", tool_calls=[{"id": "f", "name": "finish",
+                                                       "arguments": {"summary": "ok"}}])  # fmt: skip
+        return LLMMessage(content="Done.", tool_calls=[])
+
+
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in list(os.environ):
+        if key.startswith(("GITHUB_", "AGENT_LOOP_")) and key != "AGENT_LOOP_ALLOW_MODEL_REQUESTS":
+            monkeypatch.delenv(key)
+
+
+def _tick(argv: list[str], capsys: pytest.CaptureFixture[str]) -> list[TickSummary]:
+    code = cli.main(["run", *argv, "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return [TickSummary.model_validate_json(line) for line in out.strip().splitlines()]
+
+
+def _seed_book(location: MemoryLocation, book: LessonBook, digest: str) -> None:
+    """Write the context key as the distiller leaves it (local-mode store layout)."""
+    root = pathlib.Path(location.remote_path(location.keys.context))
+    (root / LESSONS_PATH).parent.mkdir(parents=True, exist_ok=True)
+    (root / LESSONS_PATH).write_text(book.model_dump_json())
+    (root / DIGEST_PATH).write_text(digest)
+
+
+def _record(location: MemoryLocation, run_id: str) -> RunRecord:
+    snapshot = asyncio.run(read_snapshot(location))
+    (record,) = [r for r in snapshot.records if r.run_id == run_id]
+    return record
+
+
+def _lesson(lesson_id: str, text: str, *citations: Citation) -> Lesson:
+    return Lesson(
+        id=lesson_id, text=text, created_at=NOW, updated_at=NOW, citations=list(citations)
+    )
+
+
+@pytest.fixture
+def emulator(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> Iterator[GitHubEmulator]:
+    _clean_env(monkeypatch)
+    em = GitHubEmulator()
+    em.seed_files(
+        {"src/calc.py": "def add(a, b):\n    return a + b\n", "Makefile": "lint:\n\ttrue\n"}
+    )
+    with em.serve() as url:
+        monkeypatch.setenv("GITHUB_API_URL", url)
+        monkeypatch.setenv("GITHUB_TOKEN", em.bot_token)
+        monkeypatch.setenv("AGENT_LOOP_REPO", em.full_name)
+        monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path / "home"))
+        monkeypatch.setenv("AGENT_LOOP_SANDBOX", "off")
+        # No random holdout: these tests are about which lessons may be shown at all.
+        monkeypatch.setenv("AGENT_LOOP_LESSON_HOLDOUT", "0")
+        yield em
+
+
+def test_a_lesson_with_a_broken_citation_is_hidden_and_marked_stale(
+    emulator: GitHubEmulator, capsys: pytest.CaptureFixture[str]
+) -> None:
+    location = local_memory(load_settings())
+    good = _lesson(
+        "L-good",
+        "Keep add() in src/calc.py pure; run make lint.",
+        Citation(kind="path", value="src/calc.py"),
+        Citation(kind="symbol", value="add", path="src/calc.py"),
+        Citation(kind="command", value="make lint"),
+    )
+    gone = _lesson(
+        "L-gone",
+        "Parse numbers with parse_num in src/parse.py.",
+        Citation(kind="path", value="src/parse.py"),
+    )
+    moved = _lesson("L-moved", "Call subtract().", Citation(kind="symbol", value="subtract"))
+    cmd = _lesson(
+        "L-cmd", "Deploy with make deploy.", Citation(kind="command", value="make deploy")
+    )
+    lessons = [good, gone, moved, cmd]
+    digest = "".join(f"- [{x.id}] (all; backed by 1 run) {x.text}\n" for x in lessons)
+    _seed_book(location, LessonBook(lessons=lessons), "# ctx\n" + digest)
+    emulator.add_issue("Add a note", body="Write a note.", author=emulator.owner)
+    model = Recorder()
+    with use_model(model, label="recorder"):
+        (built,) = _tick(["builder"], capsys)
+    shown = "\n".join(model.prompts)
+    assert good.text in shown
+    assert gone.text not in shown  # neither in the lessons block nor in the digest
+    assert moved.text not in shown
+    assert cmd.text not in shown
+    record = _record(location, built.run_id)
+    assert record.lesson_ids == ["L-good"]
+    stale = {s.lesson_id: s.broken for s in record.stale_lessons}
+    assert stale == {
+        "L-gone": ["path src/parse.py"],
+        "L-moved": ["symbol subtract"],
+        "L-cmd": ["command make deploy"],
+    }
+
+    model = Recorder()
+    with use_model(model, label="recorder"):
+        _tick(["distiller"], capsys)
+    book = {x.id: x for x in asyncio.run(read_context(location)).lessons.lessons}
+    assert book["L-gone"].citation_status is CitationStatus.BROKEN
+    assert "path src/parse.py" in book["L-gone"].stale_reason
+    assert [e.op for e in book["L-gone"].history] == ["stale"]
+    assert book["L-good"].citation_status is CitationStatus.OK
+    assert book["L-good"].repo == emulator.full_name
+    assert book["L-good"].visibility == "public"
+    asked = next(p for p in model.prompts if DISTILLER_MARKER in p)
+    assert "L-gone [all; backed by 0 run(s); cites path src/parse.py; STALE" in asked
+    digest = asyncio.run(read_context(location)).digest
+    assert gone.text not in digest
+    assert good.text in digest
+
+
+@pytest.fixture
+def host(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> Iterator[GitHubHost]:
+    _clean_env(monkeypatch)
+    gh = GitHubHost(["acme/vault", "acme/api", "acme/web"])
+    gh["acme/vault"].private = True
+    for em in gh:
+        em.seed_files({"README.md": "# hi\n"})
+    with gh.serve() as url:
+        monkeypatch.setenv("GITHUB_API_URL", url)
+        monkeypatch.setenv("GITHUB_TOKEN", gh.bot_token)
+        monkeypatch.setenv("AGENT_LOOP_REPOS", "acme/vault,acme/api,acme/web")
+        monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path / "home"))
+        monkeypatch.setenv("AGENT_LOOP_SANDBOX", "off")
+        # No random holdout: these tests are about which lessons may be shown at all.
+        monkeypatch.setenv("AGENT_LOOP_LESSON_HOLDOUT", "0")
+        yield gh
+
+
+def test_a_private_repository_lesson_never_reaches_another_repository(
+    host: GitHubHost, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("AGENT_LOOP_SHARE_LESSONS_FROM", "acme/vault,acme/api")
+    secrets = "Rotate the vault signing key with tools/rotate before each release."
+    public = "Write one sentence per line in Markdown notes."
+    # Each repository's distiller learns one general lesson from its builder's run.
+    for repo, text in (("acme/vault", secrets), ("acme/api", public), ("acme/web", "")):
+        host[repo].add_issue(f"Note for {repo}", body="Write a note.", author=host[repo].owner)
+        with use_model(Recorder(), label="recorder"):
+            _tick(["builder", "--repo", repo], capsys)
+        if text:
+            with use_model(Recorder(teach=text), label="recorder"):
+                _tick(["distiller", "--repo", repo], capsys)
+    settings = load_settings()
+    vault = asyncio.run(read_context(local_memory(settings.for_repo("acme/vault"))))
+    (learned,) = vault.lessons.lessons
+    assert learned.id.startswith("acme/vault#L-")
+    assert (learned.repo, learned.visibility, learned.general) == ("acme/vault", "private", True)
+
+    # The next builder run of web (public) sees api's lesson, never vault's.
+    host["acme/web"].add_issue("Another note", body="Write it.", author=host["acme/web"].owner)
+    model = Recorder()
+    with use_model(model, label="recorder"):
+        (web,) = _tick(["builder", "--repo", "acme/web"], capsys)
+    shown = "\n".join(model.prompts)
+    assert public in shown
+    assert secrets not in shown
+    seen = _record(local_memory(settings.for_repo("acme/web")), web.run_id).lesson_ids
+    assert any(i.startswith("acme/api#") for i in seen)
+    assert all(not i.startswith("acme/vault#") for i in seen)
+
+    # Unlisted sources share nothing, whatever their visibility.
+    monkeypatch.setenv("AGENT_LOOP_SHARE_LESSONS_FROM", "")
+    host["acme/web"].add_issue("Third note", body="Write it.", author=host["acme/web"].owner)
+    model = Recorder()
+    with use_model(model, label="recorder"):
+        _tick(["builder", "--repo", "acme/web"], capsys)
+    assert public not in "\n".join(model.prompts)
+    stored = json.loads(json.dumps([x.model_dump(mode="json") for x in vault.lessons.lessons]))
+    assert stored[0]["author"] == Role.DISTILLER.value
