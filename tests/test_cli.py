@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import pathlib
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 
 from agent_loop import cli
+from agent_loop.deploy import ROOT
 from agent_loop_common.memory import DistillerMemory, count_idle_run, write_run_record
 from agent_loop_common.records import (
     Attempt,
@@ -25,7 +27,7 @@ from agent_loop_common.records import (
     TargetKind,
     Usage,
 )
-from agent_loop_common.runtime import TickSummary, local_memory
+from agent_loop_common.runtime import TickSummary, local_memory, local_raw_data_path
 from agent_loop_common.settings import load_settings
 
 _GITHUB_AND_LOOP = ("GITHUB_", "AGENT_LOOP_")
@@ -322,3 +324,122 @@ def test_a_command_leaves_the_logging_configuration_as_it_found_it(
     assert structlog.get_config() == before
     assert logging.getLogger().handlers == handlers
     capsys.readouterr()
+
+
+# ---------------------------------------------------------------- status --remote
+# A deployment's memory, read from its storage root (AGENT_LOOP_MEMORY_ROOT) through
+# Flyte's storage layer, with the same page and --json as local runs. The storage here is
+# Flyte's local layout (<root>/agents/memory-store/v0/<org>/<project>/<domain>/<key>, what
+# a local-mode run writes) addressed as a file:// URL, so the keys are listed and read
+# through fsspec as on a bucket; the Flyte config names a cluster never contacted.
+
+OFFLINE = ROOT / "infra" / "flyte" / "offline.yaml"
+
+
+@pytest.fixture
+def _no_flyte_config(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> None:
+    """No Flyte config where flyte looks, unless a test names one."""
+    for key in ("FLYTECTL_CONFIG", "UCTL_CONFIG", "FLYTE_ADMIN_ENDPOINT"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def deployment(tmp_path: pathlib.Path) -> tuple[pathlib.Path, str]:
+    """A home whose memory a run wrote, and its storage root as a URL."""
+    home = tmp_path / "home"
+    asyncio.run(_fill_memory(home))
+    settings = load_settings(repo="acme/widgets", github_token="x", home=home)
+    root = local_raw_data_path(settings)
+    assert (root / "agents/memory-store/v0").is_dir()  # Flyte's layout
+    return home, root.as_uri()
+
+
+@pytest.mark.usefixtures("_no_flyte_config")
+def test_remote_status_reads_the_same_memory_with_the_same_page_and_json(
+    deployment: tuple[pathlib.Path, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    home, root = deployment
+    code, local, _ = _run(["status", "--home", str(home)], capsys)
+    assert code == 0
+    _, local_json, _ = _run(["status", "--home", str(home), "--json"], capsys)
+
+    monkeypatch.setenv("AGENT_LOOP_MEMORY_ROOT", root)
+    code, remote, err = _run(["status", "--remote", "--config", str(OFFLINE)], capsys)
+    assert code == 0, err
+    assert remote == local
+    assert "L-0001" in remote
+    assert "Stage tests with every behavior change." in remote
+    code, remote_json, _ = _run(["status", "--remote", "--config", str(OFFLINE), "--json"], capsys)
+    assert code == 0
+    local_doc, remote_doc = json.loads(local_json), json.loads(remote_json)
+    assert remote_doc == local_doc  # the same root, reached as a deployment's
+    assert [r["run_id"] for r in remote_doc["records"]] == ["run-r1", "run-b2", "run-b1"]
+    assert [lesson["id"] for lesson in remote_doc["lessons"]] == ["L-0001"]
+
+
+@pytest.mark.usefixtures("_no_flyte_config")
+def test_remote_status_without_a_memory_root_exits_2_naming_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = _run(["status", "--remote", "--config", str(OFFLINE)], capsys)
+    assert code == cli.EXIT_CONFIG
+    assert "AGENT_LOOP_MEMORY_ROOT: not set" in err
+    assert out == ""
+
+
+@pytest.mark.usefixtures("_no_flyte_config")
+def test_remote_status_without_a_flyte_config_exits_2_naming_it(
+    deployment: tuple[pathlib.Path, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("AGENT_LOOP_MEMORY_ROOT", deployment[1])
+    code, _, err = _run(["status", "--remote"], capsys)
+    assert code == cli.EXIT_CONFIG
+    assert "No Flyte config found" in err
+    assert "status --remote needs a Flyte config" in err
+
+
+@pytest.mark.usefixtures("_no_flyte_config")
+def test_home_and_remote_together_is_bad_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(["status", "--remote", "--home", "x"], capsys)
+    assert code == cli.EXIT_CONFIG
+    assert "use one" in err
+
+
+@pytest.mark.usefixtures("_no_flyte_config")
+def test_a_remote_root_with_no_memory_yet_is_an_empty_status(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("AGENT_LOOP_MEMORY_ROOT", (tmp_path / "bucket").as_uri())
+    code, out, _ = _run(["status", "--remote", "--config", str(OFFLINE)], capsys)
+    assert code == 0
+    assert "No runs recorded yet" in out
+
+
+def test_a_buckets_keys_are_listed_through_flytes_storage() -> None:
+    """MemoryStore lists no keys: on a bucket they are listed through fsspec (here its
+    in-memory filesystem, addressed by URL as `s3://` would be)."""
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    keys = "/agent-loop-test/agents/memory-store/v0/local/agent-loop/development"
+    for key in ("agent-loop-runs-2026030209", "agent-loop-context", "other-prefix-runs-1"):
+        fs.pipe(f"{keys}/{key}/messages.json", b"[]")
+    settings = load_settings(repo="acme/widgets", github_token="x")
+    location = settings.memory_location("memory://agent-loop-test")
+    from agent_loop import status
+
+    folder = status._keys_folder(location)  # pyright: ignore[reportPrivateUsage]
+    assert folder == f"memory:/{keys}"
+    assert status._children(folder) == [  # pyright: ignore[reportPrivateUsage]
+        "agent-loop-context",
+        "agent-loop-runs-2026030209",
+        "other-prefix-runs-1",
+    ]
+    assert status._children(folder + "/missing") == []  # pyright: ignore[reportPrivateUsage]
+    fs.rm("/agent-loop-test", recursive=True)

@@ -32,10 +32,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
-from agent_loop import sandbox_cmd
+from agent_loop import lessons_cmd, sandbox_cmd
 from agent_loop.agents import AGENTS, TARGETS, AgentName, run_agent_once
 
 if TYPE_CHECKING:
+    from agent_loop_common.memory import MemoryLocation
     from agent_loop_common.runtime import TickSummary
     from agent_loop_common.settings import Settings
 
@@ -156,12 +157,32 @@ def build_parser() -> argparse.ArgumentParser:
     run.epilog = _options_by_agent(agents.choices)
 
     status = commands.add_parser(
-        "status", help="recent runs, metrics and lessons from the local memory"
+        "status",
+        help="recent runs, metrics and lessons from the local memory (or --remote)",
+        description=(
+            "Recent runs, metrics, lessons and back-offs, read from the memory of local "
+            "runs (AGENT_LOOP_HOME), or with --remote from a deployment's storage "
+            "(AGENT_LOOP_MEMORY_ROOT, read through Flyte's storage with the Flyte "
+            "config's credentials)."
+        ),
     )
     status.add_argument(
         "--home", type=Path, help="local state folder (default: AGENT_LOOP_HOME or .agent-loop)"
     )
     status.add_argument("--limit", type=_positive, default=15, help="runs to show (default 15)")
+    status.add_argument(
+        "--remote",
+        action="store_true",
+        help="read a deployment's memory from its storage (AGENT_LOOP_MEMORY_ROOT) instead",
+    )
+    status.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="Flyte config of --remote, for the storage's credentials (default: "
+        "AGENT_LOOP_FLYTE_CONFIG, else where the flyte CLI looks)",
+    )
+    status.add_argument("--json", action="store_true", help="print the status as one JSON object")
 
     deploy = commands.add_parser(
         "deploy",
@@ -202,6 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--port", type=_positive, default=8080, help="port (default 8080)")
     sandbox_cmd.add_parser(commands)
+    lessons_cmd.add_parser(commands)
     return parser
 
 
@@ -261,7 +283,7 @@ def _command(args: argparse.Namespace) -> int:
 
     command = cast(str, args.command)
     level = cast(str | None, args.log_level)
-    quiet_by_default = command in ("demo", "status", "sandbox")
+    quiet_by_default = command in ("demo", "status", "sandbox", "lessons")
     configure_cli_logging("console", level or ("WARNING" if quiet_by_default else "INFO"))
     try:
         if command == "demo":
@@ -274,6 +296,8 @@ def _command(args: argparse.Namespace) -> int:
             return _serve(args, level)
         if command == "sandbox":
             return sandbox_cmd.main(args)
+        if command == "lessons":
+            return lessons_cmd.main(args)
         return _deploy(args)
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
@@ -505,23 +529,67 @@ def _memory_settings(home: Path | None) -> Settings:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from agent_loop.status import StatusError, read_snapshot, render_status
+    import asyncio
+
+    from agent_loop.status import StatusError, read_snapshot, render_status, snapshot_json
     from agent_loop_common.runtime import local_memory
 
     home = cast(Path | None, args.home)
+    remote, config = bool(args.remote), cast(Path | None, args.config)
+    if (home is not None and remote) or (config is not None and not remote):
+        print(
+            "agent-loop status: --home reads local runs, --remote (with --config) a "
+            "deployment's: use one.",
+            file=sys.stderr,
+        )
+        return EXIT_CONFIG
     settings = _memory_settings(home)
+    location = _remote_memory(settings, config) if remote else local_memory(settings)
     try:
-        import asyncio
-
-        snapshot = asyncio.run(read_snapshot(local_memory(settings)))
+        snapshot = asyncio.run(read_snapshot(location))
     except StatusError as exc:
         print(f"agent-loop status: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    print(render_status(snapshot, limit=cast(int, args.limit)))
-    demo = _demo_home(settings) if snapshot.empty and home is None else None
+    limit = cast(int, args.limit)
+    if args.json:
+        print(snapshot_json(snapshot, limit=limit))
+        return 0
+    print(render_status(snapshot, limit=limit))
+    demo = _demo_home(settings) if snapshot.empty and home is None and not remote else None
     if demo is not None:
         print(f"The demo's memory is in {demo}: agent-loop status --home {demo}")
     return 0
+
+
+def _remote_memory(settings: Settings, config: Path | None) -> MemoryLocation:
+    """A deployment's memory: its storage root, read with the Flyte config's credentials.
+
+    Raises:
+        ConfigError: No `AGENT_LOOP_MEMORY_ROOT`, or no Flyte config naming a cluster.
+    """
+    import flyte
+
+    from agent_loop_common.runtime import remote_flyte_config
+    from agent_loop_common.settings import ConfigError, env_var_name
+
+    root = settings.memory_root.strip()
+    if not root:
+        name = env_var_name("memory_root")
+        raise ConfigError(
+            [
+                f"{name}: not set. agent-loop status --remote reads a deployment's memory "
+                "from the storage its tasks write to: set it to that root (e.g. "
+                "s3://my-bucket/data; docs/deploy.md)."
+            ]
+        )
+    cluster = remote_flyte_config(config or settings.flyte_config, purpose="status --remote")
+    flyte.init_from_config(str(cluster.path))
+    if root.startswith("file://"):  # a mounted or copied store: Flyte reads it as a path
+        from urllib.parse import urlparse
+        from urllib.request import url2pathname
+
+        root = url2pathname(urlparse(root).path)
+    return settings.memory_location(root)
 
 
 def _demo_home(settings: Settings) -> Path | None:

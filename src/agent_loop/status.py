@@ -6,8 +6,12 @@ root is a folder, so the keys are found by listing it; everything inside a key i
 through the public memory helpers, with the records' versioning rule (a record of an
 unknown major version is counted, never misread).
 
-A deployed loop keeps its memory in the cluster's bucket: its view is the distiller's
-Flyte report (Metrics, Lessons, Runs and Memory tabs), not this command.
+A deployed loop keeps its memory in the cluster's storage (`--remote`): the same
+documents under `AGENT_LOOP_MEMORY_ROOT` (the storage root its tasks write to, e.g.
+`s3://bucket/prefix`), at `<root>/agents/memory-store/v0/<org>/<project>/<domain>/<key>`
+like a local root. There the keys are listed through Flyte's storage layer (fsspec, with
+the Flyte config's credentials), and read through the same helpers, so the page and
+`--json` are the same as for local runs.
 
 Much of what the memory holds was written by others: issue titles by whoever opened the
 issue, errors quoting GitHub and model output, lessons by a model. A terminal acts on
@@ -21,9 +25,11 @@ from __future__ import annotations
 
 import pathlib
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import Any, cast
 
 from agent_loop._table import (
     clip,
@@ -47,6 +53,7 @@ from agent_loop_common.memory import (
 )
 from agent_loop_common.metrics import Metrics, compute_metrics
 from agent_loop_common.records import (
+    CitationStatus,
     Grade,
     Lesson,
     LessonBook,
@@ -61,12 +68,14 @@ __all__ = [
     "MemorySnapshot",
     "StatusError",
     "evidence_table",
+    "lesson_counts",
     "lessons_table",
     "metrics_table",
     "read_snapshot",
     "render_status",
     "runs_by_repo",
     "runs_table",
+    "snapshot_json",
     "terminal_safe",
 ]
 
@@ -148,21 +157,19 @@ class MemorySnapshot:
         return not (self.records or self.unreadable or self.lessons.lessons or self.idle)
 
 
-def _keys_folder(location: MemoryLocation) -> pathlib.Path:
-    if location.root is None or "://" in location.root:
+def _keys_folder(location: MemoryLocation) -> str:
+    """Where the location's keys live: a local folder, or a URL of the deployment's storage."""
+    if location.root is None:
         raise StatusError(
-            "status reads the memory of local runs (a folder under AGENT_LOOP_HOME); "
-            f"this memory lives at {location.root or 'the running task`s bucket'}. "
-            "For a deployed loop, open the distiller's Flyte report instead."
+            "status needs the memory's storage root: AGENT_LOOP_HOME for local runs, "
+            "AGENT_LOOP_MEMORY_ROOT for a deployment (status --remote)"
         )
-    return pathlib.Path(location.remote_path(location.keys.context)).parent
+    return location.remote_path(location.keys.context).rsplit("/", 1)[0]
 
 
-def _suffixes(folder: pathlib.Path, prefix: str) -> list[str]:
-    if not folder.is_dir():
-        return []
+def _suffixes(folder: str, prefix: str) -> list[str]:
     return sorted(
-        p.name.removeprefix(prefix) for p in folder.iterdir() if p.name.startswith(prefix)
+        name.removeprefix(prefix) for name in _children(folder) if name.startswith(prefix)
     )
 
 
@@ -244,8 +251,20 @@ def _namespaces(location: MemoryLocation) -> list[str]:
     return [location.prefix, *sorted(names)]
 
 
-def _children(folder: pathlib.Path) -> list[str]:
-    return [p.name for p in folder.iterdir()] if folder.is_dir() else []
+def _children(folder: str) -> list[str]:
+    """Names in `folder` (MemoryStore lists no keys): a local folder directly, a remote
+    one (`s3://...`, `file://...`) through Flyte's storage layer."""
+    if "://" not in folder:
+        path = pathlib.Path(folder)
+        return [p.name for p in path.iterdir()] if path.is_dir() else []
+    import flyte.storage
+
+    fs: Any = flyte.storage.get_underlying_filesystem(path=folder)  # pyright: ignore[reportUnknownMemberType]
+    try:
+        listed = cast(list[str], fs.ls(folder, detail=False))
+    except FileNotFoundError:
+        return []
+    return sorted({str(p).rstrip("/").rsplit("/", 1)[-1] for p in listed})
 
 
 async def _read_snapshot(location: MemoryLocation) -> MemorySnapshot:
@@ -399,6 +418,19 @@ def metrics_table(metrics: Metrics) -> str:
     return render_table(["metric", "value", "over"], rows, max_cell=60)
 
 
+def lesson_counts(lessons: Sequence[Lesson]) -> str:
+    """`3 proving, 1 proven; 1 stale; 1 pinned`: the book summed up by state."""
+    states = Counter(x.state.value for x in lessons)
+    parts = [", ".join(f"{n} {s}" for s, n in sorted(states.items()))]
+    broken = sum(1 for x in lessons if x.citation_status is CitationStatus.BROKEN)
+    if broken:
+        parts.append(f"{broken} stale (a cited path, symbol or command is gone)")
+    pinned = sum(1 for x in lessons if x.pinned)
+    if pinned:
+        parts.append(f"{pinned} pinned")
+    return "; ".join(parts)
+
+
 def lessons_table(lessons: Sequence[Lesson], *, width: int = 70) -> str:
     """Lessons with their audience and provenance."""
     rows = [
@@ -474,8 +506,11 @@ def _render(snapshot: MemorySnapshot, limit: int) -> str:
         out += ["", "Tests of the recent changes (run in the sandbox, judged by code)", tests]
     out += ["", "Metrics", metrics_table(snapshot.metrics), ""]
     if snapshot.lessons.lessons:
-        out.append(f"Lessons ({len(snapshot.lessons.lessons)})")
+        out.append(
+            f"Lessons ({len(snapshot.lessons.lessons)}): {lesson_counts(snapshot.lessons.lessons)}"
+        )
         out.append(lessons_table(snapshot.lessons.lessons))
+        out.append("  more: agent-loop lessons list | show ID | retire ID | pin ID")
     else:
         out.append("Lessons: none yet (the distiller writes them from graded runs).")
     if snapshot.digest.strip():
@@ -484,3 +519,35 @@ def _render(snapshot: MemorySnapshot, limit: int) -> str:
             f"({DIGEST_PATH} in {snapshot.location.keys.context})"
         )
     return "\n".join(out)
+
+
+def snapshot_json(snapshot: MemorySnapshot, *, limit: int = 15) -> str:
+    """`status --json`: the snapshot as one JSON object (the newest `limit` records, every
+    lesson, grade, idle counter and problem, the headline metrics, the digest).
+
+    Unlike the page, the text is not made terminal-safe: JSON escapes every control
+    character, and a program reads it, not a terminal.
+    """
+    from pydantic import TypeAdapter
+
+    location = snapshot.location
+    document: dict[str, Any] = {
+        "memory": {
+            "root": location.root,
+            "org": location.org,
+            "project": location.project,
+            "domain": location.domain,
+            "prefix": location.prefix,
+        },
+        "records": snapshot.records[:limit],
+        "records_total": len(snapshot.records),
+        "unreadable": snapshot.unreadable,
+        "metrics": snapshot.metrics,
+        "lessons": snapshot.lessons.lessons,
+        "grades": snapshot.grades,
+        "digest": snapshot.digest,
+        "idle": snapshot.idle,
+        "resting": [r.run_id for r in snapshot.resting],
+        "problems": snapshot.problems,
+    }
+    return TypeAdapter(dict[str, Any]).dump_json(document).decode()

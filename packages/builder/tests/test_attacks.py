@@ -433,3 +433,28 @@ async def test_a_command_rewritten_by_a_stranger_counts_for_nothing(
     assert record is not None
     assert record.error.startswith("declined by the builder")
     assert not any(r.status == 201 for r in emulator.requests if "/reactions" in r.path)
+
+
+async def test_a_strangers_edit_of_a_maintainers_comment_does_not_lift_a_back_off(
+    emulator: GitHubEmulator, tick: Callable[..., Any], install: Install
+) -> None:
+    """Attack (issue 22, point 6): a back-off is lifted by a trusted person touching the
+    thread; editing a maintainer's older comment moved its `updated_at` and bought a new
+    run in the maintainer's name."""
+    emulator.add_user("mallory", permission="read")
+    number = emulator.add_issue("Make it better", "Somehow.")
+    comment = emulator.add_comment(number, "Any part will do.", author=emulator.owner)
+    install(ScriptedModel([turn(tool_calls=[call("skip_issue", reason="Too vague")]), turn("ok")]))
+    record = await tick()
+    assert record is not None
+    assert record.outcome is Outcome.SKIPPED
+
+    emulator.edit_comment(comment, "Any part will do. Try again now!", by="mallory")
+    idle = install(ScriptedModel([]))
+    assert await tick() is None, "a stranger's edit lifted the back-off"
+    idle.assert_finished()
+
+    emulator.edit_comment(comment, "The colour part, please.", by=emulator.owner)
+    again = install(ScriptedModel([turn(tool_calls=[call("skip_issue", reason="x")]), turn("ok")]))
+    assert await tick() is not None
+    again.assert_finished()

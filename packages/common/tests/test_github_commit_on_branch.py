@@ -201,3 +201,18 @@ async def test_the_emulator_answers_the_mutation_as_github_does(emu: GitHubEmula
     assert stale["errors"][0]["message"] == (
         f'Expected branch to point to "{base}" but it did not.  Pull and try again.'
     )
+
+
+async def test_the_default_branch_and_its_head_are_one_query() -> None:
+    """What a builder run starts from: REST needs `GET /repos/{o}/{r}` and the ref."""
+    emu = GitHubEmulator()
+    main = emu.seed_files(SEED)
+    async with emulator_client(emu) as client:
+        head = await client.default_branch()
+        routes = client.stats.by_route()
+    assert (head.name, head.sha) == ("main", main)
+    assert routes == {"POST /graphql": {200: 1}}
+    empty = GitHubEmulator()
+    async with emulator_client(empty) as client:
+        with pytest.raises(NotFound, match="no default branch"):
+            await client.default_branch()

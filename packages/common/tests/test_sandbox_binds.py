@@ -247,3 +247,64 @@ async def test_setup_cannot_reach_the_hosts_loopback_or_private_addresses(
     assert "default route: True" in text  # a way out exists (not used: tests stay offline)
     assert "nameserver 198.18.0.3" in text
     assert connections == []
+
+
+# ---------------------------------------------------------------- limits per sandbox
+
+SPREAD = """
+import subprocess, sys
+hog = "b = bytearray(150 * 1024 * 1024)\\nfor i in range(0, len(b), 4096): b[i] = 1\\nimport time; time.sleep(1.5)"
+kids = [subprocess.Popen([sys.executable, "-c", hog]) for _ in range(4)]
+codes = [k.wait() for k in kids]
+print("codes", codes)
+if all(c == 0 for c in codes):
+    print("ALL ALLOCATED")
+sys.exit(0 if all(c == 0 for c in codes) else 1)
+"""
+
+
+async def test_memory_spread_over_processes_is_bounded_for_the_whole_sandbox(
+    tmp_path: Path,
+) -> None:
+    """Each process stays under RLIMIT_AS; together they exceed the sandbox's memory.
+
+    With a control group per sandbox (where the host allows one), the kernel stops them
+    at the sandbox's total and the result says `memory`. Where it does not, the test
+    shows the bound is per process, as `sandbox check` and the docs say.
+    """
+    from agent_loop_common.sandbox._cgroup import cgroup_support
+
+    limits = SandboxLimits(wall_seconds=60, memory_mb=256, max_processes=32, max_file_mb=8)
+    sandbox = BwrapSandbox(limits, protected=ProtectedPaths.current(agent_home=tmp_path / "s"))
+    tree = write_tree({"README.md": "x"}, tmp_path / "repo")
+    result = await sandbox.run(tree, ["python3", "-c", SPREAD])
+    if cgroup_support().version is None:
+        assert "ALL ALLOCATED" in result.output.text  # 600 MB under a 256 MB setting
+        return
+    assert "ALL ALLOCATED" not in result.output.text, result.output.text
+    assert result.exit_code != 0
+    assert result.limit == "memory"
+
+
+async def test_a_fork_bomb_is_stopped_by_the_sandboxs_process_limit(tmp_path: Path) -> None:
+    from agent_loop_common.sandbox._cgroup import cgroup_support
+
+    limits = SandboxLimits(wall_seconds=30, memory_mb=512, max_processes=16, max_file_mb=8)
+    sandbox = BwrapSandbox(limits, protected=ProtectedPaths.current(agent_home=tmp_path / "s"))
+    tree = write_tree({"README.md": "x"}, tmp_path / "repo")
+    bomb = (
+        "import os, time\n"
+        "n = 0\n"
+        "try:\n"
+        "    for _ in range(100):\n"
+        "        if os.fork() == 0:\n"
+        "            time.sleep(3); os._exit(0)\n"
+        "        n += 1\n"
+        "except OSError as e:\n"
+        "    print('refused after', n, type(e).__name__)\n"
+    )
+    result = await sandbox.run(tree, ["python3", "-c", bomb])
+    assert "refused after" in result.output.text, result.output.text
+    made = int(result.output.text.split("refused after")[1].split()[0])
+    assert made < 16
+    assert cgroup_support().version is None or made <= 16

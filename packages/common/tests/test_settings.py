@@ -140,6 +140,7 @@ ALL_VARIABLES: list[tuple[str, str, str, object]] = [
     ("AGENT_LOOP_FLYTE_ORG", "acme", "flyte_org", "acme"),
     ("AGENT_LOOP_FLYTE_PROJECT", "loops", "flyte_project", "loops"),
     ("AGENT_LOOP_FLYTE_DOMAIN", "production", "flyte_domain", "production"),
+    ("AGENT_LOOP_MEMORY_ROOT", "s3://bucket/data", "memory_root", "s3://bucket/data"),
     (
         "AGENT_LOOP_FLYTE_CONFIG",
         "/etc/flyte/prod.yaml",

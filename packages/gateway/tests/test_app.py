@@ -265,3 +265,21 @@ async def test_a_flood_of_pr_comments_costs_one_lookup_and_one_run(
     pull_reads = [r for r in emulator.requests if r.path.endswith("/pulls/2")]
     permission_reads = [r for r in emulator.requests if r.path.endswith("/permission")]
     assert (len(pull_reads), len(permission_reads)) == (1, 1)
+
+
+async def test_a_stop_written_into_a_trusted_comment_by_a_stranger_stops_nothing(
+    client: httpx.AsyncClient,
+    gateway: Gateway,
+    emulator: GitHubEmulator,
+    recorder: Recorder,
+    runner: FakeRunner,
+) -> None:
+    """Attack (issue 22, point 6): a reader rewrites a writer's comment into
+    `/agent-loop stop`; the gateway's stop check used to read it as the writer's."""
+    comment = emulator.add_comment(1, "Looks good to me.", author="alice")
+    emulator.edit_comment(comment, "/agent-loop stop", by="mallory")
+    emulator.add_comment(1, "/agent-loop build", author="acme")
+    await _deliver_all(client, recorder)
+    await gateway.settle()
+    assert runner.calls == [("builder", 1)]
+    assert emulator.reactions(comment) == []  # not acknowledged as alice's command

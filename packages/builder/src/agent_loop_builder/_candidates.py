@@ -27,7 +27,13 @@ from agent_loop_common.claims import backoff_resetters
 from agent_loop_common.commands import honour_commands
 from agent_loop_common.github import Comment, Edit, GitHub, Issue, IssueEvent, NotFound
 from agent_loop_common.settings import Settings
-from agent_loop_common.trust import LabelApplied, Trust, label_applied, untrusted_edit
+from agent_loop_common.trust import (
+    LabelApplied,
+    Trust,
+    as_their_authors_left_them,
+    label_applied,
+    untrusted_edit,
+)
 
 __all__ = ["IssueFinder"]
 
@@ -113,10 +119,14 @@ class IssueFinder:
                 f"#{issue.number} was stopped by @{commands.stopped_by} with /agent-loop stop; "
                 "a trusted /agent-loop resume lets the agents work on it again",
             )
-        await self.trust.resolve(backoff_resetters(comments, agent_login=self.agent_login))
+        resetters = backoff_resetters(comments, agent_login=self.agent_login)
+        await self.trust.resolve(resetters)
+        as_left = await as_their_authors_left_them(
+            self.github, self.trust, comments, authors={r for r in resetters if self.trust(r)}
+        )
         refusal = thread_refusal(
             issue,
-            comments,
+            as_left,
             agent_login=self.agent_login,
             now=self.now,
             trusted=self.trust,

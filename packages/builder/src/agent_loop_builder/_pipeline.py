@@ -135,12 +135,9 @@ async def _build(held: HeldIssue, write: Writer) -> None:
     """The claimed part of a tick: prepare the job, run the attempt loop, conclude."""
     scope, issue = held.scope, held.issue
     rt = scope.runtime
-    repo = await rt.github.repository()
-    base_sha = await rt.github.get_ref(f"heads/{repo.default_branch}")
-    if base_sha is None:
-        raise LookupError(f"the default branch {repo.default_branch!r} has no commit")
-    branch = repo.default_branch
-    snapshot = RepoSnapshot(rt.github, base_sha, branch, label=f"base branch {branch}")
+    base = await rt.github.default_branch()  # its name and head in one request
+    branch = base.name
+    snapshot = RepoSnapshot(rt.github, base.sha, branch, label=f"base branch {branch}")
     comments = await _trusted_comments(held)
     issue_text = render_issue(issue, comments)
     may_decompose = held.depth < rt.settings.max_decomposition_depth
@@ -178,7 +175,8 @@ async def _trusted_comments(held: HeldIssue) -> list[Comment]:
             continue
         if await trust.trusted(comment.user.login):
             out.append(comment)
-    tainted = await comments_edited_by_untrusted(held.scope.runtime.github, trust, out)
+    people = [c for c in out if not trust.is_agent(c.user.login)]
+    tainted = await comments_edited_by_untrusted(held.scope.runtime.github, trust, people)
     return [c for c in out if c.id not in tainted]
 
 

@@ -316,9 +316,15 @@ def agent_trigger(agent: str, environ: Mapping[str, str] | None = None) -> flyte
 
 
 _LOCAL_ONLY = frozenset(
-    {"AGENT_LOOP_HOME", "AGENT_LOOP_FLYTE_CONFIG", "GITHUB_APP_PRIVATE_KEY_PATH"}
+    {
+        "AGENT_LOOP_HOME",
+        "AGENT_LOOP_FLYTE_CONFIG",
+        "AGENT_LOOP_MEMORY_ROOT",
+        "GITHUB_APP_PRIVATE_KEY_PATH",
+    }
 )
-"""Settings naming paths on the deploying machine: meaningless in a container."""
+"""Settings for the deploying machine's CLI only (its paths, where it reads a
+deployment's memory from): meaningless in a container."""
 
 
 def agent_env_vars(environ: Mapping[str, str] | None = None) -> dict[str, str]:

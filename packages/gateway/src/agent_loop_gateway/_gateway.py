@@ -21,11 +21,13 @@ from agent_loop_common.commands import (
     ThreadKind,
     command_authors,
     command_state,
+    parse_commands,
     render_help,
     render_status,
 )
 from agent_loop_common.github import Comment, GitHub, NotFound
 from agent_loop_common.settings import Settings
+from agent_loop_common.trust import comments_edited_by_untrusted
 from agent_loop_gateway._clock import Clock
 from agent_loop_gateway._dedup import DeliveryMemory
 from agent_loop_gateway._dispatch import Dispatcher, Runner
@@ -81,6 +83,16 @@ class GatewayConfig:
             min_permission=settings.trusted_min_permission,
             bot_login=settings.bot_login,
         )
+
+
+@dataclass(frozen=True)
+class _EditorTrust:
+    """The gateway's `TrustChecker` as the shared last-editor rule asks for it."""
+
+    checker: TrustChecker
+
+    async def trusted(self, login: str) -> bool:
+        return await self.checker.is_trusted(login)
 
 
 class Gateway:
@@ -267,6 +279,14 @@ class Gateway:
         login = await self.agent_login()
         authors = command_authors(comments, agent_login=login)
         trusted = {a for a in authors if await self.trust.is_trusted(a)}
+        # The agents' last-editor rule: a trusted person's command that someone below
+        # the trust rule edited last counts for nothing.
+        tainted = await comments_edited_by_untrusted(
+            self.github,
+            _EditorTrust(self.trust),
+            [c for c in comments if c.user.login in trusted and parse_commands(c.body)],
+        )
+        comments = [c for c in comments if c.id not in tainted]
         state = command_state(
             comments,
             trusted=lambda who: who in trusted,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import structlog
@@ -22,7 +22,7 @@ from agent_loop_common.commands import honour_commands
 from agent_loop_common.github import Comment, GitHub, NotFound, PullRequest
 from agent_loop_common.memory import ReviewedMark, read_reviewed
 from agent_loop_common.runtime import Runtime
-from agent_loop_common.trust import Trust, comments_edited_by_untrusted
+from agent_loop_common.trust import Trust, as_their_authors_left_them, comments_edited_by_untrusted
 from agent_loop_reviewer._feedback import PullSnapshot, failing_checks, people_feedback
 from agent_loop_reviewer._select import Assessment, assess, blocked_by, is_open_agent_pull
 from agent_loop_reviewer._texts import pass_history
@@ -98,9 +98,13 @@ async def examine(
     if commands.stopped:
         log.info("reviewer.pr_stopped", by=commands.stopped_by)
         return None
-    await trust.resolve(backoff_resetters(snapshot.comments, agent_login=agent_login))
+    resetters = backoff_resetters(snapshot.comments, agent_login=agent_login)
+    await trust.resolve(resetters)
+    as_left = await as_their_authors_left_them(
+        rt.github, trust, snapshot.comments, authors={r for r in resetters if trust(r)}
+    )
     blocked = blocked_by(
-        snapshot,
+        replace(snapshot, comments=as_left),
         agent_login=agent_login,
         now=rt.clock(),
         own_run=rt.run_id,
@@ -124,7 +128,13 @@ async def examine(
             agent_login=agent_login,
             trusted=trust,
             edited_by_untrusted=await comments_edited_by_untrusted(
-                rt.github, trust, [*snapshot.comments, *snapshot.review_comments]
+                rt.github,
+                trust,
+                [
+                    c
+                    for c in [*snapshot.comments, *snapshot.review_comments]
+                    if not trust.is_agent(c.user.login) and trust(c.user.login)
+                ],
             ),
         ),
         failing=failing_checks(snapshot),

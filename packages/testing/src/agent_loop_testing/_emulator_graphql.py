@@ -8,13 +8,14 @@ parses real GraphQL (operations, variables with types, aliases, inline fragments
 ```graphql
 type Query { repository(owner: String!, name: String!): Repository
              node(id: ID!): Node   viewer: User! }
-type Repository { id name nameWithOwner issue(number: Int!): Issue
+type Repository { id name nameWithOwner defaultBranchRef: Ref issue(number: Int!): Issue
                   pullRequest(number: Int!): PullRequest
                   issueOrPullRequest(number: Int!): IssueOrPullRequest }
 Issue, PullRequest, IssueComment, PullRequestReviewComment {
   id databaseId body createdAt updatedAt lastEditedAt author { login } editor { login }
   # Issue and PullRequest also: number title
 }
+type Ref { name prefix target: Commit }   type Commit { oid abbreviatedOid message }
 ```
 
 Answers have GitHub's shape: `{"data": ...}`, with `NOT_FOUND` errors (and a `null`)
@@ -184,6 +185,11 @@ def _commit_message(st: State, sha: str) -> str:
     return commit.message.decode() if commit is not None else ""
 
 
+def _default_ref(st: State) -> Obj | None:
+    name = f"refs/heads/{st.default_branch}"
+    return ("Ref", name) if name in st.git.refs else None
+
+
 def _ref_target(st: State, name: str) -> Obj | None:
     sha = st.git.refs.get(name)
     return None if sha is None else ("Commit", sha)
@@ -207,6 +213,7 @@ _SCHEMA: dict[str, dict[str, FieldNodeDef]] = {
         "id": FieldNodeDef("scalar", lambda st, o, a: node_id("R", cast("State", o).repo_id)),
         "name": FieldNodeDef("scalar", lambda st, o, a: cast("State", o).name),
         "nameWithOwner": FieldNodeDef("scalar", lambda st, o, a: cast("State", o).full_name),
+        "defaultBranchRef": FieldNodeDef("Ref", lambda st, o, a: _default_ref(cast("State", o))),
         "issue": FieldNodeDef(
             "Issue",
             _by_number("Issue"),

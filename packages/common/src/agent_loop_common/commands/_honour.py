@@ -54,7 +54,13 @@ async def honour_commands(
         return CommandState()
     await trust.resolve(authors)
     tainted = await comments_edited_by_untrusted(
-        github, trust, [c for c in comments if c.user.login in authors and parse_commands(c.body)]
+        github,
+        trust,
+        [
+            c
+            for c in comments
+            if c.user.login in authors and trust(c.user.login) and parse_commands(c.body)
+        ],
     )
     if tainted:
         # A trusted person's command rewritten by someone below the trust rule is not

@@ -29,6 +29,7 @@ from agent_loop_common.github._errors import (
 )
 from agent_loop_common.github._etag import ETagCache
 from agent_loop_common.github._models import (
+    BranchHead,
     CheckRun,
     Comment,
     CommitStatus,
@@ -56,6 +57,7 @@ __all__ = [
     "NO_RESPONSE",
     "AppAuth",
     "AuthError",
+    "BranchHead",
     "CheckRun",
     "Comment",
     "CommitStatus",

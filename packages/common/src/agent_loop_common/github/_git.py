@@ -21,7 +21,7 @@ from agent_loop_common.github._errors import (
     describe,
 )
 from agent_loop_common.github._graphql import GraphQLBase
-from agent_loop_common.github._models import GitCommit, GitTree, TreeEntry
+from agent_loop_common.github._models import BranchHead, GitCommit, GitTree, TreeEntry
 from agent_loop_common.github._retry import attempt_timeout
 
 _KEEP_MODES = frozenset({"100755"})  # an agent editing a script must not drop its x bit
@@ -71,6 +71,15 @@ mutation($input: CreateCommitOnBranchInput!) {
 """
 """GitHub's one-request commit: the files, the message and the head it must build on."""
 
+DEFAULT_BRANCH_HEAD = """
+query($owner: String!, $name: String!) {
+  repository(owner: $owner, name: $name) {
+    defaultBranchRef { name target { oid } }
+  }
+}
+"""
+"""The default branch's name and head commit, which REST answers in two requests."""
+
 _PLAIN_MODE = "100644"
 
 
@@ -88,6 +97,23 @@ def _moved(branch: str, expected: str, found: str | None) -> NotFastForward:
 
 class GitOps(GraphQLBase):
     """Low-level git operations through GitHub's git data API."""
+
+    async def default_branch(self) -> BranchHead:
+        """The default branch and its head commit, in one GraphQL query (REST needs the
+        repository, then the branch's ref).
+
+        Raises:
+            NotFound: the repository does not exist, or has no branch yet.
+        """
+        data = await self._graphql(DEFAULT_BRANCH_HEAD, {"owner": self._owner, "name": self._name})
+        repository = cast("dict[str, Any] | None", data.get("repository")) or {}
+        ref = cast("dict[str, Any] | None", repository.get("defaultBranchRef"))
+        target = cast("dict[str, Any] | None", ref.get("target")) if ref else None
+        if ref is None or target is None:
+            said = f"{self.full_name} has no default branch (an empty repository)"
+            message = describe(NotFound, method="POST", url="graphql", status=None, said=said)
+            raise NotFound(message, method="POST", url="graphql", github_message=said)
+        return BranchHead(name=str(ref["name"]), sha=str(target["oid"]))
 
     async def get_ref(self, ref: str) -> str | None:
         """The SHA a ref (`heads/main`) points to, or None when there is no such ref."""

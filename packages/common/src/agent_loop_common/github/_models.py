@@ -223,3 +223,12 @@ class GitCommit(_Frozen):
     tree_sha: str
     parents: tuple[str, ...]
     message: str
+
+
+class BranchHead(_Frozen):
+    """A branch and the commit it points at, read in one request."""
+
+    name: str
+    """The branch name, without `refs/heads/`."""
+    sha: str
+    """The commit the branch points at."""

@@ -75,6 +75,8 @@ from agent_loop_common.memory._ledger import (
 )
 from agent_loop_common.memory._lessons_archive import (
     archive_lessons,
+    edit_as_operator,
+    find_lesson,
     read_operator_edits,
     read_retired,
     record_operator_edit,
@@ -134,6 +136,8 @@ __all__ = [
     "collecting_problems",
     "count_idle_run",
     "count_paused_run",
+    "edit_as_operator",
+    "find_lesson",
     "fold_into_rollups",
     "general_path",
     "grade_month",

@@ -14,17 +14,31 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from agent_loop_common.memory._context import read_context_from
 from agent_loop_common.memory._docs import read_doc, write_doc
-from agent_loop_common.memory._layout import lesson_file_name
+from agent_loop_common.memory._layout import DIGEST_PATH, LESSONS_PATH, lesson_file_name
 from agent_loop_common.memory._location import (
     MemoryLocation,
     append_store,
     open_store,
     save_store,
 )
-from agent_loop_common.records import OperatorEdit, RetiredLesson, Role
+from agent_loop_common.records import (
+    Lesson,
+    OperatorEdit,
+    RetiredLesson,
+    Role,
+    apply_operator_edits,
+)
 
-__all__ = ["archive_lessons", "read_operator_edits", "read_retired", "record_operator_edit"]
+__all__ = [
+    "archive_lessons",
+    "edit_as_operator",
+    "find_lesson",
+    "read_operator_edits",
+    "read_retired",
+    "record_operator_edit",
+]
 
 _RETIRED = "retired"
 _OPS = "ops"
@@ -71,3 +85,42 @@ async def read_operator_edits(location: MemoryLocation) -> list[OperatorEdit]:
         if doc is not None:
             out.append(doc)
     return sorted(out, key=lambda e: (e.at, e.lesson_id))
+
+
+def find_lesson(lessons: Iterable[Lesson], wanted: str) -> Lesson | None:
+    """The lesson with id `wanted`, or the one whose id ends in `#<wanted>` (the id
+    without its repository), when exactly one does."""
+    items = list(lessons)
+    exact = [x for x in items if x.id == wanted]
+    short = [x for x in items if x.id.endswith(f"#{wanted}")]
+    found = exact or short
+    return found[0] if len(found) == 1 else None
+
+
+async def edit_as_operator(location: MemoryLocation, edit: OperatorEdit) -> Lesson | RetiredLesson:
+    """Apply an operator's edit to the book at once, and keep it for the distiller.
+
+    The edit is recorded first, so even if a distiller tick overwrites the book in
+    between, its next tick applies the edit again. A retired lesson leaves the book and
+    the digest and is archived as the operator's.
+
+    Raises:
+        LookupError: No lesson (or more than one) has that id.
+    """
+    store = await open_store(location, location.keys.context)
+    view = await read_context_from(store)
+    lesson = find_lesson(view.lessons.lessons, edit.lesson_id)
+    if lesson is None:
+        raise LookupError(f"no lesson {edit.lesson_id!r} in the book (agent-loop lessons list)")
+    edit = edit.model_copy(update={"lesson_id": lesson.id})
+    await record_operator_edit(location, edit)
+    book, retired = apply_operator_edits(view.lessons, [edit], edit.at)
+    if book is not view.lessons:
+        await write_doc(store, LESSONS_PATH, book, actor="operator")
+        if retired:
+            await store.write_text.aio(DIGEST_PATH, view.without([lesson.id]).digest)
+        await save_store(location, store)
+    await archive_lessons(location, retired)
+    if retired:
+        return retired[0]
+    return next(x for x in book.lessons if x.id == lesson.id)

@@ -8,6 +8,7 @@ never silently dropped.
 
 from agent_loop_common.records._exposure import LessonExposure, WorkKind
 from agent_loop_common.records._grade import Grade, GradeState
+from agent_loop_common.records._lesson_edits import apply_operator_edits, with_event
 from agent_loop_common.records._lessons import (
     MAX_LESSON_EVENTS,
     Citation,
@@ -84,6 +85,8 @@ __all__ = [
     "Usage",
     "Visibility",
     "WorkKind",
+    "apply_operator_edits",
     "major_of",
     "parse_record",
+    "with_event",
 ]

@@ -18,7 +18,8 @@ What the command gets (built by the pure `bwrap_argv`):
   memory-backed file system is writable (no rlimit counts a tmpfs);
 - an environment of `PATH`, `HOME`, `LANG` and `SANDBOX_JUNIT`, nothing else;
 - rlimits set by `prlimit` inside the namespaces (address space, CPU seconds, file size,
-  process count, no core files).
+  process count, no core files), and, where the host allows it, a control group of its
+  own that bounds the memory and the process count of the whole sandbox (`_cgroup`).
 
 **Why the command never runs as the host's root.** The kernel does not apply
 `RLIMIT_NPROC` to processes of host uid 0, even inside a user namespace, so a fork bomb
@@ -34,6 +35,7 @@ a mount namespace of its own and then drops to that uid.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import shutil
 import stat
@@ -55,6 +57,7 @@ from agent_loop_common.sandbox._bwrap_argv import (
     bwrap_argv,
     outer_argv,
 )
+from agent_loop_common.sandbox._cgroup import CgroupSupport, SandboxCgroup, cgroup_support
 from agent_loop_common.sandbox._command import expand_placeholders
 from agent_loop_common.sandbox._limits import SandboxLimits
 from agent_loop_common.sandbox._paths import (
@@ -63,7 +66,7 @@ from agent_loop_common.sandbox._paths import (
     plan_binds,
 )
 from agent_loop_common.sandbox._process import run_process
-from agent_loop_common.sandbox._result import RunResult
+from agent_loop_common.sandbox._result import LimitName, RunResult
 from agent_loop_common.sandbox._setup_net import (
     NAMESERVER,
     SetupNetwork,
@@ -75,6 +78,13 @@ from agent_loop_common.sandbox._tree import Workspace
 __all__ = ["BWRAP_BACKEND", "BwrapSandbox", "find_program", "locate_program", "missing_program"]
 
 BWRAP_BACKEND = "bwrap"
+CGROUP_WRAPPERS = 4
+"""Processes of the sandbox's own in its control group, on top of the command's limit."""
+
+
+@functools.cache
+def _cgroup_support() -> CgroupSupport:
+    return cgroup_support()
 
 
 def find_program(name: str) -> str | None:
@@ -280,6 +290,10 @@ class BwrapSandbox(Sandbox):
             batch.write_text(route_batch(await asyncio.to_thread(host_addresses, net.ip)))
             command = [*net.prefix(batch), *command]
             on_start, stop = net.attach()
+        group = await asyncio.to_thread(self._new_cgroup)
+        if group is not None:
+            command = [*group.join_prefix(), *command]
+        hit: LimitName | None = None
         try:
             outcome = await run_process(
                 command,
@@ -290,15 +304,35 @@ class BwrapSandbox(Sandbox):
                 on_start=on_start,
                 signal_from_status=True,
             )
+            if group is not None and outcome.exit_code != 0:
+                hit = await asyncio.to_thread(group.limit_hit)
         finally:
             if stop is not None:
                 await stop()
-        return result_from(
+            if group is not None:
+                await asyncio.to_thread(group.remove)
+        result = result_from(
             outcome,
             backend=self.name,
             argv=argv,
             network=network,
             notes=notes,
+        )
+        if hit is not None and result.limit is None:
+            result = result.model_copy(update={"limit": hit})
+        return result
+
+    def cgroups(self) -> CgroupSupport:
+        """Whether each command gets control groups of its own here (probed once)."""
+        return _cgroup_support()
+
+    def _new_cgroup(self) -> SandboxCgroup | None:
+        # A few processes more than the command's own limit: the sandbox's wrappers
+        # (the join script, bubblewrap's init, the outer stager) live in the group too.
+        return SandboxCgroup.create(
+            self.cgroups(),
+            memory_bytes=self.limits.memory_bytes,
+            max_processes=self.limits.max_processes + CGROUP_WRAPPERS,
         )
 
     async def probe(self) -> tuple[bool, str]:

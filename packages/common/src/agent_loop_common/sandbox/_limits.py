@@ -66,8 +66,14 @@ class SandboxLimits:
         """
         return self.memory_mb * self.max_processes
 
-    def bounds(self, backend: str) -> str:
-        """The real memory and process bound of one sandbox of `backend`, for people."""
+    def bounds(self, backend: str, *, cgroup: str | None = None) -> str:
+        """The real memory and process bound of one sandbox of `backend`, for people.
+
+        Args:
+            backend: The backend's name.
+            cgroup: How the whole sandbox is bounded by a control group (`cgroup v1`,
+                `cgroup v2`), or `None` when only rlimits bound it.
+        """
         if backend == "docker":
             return (
                 f"docker: --memory {self.memory_mb} MB and --pids-limit {self.max_processes} "
@@ -77,6 +83,12 @@ class SandboxLimits:
             return (
                 f"flyte: the pod's memory limit ({self.memory_mb} MB) bounds the whole task; "
                 "the process count is the cluster's pod PID limit"
+            )
+        if cgroup is not None:
+            return (
+                f"{backend}: {self.memory_mb} MB of memory and {self.max_processes} processes "
+                f"for the whole sandbox ({cgroup}), and {self.memory_mb} MB of address space "
+                "per process (RLIMIT_AS)"
             )
         return (
             f"{backend}: {self.memory_mb} MB of address space per process (RLIMIT_AS) and "

@@ -232,8 +232,11 @@ def sandbox_facts(settings: Settings) -> list[str]:
         "internet, but not the host's loopback, abstract sockets, private, shared or "
         "link-local ranges (169.254.169.254), nor the host's own addresses"
     )
+    groups = bwrap.cgroups()
+    cgroup = f"cgroup v{groups.version}" if groups.version is not None else None
     return [
-        *(limits.bounds(name) for name in ("bwrap", "docker", "flyte")),
+        limits.bounds("bwrap", cgroup=cgroup),
+        *(limits.bounds(name) for name in ("docker", "flyte")),
         network,
         "docker setup steps: the engine's default bridge (the host's network rules apply)",
         "flyte setup steps: the cluster's network policy",

@@ -272,6 +272,8 @@ class Settings(BaseSettings):
     """Flyte domain used in local mode."""
     flyte_config: Path | None = None
     """Flyte config file of `--remote` runs (the CLI's `--config`); empty: where the `flyte` CLI looks (`FLYTECTL_CONFIG`, `./.flyte/config.yaml`, `~/.flyte/config.yaml`). A remote run without a config naming a cluster stops before it starts; `infra/flyte/remote.yaml` is the template."""
+    memory_root: str = ""
+    """Storage root of a deployment's memory, read by `agent-loop status --remote`: the location the cluster's tasks write data to (e.g. `s3://my-bucket/data`); the memory lives under `<root>/agents/memory-store/v0/<org>/<project>/<domain>/`. The deployed agents find their own root; this is for reading it from elsewhere."""
 
     # ------------------------------------------------------------ sandbox and tests
     sandbox: Literal["auto", "bwrap", "docker", "flyte", "off"] = "auto"

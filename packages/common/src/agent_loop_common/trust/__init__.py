@@ -12,7 +12,12 @@ trust("alice"), await trust.trusted("bob")      # True, False
 ```
 """
 
-from agent_loop_common.trust._edits import comments_edited_by_untrusted, untrusted_edit
+from agent_loop_common.trust._edits import (
+    EditorTrust,
+    as_their_authors_left_them,
+    comments_edited_by_untrusted,
+    untrusted_edit,
+)
 from agent_loop_common.trust._permissions import (
     PERMISSION_RANK,
     Trust,
@@ -27,8 +32,10 @@ from agent_loop_common.trust._pulls import (
 
 __all__ = [
     "PERMISSION_RANK",
+    "EditorTrust",
     "LabelApplied",
     "Trust",
+    "as_their_authors_left_them",
     "comments_edited_by_untrusted",
     "is_agent_pull",
     "label_applied",

@@ -13,17 +13,28 @@ from one made just after it: it counts as after (`>=`), the side that fails clos
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
+from typing import Protocol
 
 from agent_loop_common.github import Comment, Edit, GitHub, NotFound, ReviewComment
-from agent_loop_common.trust._permissions import Trust
 
-__all__ = ["comments_edited_by_untrusted", "untrusted_edit"]
+__all__ = [
+    "EditorTrust",
+    "as_their_authors_left_them",
+    "comments_edited_by_untrusted",
+    "untrusted_edit",
+]
+
+
+class EditorTrust(Protocol):
+    """Whether a login passes the trust rule (`Trust` is one; the gateway adapts its own)."""
+
+    async def trusted(self, login: str) -> bool: ...
 
 
 async def untrusted_edit(
-    trust: Trust, edit: Edit | None, *, since: datetime | None = None
+    trust: EditorTrust, edit: Edit | None, *, since: datetime | None = None
 ) -> Edit | None:
     """`edit` when someone below the trust rule made it, else `None`.
 
@@ -44,22 +55,18 @@ async def untrusted_edit(
 
 
 async def comments_edited_by_untrusted(
-    github: GitHub, trust: Trust, comments: Iterable[Comment | ReviewComment]
+    github: GitHub, trust: EditorTrust, comments: Iterable[Comment | ReviewComment]
 ) -> set[int]:
-    """Ids of trusted people's comments whose last edit someone untrusted made.
+    """Ids of `comments` whose last edit someone below the trust rule made.
 
-    Only comments whose `updated_at` moved past `created_at` are asked about (one GraphQL
-    request each; edits are rare). Authors are judged by `trust`'s cached answers
-    (`Trust.resolve` them first): an unresolved or untrusted author's comment is left
-    out by the caller anyway, and the agents' own are never shown as people's words. A
+    Pass the comments whose authors count (trusted people's): an untrusted author's
+    comment is left out by the caller anyway. Only comments whose `updated_at` moved
+    past `created_at` are asked about (one GraphQL request each; edits are rare). A
     comment deleted meanwhile is not tainted (it is gone from the next listing).
     """
     tainted: set[int] = set()
     for comment in comments:
-        login = comment.user.login
-        if comment.updated_at <= comment.created_at or trust.is_agent(login):
-            continue
-        if not comment.node_id or not trust(login):
+        if comment.updated_at <= comment.created_at or not comment.node_id:
             continue
         try:
             edit = await github.last_comment_edit(comment)
@@ -68,3 +75,27 @@ async def comments_edited_by_untrusted(
         if await untrusted_edit(trust, edit) is not None:
             tainted.add(comment.id)
     return tainted
+
+
+async def as_their_authors_left_them(
+    github: GitHub, trust: EditorTrust, comments: Sequence[Comment], *, authors: Collection[str]
+) -> list[Comment]:
+    """`comments`, each of `authors`' comments last edited below the trust rule shown as
+    its author left it: its `updated_at` set back to `created_at`.
+
+    A back-off is lifted by a trusted person touching the thread after the agents' last
+    comment (`claims.backoff_state` reads `updated_at`); without this, someone below
+    the rule could buy a new run by editing a maintainer's older comment.
+
+    Args:
+        authors: Logins whose comments could matter (`claims.backoff_resetters`, trusted);
+            only their edited comments are asked about.
+    """
+    wanted = {a.casefold() for a in authors}
+    tainted = await comments_edited_by_untrusted(
+        github, trust, [c for c in comments if c.user.login.casefold() in wanted]
+    )
+    return [
+        c.model_copy(update={"updated_at": c.created_at}) if c.id in tainted else c
+        for c in comments
+    ]

@@ -1,0 +1,110 @@
+"""`agent-loop lessons` reads and edits the same memory the agents read, and `status`
+sums the book up; an operator's retire or pin is recorded as the operator's."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pathlib
+from datetime import UTC, datetime
+
+import pytest
+
+from agent_loop import cli
+from agent_loop_common.memory import (
+    DIGEST_PATH,
+    LESSONS_PATH,
+    read_context,
+    read_operator_edits,
+    read_retired,
+)
+from agent_loop_common.records import CitationStatus, Lesson, LessonAuthor, LessonBook
+from agent_loop_common.runtime import local_memory
+from agent_loop_common.settings import load_settings
+
+NOW = datetime.now(UTC)
+
+
+@pytest.fixture
+def home(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> pathlib.Path:
+    for key in list(os.environ):
+        if key.startswith(("GITHUB_", "AGENT_LOOP_")) and key != "AGENT_LOOP_ALLOW_MODEL_REQUESTS":
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("AGENT_LOOP_REPO", "acme/api")
+    monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path / "home"))
+    location = local_memory(load_settings(github_token="x"))
+    lessons = [
+        Lesson(id="acme/api#L-aaaa", text="Run make lint.", created_at=NOW, updated_at=NOW),
+        Lesson(
+            id="acme/api#L-bbbb",
+            text="Use parse() in src/p.py.",
+            created_at=NOW,
+            updated_at=NOW,
+            citation_status=CitationStatus.BROKEN,
+        ),
+    ]
+    root = pathlib.Path(location.remote_path(location.keys.context))
+    (root / LESSONS_PATH).parent.mkdir(parents=True)
+    (root / LESSONS_PATH).write_text(LessonBook(lessons=lessons).model_dump_json())
+    digest = "".join(f"- [{x.id}] (all) {x.text}\n" for x in lessons)
+    (root / DIGEST_PATH).write_text(digest)
+    return tmp_path / "home"
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = cli.main(["lessons", *argv])
+    out, err = capsys.readouterr()
+    return code, out + err
+
+
+def test_list_show_retire_pin(home: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _cli(capsys, "list", "--json")
+    assert code == 0
+    listed = json.loads(out)
+    assert [x["id"] for x in listed["lessons"]] == ["acme/api#L-aaaa", "acme/api#L-bbbb"]
+    assert listed["lessons"][1]["citation_status"] == "broken"
+    code, out = _cli(capsys, "show", "L-aaaa", "--json")  # the id without its repository
+    assert json.loads(out)["text"] == "Run make lint."
+    assert _cli(capsys, "show", "L-nope")[0] == 1
+
+    assert _cli(capsys, "pin", "L-aaaa")[0] == 0
+    assert _cli(capsys, "retire", "acme/api#L-bbbb", "--reason", "the parser is gone")[0] == 0
+    location = local_memory(load_settings(github_token="x"))
+    context = asyncio.run(read_context(location))
+    (kept,) = context.lessons.lessons
+    assert kept.pinned
+    assert kept.history[-1].by is LessonAuthor.OPERATOR
+    assert "L-bbbb" not in context.digest
+    (gone,) = asyncio.run(read_retired(location))
+    assert (gone.lesson.id, gone.by, gone.reason) == (
+        "acme/api#L-bbbb",
+        LessonAuthor.OPERATOR,
+        "the parser is gone",
+    )
+    ops = asyncio.run(read_operator_edits(location))
+    assert [(e.op, e.lesson_id) for e in ops] == [
+        ("pin", "acme/api#L-aaaa"),
+        ("retire", "acme/api#L-bbbb"),
+    ]
+    code, out = _cli(capsys, "list", "--all")
+    assert "Left the book (1)" in out
+    assert "the parser is gone" in out
+
+    code = cli.main(["status"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "Lessons (1): 1 proving; 1 pinned" in out
+
+
+def test_many_repositories_need_repo(
+    home: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("AGENT_LOOP_REPO")
+    monkeypatch.setenv("AGENT_LOOP_REPOS", "acme/api,acme/web")
+    code, out = _cli(capsys, "list")
+    assert code == 2
+    assert "--repo OWNER/NAME" in out
+    code, out = _cli(capsys, "list", "--repo", "acme/web")
+    assert code == 0
+    assert "No lessons yet" in out
