@@ -7,8 +7,10 @@ a private copy of a small tree (20 files) in a fresh workspace, bubblewrap with 
 namespaces and rlimits (as root also `setpriv`, and an outer bubblewrap when a bind
 source is only reachable by root), output capture, report parsing, and removal of the
 workspace. "Added" is the sandbox's median and p95 minus the plain subprocess's. It
-then counts baseline runs for K changes checked at one base SHA through the
-`BaselineCache` (the target is exactly 1).
+then prices the parts issue 22 added (`/bin/true` in bubblewrap without a control group,
+with one, and with the setup step's own network through slirp4netns), and counts
+baseline runs for K changes checked at one base SHA through the `BaselineCache` (the
+target is exactly 1).
 
     uv run --frozen python bench/sandbox.py [--runs N] [--changes K]
 """
@@ -35,6 +37,7 @@ from agent_loop_common.sandbox import (
     compare,
     write_tree,
 )
+from agent_loop_common.sandbox._cgroup import CgroupSupport
 
 COMMANDS: list[tuple[str, list[str]]] = [
     ("/bin/true", ["/bin/true"]),
@@ -121,6 +124,43 @@ async def overhead(runs: int, tree: Path) -> None:
             )
 
 
+class _NoCgroupSandbox(BwrapSandbox):
+    """bubblewrap with rlimits only (what a host without control groups gets)."""
+
+    def cgroups(self) -> CgroupSupport:
+        return CgroupSupport(None, (), "switched off for the comparison")
+
+
+async def parts(runs: int, tree: Path) -> None:
+    limits = SandboxLimits(wall_seconds=60)
+    plain, grouped = _NoCgroupSandbox(limits), BwrapSandbox(limits)
+    variants: list[tuple[str, Callable[[], Awaitable[RunResult]]]] = [
+        ("rlimits only", lambda: plain.run(tree, ["/bin/true"])),
+        (
+            f"+ control group ({grouped.cgroups().reason.split(' under ')[0]})",
+            lambda: grouped.run(tree, ["/bin/true"]),
+        ),
+        (
+            "+ control group + setup network (slirp4netns)",
+            lambda: grouped.run(tree, ["/bin/true"], network=True),
+        ),
+    ]
+    for _, run in variants:
+        result = await run()
+        if not result.ok:
+            raise SystemExit(f"/bin/true failed: {result.error or result.summary()}")
+    times: list[list[float]] = [[] for _ in variants]
+    for _ in range(runs):
+        for index, (_, run) in enumerate(variants):
+            times[index].append(await once_timed(run))
+    first = statistics.median(times[0])
+    print("\n| `/bin/true` in bwrap | median | p95 | added to rlimits only (median) |")
+    print("|---|---:|---:|---:|")
+    for (label, _), values in zip(variants, times, strict=True):
+        median = statistics.median(values)
+        print(f"| {label} | {ms(median)} | {ms(p95(values))} | {ms(median - first)} |")
+
+
 async def baseline_runs(changes: int, tree: Path) -> None:
     sandbox = BwrapSandbox(SandboxLimits(wall_seconds=60))
     cache = BaselineCache()
@@ -148,6 +188,7 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tree = write_tree({f"mod{i}.py": f"X = {i}\n" for i in range(20)}, Path(tmp) / "tree")
         await overhead(args.runs, tree)
+        await parts(args.runs, tree)
         await baseline_runs(args.changes, tree)
 
 

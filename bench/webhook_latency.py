@@ -475,7 +475,9 @@ def main() -> int:
         f"\n### Attack: {a.connections} slow unauthenticated connections "
         f"({ATTACK_PER_KIND} of each kind), {ATTACK_SIGNED} signed deliveries meanwhile\n"
     )
-    print("| connections | answered | closed by the gateway after (median / max, from its opening) |")
+    print(
+        "| connections | answered | closed by the gateway after (median / max, from its opening) |"
+    )
     print("|---|---|---:|")
     for kind, answered, median, slowest in a.kinds:
         print(f"| {kind} | {answered} | {median:.1f} / {slowest:.1f} s |")

@@ -225,3 +225,15 @@ def test_schedules_come_from_settings_defaults_and_variables() -> None:
     )
     with pytest.raises(ValueError, match="AGENT_LOOP_BUILDER_SCHEDULE: expected a 5-field cron"):
         agent_schedule("builder", {"AGENT_LOOP_BUILDER_SCHEDULE": "every 5 minutes"})
+
+
+def test_the_key_override_is_passed_to_the_model_library() -> None:
+    """litellm reads only the provider's variable: with `AGENT_LOOP_MODEL_KEY_ENV` the
+    call gets the named variable's key, and `none` a placeholder (OpenAI's client
+    refused a keyless local server with "Missing credentials")."""
+    from agent_loop_common.model_keys import NO_KEY, key_override
+
+    assert key_override({}) is None
+    assert key_override({"AGENT_LOOP_MODEL_KEY_ENV": "none"}) == NO_KEY
+    assert key_override({"AGENT_LOOP_MODEL_KEY_ENV": "VLLM_KEY", "VLLM_KEY": "k-1"}) == "k-1"
+    assert key_override({"AGENT_LOOP_MODEL_KEY_ENV": "VLLM_KEY"}) is None

@@ -242,3 +242,18 @@ def test_run_never_copies_git_and_says_what_it_left_out(
     assert "-- note: not copied: .git (git's metadata is never copied" in out
     assert "-- note: not copied: .venv (an environment built on this host" in out
     assert secret not in out
+
+
+@needs_bwrap
+def test_check_tries_the_setup_network(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_loop_common.sandbox._setup_net import SetupNetwork
+
+    monkeypatch.setattr(
+        BwrapSandbox,
+        "setup_network",
+        lambda self: SetupNetwork("/usr/bin/unshare", "/nonexistent/slirp4netns", "ip", True),
+    )
+    _, out, _ = _run(["sandbox", "check"], capsys)
+    assert "bwrap setup steps: cannot run here, the setup step's network needs slirp4netns" in out

@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
-from agent_loop import lessons_cmd, sandbox_cmd
+from agent_loop import emulator_cmd, lessons_cmd, sandbox_cmd
 from agent_loop.agents import AGENTS, TARGETS, AgentName, run_agent_once
 
 if TYPE_CHECKING:
@@ -223,6 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--port", type=_positive, default=8080, help="port (default 8080)")
     sandbox_cmd.add_parser(commands)
+    emulator_cmd.add_parser(commands)
     lessons_cmd.add_parser(commands)
     return parser
 
@@ -283,7 +284,7 @@ def _command(args: argparse.Namespace) -> int:
 
     command = cast(str, args.command)
     level = cast(str | None, args.log_level)
-    quiet_by_default = command in ("demo", "status", "sandbox", "lessons")
+    quiet_by_default = command in ("demo", "status", "sandbox", "emulator", "lessons")
     configure_cli_logging("console", level or ("WARNING" if quiet_by_default else "INFO"))
     try:
         if command == "demo":
@@ -296,6 +297,8 @@ def _command(args: argparse.Namespace) -> int:
             return _serve(args, level)
         if command == "sandbox":
             return sandbox_cmd.main(args)
+        if command == "emulator":
+            return emulator_cmd.main(args)
         if command == "lessons":
             return lessons_cmd.main(args)
         return _deploy(args)

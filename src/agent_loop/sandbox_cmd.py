@@ -107,8 +107,6 @@ def main(args: argparse.Namespace) -> int:
 
 
 async def _check(settings: Settings) -> int:
-    import asyncio
-
     from agent_loop._table import render_table
     from agent_loop_common.sandbox import check_backends, sandbox_facts, selected_backend
 
@@ -123,7 +121,7 @@ async def _check(settings: Settings) -> int:
     ]
     print(render_table(["backend", "works", "why"], rows, max_cell=100, indent=""))
     print("\nWhat bounds one sandbox, and what its setup step reaches:")
-    for fact in await asyncio.to_thread(sandbox_facts, settings):
+    for fact in await sandbox_facts(settings):
         print(f"- {fact}")
     chosen = selected_backend(checks, settings.sandbox)
     if chosen is None:

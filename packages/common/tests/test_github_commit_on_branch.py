@@ -210,8 +210,11 @@ async def test_the_default_branch_and_its_head_are_one_query() -> None:
     async with emulator_client(emu) as client:
         head = await client.default_branch()
         routes = client.stats.by_route()
-    assert (head.name, head.sha) == ("main", main)
+    assert (head.name, head.sha, head.private) == ("main", main, False)
     assert routes == {"POST /graphql": {200: 1}}
+    emu.private = True  # the visibility lessons are scoped by comes with the same query
+    async with emulator_client(emu) as client:
+        assert (await client.default_branch()).private is True
     empty = GitHubEmulator()
     async with emulator_client(empty) as client:
         with pytest.raises(NotFound, match="no default branch"):

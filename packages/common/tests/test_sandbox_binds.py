@@ -308,3 +308,66 @@ async def test_a_fork_bomb_is_stopped_by_the_sandboxs_process_limit(tmp_path: Pa
     made = int(result.output.text.split("refused after")[1].split()[0])
     assert made < 16
     assert cgroup_support().version is None or made <= 16
+
+
+async def test_a_program_the_repository_names_by_absolute_path_binds_nothing(
+    sandbox: BwrapSandbox, tmp_path: Path, host_secret: Path, canary: str
+) -> None:
+    """`Test command: /host/tool/bin/x` in AGENTS.md: the repository chose it, so its
+    installation (here behind a `0700` folder, which root would have staged) stays
+    hidden; the same program from the operator's setting is shown."""
+    tool = host_secret.parent / "bin" / "leak"
+    tool.write_text(f"#!/bin/sh\ncat {host_secret}\n")
+    tool.chmod(0o755)
+    tree = write_tree({"README.md": "x"}, tmp_path / "repo")
+    chosen = await sandbox.run(tree, [str(tool)], operator_command=False)
+    assert chosen.exit_code == 127
+    assert "not visible in the sandbox" in chosen.error
+    assert any("named by the repository's files" in note for note in chosen.notes)
+    assert canary not in chosen.model_dump_json()
+    configured = await sandbox.run(tree, [str(tool)])
+    assert configured.ok, configured.error + configured.output.text
+    assert canary in configured.output.text
+
+
+async def test_without_slirp4netns_setup_fails_closed_and_says_what_to_install(
+    sandbox: BwrapSandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Never the host's network as a fallback: the setup step does not run."""
+    from agent_loop_common.sandbox._setup_net import SetupNetwork
+
+    monkeypatch.setattr(
+        BwrapSandbox,
+        "setup_network",
+        lambda self: SetupNetwork("/usr/bin/unshare", "/nonexistent/slirp4netns", "ip", True),
+    )
+    tree = write_tree({"README.md": "x"}, tmp_path / "repo")
+    result = await sandbox.run(tree, ["true"], setup=["true"])
+    assert result.setup is not None
+    assert not result.setup.ok
+    assert "apt-get install -y slirp4netns" in result.setup.error
+    assert result.exit_code is None  # the tests did not run either
+
+
+def test_groups_a_dead_process_left_are_swept() -> None:
+    import subprocess
+
+    from agent_loop_common.sandbox._cgroup import cgroup_support, sweep_stale_cgroups
+
+    support = cgroup_support()
+    if support.version is None:
+        pytest.skip(f"no control groups here: {support.reason}")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    stale = [parent / f"agent-loop-sandbox-{gone.pid}-abcd1234" for parent in support.parents]
+    mine = [parent / f"agent-loop-sandbox-{os.getpid()}-abcd1234" for parent in support.parents]
+    for folder in (*stale, *mine):
+        folder.mkdir()
+    try:
+        assert sweep_stale_cgroups(support.parents) == len(stale)
+        assert not any(folder.exists() for folder in stale)
+        assert all(folder.exists() for folder in mine)
+    finally:
+        for folder in (*stale, *mine):
+            if folder.exists():
+                folder.rmdir()

@@ -134,8 +134,6 @@ ALL_VARIABLES: list[tuple[str, str, str, object]] = [
         "share_lessons_from",
         ("acme/api", "acme/web"),
     ),
-    ("AGENT_LOOP_LESSONS_PR", "on", "lessons_pr", True),
-    ("AGENT_LOOP_LESSONS_FILE", ".agent-loop/lessons.md", "lessons_file", ".agent-loop/lessons.md"),
     ("AGENT_LOOP_RECORD_RETENTION_DAYS", "90", "record_retention_days", 90),
     ("AGENT_LOOP_FLYTE_ORG", "acme", "flyte_org", "acme"),
     ("AGENT_LOOP_FLYTE_PROJECT", "loops", "flyte_project", "loops"),
@@ -256,6 +254,7 @@ def test_nothing_set_lists_every_problem_at_once(clean_env: pytest.MonkeyPatch) 
         ("AGENT_LOOP_DEPLOYMENT_ID", "Prod--1", "String should match pattern"),
         ("GITHUB_API_URL", "api.github.com", "expected an http(s) URL"),
         ("AGENT_LOOP_LOG_FORMAT", "xml", "Input should be 'console' or 'json'"),
+        ("AGENT_LOOP_SHARE_LESSONS_FROM", "acme/api,acme", "expected owner/name"),
     ],
 )
 def test_invalid_values_name_the_variable_and_its_meaning(

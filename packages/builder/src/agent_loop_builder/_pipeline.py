@@ -146,7 +146,7 @@ async def _build(held: HeldIssue, write: Writer) -> None:
         number=issue.number,
         prompt=build_prompt(
             issue_block=issue_text,
-            context_block=await _context(scope, issue, snapshot, private=repo.private),
+            context_block=await _context(scope, issue, snapshot, private=base.private),
             number=issue.number,
             tries=rt.settings.max_tries,
             may_decompose=may_decompose,

@@ -15,8 +15,10 @@ from typing import Any, cast
 __all__ = [
     "KEYLESS_PROVIDERS",
     "KEY_ENV_OVERRIDE",
+    "NO_KEY",
     "PROVIDER_KEYS",
     "key_env",
+    "key_override",
     "model_problems",
     "provider_of",
 ]
@@ -42,6 +44,28 @@ KEYLESS_PROVIDERS = frozenset({"ollama", "ollama_chat", "hosted_vllm", "lm_studi
 
 KEY_ENV_OVERRIDE = "AGENT_LOOP_MODEL_KEY_ENV"
 """Names the model key's variable explicitly (`none`: the model needs no key)."""
+
+
+NO_KEY = "no-key"
+"""What a keyless server is sent as its key: OpenAI's client refuses to call without one
+("Missing credentials"), and a server that wants none ignores it."""
+
+
+def key_override(environ: Mapping[str, str] | None = None) -> str | None:
+    """The key to pass the model library with `AGENT_LOOP_MODEL_KEY_ENV`, or `None`.
+
+    The library reads only the provider's own variable (`OPENAI_API_KEY`), so the
+    variable the override names is read here and passed as the call's key; `none`
+    passes `NO_KEY`. Without the override, `None`: the library finds the provider's key.
+    An override naming an unset variable gives `None` too (the preflight names it).
+    """
+    env = os.environ if environ is None else environ
+    override = env.get(KEY_ENV_OVERRIDE, "").strip()
+    if not override:
+        return None
+    if override.lower() == "none":
+        return NO_KEY
+    return env.get(override, "").strip() or None
 
 
 def provider_of(model: str) -> str:

@@ -26,7 +26,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agent_loop_distiller._attempt import Distillation, distill
+from agent_loop_distiller._diagnosis import Diagnosis, cues_of, diagnose, followed
 from agent_loop_distiller._digest import estimate_tokens, render_digest, work_lines
+from agent_loop_distiller._effect import (
+    EffectBook,
+    EffectEstimate,
+    EffectPolicy,
+    Exposure,
+    LessonEffect,
+    MetricStats,
+    SequentialTest,
+    decide,
+    estimate_effect,
+    observe,
+)
 from agent_loop_distiller._errors import (
     DistillationFailed,
     DistillerError,
@@ -43,6 +56,8 @@ from agent_loop_distiller._lessons import (
     evidence_of,
     lesson_id,
 )
+from agent_loop_distiller._measure import Measured, measure_effects, stratum_of
+from agent_loop_distiller._outcomes import PullOutcomes, RunOutcomes, outcomes_of, pr_outcomes
 from agent_loop_distiller._pipeline import (
     CLAIM_KEY,
     DistillerOptions,
@@ -82,6 +97,7 @@ __all__ = [
     "DISTILLER_MARKER",
     "FILE_CHARS",
     "TAB_NAMES",
+    "Diagnosis",
     "Distillation",
     "DistillationFailed",
     "DistillerError",
@@ -89,25 +105,44 @@ __all__ = [
     "Edit",
     "EditRefused",
     "EditsRejected",
+    "EffectBook",
+    "EffectEstimate",
+    "EffectPolicy",
     "Evidence",
+    "Exposure",
     "GradingResult",
     "LessonEditor",
+    "LessonEffect",
     "LessonLimits",
+    "Measured",
     "MemoryFile",
+    "MetricStats",
     "ModelFailed",
+    "PullOutcomes",
     "ReportData",
+    "RunOutcomes",
+    "SequentialTest",
     "TickKind",
     "TickResult",
+    "cues_of",
+    "decide",
+    "diagnose",
     "distill",
+    "estimate_effect",
     "estimate_tokens",
     "evidence_of",
     "expire_stale",
     "failure_streak",
     "follow_up",
+    "followed",
     "learnable",
     "lesson_id",
     "lesson_tools",
+    "measure_effects",
+    "observe",
+    "outcomes_of",
     "plan_peek",
+    "pr_outcomes",
     "rank_lessons",
     "refresh_from_usage",
     "regrade",
@@ -122,6 +157,7 @@ __all__ = [
     "retry_at",
     "run_distiller_tick",
     "run_once",
+    "stratum_of",
     "work_lines",
 ]
 

@@ -40,9 +40,11 @@ from agent_loop_common.runtime import RunScope, Runtime, preflight_model, run_sc
 from agent_loop_distiller._attempt import distill
 from agent_loop_distiller._candidates import backoff_of, look, retention_of, under_claim
 from agent_loop_distiller._digest import render_digest
+from agent_loop_distiller._effect import EffectBook
 from agent_loop_distiller._errors import DistillationFailed, EditsRejected
 from agent_loop_distiller._grading import follow_up
 from agent_loop_distiller._lessons import Edit
+from agent_loop_distiller._measure import measure_effects
 from agent_loop_distiller._report._gather import gather_report
 from agent_loop_distiller._select import TickKind, failure_streak, learnable, retry_at
 from agent_loop_distiller._state import CLAIM_KEY, DistillerOptions, TickResult, Work
@@ -135,6 +137,7 @@ async def _commit(runtime: Runtime, work: Work) -> bool:
         lessons=work.book if lessons_changed else None,
         digest=work.digest if digest_changed else None,
         grades=work.grading.changed,
+        effects=work.effects,
     )
     await archive_lessons(runtime.memory, work.retired)
     settings = runtime.settings
@@ -176,7 +179,13 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
     retired += [expired_record(lesson, now, max_age) for lesson in out.expired]
     visibility = await _visibility(runtime)
     book = stamp_origin(book, runtime.settings.repo, visibility)
+    async with scope.stage("measure"):
+        effects = await memory.read_effects(EffectBook) or EffectBook()
+        out.measured = measure_effects(effects, book, records, now)
+    book = out.measured.book
+    retired += out.measured.retired
     work = Work(memory, batch, context, grading, book, retired=retired, visibility=visibility)
+    work.effects = effects
     out.lessons = context.lessons
     retry = (
         None

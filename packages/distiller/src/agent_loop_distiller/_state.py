@@ -15,8 +15,10 @@ from agent_loop_common.records import (
     RunRecord,
     Visibility,
 )
+from agent_loop_distiller._effect import EffectBook
 from agent_loop_distiller._grading import GradingResult
 from agent_loop_distiller._lessons import Edit, LessonLimits
+from agent_loop_distiller._measure import Measured
 from agent_loop_distiller._report import ReportData
 from agent_loop_distiller._select import TickKind
 
@@ -74,6 +76,8 @@ class TickResult:
     """Why the tick stopped or what it did, in one line."""
     report: ReportData | None = None
     """Data for the report, after a tick that did work."""
+    measured: Measured | None = None
+    """What the lesson-effect measurement counted, decided and retired this tick."""
 
 
 @dataclass
@@ -90,3 +94,5 @@ class Work:
     """Lessons that leave the book this tick, archived after the commit."""
     visibility: Visibility = ""
     """The repository's visibility this tick, recorded on its lessons."""
+    effects: EffectBook | None = None
+    """The lesson-effect state after this tick's measurement, saved with the commit."""

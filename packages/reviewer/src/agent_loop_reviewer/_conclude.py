@@ -134,6 +134,7 @@ async def conclude(
         marker=marker,
         stop=stop,
         tests=result.tests.markdown() if result.tests is not None else "",
+        changed=list(plan.files),
     )
     replies = reply_posts(a.people, {r.comment_id: r.reply for r in plan.replies})
     async with scope.stage("reply"):

@@ -23,11 +23,12 @@ Only markers written by the agents' identity count; malformed ones are ignored.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from agent_loop_common.claims import CommentLike, is_run_id
 from agent_loop_common.texts import public_text
+from agent_loop_common.verify import instructions_change_note
 
 __all__ = [
     "PassHistory",
@@ -173,11 +174,16 @@ def summary_body(
     marker: PassMarker,
     stop: str = "",
     tests: str = "",
+    changed: Sequence[str] = (),
 ) -> str:
     """The one summary comment after a pushed fix (`tests`: the pipeline's own `## Tests`
-    section with the evidence the fix was pushed on, already safe to post)."""
+    section with the evidence the fix was pushed on, already safe to post; `changed`:
+    the paths the fix touched, so a change to the agents' own instructions is called
+    out first)."""
+    note = instructions_change_note(list(changed))
     parts = [
         f"🔧 {_WHO} pushed `{new_head[:7]}` on top of `{old_head[:7]}` (run `{run_id}`).",
+        *([f"> [!WARNING]\n> {note}"] if note else []),
         _text(summary),
         f"Replied to {replies} comment(s). The strict verifier passed the fix on try {tries}.",
     ]

@@ -453,9 +453,9 @@ class GitHubEmulator(EmulatorInspection):
         return TimeoutTransport(inner, self._faults, self._app.log, self._st.lock)
 
     @contextmanager
-    def serve(self) -> Generator[str]:
-        """Serve over HTTP on 127.0.0.1 (ephemeral port); yields the base URL."""
-        with serve_app(self._app.app, self._app.closing) as url:
+    def serve(self, port: int = 0) -> Generator[str]:
+        """Serve over HTTP on 127.0.0.1 (`port`, 0: an ephemeral one); yields the base URL."""
+        with serve_app(self._app.app, self._app.closing, port=port) as url:
             previous = self._hooks.base_url, self._hooks.web_url
             self._hooks.base_url = self._hooks.web_url = url
             try:

@@ -8,7 +8,7 @@ parses real GraphQL (operations, variables with types, aliases, inline fragments
 ```graphql
 type Query { repository(owner: String!, name: String!): Repository
              node(id: ID!): Node   viewer: User! }
-type Repository { id name nameWithOwner defaultBranchRef: Ref issue(number: Int!): Issue
+type Repository { id name nameWithOwner isPrivate defaultBranchRef: Ref issue(number: Int!): Issue
                   pullRequest(number: Int!): PullRequest
                   issueOrPullRequest(number: Int!): IssueOrPullRequest }
 Issue, PullRequest, IssueComment, PullRequestReviewComment {
@@ -213,6 +213,7 @@ _SCHEMA: dict[str, dict[str, FieldNodeDef]] = {
         "id": FieldNodeDef("scalar", lambda st, o, a: node_id("R", cast("State", o).repo_id)),
         "name": FieldNodeDef("scalar", lambda st, o, a: cast("State", o).name),
         "nameWithOwner": FieldNodeDef("scalar", lambda st, o, a: cast("State", o).full_name),
+        "isPrivate": FieldNodeDef("scalar", lambda st, o, a: cast("State", o).private),
         "defaultBranchRef": FieldNodeDef("Ref", lambda st, o, a: _default_ref(cast("State", o))),
         "issue": FieldNodeDef(
             "Issue",

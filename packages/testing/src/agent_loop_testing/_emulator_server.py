@@ -27,14 +27,16 @@ def serve_app(
     *,
     startup_timeout: float = 10.0,
     lifespan: Literal["on", "off"] = "off",
+    port: int = 0,
 ) -> Generator[str]:
-    """Run `app` on an ephemeral loopback port; yields the base URL (`http://127.0.0.1:N`)."""
+    """Run `app` on a loopback port (`port`, 0: an ephemeral one); yields the base URL
+    (`http://127.0.0.1:N`). A port in use raises `OSError` before anything starts."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     # asyncio only sets TCP_NODELAY on sockets created with proto=IPPROTO_TCP; this one
     # has proto 0, and without it every response waits ~40 ms for a delayed ACK.
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind(("127.0.0.1", 0))
+    sock.bind(("127.0.0.1", port))
     port = int(sock.getsockname()[1])
     config = uvicorn.Config(
         app,

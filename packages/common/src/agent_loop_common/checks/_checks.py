@@ -135,7 +135,12 @@ class Checks:
     ) -> RunResult:
         tree = await self._tree_path()
         self.runs += 1
-        return await self.sandbox.run(tree, argv, changes=changes, setup=self.setup)
+        # A command found in the repository's files (AGENTS.md) never chooses a host
+        # folder for the sandbox to show; one from the operator's setting may.
+        from_setting = self.command is not None and self.command.source == "setting"
+        return await self.sandbox.run(
+            tree, argv, changes=changes, setup=self.setup, operator_command=from_setting
+        )
 
     async def baseline(self) -> RunResult | None:
         """The command's result on the tree (run once per SHA and command), or `None`."""

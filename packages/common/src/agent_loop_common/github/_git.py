@@ -74,11 +74,13 @@ mutation($input: CreateCommitOnBranchInput!) {
 DEFAULT_BRANCH_HEAD = """
 query($owner: String!, $name: String!) {
   repository(owner: $owner, name: $name) {
+    isPrivate
     defaultBranchRef { name target { oid } }
   }
 }
 """
-"""The default branch's name and head commit, which REST answers in two requests."""
+"""The default branch's name and head commit (and the repository's visibility), which
+REST answers in two requests."""
 
 _PLAIN_MODE = "100644"
 
@@ -99,8 +101,8 @@ class GitOps(GraphQLBase):
     """Low-level git operations through GitHub's git data API."""
 
     async def default_branch(self) -> BranchHead:
-        """The default branch and its head commit, in one GraphQL query (REST needs the
-        repository, then the branch's ref).
+        """The default branch, its head commit and whether the repository is private, in
+        one GraphQL query (REST needs the repository, then the branch's ref).
 
         Raises:
             NotFound: the repository does not exist, or has no branch yet.
@@ -113,7 +115,11 @@ class GitOps(GraphQLBase):
             said = f"{self.full_name} has no default branch (an empty repository)"
             message = describe(NotFound, method="POST", url="graphql", status=None, said=said)
             raise NotFound(message, method="POST", url="graphql", github_message=said)
-        return BranchHead(name=str(ref["name"]), sha=str(target["oid"]))
+        return BranchHead(
+            name=str(ref["name"]),
+            sha=str(target["oid"]),
+            private=repository.get("isPrivate") is True,
+        )
 
     async def get_ref(self, ref: str) -> str | None:
         """The SHA a ref (`heads/main`) points to, or None when there is no such ref."""

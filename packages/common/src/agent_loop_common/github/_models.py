@@ -232,3 +232,5 @@ class BranchHead(_Frozen):
     """The branch name, without `refs/heads/`."""
     sha: str
     """The commit the branch points at."""
+    private: bool = False
+    """Whether the repository is private (GraphQL `isPrivate`, read in the same request)."""

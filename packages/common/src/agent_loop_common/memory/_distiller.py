@@ -23,14 +23,22 @@ import asyncio
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from typing import TypeVar
 
 from flyte.ai.agents import MemoryStore
+from pydantic import BaseModel
 
 from agent_loop_common.memory._context import ContextView, read_context_from
 from agent_loop_common.memory._docs import read_doc, write_doc
 from agent_loop_common.memory._errors import AgentMemoryError
 from agent_loop_common.memory._homes import write_grades
-from agent_loop_common.memory._layout import DIGEST_PATH, LEDGER_PATH, LESSONS_PATH, bucket_start
+from agent_loop_common.memory._layout import (
+    DIGEST_PATH,
+    EFFECTS_PATH,
+    LEDGER_PATH,
+    LESSONS_PATH,
+    bucket_start,
+)
 from agent_loop_common.memory._ledger import (
     DeferredRecord,
     IngestLedger,
@@ -52,6 +60,8 @@ from agent_loop_common.records import (
 )
 
 __all__ = ["DistillerMemory", "IngestBatch"]
+
+M = TypeVar("M", bound=BaseModel)
 
 _ACTOR = Role.DISTILLER.value
 
@@ -120,6 +130,11 @@ class DistillerMemory:
         if self._context_store is None:
             self._context_store = await open_store(self.location, self.location.keys.context)
         return await read_context_from(self._context_store)
+
+    async def read_effects(self, model: type[M]) -> M | None:
+        """The lesson-effect state (`ledger/effects.json`, in the already downloaded
+        ledger key), as `model`; `None` before the first measurement."""
+        return await read_doc(self._ledger_store, EFFECTS_PATH, model)
 
     async def collect(self, now: datetime | None = None) -> IngestBatch:
         """Read every record not yet ingested, from the watermark's bucket up to now."""
@@ -235,8 +250,14 @@ class DistillerMemory:
         lessons: LessonBook | None = None,
         digest: str | None = None,
         grades: Iterable[Grade] = (),
+        effects: BaseModel | None = None,
     ) -> None:
-        """Save lessons/digest, grades, rollups, and only then the ledger."""
+        """Save lessons/digest, grades, rollups, effects, and only then the ledger.
+
+        `effects` (the lesson-effect state) is saved on its own before the ledger: a pass
+        that dies in between re-reads the same records, which the state already lists
+        as counted (`recent_run_ids`), so none counts twice.
+        """
         if batch.base is not self.ledger:
             raise AgentMemoryError("batch was not collected from the current ledger")
         if lessons is not None or digest is not None:
@@ -245,6 +266,9 @@ class DistillerMemory:
         if grade_list:
             await write_grades(self.location, grade_list)
         await fold_into_rollups(self.location, batch.records, batch.idle)
+        if effects is not None:
+            await write_doc(self._ledger_store, EFFECTS_PATH, effects, actor=_ACTOR)
+            await save_store(self.location, self._ledger_store)
         if batch.ledger.model_dump(exclude={"updated_at"}) != self.ledger.model_dump(
             exclude={"updated_at"}
         ):

@@ -7,7 +7,7 @@ does not grow with total history:
 | key                                   | writer     | holds                               |
 |---------------------------------------|------------|-------------------------------------|
 | `<prefix>-context`                    | distiller  | `context/digest.md`, `context/lessons.json` |
-| `<prefix>-ledger`                     | distiller  | `ledger/ingest.json`                |
+| `<prefix>-ledger`                     | distiller  | `ledger/ingest.json`, `ledger/effects.json` |
 | `<prefix>-runs-<YYYYMMDDHH>`          | every run  | `runs/<run_id>.json` (one per run)  |
 | `<prefix>-idle-<role>-<YYYYMMDD>`     | that role  | `idle/count.json`                   |
 | `<prefix>-rollups-<YYYYMM>`           | distiller  | `days/<YYYY-MM-DD>.json`            |
@@ -38,6 +38,7 @@ __all__ = [
     "AGENT_READ_ONLY_PREFIXES",
     "DEFAULT_PREFIX",
     "DIGEST_PATH",
+    "EFFECTS_PATH",
     "ETAG_PATH",
     "IDLE_PATH",
     "LEDGER_PATH",
@@ -65,6 +66,8 @@ AGENT_READ_ONLY_PREFIXES: tuple[str, ...] = ("context/",)
 """Builder and reviewer open the context key with these read-only: only the distiller
 writes lessons and the digest."""
 LEDGER_PATH = "ledger/ingest.json"
+EFFECTS_PATH = "ledger/effects.json"
+"""The distiller's lesson-effect state (fixed size per lesson; never read by the agents)."""
 RUNS_DIR = "runs"
 IDLE_PATH = "idle/count.json"
 ETAG_PATH = "etags/cache.json"

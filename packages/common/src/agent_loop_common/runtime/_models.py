@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from flyte.ai.agents import LLMCallable
 
 from agent_loop_common.llm import Budget, UsageMeter, make_call_llm
+from agent_loop_common.model_keys import key_override
 from agent_loop_common.records import Role
 from agent_loop_common.settings import Settings
 
@@ -99,6 +100,7 @@ def model_for(
     model = settings.model
     if purpose == "verifier" and settings.verifier_model:
         model = settings.verifier_model
+    key = key_override()  # AGENT_LOOP_MODEL_KEY_ENV: the library would not read it itself
     return make_call_llm(
         model=model,
         usage=usage,
@@ -107,4 +109,5 @@ def model_for(
         max_tokens=settings.max_output_tokens,
         retry=settings.model_retry_policy(),
         timeout=settings.llm_timeout_seconds,
+        extra_params=None if key is None else {"api_key": key},
     )

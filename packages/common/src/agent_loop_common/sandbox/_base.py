@@ -176,6 +176,7 @@ class Sandbox(ABC):
         changes: Mapping[str, str | bytes | None] | None = None,
         setup: Sequence[str] | None = None,
         skip: Sequence[str] = (),
+        operator_command: bool = True,
     ) -> RunResult:
         """Run `argv` on a private copy of `tree` and report what happened.
 
@@ -188,6 +189,11 @@ class Sandbox(ABC):
             setup: A command run first on the same copy, with the network on; when it
                 fails, `argv` does not run and the result carries the setup's result.
             skip: Paths relative to `tree` not to copy (besides `.git`, never copied).
+            operator_command: `argv` comes from the operator (a setting, the CLI, the
+                caller's code). False when the repository's files chose it (`AGENTS.md`):
+                then a program it names by absolute path gets no host folder bound, since
+                nothing in the repository chooses what the sandbox sees. `setup` always
+                comes from the operator.
 
         Raises:
             CommandRejected: `argv` is empty.
@@ -223,7 +229,13 @@ class Sandbox(ABC):
                         setup=setup_result,
                     )
                 await asyncio.to_thread(_clear_report, workspace)
-            result = await self._execute(workspace, tuple(argv), network=network, time_limit=limit)
+            result = await self._execute(
+                workspace,
+                tuple(argv),
+                network=network,
+                time_limit=limit,
+                bind_program=operator_command,
+            )
             result = await _with_report(result, workspace, argv)
             return result.model_copy(update={"setup": setup_result}) if setup_result else result
         finally:
@@ -231,9 +243,19 @@ class Sandbox(ABC):
 
     @abstractmethod
     async def _execute(
-        self, workspace: Workspace, argv: tuple[str, ...], *, network: bool, time_limit: float
+        self,
+        workspace: Workspace,
+        argv: tuple[str, ...],
+        *,
+        network: bool,
+        time_limit: float,
+        bind_program: bool = True,
     ) -> RunResult:
-        """Run one command in `workspace.repo` inside this backend's isolation."""
+        """Run one command in `workspace.repo` inside this backend's isolation.
+
+        `bind_program` False: the program was named by the repository's files, so no host
+        folder is shown for it (backends that bind host folders honour it).
+        """
 
     def describe(self) -> str:
         """One line for logs and the CLI."""
@@ -280,6 +302,7 @@ class DisabledSandbox(Sandbox):
         changes: Mapping[str, str | bytes | None] | None = None,
         setup: Sequence[str] | None = None,
         skip: Sequence[str] = (),
+        operator_command: bool = True,
     ) -> RunResult:
         """A result with `exit_code=None`: nothing ran."""
         return RunResult(
@@ -290,6 +313,12 @@ class DisabledSandbox(Sandbox):
         )
 
     async def _execute(
-        self, workspace: Workspace, argv: tuple[str, ...], *, network: bool, time_limit: float
+        self,
+        workspace: Workspace,
+        argv: tuple[str, ...],
+        *,
+        network: bool,
+        time_limit: float,
+        bind_program: bool = True,
     ) -> RunResult:  # pragma: no cover - run() never calls it
         raise NotImplementedError

@@ -57,7 +57,12 @@ from agent_loop_common.sandbox._bwrap_argv import (
     bwrap_argv,
     outer_argv,
 )
-from agent_loop_common.sandbox._cgroup import CgroupSupport, SandboxCgroup, cgroup_support
+from agent_loop_common.sandbox._cgroup import (
+    CgroupSupport,
+    SandboxCgroup,
+    cgroup_support,
+    sweep_stale_cgroups,
+)
 from agent_loop_common.sandbox._command import expand_placeholders
 from agent_loop_common.sandbox._limits import SandboxLimits
 from agent_loop_common.sandbox._paths import (
@@ -84,7 +89,9 @@ CGROUP_WRAPPERS = 4
 
 @functools.cache
 def _cgroup_support() -> CgroupSupport:
-    return cgroup_support()
+    support = cgroup_support()
+    sweep_stale_cgroups(support.parents)  # once per process: what a killed agent left
+    return support
 
 
 def find_program(name: str) -> str | None:
@@ -206,11 +213,17 @@ class BwrapSandbox(Sandbox):
         )
 
     def _layout(
-        self, workspace: Workspace, argv0: str, *, network: bool = False
+        self, workspace: Workspace, argv0: str, *, network: bool = False, bind_program: bool = True
     ) -> tuple[BwrapLayout, list[tuple[Path, Path]], list[str], list[Path]]:
         path = _command_path(argv0)
         trees = [workspace.root, *([workspace.source] if workspace.source else [])]
-        binds, notes = plan_binds([argv0], self.readonly_paths, self.protected, trees=trees)
+        programs = [argv0] if bind_program else []
+        binds, notes = plan_binds(programs, self.readonly_paths, self.protected, trees=trees)
+        if not bind_program and argv0.startswith("/"):
+            notes.append(
+                f"not bound: {argv0} was named by the repository's files, which never choose "
+                "a host folder to show; name it in AGENT_LOOP_TEST_COMMAND to use it"
+            )
         stages: list[tuple[Path, Path]] = []
         readonly: list[tuple[Path, Path]] = []
         for index, bind in enumerate(binds):
@@ -251,11 +264,19 @@ class BwrapSandbox(Sandbox):
         return layout, stages, notes, binds
 
     async def _execute(
-        self, workspace: Workspace, argv: tuple[str, ...], *, network: bool, time_limit: float
+        self,
+        workspace: Workspace,
+        argv: tuple[str, ...],
+        *,
+        network: bool,
+        time_limit: float,
+        bind_program: bool = True,
     ) -> RunResult:
         argv = expand_placeholders(argv, junit_path=JUNIT_PATH)
         layout, stages, notes, binds = await asyncio.to_thread(
-            self._layout, workspace, argv[0], network=network
+            functools.partial(
+                self._layout, workspace, argv[0], network=network, bind_program=bind_program
+            )
         )
         missing = missing_program(argv[0], layout.path, workspace.repo, binds)
         if missing is not None:
@@ -351,6 +372,18 @@ class BwrapSandbox(Sandbox):
             return True, f"ran `true` in {elapsed * 1000:.0f} ms"
         detail = (result.error or result.output.text).strip().splitlines()
         return False, f"`true` failed in bubblewrap: {detail[-1] if detail else result.summary()}"
+
+    async def probe_setup_network(self) -> str | None:
+        """Run `true` with the setup step's network: `None` when it works, else why not."""
+        empty = Path(await asyncio.to_thread(_empty_dir, self.work_root))
+        try:
+            result = await self.run(empty, ["true"], network=True, time_limit=20)
+        finally:
+            await asyncio.to_thread(shutil.rmtree, empty, True)
+        if result.ok:
+            return None
+        detail = (result.error or result.output.text).strip().splitlines()
+        return detail[-1] if detail else result.summary()
 
     def _missing_tool(self) -> str | None:
         if shutil.which(self.bwrap) is None:

@@ -22,13 +22,20 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["JOIN_SCRIPT", "CgroupSupport", "SandboxCgroup", "cgroup_support"]
+__all__ = [
+    "JOIN_SCRIPT",
+    "CgroupSupport",
+    "SandboxCgroup",
+    "cgroup_support",
+    "sweep_stale_cgroups",
+]
 
 JOIN_SCRIPT = (
     'while [ "$1" != "--" ]; do\n'
@@ -107,6 +114,38 @@ def _probe_child(parent: Path, files: tuple[str, ...]) -> bool:
     finally:
         with contextlib.suppress(OSError):
             probe.rmdir()
+
+
+_GROUP = re.compile(r"agent-loop-sandbox-(?P<pid>\d+)-[0-9a-f]+$")
+
+
+def sweep_stale_cgroups(parents: tuple[Path, ...]) -> int:
+    """Remove the empty groups a dead agent process left (killed mid-run); returns how many.
+
+    A group's name carries the pid of the process that made it; one whose process is
+    gone is removed when the kernel lets it (only an empty group can be).
+    """
+    removed = 0
+    for parent in parents:
+        try:
+            entries = list(os.scandir(parent))
+        except OSError:
+            continue
+        for entry in entries:
+            match = _GROUP.match(entry.name)
+            if match is None or int(match.group("pid")) == os.getpid():
+                continue
+            try:
+                os.kill(int(match.group("pid")), 0)
+                continue  # alive
+            except ProcessLookupError:
+                pass
+            except PermissionError:
+                continue
+            with contextlib.suppress(OSError):
+                os.rmdir(entry.path)
+                removed += 1
+    return removed
 
 
 def cgroup_support() -> CgroupSupport:

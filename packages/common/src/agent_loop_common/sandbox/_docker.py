@@ -166,7 +166,13 @@ class DockerSandbox(Sandbox):
         return (65534, 65534) if os.geteuid() == 0 else (os.getuid(), os.getgid())
 
     async def _execute(
-        self, workspace: Workspace, argv: tuple[str, ...], *, network: bool, time_limit: float
+        self,
+        workspace: Workspace,
+        argv: tuple[str, ...],
+        *,
+        network: bool,
+        time_limit: float,
+        bind_program: bool = True,
     ) -> RunResult:
         argv = expand_placeholders(argv, junit_path=JUNIT_PATH)
         uid, gid = self._identity()

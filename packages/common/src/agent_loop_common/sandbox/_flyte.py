@@ -194,7 +194,13 @@ class FlyteSandbox(Sandbox):
         self.task = task
 
     async def _execute(
-        self, workspace: Workspace, argv: tuple[str, ...], *, network: bool, time_limit: float
+        self,
+        workspace: Workspace,
+        argv: tuple[str, ...],
+        *,
+        network: bool,
+        time_limit: float,
+        bind_program: bool = True,
     ) -> RunResult:
         if not in_flyte_cluster():
             raise SandboxUnavailable(

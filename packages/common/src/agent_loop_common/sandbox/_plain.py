@@ -48,7 +48,13 @@ class PlainSubprocessSandbox(Sandbox):
     isolated = False
 
     async def _execute(
-        self, workspace: Workspace, argv: tuple[str, ...], *, network: bool, time_limit: float
+        self,
+        workspace: Workspace,
+        argv: tuple[str, ...],
+        *,
+        network: bool,
+        time_limit: float,
+        bind_program: bool = True,
     ) -> RunResult:
         argv = expand_placeholders(argv, junit_path=str(workspace.junit))
         env = plain_env(workspace, argv[0])

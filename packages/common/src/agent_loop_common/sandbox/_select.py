@@ -220,11 +220,16 @@ async def check_backends(settings: Settings, *, refresh: bool = True) -> list[Ba
     return checks
 
 
-def sandbox_facts(settings: Settings) -> list[str]:
-    """What bounds one sandbox, and what a setup step can reach, per backend (for people)."""
+async def sandbox_facts(settings: Settings) -> list[str]:
+    """What bounds one sandbox, and what a setup step can reach, per backend (for people).
+
+    The setup network is tried for real (`true` with the network) when bubblewrap works.
+    """
     limits = limits_from_settings(settings)
-    bwrap = _bwrap(settings, limits, ProtectedPaths())
+    bwrap = _bwrap(settings, limits, protected_from_settings(settings))
     refused = bwrap.setup_network().missing()
+    if refused is None and (await _probe_bwrap(bwrap, refresh=False))[0]:
+        refused = await bwrap.probe_setup_network()
     network = (
         "bwrap setup steps: cannot run here, " + refused
         if refused is not None
@@ -232,7 +237,7 @@ def sandbox_facts(settings: Settings) -> list[str]:
         "internet, but not the host's loopback, abstract sockets, private, shared or "
         "link-local ranges (169.254.169.254), nor the host's own addresses"
     )
-    groups = bwrap.cgroups()
+    groups = await asyncio.to_thread(bwrap.cgroups)
     cgroup = f"cgroup v{groups.version}" if groups.version is not None else None
     return [
         limits.bounds("bwrap", cgroup=cgroup),

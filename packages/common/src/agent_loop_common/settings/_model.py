@@ -256,10 +256,6 @@ class Settings(BaseSettings):
     """Most tokens of the context digest (lessons and recent history) shown to the builder and reviewer."""
     share_lessons_from: Annotated[tuple[str, ...], NoDecode] = ()
     """Comma-separated repositories (`owner/name`) whose lessons marked general are shown to the runs of the other repositories of `AGENT_LOOP_REPOS`; default none (each repository learns only from itself). A private repository's lessons never reach a public repository, listed or not."""
-    lessons_pr: bool = False
-    """`on`: the distiller keeps one pull request (branch `<AGENT_LOOP_BRANCH_PREFIX>lessons`) writing the proven lessons, each with its evidence, into a marked section of `AGENT_LOOP_LESSONS_FILE`; once merged a trusted person's edit or deletion there rewords or retires the lesson."""
-    lessons_file: str = "AGENTS.md"
-    """The file whose marked section holds the lessons of `AGENT_LOOP_LESSONS_PR`, e.g. `AGENTS.md` or `.agent-loop/lessons.md`."""
     lesson_holdout: float = Field(default=0.2, ge=0.0, le=0.5)
     """Probability each applicable lesson is held out of a builder or reviewer run, so the distiller can measure what the lesson does (shown vs held out). The draw is a hash of the run id and the lesson id, recorded in the run's record, so a replay draws the same. A proven lesson is held out at a quarter of this rate, so decay is still noticed. 0 turns measurement off (every applicable lesson is shown, no lesson's effect is decided)."""
     record_retention_days: int = Field(default=30, ge=1, le=3650)
@@ -401,15 +397,6 @@ class Settings(BaseSettings):
         for spec in value:
             cls._check_repo(spec)
         return value
-
-    @field_validator("lessons_file")
-    @classmethod
-    def _check_lessons_file(cls, value: str) -> str:
-        clean = value.strip()
-        parts = clean.split("/")
-        if not clean or clean.startswith("/") or any(p in ("", ".", "..") for p in parts):
-            raise ValueError("expected a relative file path such as AGENTS.md")
-        return clean
 
     @field_validator(
         "repos", "protected_paths", "sandbox_readonly_paths", "share_lessons_from", mode="before"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from agent_loop_distiller._report._data import ReportData
 from agent_loop_distiller._report._html import esc, fmt_int, fmt_time, link, section, table
+from agent_loop_distiller._report._ledger import render_ledger
 from agent_loop_distiller._upkeep import hits_of, rank_lessons
 
 __all__ = ["known_urls", "render_lessons"]
@@ -51,6 +52,7 @@ def render_lessons(data: ReportData) -> str:
     )
     edits = [[esc(e.op), f"<code>{esc(e.lesson_id)}</code>", esc(e.detail)] for e in data.edits]
     out = section(f"Lessons ({len(rows)})", body)
+    out += render_ledger(data, urls)
     out += section(
         "Edits this tick",
         table(["Edit", "Lesson", "Detail"], edits) if edits else '<p class="muted">None.</p>',

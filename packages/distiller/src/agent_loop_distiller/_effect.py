@@ -1,0 +1,314 @@
+"""Each lesson's effect, decided without fooling itself. Pure, incremental.
+
+The runs where a lesson applied are a randomized experiment: the draw showed it with a
+known probability (`agent_loop_common.exposure`). For each such run and a binary outcome
+`y` (higher is better), the inverse-probability-weighted difference
+
+    z = (y - m) * (A / (1 - p) - (1 - A) / p)        A = 1 when shown, p = holdout
+
+has expectation equal to the lesson's effect `tau` (shown minus held out) whatever `m` is,
+as long as `m` is fixed before the run is seen; `m` is the running mean of the run's
+stratum (repository and work kind), which takes the strata's differences out of `z`'s
+variance.
+
+Decisions are sequential tests that stay valid however often they are looked at: for
+each null hypothesis a betting e-process multiplies its wealth by `1 + lambda * x` per
+run, with `x` a bounded statistic whose mean is <= 0 under that null and `lambda` chosen
+from the past only (aGRAPA: the estimated mean over the estimated second moment, capped
+so wealth can never reach 0). Under the null the wealth is a nonnegative supermartingale,
+so by Ville's inequality it reaches `1/a` with probability at most `a`:
+
+- `help` (H0: tau <= 0) -> `proven`;
+- `harm` (H0: tau >= 0) -> `harmful`;
+- `below` (H0: tau >= +gain) and `above` (H0: tau <= -gain) both -> `no_effect`
+  (the effect lies within +-gain: enough runs say it is too small to be worth its tokens).
+
+`help` and `harm` each get half of `alpha`, so a lesson with no effect is wrongly
+called proven or harmful with probability at most `alpha`, however long it is watched.
+
+Every lesson also keeps per-stratum counts of both arms for every metric: the estimate
+and its interval (Beta(1 + s, 1 + n - s) posteriors per arm and stratum, combined with the
+strata's weights) are for people; the e-processes decide. State per lesson is a fixed set
+of numbers, so a tick costs the same at any history size.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_loop_common.records import LessonState, OutcomeMetric, RetiredLesson
+
+__all__ = [
+    "EffectBook",
+    "EffectEstimate",
+    "EffectPolicy",
+    "Exposure",
+    "LessonEffect",
+    "MetricStats",
+    "SequentialTest",
+    "decide",
+    "estimate_effect",
+    "observe",
+    "remember_runs",
+]
+
+_STRATA_LIMIT = 64
+"""Most strata kept per lesson and metric (the rest pool into `other`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EffectPolicy:
+    """How sure a decision must be, and what effect is worth a lesson."""
+
+    alpha: float = 0.05
+    """Chance, over a lesson's whole life, of calling a lesson with no effect proven or
+    harmful (split evenly between the two)."""
+    useful_gain: float = 0.10
+    """The smallest effect worth showing a lesson for (absolute, on a 0..1 rate): a lesson
+    whose effect is shown to lie within +-this is `no_effect`."""
+    max_bet: float = 0.5
+    """Share of the largest safe bet an e-process may stake on one run (< 1: wealth can
+    never drop below half in one step)."""
+
+    @property
+    def threshold(self) -> float:
+        """The e-value that decides proven or harmful (`2 / alpha`)."""
+        return 2.0 / self.alpha
+
+
+@dataclass(slots=True)
+class SequentialTest:
+    """One betting e-process: its wealth and what its next bet is chosen from.
+
+    (Plain dataclasses below `EffectBook`: pydantic still validates and serializes them,
+    and updating a field costs no validation, which a tick does thousands of times.)
+    """
+
+    log_wealth: float = 0.0
+    """Log of the e-value so far (0: no evidence)."""
+    n: int = 0
+    """Runs bet on."""
+    sum_x: float = 0.0
+    """Sum of the statistics seen (for the next bet)."""
+    sum_x2: float = 0.0
+    """Sum of their squares."""
+
+    @property
+    def e_value(self) -> float:
+        """The e-value (capped so it always fits a float)."""
+        return math.exp(min(self.log_wealth, 700.0))
+
+    def bet(self, x: float, x_min: float, max_bet: float) -> None:
+        """Stake on `x` (whose mean is <= 0 under the null; `x >= x_min` surely)."""
+        mean = self.sum_x / (self.n + 1)  # shrunk to 0 by a pseudo-run
+        second = (self.sum_x2 + 1.0) / (self.n + 1)
+        cap = max_bet / -x_min if x_min < 0 else max_bet
+        lam = min(max(mean / second, 0.0), cap)
+        self.log_wealth += math.log1p(lam * x)
+        self.n += 1
+        self.sum_x += x
+        self.sum_x2 += x * x
+
+
+@dataclass(slots=True)
+class MetricStats:
+    """Counts of one metric for one lesson: per stratum, shown and held-out runs."""
+
+    strata: dict[str, list[int]] = field(default_factory=dict[str, list[int]])
+    """Stratum (`repo|kind`) -> `[shown runs, shown successes, held-out runs, held-out
+    successes]`."""
+
+    def counts(self, stratum: str) -> list[int]:
+        """The stratum's counts, created on first use (bounded by `_STRATA_LIMIT`)."""
+        key = stratum if stratum in self.strata or len(self.strata) < _STRATA_LIMIT else "other"
+        return self.strata.setdefault(key, [0, 0, 0, 0])
+
+
+@dataclass(slots=True)
+class LessonEffect:
+    """Everything measured about one lesson: exposure counts, metrics, tests, state."""
+
+    lesson_id: str
+    metric: OutcomeMetric = OutcomeMetric.FIRST_TRY_TESTS
+    """The metric its decision is taken on (the lesson's target)."""
+    candidates: int = 0
+    """Runs of any role that had the lesson in their book."""
+    applicable: int = 0
+    """Of those, runs where its scope matched the work."""
+    shown: int = 0
+    """Applicable runs that showed it."""
+    held_out: int = 0
+    """Applicable runs the draw held it out of."""
+    complied: int = 0
+    """Shown runs whose trace used what the lesson names (see `_diagnosis`)."""
+    compliance_checked: int = 0
+    """Shown runs the lesson had something to check for."""
+    followed_when_held: int = 0
+    """Held-out runs that used it anyway (the base rate compliance is compared with)."""
+    tokens_shown: int = 0
+    """Prompt tokens the lesson cost over every run that showed it."""
+    metrics: dict[OutcomeMetric, MetricStats] = field(
+        default_factory=dict[OutcomeMetric, MetricStats]
+    )
+    help: SequentialTest = field(default_factory=SequentialTest)
+    harm: SequentialTest = field(default_factory=SequentialTest)
+    below: SequentialTest = field(default_factory=SequentialTest)
+    above: SequentialTest = field(default_factory=SequentialTest)
+    state: LessonState = LessonState.PROVING
+    decided_after: int = 0
+    """Applicable runs observed when the state last changed (0: never)."""
+    retired: RetiredLesson | None = None
+    """Set once the lesson left the book for its effect, with the reason (kept)."""
+
+
+class EffectBook(BaseModel):
+    """The distiller's measurement state: one `LessonEffect` per lesson ever measured."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    schema_version: str = "1.0"
+    lessons: dict[str, LessonEffect] = Field(default_factory=dict[str, LessonEffect])
+    recent_run_ids: list[str] = Field(default_factory=list[str])
+    """Runs already counted, newest last (bounded): a pass that re-reads records it
+    already counted (it died before its ledger was saved) counts none twice."""
+
+    def effect(self, lesson_id: str) -> LessonEffect:
+        """The lesson's state, created on first use."""
+        found = self.lessons.get(lesson_id)
+        if found is None:
+            found = self.lessons[lesson_id] = LessonEffect(lesson_id=lesson_id)
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class Exposure:
+    """One applicable lesson in one run, with the run's outcomes."""
+
+    lesson_id: str
+    stratum: str
+    shown: bool
+    holdout: float
+    outcomes: Mapping[OutcomeMetric, bool | None]
+    """The run's binary outcomes (`None`: not graded for this run, e.g. no evidence)."""
+
+
+def _z(y: float, m: float, shown: bool, p: float) -> float:
+    return (y - m) / (1 - p) if shown else -(y - m) / p
+
+
+def _z_range(m: float, p: float) -> tuple[float, float]:
+    """The smallest and largest `z` can be for this run (`y` in {0, 1}, either arm):
+    shown and failing or held out and passing; shown and passing or held out and failing."""
+    return min(-m / (1 - p), -(1 - m) / p), max((1 - m) / (1 - p), m / p)
+
+
+def observe(effect: LessonEffect, exposure: Exposure, policy: EffectPolicy) -> None:
+    """Add one applicable run to the lesson's counts and bet its tests on it."""
+    effect.applicable += 1
+    if exposure.shown:
+        effect.shown += 1
+    else:
+        effect.held_out += 1
+    for metric, y in exposure.outcomes.items():
+        if y is None:
+            continue
+        counts = effect.metrics.setdefault(metric, MetricStats()).counts(exposure.stratum)
+        if metric is effect.metric and 0 < exposure.holdout < 1:
+            _bet(effect, counts, exposure, float(y), policy)
+        arm = 0 if exposure.shown else 2
+        counts[arm] += 1
+        counts[arm + 1] += int(y)
+
+
+def _bet(
+    effect: LessonEffect, counts: list[int], exposure: Exposure, y: float, policy: EffectPolicy
+) -> None:
+    """One step of the four e-processes, with the stratum's mean so far as baseline."""
+    m = (counts[1] + counts[3] + 0.5) / (counts[0] + counts[2] + 1)
+    p = exposure.holdout
+    z = _z(y, m, exposure.shown, p)
+    z_min, z_max = _z_range(m, p)
+    gain = policy.useful_gain
+    effect.help.bet(z, z_min, policy.max_bet)
+    effect.harm.bet(-z, -z_max, policy.max_bet)
+    effect.below.bet(gain - z, gain - z_max, policy.max_bet)
+    effect.above.bet(z + gain, z_min + gain, policy.max_bet)
+
+
+def decide(effect: LessonEffect, policy: EffectPolicy) -> LessonState:
+    """The state the evidence supports now (harm first: a hurting lesson goes first).
+
+    A retired lesson (`no_effect`, `harmful`) stays retired; a `proven` one is still
+    watched (it keeps a small holdout) and retires if it turns harmful or useless.
+    """
+    if effect.state in (LessonState.NO_EFFECT, LessonState.HARMFUL):
+        return effect.state
+    bar = policy.threshold
+    if effect.harm.e_value >= bar:
+        return LessonState.HARMFUL
+    if effect.below.e_value >= bar and effect.above.e_value >= bar:
+        return LessonState.NO_EFFECT
+    if effect.help.e_value >= bar:
+        return LessonState.PROVEN
+    return effect.state
+
+
+@dataclass(frozen=True, slots=True)
+class EffectEstimate:
+    """Shown minus held-out rate of one metric, pooled over strata, with its interval."""
+
+    metric: OutcomeMetric
+    effect: float
+    """Posterior mean of the difference (shown - held out)."""
+    low: float
+    """Lower end of the 95% interval."""
+    high: float
+    """Upper end of the 95% interval."""
+    shown: int
+    """Shown runs counted (in strata where both arms were seen)."""
+    held_out: int
+    """Held-out runs counted (same strata)."""
+
+
+def _beta_mean_var(n: int, s: int) -> tuple[float, float]:
+    a, b = 1.0 + s, 1.0 + n - s
+    return a / (a + b), a * b / ((a + b) ** 2 * (a + b + 1))
+
+
+def estimate_effect(stats: MetricStats, metric: OutcomeMetric) -> EffectEstimate | None:
+    """The effect on `metric` with a 95% interval; `None` until both arms share a stratum.
+
+    Each arm of each stratum has a Beta(1 + successes, 1 + failures) posterior; the
+    strata's differences are weighted by their runs, and the interval is the normal
+    approximation of the weighted sum. It is a fixed-sample interval, for people: the
+    decisions use the e-processes, which stay valid under continuous monitoring.
+    """
+    usable = [c for c in stats.strata.values() if c[0] > 0 and c[2] > 0]
+    if not usable:
+        return None
+    total = sum(c[0] + c[2] for c in usable)
+    mean = var = 0.0
+    for c in usable:
+        w = (c[0] + c[2]) / total
+        m1, v1 = _beta_mean_var(c[0], c[1])
+        m0, v0 = _beta_mean_var(c[2], c[3])
+        mean += w * (m1 - m0)
+        var += w * w * (v1 + v0)
+    half = 1.96 * math.sqrt(var)
+    return EffectEstimate(
+        metric,
+        mean,
+        mean - half,
+        mean + half,
+        sum(c[0] for c in usable),
+        sum(c[2] for c in usable),
+    )
+
+
+def remember_runs(book: EffectBook, run_ids: Iterable[str], keep: int = 2_000) -> None:
+    """Add counted run ids to the bounded dedupe window."""
+    book.recent_run_ids = [*book.recent_run_ids, *run_ids][-keep:]

@@ -1,0 +1,135 @@
+"""One tick's measurement: fold new records into the effect state, decide, act. Pure.
+
+```python
+result = measure_effects(effects, book, records, now, policy)   # effects is updated in place
+book = result.book                                      # states set, decided lessons out
+```
+
+Each record is counted once (`EffectBook.recent_run_ids`); each of its exposures adds
+one run to its lesson's counts (`_effect.observe`), and compliance and token cost are
+taken from the run's trace and the lesson's text. Then every touched lesson is decided
+again; a lesson that became `no_effect` or `harmful` leaves the book, kept as a
+`RetiredLesson` in its effect state with the diagnosis as the reason, and a `proven`
+one stays with its state set (runs then hold it out less often). Cost: proportional to
+the new records times their exposures, whatever the history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from agent_loop_common.records import (
+    Lesson,
+    LessonBook,
+    LessonState,
+    RetiredLesson,
+    Role,
+    RunRecord,
+)
+from agent_loop_distiller._diagnosis import Diagnosis, cues_of, diagnose, followed
+from agent_loop_distiller._digest import estimate_tokens
+from agent_loop_distiller._effect import (
+    EffectBook,
+    EffectPolicy,
+    Exposure,
+    decide,
+    observe,
+    remember_runs,
+)
+from agent_loop_distiller._outcomes import outcomes_of
+
+__all__ = ["Measured", "measure_effects", "stratum_of"]
+
+
+@dataclass
+class Measured:
+    """What one tick's measurement did."""
+
+    book: LessonBook
+    """The lessons after it: states updated, retired lessons removed."""
+    counted: int = 0
+    """Records newly counted."""
+    changed: dict[str, LessonState] = field(default_factory=dict[str, LessonState])
+    """Lessons whose state changed, and to what."""
+    retired: list[RetiredLesson] = field(default_factory=list[RetiredLesson])
+    """Lessons retired for their effect (also kept in the effect state)."""
+    diagnoses: dict[str, Diagnosis] = field(default_factory=dict[str, Diagnosis])
+    """The diagnosis of every lesson touched this tick."""
+
+
+def stratum_of(record: RunRecord) -> str:
+    """The record's stratum: repository and work kind."""
+    kind = record.work_kind.value if record.work_kind is not None else "unknown"
+    return f"{record.repo or '-'}|{kind}"
+
+
+def measure_effects(
+    effects: EffectBook,
+    book: LessonBook,
+    records: Iterable[RunRecord],
+    now: datetime,
+    policy: EffectPolicy | None = None,
+) -> Measured:
+    """Count the new records' exposures, decide, and retire what the evidence retires."""
+    rules = policy or EffectPolicy()
+    lessons = {x.id: x for x in book.lessons}
+    cues = {x.id: cues_of(x) for x in book.lessons}
+    tokens = {x.id: estimate_tokens(x.text) + 4 for x in book.lessons}
+    seen = set(effects.recent_run_ids)
+    touched: set[str] = set()
+    new_ids: list[str] = []
+    for record in records:
+        if record.role is Role.DISTILLER or not record.exposures or record.run_id in seen:
+            continue
+        seen.add(record.run_id)
+        new_ids.append(record.run_id)
+        outcomes = outcomes_of(record).binary()
+        stratum = stratum_of(record)
+        for e in record.exposures:
+            effect = effects.effect(e.lesson_id)
+            lesson = lessons.get(e.lesson_id)
+            if lesson is not None:
+                effect.metric = lesson.metric
+            effect.candidates += 1
+            touched.add(e.lesson_id)
+            if not e.applicable or not (e.shown or e.held_out):
+                continue
+            observe(effect, Exposure(e.lesson_id, stratum, e.shown, e.holdout, outcomes), rules)
+            lesson_cues = cues.get(e.lesson_id, ())
+            if e.shown:
+                effect.tokens_shown += tokens.get(e.lesson_id, 0)
+                if lesson_cues:
+                    effect.compliance_checked += 1
+                    effect.complied += followed(lesson_cues, record.trace)
+            elif lesson_cues:
+                effect.followed_when_held += followed(lesson_cues, record.trace)
+    remember_runs(effects, new_ids)
+    out = Measured(book=book, counted=len(new_ids))
+    kept: list[Lesson] = []
+    for lesson in book.lessons:
+        effect = effects.lessons.get(lesson.id)
+        if effect is None or lesson.id not in touched:
+            kept.append(lesson)
+            continue
+        state = decide(effect, rules)
+        if state is not effect.state:
+            effect.state = state
+            effect.decided_after = effect.applicable
+            out.changed[lesson.id] = state
+        diagnosis = diagnose(effect, lesson)
+        out.diagnoses[lesson.id] = diagnosis
+        if diagnosis.action == "retire" and not lesson.pinned:
+            gone = RetiredLesson(
+                lesson=lesson.model_copy(update={"state": state}),
+                kind="retired",
+                reason=diagnosis.reason,
+                at=now,
+            )
+            effect.retired = gone
+            out.retired.append(gone)
+            continue
+        kept.append(lesson if lesson.state is state else lesson.model_copy(update={"state": state}))
+    out.book = book.model_copy(update={"lessons": kept})
+    return out

@@ -1,0 +1,96 @@
+"""The outcome vector of a run, graded from its record and, later, from GitHub. Pure.
+
+What a run's record says at once (the sandbox's verdict of try 1, tries, the verifier's
+rejections, regressions the tests caught) and what the grades say once people decided
+(merged or closed, review rounds, time to merge). The binary parts are what lesson
+effects are measured on (`OutcomeMetric`, higher is better). A run whose first try no
+test could judge (no evidence: tests off, no command, not run) has no first-try test
+outcome: it never counts as a pass, nor as a failure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agent_loop_common.records import Grade, GradeState, OutcomeMetric, RunRecord
+
+__all__ = ["PullOutcomes", "RunOutcomes", "outcomes_of", "pr_outcomes"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcomes:
+    """What is known of one run's result (`None`: not known, or not applicable)."""
+
+    first_try_tests: bool | None
+    """The sandbox's verdict on try 1: passed (True), failed (False), no evidence (None)."""
+    first_try_verified: bool | None
+    """The verifier accepted try 1 (None: the run made no try)."""
+    tries_used: int
+    """Tries the run made."""
+    verifier_rejections: int
+    """Tries the model verifier rejected (tests passed or did not run)."""
+    test_rejections: int
+    """Tries the tests rejected: regressions and failures caught before any write."""
+    no_regression: bool | None
+    """The last checked change broke no test that passed on the base (None: unchecked)."""
+
+    def binary(self) -> dict[OutcomeMetric, bool | None]:
+        """The parts lessons are measured on."""
+        return {
+            OutcomeMetric.FIRST_TRY_TESTS: self.first_try_tests,
+            OutcomeMetric.FIRST_TRY_VERIFIED: self.first_try_verified,
+            OutcomeMetric.NO_REGRESSION: self.no_regression,
+        }
+
+
+def _verdict(tests_line: str) -> str:
+    """`passed` / `failed` / anything else (no evidence) from an attempt's tests line."""
+    return tests_line.split(":", 1)[0].strip() if tests_line else ""
+
+
+def outcomes_of(record: RunRecord) -> RunOutcomes:
+    """The outcomes a record shows by itself."""
+    first = next((a for a in record.attempts if a.number == 1), None)
+    verdict = _verdict(first.tests) if first is not None else ""
+    first_tests = True if verdict == "passed" else False if verdict == "failed" else None
+    test_rejections = sum(1 for a in record.attempts if _verdict(a.tests) == "failed")
+    verifier = sum(1 for a in record.attempts if not a.verified and _verdict(a.tests) != "failed")
+    tests = record.tests
+    checked = tests is not None and tests.status in ("passed", "failed")
+    return RunOutcomes(
+        first_try_tests=first_tests,
+        first_try_verified=None if first is None else first.verified,
+        tries_used=len(record.attempts),
+        verifier_rejections=verifier,
+        test_rejections=test_rejections,
+        no_regression=(not tests.regressions) if checked and tests is not None else None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PullOutcomes:
+    """What people decided about the pull request a builder run opened."""
+
+    merged: bool | None
+    """Merged (True), closed without merging (False), still open (None)."""
+    review_rounds: int
+    """Reviewer runs that pushed a fix or commented."""
+    hours_to_merge: float | None
+    """From the run's finish to the grade that saw it merged (an upper bound)."""
+
+    def binary(self) -> dict[OutcomeMetric, bool | None]:
+        """The parts lessons are measured on (only once decided)."""
+        decided = self.merged is not None
+        return {
+            OutcomeMetric.MERGED: self.merged,
+            OutcomeMetric.NO_REVIEW_FIX: (self.review_rounds == 0) if decided else None,
+        }
+
+
+def pr_outcomes(grade: Grade) -> PullOutcomes:
+    """The outcomes a PR grade shows."""
+    merged = {GradeState.MERGED: True, GradeState.CLOSED_UNMERGED: False}.get(grade.state)
+    hours = None
+    if merged and grade.opened_at is not None:
+        hours = (grade.graded_at - grade.opened_at).total_seconds() / 3600
+    return PullOutcomes(merged, grade.review_rounds, hours)

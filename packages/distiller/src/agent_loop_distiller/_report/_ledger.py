@@ -1,0 +1,140 @@
+"""The lessons ledger: per lesson, where it stands and why, for a maintainer to audit.
+
+One row per lesson of the book: its measured state, its exposures in the runs of this
+report (applicable, shown, held out), its citations and their last check, where it came
+from (repository, visibility, who wrote it, the issues and PRs behind it) and its recent
+history, with a small inline SVG of its exposures accumulating run by run. Pure: plain
+values in, HTML out, every text escaped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agent_loop_common.records import CitationStatus, Lesson, RunRecord
+from agent_loop_distiller._report._data import ReportData
+from agent_loop_distiller._report._html import esc, fmt_int, fmt_time, link, section, table
+from agent_loop_distiller._upkeep import rank_lessons
+
+__all__ = ["ExposureCount", "exposure_counts", "exposure_sparkline", "render_ledger"]
+
+_W, _H = 120, 28
+
+
+@dataclass
+class ExposureCount:
+    """One lesson's draws in a set of runs."""
+
+    candidate: int = 0
+    applicable: int = 0
+    shown: int = 0
+    held_out: int = 0
+    path: list[tuple[int, int]] | None = None
+    """Cumulative (shown, held out) after each run where it applied, oldest first."""
+
+
+def exposure_counts(runs: Sequence[RunRecord]) -> dict[str, ExposureCount]:
+    """Per lesson id: how often it was a candidate, applied, was shown, was held out."""
+    out: dict[str, ExposureCount] = {}
+    for record in sorted(runs, key=lambda r: (r.finished_at, r.run_id)):
+        for e in record.exposures:
+            count = out.setdefault(e.lesson_id, ExposureCount(path=[]))
+            count.candidate += 1
+            if not e.applicable:
+                continue
+            count.applicable += 1
+            count.shown += int(e.shown)
+            count.held_out += int(e.held_out)
+            if count.path is not None:
+                count.path.append((count.shown, count.held_out))
+    return out
+
+
+def exposure_sparkline(path: Sequence[tuple[int, int]]) -> str:
+    """Two lines (shown, held out) of cumulative counts, as a tiny inline SVG."""
+    if not path:
+        return '<span class="muted">–</span>'
+    top = max(max(s, h) for s, h in path) or 1
+    step = _W / max(len(path) - 1, 1)
+
+    def line(index: int, color: str) -> str:
+        points = " ".join(
+            f"{i * step:.1f},{_H - 2 - (_H - 4) * p[index] / top:.1f}" for i, p in enumerate(path)
+        )
+        return f'<polyline points="{points}" fill="none" stroke="{color}" stroke-width="1.5"/>'
+
+    shown, held = path[-1]
+    title = f"after {len(path)} applicable run(s): shown {shown}, held out {held}"
+    return (
+        f'<svg class="spark" width="{_W}" height="{_H}" viewBox="0 0 {_W} {_H}" role="img">'
+        f"<title>{esc(title)}</title>{line(0, '#2b6cb0')}{line(1, '#c05621')}</svg>"
+    )
+
+
+def _citations(lesson: Lesson) -> str:
+    if not lesson.citations:
+        return '<span class="muted">none</span>'
+    labels = "<br>".join(f"<code>{esc(c.label())}</code>" for c in lesson.citations)
+    status = lesson.citation_status.value
+    if lesson.citation_status is CitationStatus.BROKEN:
+        return f'<b class="bad">{esc(status)}</b>: {esc(lesson.stale_reason)}<br>{labels}'
+    return f"{esc(status)}<br>{labels}"
+
+
+def _provenance(lesson: Lesson, urls: dict[str, str]) -> str:
+    who = lesson.author.value + (f" @{lesson.author_login}" if lesson.author_login else "")
+    where = f"{lesson.repo or '(this repository)'} ({lesson.visibility or 'visibility unknown'})"
+    refs: list[str] = []
+    for ref in lesson.source_refs:
+        kind, _, number = ref.partition("-")
+        refs.append(link(urls.get(ref, ""), f"{'PR' if kind == 'pr' else kind} #{number}"))
+    parts = [esc(where), f"by {esc(who)}"]
+    if lesson.pinned:
+        parts.append("<b>pinned</b> by the operator")
+    if refs:
+        parts.append("from " + ", ".join(refs))
+    return "<br>".join(parts)
+
+
+def _history(lesson: Lesson) -> str:
+    if not lesson.history:
+        return '<span class="muted">–</span>'
+    items = [
+        f"<li>{esc(fmt_time(e.at))} {esc(e.op)} by {esc(e.by.value)}"
+        + (f" @{esc(e.login)}" if e.login else "")
+        + (f": {esc(e.detail[:120])}" if e.detail else "")
+        + "</li>"
+        for e in lesson.history[-5:]
+    ]
+    return f'<ul class="history">{"".join(items)}</ul>'
+
+
+def render_ledger(data: ReportData, urls: dict[str, str]) -> str:
+    """The ledger section of the Lessons tab."""
+    counts = exposure_counts(data.runs)
+    rows: list[list[str]] = []
+    for lesson in rank_lessons(data.book.lessons):
+        c = counts.get(lesson.id, ExposureCount(path=[]))
+        rows.append(
+            [
+                f"<code>{esc(lesson.id)}</code>",
+                esc(lesson.state.value),
+                f"{fmt_int(c.applicable)} of {fmt_int(c.candidate)}",
+                fmt_int(c.shown),
+                fmt_int(c.held_out),
+                exposure_sparkline(c.path or []),
+                _citations(lesson),
+                _provenance(lesson, urls),
+                _history(lesson),
+            ]
+        )
+    headers = ["Id", "State", "Applied (runs)", "Shown", "Held out", "Exposures",
+               "Citations", "Provenance", "History"]  # fmt: skip
+    body = table(headers, rows, numeric=[3, 4]) if rows else '<p class="muted">No lessons yet.</p>'
+    note = (
+        '<p class="muted">Exposures count the runs of this report: applied when the '
+        "lesson's scope matched the run, shown or held out by the run's logged draw "
+        "(blue: shown, orange: held out, cumulative).</p>"
+    )
+    return section(f"Ledger ({len(rows)})", note + body)

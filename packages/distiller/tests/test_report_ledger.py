@@ -1,0 +1,138 @@
+"""The lessons ledger renders one row per lesson with its state, exposures, citations,
+provenance, history and an exposure chart; the test parses the HTML it renders."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from html.parser import HTMLParser
+
+from agent_loop_common.records import (
+    Citation,
+    CitationStatus,
+    Lesson,
+    LessonAuthor,
+    LessonBook,
+    LessonEvent,
+    LessonExposure,
+    LessonState,
+    Outcome,
+    Role,
+    RunRecord,
+    Target,
+    TargetKind,
+)
+from agent_loop_distiller import ReportData, render_document, render_tabs
+
+NOW = datetime(2026, 12, 3, 9, tzinfo=UTC)
+EVIL = '<script>alert("x")</script>'
+
+
+class Ledger(HTMLParser):
+    """The rows of the table that follows the `Ledger (...)` heading, as cell texts, and
+    the titles of the inline SVG charts in it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_ledger = False
+        self.heading = ""
+        self.in_heading = False
+        self.rows: list[list[str]] = []
+        self.cell: list[str] | None = None
+        self.svg_titles: list[str] = []
+        self.in_svg_title = False
+        self.scripts = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "script":
+            self.scripts += 1
+        if tag in ("h2", "h3"):
+            self.in_heading, self.heading = True, ""
+        if not self.in_ledger:
+            return
+        if tag == "tr":
+            self.rows.append([])
+        elif tag == "td":
+            self.cell = []
+        elif tag == "title":
+            self.in_svg_title = True
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("h2", "h3"):
+            self.in_heading = False
+            self.in_ledger = self.heading.startswith("Ledger")
+        if tag == "td" and self.cell is not None and self.rows:
+            self.rows[-1].append(" ".join("".join(self.cell).split()))
+            self.cell = None
+        if tag == "title":
+            self.in_svg_title = False
+
+    def handle_data(self, data: str) -> None:
+        if self.in_heading:
+            self.heading += data
+        if self.in_svg_title and self.in_ledger:
+            self.svg_titles.append(data)
+        elif self.cell is not None:
+            self.cell.append(data)
+
+
+def _run(n: int, exposures: list[LessonExposure]) -> RunRecord:
+    return RunRecord(
+        run_id=f"b-{n}",
+        role=Role.BUILDER,
+        agent_id="builder@1",
+        target=Target(kind=TargetKind.ISSUE, number=n),
+        outcome=Outcome.OPENED_PR,
+        started_at=NOW + timedelta(minutes=n),
+        finished_at=NOW + timedelta(minutes=n),
+        model="m",
+        exposures=exposures,
+    )
+
+
+def test_the_ledger_shows_each_lesson_and_parses() -> None:
+    good = Lesson(
+        id="acme/api#L-good",
+        text="Run make lint.",
+        created_at=NOW,
+        updated_at=NOW,
+        hits=5,
+        repo="acme/api",
+        visibility="private",
+        author=LessonAuthor.MAINTAINER,
+        author_login="maint",
+        state=LessonState.PROVEN,
+        source_refs=["pr-7"],
+        history=[LessonEvent(at=NOW, op="reworded", by=LessonAuthor.MAINTAINER, login="maint")],
+    )
+    stale = Lesson(
+        id="acme/api#L-stale",
+        text=EVIL,
+        created_at=NOW,
+        updated_at=NOW,
+        citations=[Citation(kind="path", value="src/gone.py")],
+        citation_status=CitationStatus.BROKEN,
+        stale_reason=f"missing at abc: path src/gone.py {EVIL}",
+    )
+    shown = LessonExposure(lesson_id=good.id, applicable=True, shown=True, holdout=0.2)
+    held = LessonExposure(lesson_id=good.id, applicable=True, held_out=True, holdout=0.2)
+    other = LessonExposure(lesson_id=stale.id, applicable=False)
+    runs = [_run(1, [shown, other]), _run(2, [held, other]), _run(3, [shown])]
+    data = ReportData(
+        generated_at=NOW, repo="acme/api", book=LessonBook(lessons=[good, stale]), runs=runs
+    )
+    page = render_document(render_tabs(data), title="agent-loop")
+    parser = Ledger()
+    parser.feed(page)
+    assert parser.scripts == 0  # the hostile text stayed text
+    rows = {row[0]: row for row in parser.rows if row}
+    assert set(rows) == {good.id, stale.id}
+    row = rows[good.id]
+    assert row[1:5] == ["proven", "3 of 3", "2", "1"]
+    assert "by maintainer @maint" in row[7]
+    assert "acme/api (private)" in row[7]
+    assert "PR #7" in row[7]
+    assert "reworded by maintainer @maint" in row[8]
+    row = rows[stale.id]
+    assert row[1:5] == ["proving", "0 of 2", "0", "0"]
+    assert row[6].startswith("broken: missing at abc: path src/gone.py")
+    assert parser.svg_titles == ["after 3 applicable run(s): shown 2, held out 1"]
