@@ -93,7 +93,7 @@ def test_reviewer_tick_pushes_a_verified_fix_in_local_mode(
         record.stage_seconds
     )
     # The durable sub-tasks' own requests are counted on the run's record too.
-    assert record.github.by_route["POST /repos/{owner}/{repo}/git/trees"] == 1
+    assert record.github.by_route["POST /graphql (mutation)"] == 1
     assert (
         record.github.by_route[
             "POST /repos/{owner}/{repo}/pulls/{pull_number}/comments/{comment_id}/replies"

@@ -58,7 +58,8 @@ def emulator_settings(
     The sandbox is `off` unless overridden (`sandbox="bwrap"`) or one is installed with
     `use_sandbox`: a test runs repository code only when it asks to, so the suite needs
     no sandbox backend on the machine. Lessons are never held out unless overridden
-    (`lesson_holdout=0.2`): a test that puts a lesson in memory expects to see it.
+    (`lesson_holdout=0.2`) or the test sets `AGENT_LOOP_LESSON_HOLDOUT` as a user would:
+    a test that puts a lesson in memory expects to see it.
     """
     fields: dict[str, Any] = {
         "repo": emulator.full_name,
@@ -66,8 +67,9 @@ def emulator_settings(
         "github_api_url": EMULATOR_BASE_URL,
         "home": pathlib.Path(home),
         "sandbox": "off",
-        "lesson_holdout": 0.0,
     }
+    if "AGENT_LOOP_LESSON_HOLDOUT" not in os.environ:
+        fields["lesson_holdout"] = 0.0
     return load_settings(**{**fields, **overrides})
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import weakref
 from collections.abc import Iterable
 
 from agent_loop_common.records import Citation, Lesson, StaleLesson
@@ -51,12 +52,24 @@ def _folders(paths: Iterable[str]) -> set[str]:
     return out
 
 
+_WORD = re.compile(r"\w+")
+_WORDS: weakref.WeakKeyDictionary[RepoSnapshot, frozenset[str]] = weakref.WeakKeyDictionary()
+"""Every identifier-like word of a snapshot's text files, built once per snapshot: a book
+of symbols is then checked in one pass over the code, not one pass per symbol."""
+
+
 async def _symbol_found(snapshot: RepoSnapshot, citation: Citation) -> bool:
-    word = re.compile(rf"(?<![\w]){re.escape(citation.value.strip())}(?![\w])")
+    name = citation.value.strip()
+    word = re.compile(rf"(?<![\w]){re.escape(name)}(?![\w])")
     if citation.path:
         text = await snapshot.text(_norm(citation.path))
         return text is not None and word.search(text) is not None
-    return any(word.search(text) for text in (await snapshot.search_index()).values())
+    index = await snapshot.search_index()
+    if _WORD.fullmatch(name):
+        if snapshot not in _WORDS:
+            _WORDS[snapshot] = frozenset(w for text in index.values() for w in _WORD.findall(text))
+        return name in _WORDS[snapshot]
+    return any(word.search(text) for text in index.values())
 
 
 async def _command_ok(
@@ -79,10 +92,22 @@ async def _command_ok(
     return True
 
 
-async def broken_citations(snapshot: RepoSnapshot, citations: Iterable[Citation]) -> list[str]:
-    """The citations missing from the snapshot's commit, by `Citation.label`."""
+async def _listing(snapshot: RepoSnapshot) -> tuple[set[str], set[str]]:
     paths = set(await snapshot.paths())
-    folders = _folders(paths)
+    return paths, _folders(paths)
+
+
+async def broken_citations(
+    snapshot: RepoSnapshot,
+    citations: Iterable[Citation],
+    listing: tuple[set[str], set[str]] | None = None,
+) -> list[str]:
+    """The citations missing from the snapshot's commit, by `Citation.label`.
+
+    `listing`: the commit's files and folders, when the caller checks many lessons (built
+    once instead of once per lesson).
+    """
+    paths, folders = listing or await _listing(snapshot)
     broken: list[str] = []
     for citation in citations:
         match citation.kind:
@@ -100,10 +125,12 @@ async def broken_citations(snapshot: RepoSnapshot, citations: Iterable[Citation]
 async def stale_lessons(snapshot: RepoSnapshot, lessons: Iterable[Lesson]) -> list[StaleLesson]:
     """The lessons a run must hide: those with a citation missing at the snapshot."""
     out: list[StaleLesson] = []
-    for lesson in lessons:
-        if not lesson.citations:
-            continue
-        broken = await broken_citations(snapshot, lesson.citations)
+    cited = [lesson for lesson in lessons if lesson.citations]
+    if not cited:
+        return out
+    listing = await _listing(snapshot)
+    for lesson in cited:
+        broken = await broken_citations(snapshot, lesson.citations, listing)
         if broken:
             out.append(StaleLesson(lesson_id=lesson.id, broken=broken, base_sha=snapshot.sha))
     return out
