@@ -10,7 +10,8 @@ a tick fails here and has to say why. Issue 17 asked for 15 requests and 8 write
 issue to pull request and 22 for a reviewer fix; the reviewer's target and the builder's
 writes are met (issue 23: one `createCommitOnBranch` write instead of a tree, a commit
 and a ref update, no read of a fresh claim's ref before its release, the default
-branch and its head in one GraphQL query). The builder's
+branch and its head in one GraphQL query, a small repository's listing from its
+tarball). The builder's
 request target is the strict `xfail` test at the end, which starts passing (and then
 fails as XPASS, asking to become a plain test) once the remaining reads are gone.
 """
@@ -48,7 +49,7 @@ def _bench() -> ModuleType:
 
 bench = _bench()
 
-ISSUE_TO_PR_REQUESTS = 18
+ISSUE_TO_PR_REQUESTS = 17
 ISSUE_TO_PR_WRITES = 8
 REVIEWER_FIX_REQUESTS = 22
 
@@ -61,7 +62,7 @@ def costs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def test_an_issue_becomes_a_pull_request_within_its_budget(costs: dict[str, Any]) -> None:
     """Claim (3 writes, nothing read first), the default branch and its head in one
-    GraphQL query, build on one tree read, the branch at the
+    GraphQL query, the listing from the tarball the build reads, the branch at the
     base and one `createCommitOnBranch` on it, the pull request, a live release (the
     fresh claim's ref deleted unread, the comment edited)."""
     cost = costs[bench.BUILDER_ISSUE_TO_PR]

@@ -41,7 +41,7 @@ from agent_loop_common.github import Issue
 from agent_loop_common.records import Links, Outcome
 from agent_loop_common.repo import RepoSnapshot
 from agent_loop_common.runtime import RunScope, Writer
-from agent_loop_common.staging import ChangePlan, DecompositionPlan
+from agent_loop_common.staging import ChangePlan, DecompositionPlan, StagingPolicy
 from agent_loop_common.texts import public_text
 
 __all__ = ["HeldIssue", "conclude"]
@@ -138,7 +138,7 @@ async def _open_pull(
     scope, issue = held.scope, held.issue
     rt = scope.runtime
     async with scope.stage("apply"):
-        rt.settings.staging_policy().check_files(plan.files)
+        StagingPolicy.from_settings(rt.settings).check_files(plan.files)
         if await held.overtaken(check_pulls=True):
             return
         spec = PullRequestSpec(

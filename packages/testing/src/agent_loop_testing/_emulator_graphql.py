@@ -15,7 +15,8 @@ Issue, PullRequest, IssueComment, PullRequestReviewComment {
   id databaseId body createdAt updatedAt lastEditedAt author { login } editor { login }
   # Issue and PullRequest also: number title
 }
-type Ref { name prefix target: Commit }   type Commit { oid abbreviatedOid message }
+type Ref { name prefix target: Commit }   type Commit { oid abbreviatedOid message tree { oid } }
+Repository also: isPrivate diskUsage
 ```
 
 Answers have GitHub's shape: `{"data": ...}`, with `NOT_FOUND` errors (and a `null`)
@@ -32,6 +33,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import cast
@@ -190,6 +192,12 @@ def _default_ref(st: State) -> Obj | None:
     return ("Ref", name) if name in st.git.refs else None
 
 
+def _disk_usage(st: State) -> int:
+    """Kilobytes of every object, compressed as a pack stores them (GitHub's `diskUsage`)."""
+    store = st.git.objects
+    return sum(len(zlib.compress(store[oid].as_raw_string())) for oid in store) // 1024
+
+
 def _ref_target(st: State, name: str) -> Obj | None:
     sha = st.git.refs.get(name)
     return None if sha is None else ("Commit", sha)
@@ -215,6 +223,7 @@ _SCHEMA: dict[str, dict[str, FieldNodeDef]] = {
         "nameWithOwner": FieldNodeDef("scalar", lambda st, o, a: cast("State", o).full_name),
         "isPrivate": FieldNodeDef("scalar", lambda st, o, a: cast("State", o).private),
         "defaultBranchRef": FieldNodeDef("Ref", lambda st, o, a: _default_ref(cast("State", o))),
+        "diskUsage": FieldNodeDef("scalar", lambda st, o, a: _disk_usage(cast("State", o))),
         "issue": FieldNodeDef(
             "Issue",
             _by_number("Issue"),
@@ -252,7 +261,9 @@ _SCHEMA: dict[str, dict[str, FieldNodeDef]] = {
         "oid": FieldNodeDef("scalar", lambda st, o, a: o),
         "abbreviatedOid": FieldNodeDef("scalar", lambda st, o, a: str(o)[:7]),
         "message": FieldNodeDef("scalar", lambda st, o, a: _commit_message(st, str(o))),
+        "tree": FieldNodeDef("Tree", lambda st, o, a: ("Tree", st.git.commit_tree(str(o)))),
     },
+    "Tree": {"oid": FieldNodeDef("scalar", lambda st, o, a: o)},
     "Ref": {
         "name": FieldNodeDef("scalar", lambda st, o, a: str(o).split("/", 2)[-1]),
         "prefix": FieldNodeDef("scalar", lambda st, o, a: str(o).rsplit("/", 1)[0] + "/"),
@@ -267,6 +278,7 @@ _SCHEMA: dict[str, dict[str, FieldNodeDef]] = {
 }
 _INTERFACES: dict[str, frozenset[str]] = {
     "Commit": frozenset({"Node", "GitObject"}),
+    "Tree": frozenset({"Node", "GitObject"}),
     "Ref": frozenset({"Node"}),
     "Issue": frozenset({"Node", "Comment", "UpdatableComment", "IssueOrPullRequest"}),
     "PullRequest": frozenset({"Node", "Comment", "UpdatableComment", "IssueOrPullRequest"}),

@@ -75,7 +75,8 @@ DEFAULT_BRANCH_HEAD = """
 query($owner: String!, $name: String!) {
   repository(owner: $owner, name: $name) {
     isPrivate
-    defaultBranchRef { name target { oid } }
+    diskUsage
+    defaultBranchRef { name target { oid ... on Commit { tree { oid } } } }
   }
 }
 """
@@ -119,6 +120,8 @@ class GitOps(GraphQLBase):
             name=str(ref["name"]),
             sha=str(target["oid"]),
             private=repository.get("isPrivate") is True,
+            tree_sha=str(cast("dict[str, Any]", target.get("tree") or {}).get("oid") or ""),
+            disk_usage_kb=usage if isinstance(usage := repository.get("diskUsage"), int) else None,
         )
 
     async def get_ref(self, ref: str) -> str | None:

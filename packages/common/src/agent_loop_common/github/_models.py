@@ -234,3 +234,8 @@ class BranchHead(_Frozen):
     """The commit the branch points at."""
     private: bool = False
     """Whether the repository is private (GraphQL `isPrivate`, read in the same request)."""
+    tree_sha: str = ""
+    """The head commit's tree ("" when not read)."""
+    disk_usage_kb: int | None = None
+    """What the repository occupies on GitHub's disks, every commit packed (GraphQL
+    `diskUsage`): an upper bound, roughly, of its tarball's size."""

@@ -4,7 +4,8 @@ An agent, its verifier and the pipeline all look at one commit (the builder: the
 branch's head when the run started; the reviewer: the pull request's head it reviews),
 so what the model read, what the verifier diffed against and the commit's parent agree
 even if the branch moves meanwhile. Listing is one
-tree request, cached. Files come from one tarball download when the whole commit is
+tree request, cached; where the repository is known small (its `diskUsage`, read with
+the default branch), the listing comes from the tarball the run downloads anyway. Files come from one tarball download when the whole commit is
 small (the tree lists every file's size; a run reads several files, so one download
 beats one contents request each), else one contents request per file; both cached.
 Searching the code needs
@@ -18,10 +19,11 @@ searches and tests fetches the commit once.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import io
 import tarfile
 
-from agent_loop_common.github import GitHub, GitTree
+from agent_loop_common.github import GitHub, GitTree, TreeEntry
 
 __all__ = ["RepoSnapshot"]
 
@@ -42,11 +44,26 @@ class RepoSnapshot:
             or `head commit 1a2b3c4`; by default `branch <branch>`.
     """
 
-    def __init__(self, github: GitHub, sha: str, branch: str, *, label: str = "") -> None:
+    def __init__(
+        self,
+        github: GitHub,
+        sha: str,
+        branch: str,
+        *,
+        label: str = "",
+        tree_sha: str = "",
+        disk_usage_kb: int | None = None,
+    ) -> None:
         self.github = github
         self.sha = sha
         self.branch = branch
         self.label = label or f"branch {branch}"
+        self._tree_sha = tree_sha
+        # A repository whose every commit packed fits the tarball budget has a small
+        # tarball: download it first and take the listing from it (one read saved).
+        self._known_small = (
+            disk_usage_kb is not None and disk_usage_kb * 1024 <= _ARCHIVE_READ_MAX_BYTES
+        )
         self._tree: GitTree | None = None
         self._paths: list[str] | None = None
         self._files: dict[str, bytes | None] = {}
@@ -59,7 +76,10 @@ class RepoSnapshot:
         """The commit's whole tree, read once (a commit built on this one reuses it as
         its parent tree: `commit_files(parent_tree=...)`)."""
         if self._tree is None:
-            self._tree = await self.github.read_tree(self.sha, recursive=True)
+            if self._known_small and self._tree_sha:
+                self._tree = _archive_tree(await self.archive(), self._tree_sha)
+            else:
+                self._tree = await self.github.read_tree(self.sha, recursive=True)
         return self._tree
 
     async def paths(self) -> list[str]:
@@ -70,6 +90,8 @@ class RepoSnapshot:
 
     async def _small(self) -> bool:
         """Whether the whole commit is small enough to read from one tarball."""
+        if self._known_small:
+            return True
         sizes = (e.size or 0 for e in (await self.tree()).entries if e.type == "blob")
         return sum(sizes) <= _ARCHIVE_READ_MAX_BYTES
 
@@ -127,6 +149,39 @@ class RepoSnapshot:
             if self._index is None:
                 self._index = _text_files(await self.archive())
         return self._index
+
+
+def _archive_tree(archive: bytes, tree_sha: str) -> GitTree:
+    """The commit's tree as its tarball lists it: files with git's modes and blob shas
+    (computed from their bytes), symlinks, and the folders above them.
+
+    Folders carry no sha (a tarball has none to give) and submodules are absent (an
+    archive leaves their content out), which is all a listing, `exists` and
+    `commit_files`' shape checks ask of the tree.
+    """
+    entries: list[TreeEntry] = []
+    folders: set[str] = set()
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:*") as tar:
+        for member in tar:
+            _, _, path = member.name.partition("/")
+            if not path or not (member.isfile() or member.issym()):
+                continue
+            if member.issym():
+                data, mode = member.linkname.encode(), "120000"
+            else:
+                handle = tar.extractfile(member)
+                data = handle.read() if handle is not None else b""
+                mode = "100755" if member.mode & 0o111 else "100644"
+            blob = hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False)
+            entries.append(
+                TreeEntry(path=path, type="blob", sha=blob.hexdigest(), size=len(data), mode=mode)
+            )
+            parts = path.split("/")
+            folders.update("/".join(parts[:i]) for i in range(1, len(parts)))
+    entries.extend(
+        TreeEntry(path=folder, type="tree", sha="", size=None, mode="040000") for folder in folders
+    )
+    return GitTree(sha=tree_sha, entries=tuple(sorted(entries, key=lambda e: e.path)))
 
 
 def _text_files(archive: bytes) -> dict[str, str]:
