@@ -9,8 +9,10 @@ durable writes); a decline or a rejection is answered on the issue and rests it 
 back-off. The release comment says what came of the run.
 
 The pull request body shows the tests' evidence (command, result on the base and after,
-fail-to-pass tests, tampering flags). A change no tests ran on (the sandbox is off, or
-no test command was found) is opened as a draft whose body says so.
+fail-to-pass tests, tampering flags). A change the tests gave no verdict on is opened as
+a draft whose body says why: no tests ran (the sandbox is off, no test command was
+found), or they ran and prove nothing (the same failure on the base, zero tests, a
+runner or setup error on the base).
 """
 
 from __future__ import annotations
@@ -156,7 +158,7 @@ async def _open_pull(
             commit_message=commit_message(issue.number, plan, rt.run_id),
             files=dict(plan.files),
             agent_login=held.finder.agent_login,
-            draft=tests is None or not tests.ran,
+            draft=tests is None or not tests.judged,
         )
         opened = await write(open_pull_request, spec)
     scope.links = Links(pr_url=opened.url)

@@ -278,6 +278,8 @@ class Settings(BaseSettings):
     """The command that runs the repository's tests, e.g. `python -m pytest -q --junitxml=$SANDBOX_JUNIT` (no shell: one program and its arguments; `$SANDBOX_JUNIT` is the only variable). Empty: detected from the base commit (`AGENTS.md`, `pyproject.toml`, `package.json`, `go.mod`, `Cargo.toml`, `Makefile`)."""
     setup_command: str | None = None
     """Optional command run before the tests on the same copy of the tree, with the network on (installing dependencies), e.g. `uv sync --frozen`. Same syntax as the test command."""
+    test_junit_report: bool = True
+    """Append `--junitxml=$SANDBOX_JUNIT` to a pytest test command that names no JUnit report of its own, so every test's outcome (the counts and the fail-to-pass tests) is known for set commands too. `false` runs the command exactly as given."""
     max_test_runs: int = Field(default=5, ge=1, le=50)
     """Most test runs an agent may start in one try (its `run_tests` tool); the baseline and the final check do not count."""
     sandbox_timeout_seconds: float = Field(default=600.0, ge=1, le=86_400)
