@@ -20,6 +20,7 @@ and the pull request opens as a draft saying no tests ran.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import shutil
 import tempfile
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
@@ -32,13 +33,18 @@ from agent_loop_common.runtime import Runtime, installed_sandbox
 from agent_loop_common.sandbox import (
     BaselineStore,
     CommandRejected,
+    DefaultSetup,
+    EnvReuse,
     RunResult,
     Sandbox,
     TamperFlag,
     TestCommand,
     TestVerdict,
+    agents_md_setup_command,
     baseline_key,
     compare,
+    default_python_setup,
+    dependency_digest,
     extract_tarball,
     flag_test_tampering,
     parse_command,
@@ -62,8 +68,13 @@ _DETECTED_FROM = (
     "Makefile",
     "makefile",
     "GNUmakefile",
+    "setup.py",
+    "requirements.txt",
+    "requirements-dev.txt",
+    "requirements-test.txt",
 )
-"""The root files `detect_test_command` reads (only these are fetched, not the tree)."""
+"""The root files the test command and the default setup are detected from (only these
+are fetched, not the tree)."""
 
 NO_COMMAND = (
     "no test command was found: set AGENT_LOOP_TEST_COMMAND, or name one in AGENTS.md "
@@ -83,6 +94,10 @@ class Checks:
         max_tool_runs: Most `run_tests` calls per try.
         note: Why no tests run, when they do not (the sandbox is off, no command).
         watch: Called with each report as soon as it is made (the demo narrates it).
+        default_setup: The default Python setup, when `setup` is it (shown in words).
+        setup_from_repo: `setup` was named by `AGENTS.md` (it gets no host folder bound).
+        envs: Where environments built by the default setup are kept (per base commit,
+            setup and dependency files), so later tries and runs reuse them.
     """
 
     def __init__(
@@ -96,6 +111,9 @@ class Checks:
         max_tool_runs: int,
         note: str = "",
         watch: Callable[[CheckReport], None] | None = None,
+        default_setup: DefaultSetup | None = None,
+        setup_from_repo: bool = False,
+        envs: Path | None = None,
     ) -> None:
         self.sandbox = sandbox
         self.tree = tree
@@ -105,6 +123,10 @@ class Checks:
         self.max_tool_runs = max_tool_runs
         self.note = note
         self.watch = watch
+        self.default_setup = default_setup
+        self.setup_from_repo = setup_from_repo
+        self.envs = envs
+        self._reuse: EnvReuse | None = None
         self.runs = 0
         """Commands this run started in the sandbox (baselines, checks, `run_tests`)."""
         self.tool_runs = 0
@@ -135,12 +157,36 @@ class Checks:
     ) -> RunResult:
         tree = await self._tree_path()
         self.runs += 1
+        reuse = await self._env_reuse(tree)
         # A command found in the repository's files (AGENTS.md) never chooses a host
         # folder for the sandbox to show; one from the operator's setting may.
         from_setting = self.command is not None and self.command.source == "setting"
         return await self.sandbox.run(
-            tree, argv, changes=changes, setup=self.setup, operator_command=from_setting
+            tree,
+            argv,
+            changes=changes,
+            setup=self.setup,
+            operator_command=from_setting,
+            operator_setup=not self.setup_from_repo,
+            reuse=reuse,
         )
+
+    async def _env_reuse(self, tree: Path) -> EnvReuse | None:
+        """Where the default setup's environment for this tree is kept, if it is cached."""
+        if self.default_setup is None or self.envs is None:
+            return None
+        if self._reuse is None:
+
+            def read(name: str) -> bytes | None:
+                path = tree / name
+                return path.read_bytes() if path.is_file() and not path.is_symlink() else None
+
+            digest = await asyncio.to_thread(dependency_digest, read)
+            key = hashlib.sha256(
+                "\0".join((self.tree.sha, digest, *self.default_setup.setup)).encode()
+            ).hexdigest()
+            self._reuse = EnvReuse(store=self.envs / key[:32], digest=digest)
+        return self._reuse
 
     async def baseline(self) -> RunResult | None:
         """The command's result on the tree (run once per SHA and command), or `None`."""
@@ -169,6 +215,7 @@ class Checks:
             base=base,
             after=after,
             note=note or self.note,
+            setup_label=self.default_setup.label() if self.default_setup else "",
         )
 
     async def check(self, files: Mapping[str, str | None]) -> CheckReport:
@@ -273,13 +320,15 @@ async def open_checks(
     sandbox = await runtime.sandbox()
     command: TestCommand | None = None
     note = ""
+    files: dict[str, str] = {}
     if not sandbox.enabled:
         note = "the sandbox is off (`AGENT_LOOP_SANDBOX=off`)"
     else:
         if settings.test_command:
             command = resolve_test_command(settings.test_command, {})
         else:
-            command = resolve_test_command(None, await _detection_files(config))
+            files = await _detection_files(config)
+            command = resolve_test_command(None, files)
         if command is None:
             note = NO_COMMAND
         elif settings.test_junit_report:
@@ -289,6 +338,22 @@ async def open_checks(
         if settings.setup_command
         else None
     )
+    setup_from_repo = False
+    named = agents_md_setup_command(files["AGENTS.md"]) if "AGENTS.md" in files else None
+    if setup is None and named is not None:
+        # Chosen by the base commit's files: like its test command, it gets no host folder.
+        setup = parse_command(named, what="the setup command in AGENTS.md")
+        setup_from_repo = True
+    default: DefaultSetup | None = None
+    if sandbox.enabled and setup is None and not settings.test_command and command is not None:
+        pip_options = (
+            parse_command(settings.pip_options, what="AGENT_LOOP_PIP_OPTIONS")
+            if settings.pip_options
+            else ()
+        )
+        default = default_python_setup(files, command, pip_options)
+        if default is not None:
+            setup, command = default.setup, default.command
     checks = Checks(
         sandbox=sandbox,
         tree=tree,
@@ -298,6 +363,9 @@ async def open_checks(
         max_tool_runs=settings.max_test_runs,
         note=note,
         watch=installed.watch if (installed := installed_sandbox()) is not None else None,
+        default_setup=default,
+        setup_from_repo=setup_from_repo,
+        envs=(settings.home / "sandbox-envs").resolve(),
     )
     try:
         yield checks

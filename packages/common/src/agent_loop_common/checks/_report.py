@@ -58,6 +58,8 @@ class CheckReport:
     """The hard rules' verdict; `None` when nothing ran (see `note`)."""
     flags: tuple[TamperFlag, ...] = ()
     """Ways the change weakens the tests."""
+    setup_label: str = ""
+    """What the setup is, in words, when the sandbox chose it (the default Python one)."""
     base: RunResult | None = None
     """The run on the base commit."""
     after: RunResult | None = None
@@ -244,6 +246,8 @@ class CheckReport:
 
     def setup_text(self) -> str:
         """The setup command as shown to people."""
+        if self.setup_label:
+            return self.setup_label
         return f"`{_code(' '.join(self.setup or ()), 300)}`"
 
     def evidence(self, *, runs: int) -> TestEvidence:
@@ -252,7 +256,7 @@ class CheckReport:
         return TestEvidence(
             command=self._command_text(),
             source=self.command.source if self.command else "",
-            setup=" ".join(self.setup or ()),
+            setup=self.setup_label or " ".join(self.setup or ()),
             backend=self.backend,
             isolated=self.isolated and self.backend != PLAIN_BACKEND and self.ran,
             status=self.status,

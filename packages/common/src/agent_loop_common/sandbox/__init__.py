@@ -67,6 +67,14 @@ from agent_loop_common.sandbox._flyte import (
 from agent_loop_common.sandbox._limits import SandboxLimits
 from agent_loop_common.sandbox._paths import ProtectedPaths
 from agent_loop_common.sandbox._plain import PLAIN_BACKEND, PlainSubprocessSandbox
+from agent_loop_common.sandbox._pysetup import (
+    VENV_DIR,
+    DefaultSetup,
+    EnvReuse,
+    agents_md_setup_command,
+    default_python_setup,
+    dependency_digest,
+)
 from agent_loop_common.sandbox._result import (
     LimitName,
     OutputExcerpt,
@@ -94,6 +102,7 @@ __all__ = [
     "JUNIT_PLACEHOLDER",
     "OFF_BACKEND",
     "PLAIN_BACKEND",
+    "VENV_DIR",
     "BackendCheck",
     "BaselineCache",
     "BaselineKey",
@@ -102,9 +111,11 @@ __all__ = [
     "BwrapSandbox",
     "CommandRejected",
     "CommandSource",
+    "DefaultSetup",
     "DisabledSandbox",
     "DockerSandbox",
     "DockerSpec",
+    "EnvReuse",
     "FlyteSandbox",
     "FlyteTestSpec",
     "LimitName",
@@ -125,12 +136,15 @@ __all__ = [
     "TestVerdict",
     "TreeError",
     "VerdictStatus",
+    "agents_md_setup_command",
     "apply_changes",
     "baseline_key",
     "build_container_task",
     "bwrap_argv",
     "check_backends",
     "compare",
+    "default_python_setup",
+    "dependency_digest",
     "detect_test_command",
     "docker_argv",
     "extract_tarball",

@@ -10,8 +10,11 @@ inside their isolation.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import shutil
 import signal
+import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,6 +28,7 @@ from agent_loop_common.sandbox._evidence import evidence_disagreements
 from agent_loop_common.sandbox._limits import SandboxLimits
 from agent_loop_common.sandbox._paths import ProtectedPaths
 from agent_loop_common.sandbox._process import ProcessOutcome
+from agent_loop_common.sandbox._pysetup import EnvReuse, dependency_digest
 from agent_loop_common.sandbox._reports import read_junit
 from agent_loop_common.sandbox._result import LimitName, OutputExcerpt, RunResult, TestCounts
 from agent_loop_common.sandbox._tree import Workspace, safe_relpath
@@ -140,6 +144,9 @@ class Sandbox(ABC):
     """False only for the plain subprocess: it shares the machine with the agent."""
     enabled: ClassVar[bool] = True
     """False only for `off`: nothing runs."""
+    fixed_repo_path: ClassVar[bool] = False
+    """The copy is always at one path inside (`/sandbox/repo`), so an environment built in
+    one copy (an editable install names that path) works in another (`reuse`)."""
 
     def __init__(
         self,
@@ -177,6 +184,8 @@ class Sandbox(ABC):
         setup: Sequence[str] | None = None,
         skip: Sequence[str] = (),
         operator_command: bool = True,
+        operator_setup: bool = True,
+        reuse: EnvReuse | None = None,
     ) -> RunResult:
         """Run `argv` on a private copy of `tree` and report what happened.
 
@@ -192,8 +201,11 @@ class Sandbox(ABC):
             operator_command: `argv` comes from the operator (a setting, the CLI, the
                 caller's code). False when the repository's files chose it (`AGENTS.md`):
                 then a program it names by absolute path gets no host folder bound, since
-                nothing in the repository chooses what the sandbox sees. `setup` always
-                comes from the operator.
+                nothing in the repository chooses what the sandbox sees.
+            operator_setup: The same for `setup` (False when `AGENTS.md` named it).
+            reuse: Where the environment `setup` builds is kept: when the copy's
+                dependency files match `reuse.digest` and it was built, it is copied in
+                and `setup` does not run; a run with no `changes` that builds it keeps it.
 
         Raises:
             CommandRejected: `argv` is empty.
@@ -216,9 +228,28 @@ class Sandbox(ABC):
         )
         try:
             setup_result: RunResult | None = None
-            if setup:
+            notes: tuple[str, ...] = ()
+            matches = (
+                reuse is not None
+                and self.fixed_repo_path
+                and await asyncio.to_thread(_same_dependencies, workspace, reuse)
+            )
+            if (
+                setup
+                and reuse is not None
+                and matches
+                and await asyncio.to_thread(_restore_env, workspace, reuse, self.workspace_owner())
+            ):
+                notes = (
+                    f"setup: reused the environment built for this base commit ({reuse.folder})",
+                )
+            elif setup:
                 setup_result = await self._execute(
-                    workspace, tuple(setup), network=True, time_limit=limit
+                    workspace,
+                    tuple(setup),
+                    network=True,
+                    time_limit=limit,
+                    bind_program=operator_setup,
                 )
                 if not setup_result.ok:
                     return RunResult(
@@ -229,6 +260,8 @@ class Sandbox(ABC):
                         setup=setup_result,
                     )
                 await asyncio.to_thread(_clear_report, workspace)
+                if reuse is not None and matches and changes is None:
+                    await asyncio.to_thread(_keep_env, workspace, reuse)
             result = await self._execute(
                 workspace,
                 tuple(argv),
@@ -237,6 +270,8 @@ class Sandbox(ABC):
                 bind_program=operator_command,
             )
             result = await _with_report(result, workspace, argv)
+            if notes:
+                result = result.model_copy(update={"notes": (*notes, *result.notes)})
             return result.model_copy(update={"setup": setup_result}) if setup_result else result
         finally:
             workspace.discard()
@@ -260,6 +295,43 @@ class Sandbox(ABC):
     def describe(self) -> str:
         """One line for logs and the CLI."""
         return self.name
+
+
+def _same_dependencies(workspace: Workspace, reuse: EnvReuse) -> bool:
+    def read(name: str) -> bytes | None:
+        path = workspace.repo / name
+        return path.read_bytes() if path.is_file() and not path.is_symlink() else None
+
+    return dependency_digest(read) == reuse.digest
+
+
+def _restore_env(workspace: Workspace, reuse: EnvReuse, owner: tuple[int, int] | None) -> bool:
+    """Copy the kept environment into the copy; False when there is none (yet)."""
+    if not reuse.store.is_dir():
+        return False
+    target = workspace.repo / reuse.folder
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(reuse.store, target, symlinks=True)
+    if owner is not None:
+        for path in (target, *target.rglob("*")):
+            os.lchown(path, *owner)
+    return True
+
+
+def _keep_env(workspace: Workspace, reuse: EnvReuse) -> None:
+    """Keep the environment setup built on the base commit (atomically, first one wins)."""
+    built = workspace.repo / reuse.folder
+    if not built.is_dir() or reuse.store.exists():
+        return
+    reuse.store.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".building-", dir=reuse.store.parent)) / "env"
+    try:
+        shutil.copytree(built, staging, symlinks=True)
+        os.replace(staging, reuse.store)
+    except OSError:
+        pass  # another run kept one first, or the disk is full: the next run builds again
+    finally:
+        shutil.rmtree(staging.parent, ignore_errors=True)
 
 
 def _clear_report(workspace: Workspace) -> None:
@@ -303,6 +375,8 @@ class DisabledSandbox(Sandbox):
         setup: Sequence[str] | None = None,
         skip: Sequence[str] = (),
         operator_command: bool = True,
+        operator_setup: bool = True,
+        reuse: EnvReuse | None = None,
     ) -> RunResult:
         """A result with `exit_code=None`: nothing ran."""
         return RunResult(

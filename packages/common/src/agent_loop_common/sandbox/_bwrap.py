@@ -179,6 +179,7 @@ class BwrapSandbox(Sandbox):
     """Commands in bubblewrap namespaces (see the module docstring for what they get)."""
 
     name = BWRAP_BACKEND
+    fixed_repo_path = True
 
     def __init__(
         self,

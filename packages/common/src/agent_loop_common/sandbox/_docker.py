@@ -144,6 +144,7 @@ class DockerSandbox(Sandbox):
     """Commands in a locked-down container of `image`."""
 
     name = DOCKER_BACKEND
+    fixed_repo_path = True
 
     def __init__(
         self,

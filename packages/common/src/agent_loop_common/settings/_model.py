@@ -278,6 +278,8 @@ class Settings(BaseSettings):
     """The command that runs the repository's tests, e.g. `python -m pytest -q --junitxml=$SANDBOX_JUNIT` (no shell: one program and its arguments; `$SANDBOX_JUNIT` is the only variable). Empty: detected from the base commit (`AGENTS.md`, `pyproject.toml`, `package.json`, `go.mod`, `Cargo.toml`, `Makefile`)."""
     setup_command: str | None = None
     """Optional command run before the tests on the same copy of the tree, with the network on (installing dependencies), e.g. `uv sync --frozen`. Same syntax as the test command."""
+    pip_options: str | None = None
+    """Extra arguments for `pip install` in the default Python setup (a Python repository with no setup or test command configured gets a private environment in the copy, see `docs/sandbox.md`), e.g. `--index-url https://mirror.example/simple` behind a mirror, or `--no-index --find-links wheels` for a wheelhouse in the repository. Same syntax as the test command."""
     test_junit_report: bool = True
     """Append `--junitxml=$SANDBOX_JUNIT` to a pytest test command that names no JUnit report of its own, so every test's outcome (the counts and the fail-to-pass tests) is known for set commands too. `false` runs the command exactly as given."""
     max_test_runs: int = Field(default=5, ge=1, le=50)
@@ -410,7 +412,7 @@ class Settings(BaseSettings):
             raise ValueError(f"expected absolute paths, got {', '.join(relative)}")
         return value
 
-    @field_validator("test_command", "setup_command")
+    @field_validator("test_command", "setup_command", "pip_options")
     @classmethod
     def _check_command(cls, value: str | None) -> str | None:
         if value is None:
@@ -425,6 +427,7 @@ class Settings(BaseSettings):
         "github_app_id",
         "test_command",
         "setup_command",
+        "pip_options",
         "flyte_config",
         mode="before",
     )
