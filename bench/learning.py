@@ -171,7 +171,7 @@ def tick_table(lessons: int, per_tick: int) -> None:
     kinds = list(WorkKind)
     state = EffectBook()
     history = 0
-    for target in (1_000, 10_000, 20_000):
+    for target in (1_000, 10_000):
         while history < target:
             batch = [_record(history + i, "h", book, effects, rng, 0.2, kinds)
                      for i in range(min(500, target - history))]  # fmt: skip

@@ -12,7 +12,12 @@ import pytest
 
 from agent_loop import cli
 from agent_loop.deploy import ROOT
-from agent_loop_common.memory import DistillerMemory, count_idle_run, write_run_record
+from agent_loop_common.memory import (
+    DistillerMemory,
+    MemoryLocation,
+    count_idle_run,
+    write_run_record,
+)
 from agent_loop_common.records import (
     Attempt,
     Grade,
@@ -431,7 +436,7 @@ def test_a_buckets_keys_are_listed_through_flytes_storage() -> None:
     for key in ("agent-loop-runs-2026030209", "agent-loop-context", "other-prefix-runs-1"):
         fs.pipe(f"{keys}/{key}/messages.json", b"[]")
     settings = load_settings(repo="acme/widgets", github_token="x")
-    location = settings.memory_location("memory://agent-loop-test")
+    location = MemoryLocation.from_settings(settings, "memory://agent-loop-test")
     from agent_loop import status
 
     folder = status._keys_folder(location)  # pyright: ignore[reportPrivateUsage]

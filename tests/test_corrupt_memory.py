@@ -93,7 +93,7 @@ async def test_the_reviewer_works_past_a_corrupt_lessons_document_and_review_mar
     number = await _agent_pr(emulator)
     settings = _settings(emulator, tmp_path)
     memory = str(tmp_path / "mem")
-    location = settings.memory_location(memory)
+    location = MemoryLocation.from_settings(settings, memory)
     _corrupt_lessons(location)
     mark = _file(location, location.keys.reviewed(number), REVIEWED_PATH)
     mark.parent.mkdir(parents=True, exist_ok=True)
@@ -123,7 +123,7 @@ async def test_the_distiller_works_past_a_corrupt_lessons_document_and_rebuilds_
     emulator.seed_files({"README.md": "# calc\n"})
     settings = _settings(emulator, tmp_path)
     memory = str(tmp_path / "mem")
-    location = settings.memory_location(memory)
+    location = MemoryLocation.from_settings(settings, memory)
     lessons = _corrupt_lessons(location)
     finished = datetime.now(UTC) - timedelta(minutes=5)
     await write_run_record(

@@ -134,7 +134,7 @@ def test_the_demo_command_refuses_a_folder_that_is_not_a_demo(
     tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "notes.txt").write_text("mine")
-    assert cli.main(["demo", "--home", str(tmp_path), "--quiet"]) == cli.EXIT_FAILED
+    assert cli.main(["demo", "--home", str(tmp_path), "--quiet"]) == cli.EXIT_CONFIG  # usage
     assert "is not empty and is not a demo folder" in capsys.readouterr().err
     assert (tmp_path / "notes.txt").read_text() == "mine"
 

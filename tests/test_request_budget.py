@@ -49,7 +49,7 @@ def _bench() -> ModuleType:
 
 bench = _bench()
 
-ISSUE_TO_PR_REQUESTS = 17
+ISSUE_TO_PR_REQUESTS = 16
 ISSUE_TO_PR_WRITES = 8
 REVIEWER_FIX_REQUESTS = 22
 

@@ -20,6 +20,8 @@ import pytest
 
 from agent_loop import cli
 from agent_loop_builder import run_builder_tick
+from agent_loop_common.claims import BackoffPolicy
+from agent_loop_common.llm import Budget, ModelRetryPolicy
 from agent_loop_common.records import Outcome, Role
 from agent_loop_common.settings import (
     MIN_CLAIM_TTL_MINUTES,
@@ -28,6 +30,7 @@ from agent_loop_common.settings import (
     env_var_name,
     field_bounds,
 )
+from agent_loop_common.staging import StagingPolicy
 from agent_loop_common.verify import VERIFIER_MARKER
 from agent_loop_testing import (
     GitHubEmulator,
@@ -116,8 +119,12 @@ async def test_a_tick_runs_with_each_setting_at_each_bound(
     settings = emulator_settings(emulator, tmp_path / "home")
     assert all(getattr(settings, f) == v for f, v in values.items()), env
     # What every run builds from the settings accepts them.
-    settings.model_retry_policy(), settings.budget(), settings.staging_policy()
-    settings.backoff_policy()
+    (
+        ModelRetryPolicy.from_settings(settings),
+        Budget.from_settings(settings),
+        StagingPolicy.from_settings(settings),
+    )
+    BackoffPolicy.from_settings(settings)
     emulator.add_issue("Add a colour", "Widgets need a colour.")
     install(_script(settings.max_tries))
     async with emulator_runtime(

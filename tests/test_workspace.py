@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import subprocess
+import sys
 import tomllib
 from typing import Any
 
@@ -77,3 +79,14 @@ def test_each_agent_defines_its_own_task_environment() -> None:
     for agent in AGENTS:
         env_py = ROOT / "packages" / agent / "src" / f"agent_loop_{agent}" / "env.py"
         assert _calls_task_environment(env_py), agent
+
+
+def test_the_import_graph_keeps_its_contracts() -> None:
+    """The contracts in the root pyproject (`[tool.importlinter]`) hold: agents and the
+    gateway independent, common free of agents, CLI and test doubles, layered, no circle."""
+    lint = pathlib.Path(sys.executable).parent / "lint-imports"
+    proc = subprocess.run(
+        [str(lint), "--no-cache"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 broken" in proc.stdout

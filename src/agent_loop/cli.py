@@ -572,6 +572,7 @@ def _remote_memory(settings: Settings, config: Path | None) -> MemoryLocation:
     """
     import flyte
 
+    from agent_loop_common.memory import MemoryLocation
     from agent_loop_common.runtime import remote_flyte_config
     from agent_loop_common.settings import ConfigError, env_var_name
 
@@ -592,7 +593,7 @@ def _remote_memory(settings: Settings, config: Path | None) -> MemoryLocation:
         from urllib.request import url2pathname
 
         root = url2pathname(urlparse(root).path)
-    return settings.memory_location(root)
+    return MemoryLocation.from_settings(settings, root)
 
 
 def _demo_home(settings: Settings) -> Path | None:
@@ -613,9 +614,9 @@ def _demo(args: argparse.Namespace, level: str | None) -> int:
             outcomes_only=bool(args.quiet),
             log_level=level or "WARNING",
         )
-    except DemoError as exc:
+    except DemoError as exc:  # a folder it may not empty, no pytest: nothing was run
         print(f"agent-loop demo: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        return EXIT_CONFIG
     return 0 if result.ok else EXIT_FAILED
 
 

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import pathlib
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from flyte.ai.agents import LLMMessage
 
+from agent_loop_builder._candidates import IssueFinder
 from agent_loop_common.records import Outcome
 from agent_loop_common.verify import VERIFIER_MARKER
-from agent_loop_testing import GitHubEmulator, ScriptedModel, Turn, call, turn
+from agent_loop_testing import (
+    GitHubEmulator,
+    ScriptedModel,
+    Turn,
+    call,
+    emulator_client,
+    emulator_settings,
+    turn,
+)
 from agent_loop_testing.pytest_plugin import Install, Stored
 
 CONTENT = "def make_widget(name):\n    return {'name': name, 'ok': True}\n"
@@ -168,11 +179,25 @@ def _close(emulator: GitHubEmulator, number: int) -> None:
     emulator.close_issue(number)
 
 
+def _edit_agent_pull(emulator: GitHubEmulator, number: int) -> None:
+    """An agent PR opened before the run (for another issue) now says it fixes this one:
+    no new pull number appears, only the pull request's update time moves."""
+    (pull,) = emulator.pulls()
+    emulator.edit_issue(pull.number, body=f"Fixes #{number}", by=emulator.owner)
+
+
+def _with_agent_pull_for_another_issue(emulator: GitHubEmulator) -> None:
+    branch = "agent-loop/issue-99-elsewhere"
+    emulator.push(branch, {"y.txt": "y\n"}, author=emulator.bot, message="y")
+    emulator.open_pull(branch, title="Elsewhere", body="Implements #99.", author=emulator.bot)
+
+
 @pytest.mark.parametrize(
     ("meanwhile", "reason"),
     [
         (_open_agent_pull, "an agent pull request for #1 appeared during the run"),
         (_close, "#1 was closed during the run"),
+        (_edit_agent_pull, "an agent pull request for #1 appeared during the run"),
     ],
 )
 async def test_work_overtaken_during_the_run_is_not_applied(
@@ -183,6 +208,8 @@ async def test_work_overtaken_during_the_run_is_not_applied(
     reason: str,
 ) -> None:
     number = emulator.add_issue("Mark widgets ok", "")
+    if meanwhile is _edit_agent_pull:
+        _with_agent_pull_for_another_issue(emulator)
     scripted = ScriptedModel(_change(), routes=_passes())
     happened: list[bool] = []
 
@@ -204,3 +231,32 @@ async def test_work_overtaken_during_the_run_is_not_applied(
     assert not any("issue-1-mark" in ref for ref in emulator.refs("refs/heads/"))
     assert emulator.ref_sha(f"agent-loop/claims/issue-{number}") is None
     assert not any("backoff" in c.body for c in emulator.comments(number))
+
+
+@pytest.mark.parametrize("per_page", [100, 2])
+async def test_the_pre_write_check_reads_one_listing_unless_it_spans_pages(
+    emulator: GitHubEmulator, tmp_path: pathlib.Path, per_page: int
+) -> None:
+    """One page of open issues: the check is that listing again (the closed issue is
+    missing from it, no pull request changed, so the pulls are not asked). Several
+    pages: the issue itself and the open pulls, two requests instead of every page."""
+    for title in ("One", "Two", "Three"):
+        emulator.add_issue(title, "")
+    async with emulator_client(emulator, per_page=per_page) as github:
+        finder = IssueFinder(
+            github,
+            emulator_settings(emulator, tmp_path),
+            agent_login=emulator.bot,
+            now=datetime.now(UTC),
+        )
+        await finder.open_issues()
+        assert await finder.overtaken(2, check_pulls=True) == ""
+        emulator.close_issue(2)
+        before = github.stats.by_route()
+        assert await finder.overtaken(2, check_pulls=True) == "#2 was closed during the run"
+        after = github.stats.by_route()
+    asked = {r for r in after if after[r] != before.get(r)}
+    if per_page == 100:
+        assert asked == {"GET /repos/{owner}/{repo}/issues"}
+    else:
+        assert asked == {"GET /repos/{owner}/{repo}/issues/{issue_number}"}

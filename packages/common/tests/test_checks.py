@@ -225,7 +225,8 @@ async def test_a_command_that_cannot_start_on_the_base_judges_nothing(
             open_checks(rt, tree=base, config=base) as checks,
         ):
             report = await checks.check({"src/calc.py": BROKEN})
-    assert report.status == "not_run"
+    assert report.status == "no_evidence"  # it ran, and proves nothing (issue 22)
     assert not report.rejects
+    assert not report.judged
     assert report.summary.startswith("the test command could not start on the base commit")
     assert "/nonexistent/python" in report.markdown()

@@ -71,12 +71,14 @@ def test_exactly_one_repository_setting(monkeypatch: pytest.MonkeyPatch) -> None
     settings = load_settings()
     assert settings.repos == ("acme/api", "acme/*")
     one = settings.for_repo("acme/api")
-    assert one.memory_location().prefix == repo_prefix("agent-loop", "acme/api")
+    assert MemoryLocation.from_settings(one).prefix == repo_prefix("agent-loop", "acme/api")
     monkeypatch.setenv("AGENT_LOOP_REPO", "acme/api")
     with pytest.raises(ConfigError, match="not both"):
         load_settings()
     monkeypatch.delenv("AGENT_LOOP_REPOS")
-    assert load_settings().memory_location().prefix == "agent-loop"  # the layout it always had
+    assert (
+        MemoryLocation.from_settings(load_settings()).prefix == "agent-loop"
+    )  # the layout it always had
     monkeypatch.setenv("AGENT_LOOP_REPOS", "acme/api,bad")
     monkeypatch.delenv("AGENT_LOOP_REPO")
     with pytest.raises(ConfigError, match="AGENT_LOOP_REPOS"):

@@ -152,6 +152,7 @@ EXPECTED_JSON: dict[str, Any] = {
         "regressions": [],
         "failing": [],
         "tamper_flags": [],
+        "inconsistent": [],
         "runs": 3,
     },
 }

@@ -25,7 +25,8 @@ async def test_a_small_repository_is_listed_from_its_tarball(tmp_path: Path) -> 
     emu.seed_from_dir(tmp_path)
     async with emulator_client(emu) as gh:
         base = await gh.default_branch()
-        assert base.disk_usage_kb is not None and base.disk_usage_kb < 1000
+        assert base.disk_usage_kb is not None
+        assert base.disk_usage_kb < 1000
         from_api = await gh.read_tree(base.sha)
         before = gh.stats.by_route()
         snapshot = RepoSnapshot(

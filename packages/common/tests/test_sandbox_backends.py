@@ -30,6 +30,7 @@ from agent_loop_common.sandbox import (
     check_backends,
     docker_argv,
     flyte_task_spec,
+    limits_from_settings,
     open_sandbox,
     selected_backend,
     write_tree,
@@ -558,7 +559,7 @@ def test_settings_make_the_limits_and_protected_paths(tmp_path: Path) -> None:
         github_app_private_key_path=tmp_path / "k.pem",
         home=tmp_path / "state",
     )
-    assert settings.sandbox_limits() == LIMITS
+    assert limits_from_settings(settings) == LIMITS
     protected = _select.protected_from_settings(settings)
     assert tmp_path / "k.pem" in protected.key_files
     assert protected.agent_home == tmp_path / "state"

@@ -49,7 +49,7 @@ def test_failing_lines_in_the_middle_are_kept_even_when_the_text_is_not() -> Non
     capture.feed(b"noise\n" * 1000)
     capture.feed(b"1 failed, 3 passed, 1 error in 0.52s")  # no final newline
     capture.finish()
-    counts = capture.pytest_counts()
+    counts = capture.printed_counts()
     assert counts is not None
     assert counts.failing == ("tests/test_a.py::test_one", "tests/test_b.py::test_two")
     assert (counts.failed, counts.passed, counts.errors, counts.source) == (1, 3, 1, "pytest")
@@ -61,7 +61,7 @@ def test_failing_names_are_capped_and_long_lines_do_not_grow_memory() -> None:
         capture.feed(f"FAILED t.py::test_{i}\n".encode())
     capture.feed(b"y" * 1_000_000)  # one enormous line
     capture.feed(b"\n2 passed in 1s\n")
-    counts = capture.pytest_counts()
+    counts = capture.printed_counts()
     assert counts is not None
     assert len(counts.failing) == MAX_NAMES
     assert len(capture._line) == 0

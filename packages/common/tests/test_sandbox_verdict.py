@@ -136,7 +136,8 @@ def test_a_timeout_fails_the_change() -> None:
 def test_a_new_non_zero_exit_fails_and_the_same_one_does_not() -> None:
     assert compare(_result(0), _result(2)).reasons == ("the command exited 2 (base: exit 0)",)
     assert compare(_result(1), _result(2)).status == "failed"  # a collection error now
-    assert compare(_result(1), _result(1)).status == "passed"  # no names: nothing new known
+    # the same failure with no counts proves nothing about the change (issue 22)
+    assert compare(_result(1), _result(1)).status == "no_evidence"
     assert compare(None, _result(1)).reasons == ("the command exited 1 (no baseline)",)
     assert compare(None, _result(0)).passed
 

@@ -9,7 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from agent_loop_common.github import AppAuth, TokenAuth
+from agent_loop_common.claims import BackoffPolicy
+from agent_loop_common.github import AppAuth, TokenAuth, github_auth
+from agent_loop_common.llm import Budget, ModelRetryPolicy
+from agent_loop_common.memory import MemoryLocation
+from agent_loop_common.sandbox import limits_from_settings
 from agent_loop_common.settings import (
     ConfigError,
     Settings,
@@ -19,6 +23,7 @@ from agent_loop_common.settings import (
 )
 from agent_loop_common.settings._docs import TABLE_END, TABLE_START, update_document
 from agent_loop_common.settings._load import field_meaning
+from agent_loop_common.staging import StagingPolicy
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "configuration.md"
 
@@ -158,6 +163,7 @@ ALL_VARIABLES: list[tuple[str, str, str, object]] = [
     ("AGENT_LOOP_TEST_COMMAND", "make test", "test_command", "make test"),
     ("AGENT_LOOP_SETUP_COMMAND", "uv sync --frozen", "setup_command", "uv sync --frozen"),
     ("AGENT_LOOP_MAX_TEST_RUNS", "3", "max_test_runs", 3),
+    ("AGENT_LOOP_TEST_JUNIT_REPORT", "false", "test_junit_report", False),
     ("AGENT_LOOP_SANDBOX_TIMEOUT_SECONDS", "120", "sandbox_timeout_seconds", 120.0),
     ("AGENT_LOOP_SANDBOX_MEMORY_MB", "2048", "sandbox_memory_mb", 2048),
     ("AGENT_LOOP_SANDBOX_MAX_PROCESSES", "128", "sandbox_max_processes", 128),
@@ -285,7 +291,7 @@ def test_backoff_cap_below_base_is_rejected(minimal_env: pytest.MonkeyPatch) -> 
 
 def test_secrets_never_show(minimal_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
     s = load_settings()
-    for text in (repr(s), str(s), s.model_dump_json(), repr(s.github_auth())):
+    for text in (repr(s), str(s), s.model_dump_json(), repr(github_auth(s))):
         assert "ghp_supersecret" not in text
 
     minimal_env.setenv("GITHUB_APP_ID", "123")
@@ -297,7 +303,7 @@ def test_secrets_never_show(minimal_env: pytest.MonkeyPatch, tmp_path: Path) -> 
 
 
 def test_token_credentials_for_the_facade(minimal_env: pytest.MonkeyPatch) -> None:
-    assert load_settings().github_auth() == TokenAuth(token="ghp_supersecret")
+    assert github_auth(load_settings()) == TokenAuth(token="ghp_supersecret")
 
 
 def test_app_credentials_from_a_key_file_win_over_a_token(
@@ -309,7 +315,7 @@ def test_app_credentials_from_a_key_file_win_over_a_token(
     minimal_env.setenv("GITHUB_APP_PRIVATE_KEY_PATH", str(key))
     minimal_env.setenv("GITHUB_APP_INSTALLATION_ID", "99")
     s = load_settings()
-    auth = s.github_auth()
+    auth = github_auth(s)
     assert auth == AppAuth(app_id=4242, private_key=PEM, installation_id=99)
     assert "MIIEsecret" not in repr(auth) + repr(s)
 
@@ -320,7 +326,7 @@ def test_app_key_with_escaped_newlines_and_no_installation_id(
     clean_env.setenv("AGENT_LOOP_REPO", "o/r")
     clean_env.setenv("GITHUB_APP_ID", "Iv1.abc")
     clean_env.setenv("GITHUB_APP_PRIVATE_KEY", PEM.replace("\n", "\\n"))
-    auth = load_settings().github_auth()
+    auth = github_auth(load_settings())
     assert auth == AppAuth(app_id="Iv1.abc", private_key=PEM, installation_id=None)
 
 
@@ -375,18 +381,18 @@ def test_derived_objects(minimal_env: pytest.MonkeyPatch) -> None:
     minimal_env.setenv("AGENT_LOOP_MAX_COST_USD_PER_RUN", "0")
     minimal_env.setenv("AGENT_LOOP_PROTECTED_PATHS", "secrets/**")
     s = load_settings()
-    budget = s.budget()
+    budget = Budget.from_settings(s)
     assert (budget.max_tokens, budget.max_cost_usd) == (4_000_000, None)
-    retry = s.model_retry_policy()
+    retry = ModelRetryPolicy.from_settings(s)
     assert (retry.max_attempts, retry.base_delay, retry.max_delay) == (4, 2.0, 60.0)
-    staging = s.staging_policy()
+    staging = StagingPolicy.from_settings(s)
     assert staging.protected_globs == ("secrets/**",)
     assert staging.protected_reason("secrets/a.txt") is not None
     assert staging.protected_reason(".github/workflows/ci.yml") is not None
     assert (staging.max_files, staging.max_issues) == (40, 12)
-    backoff = s.backoff_policy()
+    backoff = BackoffPolicy.from_settings(s)
     assert (backoff.base, backoff.cap) == (timedelta(minutes=15), timedelta(hours=24))
-    location = s.memory_location(root="/tmp/flyte-data")
+    location = MemoryLocation.from_settings(s, root="/tmp/flyte-data")
     assert (location.org, location.project, location.domain) == (
         "local",
         "agent-loop",
@@ -403,7 +409,7 @@ def test_sandbox_defaults_and_limits(minimal_env: pytest.MonkeyPatch) -> None:
         (),
     )
     assert (s.test_command, s.setup_command, s.max_test_runs) == (None, None, 5)
-    limits = s.sandbox_limits()
+    limits = limits_from_settings(s)
     assert (limits.wall_seconds, limits.memory_mb, limits.max_processes, limits.max_file_mb) == (
         600.0,
         4096,

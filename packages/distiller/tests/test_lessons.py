@@ -209,3 +209,32 @@ def test_evidence_of_a_record_names_its_target_and_what_it_opened() -> None:
         ),
     )
     assert evidence_of(record).refs == ("issue-7", "pr-9", "issue-10", "issue-11")
+
+
+def test_a_run_whose_tests_proved_nothing_never_reads_as_a_test_pass() -> None:
+    """Issue 22: `no_evidence` is its own status, shown as such to the distiller."""
+    from agent_loop_common.metrics import tally_records
+    from agent_loop_common.records import RunRecord, Target, TargetKind, TestEvidence
+    from agent_loop_distiller._prompts import build_prompt
+
+    record = RunRecord(
+        run_id="r",
+        role=Role.BUILDER,
+        target=Target(kind=TargetKind.ISSUE, number=7),
+        outcome=Outcome.OPENED_PR,
+        started_at=NOW,
+        finished_at=NOW,
+        tests=TestEvidence(
+            command="/bin/false",
+            source="setting",
+            backend="bwrap",
+            status="no_evidence",
+            summary="exit 1 (base: exit 1)",
+        ),
+    )
+    prompt = build_prompt(LessonBook(), [record], [])
+    assert "NO EVIDENCE (the tests ran but prove nothing; not a test pass)" in prompt
+    assert ": passed" not in prompt
+    # the metrics count verifier passes and outcomes, no test status: a "no evidence"
+    # run cannot inflate a test-pass figure (a new one must handle `no_evidence`)
+    assert not [k for k in tally_records([record]).model_dump() if "test" in k]

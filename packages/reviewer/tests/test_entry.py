@@ -33,8 +33,14 @@ def test_one_idle_tick_from_the_command_line(
         monkeypatch.setenv("GITHUB_TOKEN", emulator.bot_token)
         monkeypatch.setenv("AGENT_LOOP_REPO", emulator.full_name)
         monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path / "home"))
-        assert main(["--pr", "1"]) == 0
-    assert json.loads(capsys.readouterr().out)["outcome"] == "idle"
+        assert main([]) == 0
+        assert json.loads(capsys.readouterr().out)["outcome"] == "idle"
+        assert main(["--pr", "999"]) == 0  # named, so not idle: says why (as the builder does)
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["outcome"] == "skipped"
+    assert (
+        summary["error"] == "PR #999 does not exist"
+    )  # where the builder says "#N does not exist"
 
 
 def test_the_environment_and_schedule() -> None:

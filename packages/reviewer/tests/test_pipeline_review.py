@@ -97,8 +97,11 @@ async def test_other_authors_and_other_prefixes_are_never_touched(
     emulator.set_check_run(emulator.pull(elsewhere).head_sha, "tests", conclusion="failure")
     model = install(ScriptedModel())
 
-    for only in (None, human, elsewhere):
-        assert await tick(only) is None
+    assert await tick(None) is None
+    for only in (human, elsewhere):  # named: recorded as skipped, saying why, nothing written
+        record = await tick(only)
+        assert record.outcome is Outcome.SKIPPED
+        assert record.error == f"PR #{only} is not an open pull request of the agents"
     model.assert_finished()
     assert model.calls == []
     for number in (human, elsewhere):

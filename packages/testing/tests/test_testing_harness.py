@@ -14,7 +14,7 @@ from flyte.ai.agents import LLMMessage
 
 from agent_loop_common.llm import Budget, UsageMeter
 from agent_loop_common.logs import configure_logging
-from agent_loop_common.memory import write_run_record
+from agent_loop_common.memory import MemoryLocation, write_run_record
 from agent_loop_common.records import Outcome, Role, RunRecord, Target, TargetKind
 from agent_loop_common.runtime import use_model
 from agent_loop_testing import (
@@ -115,7 +115,9 @@ def test_a_slot_with_a_default_model_answers_before_anything_is_put() -> None:
 async def test_stored_record_reads_back_what_a_run_wrote(
     emulator: GitHubEmulator, tmp_path: pathlib.Path
 ) -> None:
-    location = emulator_settings(emulator, tmp_path / "home").memory_location(str(tmp_path))
+    location = MemoryLocation.from_settings(
+        emulator_settings(emulator, tmp_path / "home"), str(tmp_path)
+    )
     here, elsewhere = _record("run-here"), _record("run-late")
     await write_run_record(location, here, now=MOMENT)
     await write_run_record(location, elsewhere, now=MOMENT + timedelta(hours=2))

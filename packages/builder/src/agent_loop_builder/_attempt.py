@@ -22,7 +22,7 @@ from agent_loop_common.attempts import Declined, Plan, VerifierInput
 from agent_loop_common.checks import Checks, run_tests_instructions
 from agent_loop_common.repo import RepoSnapshot, repository_instructions
 from agent_loop_common.runtime import Runtime
-from agent_loop_common.staging import ChangePlan, ChangeStage, DecompositionStage
+from agent_loop_common.staging import ChangePlan, ChangeStage, DecompositionStage, StagingPolicy
 from agent_loop_common.verify import Coverage
 
 __all__ = ["BuildJob", "BuildProposer"]
@@ -88,7 +88,7 @@ class BuildProposer:
                     self.job.snapshot,
                     self.change,
                     self.spec,
-                    settings.staging_policy(),
+                    StagingPolicy.from_settings(settings),
                     self.checks,
                     may_decompose=self.job.may_decompose,
                 ),

@@ -80,6 +80,35 @@ class IssueFinder:
             )
         return self._agent_prs
 
+    async def overtaken(self, number: int, *, check_pulls: bool) -> str:
+        """Right before writing: why issue `number` is no longer wanted ('' when it is).
+
+        It is closed, or (with `check_pulls`) an open agent pull request works on it.
+        One conditional listing of the open issues answers both, since pull requests are
+        in it too: the issue missing from it is closed (or gone), and the open pulls are
+        asked again only when a pull request in it is new or changed since the selection
+        (opened, reopened or edited: its `Fixes #N` may now name this issue). A listing
+        of several pages would cost more than the two direct reads, so it keeps them.
+        """
+        before = {i.number: i for i in await self.open_issues()}
+        if len(before) >= self.github.per_page:
+            if (await self.github.get_issue(number)).state != "open":
+                return f"#{number} was closed during the run"
+            pulls_changed = True
+        else:
+            self._open = None
+            now = await self.open_issues()
+            if not any(i.number == number and i.state == "open" for i in now):
+                return f"#{number} was closed during the run"
+            pulls_changed = any(
+                i.is_pull_request
+                and (i.number not in before or before[i.number].updated_at != i.updated_at)
+                for i in now
+            )
+        if check_pulls and pulls_changed and number in await self.agent_pr_issues(fresh=True):
+            return f"an agent pull request for #{number} appeared during the run"
+        return ""
+
     async def comments(self, number: int) -> list[Comment]:
         """The issue's comments, every page (asked once per tick)."""
         if number not in self._comments:

@@ -1,15 +1,18 @@
 """Ending a claimed build: write what the attempt loop's result calls for, then release.
 
 The order matters. Right before any write the claim is renewed (unless it is fresh) and
-the issue re-read: the build can take many minutes, and meanwhile a person may close the
-issue or another deployment may open an agent PR for it (the run then ends as skipped). A verified change
+the open issues listed again (`IssueFinder.overtaken`): the build can take many minutes, and
+meanwhile a person may close the issue or another deployment may open an agent PR for it
+(the run then ends as skipped). A verified change
 becomes one commit and a pull request, a verified decomposition the sub-issues (both
 durable writes); a decline or a rejection is answered on the issue and rests it in
 back-off. The release comment says what came of the run.
 
 The pull request body shows the tests' evidence (command, result on the base and after,
-fail-to-pass tests, tampering flags). A change no tests ran on (the sandbox is off, or
-no test command was found) is opened as a draft whose body says so.
+fail-to-pass tests, tampering flags). A change the tests gave no verdict on is opened as
+a draft whose body says why: no tests ran (the sandbox is off, no test command was
+found), or they ran and prove nothing (the same failure on the base, zero tests, a
+runner or setup error on the base).
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from agent_loop_common.github import Issue
 from agent_loop_common.records import Links, Outcome
 from agent_loop_common.repo import RepoSnapshot
 from agent_loop_common.runtime import RunScope, Writer
-from agent_loop_common.staging import ChangePlan, DecompositionPlan
+from agent_loop_common.staging import ChangePlan, DecompositionPlan, StagingPolicy
 from agent_loop_common.texts import public_text
 
 __all__ = ["HeldIssue", "conclude"]
@@ -82,12 +85,7 @@ class HeldIssue:
     async def overtaken(self, *, check_pulls: bool) -> bool:
         """Right before writing: renew the claim, then make sure the work is still wanted."""
         await self.renew()
-        number = self.issue.number
-        reason = ""
-        if (await self.scope.runtime.github.get_issue(number)).state != "open":
-            reason = f"#{number} was closed during the run"
-        elif check_pulls and number in await self.finder.agent_pr_issues(fresh=True):
-            reason = f"an agent pull request for #{number} appeared during the run"
+        reason = await self.finder.overtaken(self.issue.number, check_pulls=check_pulls)
         if not reason:
             return False
         self.scope.finish(Outcome.SKIPPED, reason)
@@ -138,7 +136,7 @@ async def _open_pull(
     scope, issue = held.scope, held.issue
     rt = scope.runtime
     async with scope.stage("apply"):
-        rt.settings.staging_policy().check_files(plan.files)
+        StagingPolicy.from_settings(rt.settings).check_files(plan.files)
         if await held.overtaken(check_pulls=True):
             return
         spec = PullRequestSpec(
@@ -160,7 +158,7 @@ async def _open_pull(
             commit_message=commit_message(issue.number, plan, rt.run_id),
             files=dict(plan.files),
             agent_login=held.finder.agent_login,
-            draft=tests is None or not tests.ran,
+            draft=tests is None or not tests.judged,
         )
         opened = await write(open_pull_request, spec)
     scope.links = Links(pr_url=opened.url)

@@ -24,7 +24,7 @@ from agent_loop_common.attempts import attempt_loop
 from agent_loop_common.checks import open_checks
 from agent_loop_common.exposure import draw_lessons, work_kind_of
 from agent_loop_common.github import Comment, Issue
-from agent_loop_common.memory import read_context
+from agent_loop_common.memory import MemoryLocation, read_context
 from agent_loop_common.records import Outcome, Role, RunRecord, Target, TargetKind
 from agent_loop_common.repo import RepoSnapshot, repository_instructions, stale_lessons
 from agent_loop_common.runtime import DirectWriter, RunScope, Runtime, Writer, run_scoped
@@ -201,7 +201,7 @@ async def _context(scope: RunScope, issue: Issue, snapshot: RepoSnapshot, *, pri
     try:
         view = await read_context(
             rt.memory,
-            shared=rt.settings.shared_memory(rt.memory.root),
+            shared=MemoryLocation.shared_from_settings(rt.settings, rt.memory.root),
             share_from=rt.settings.share_lessons_from,
             reader_public=not private,
         )

@@ -64,8 +64,8 @@ class PullRequestSpec(BaseModel):
     agent_login: str = ""
     """The agents' identity: only its pull requests count as already opened."""
     draft: bool = False
-    """Open the pull request as a draft: no tests ran on the change (sandbox off, no
-    test command), and the body says so."""
+    """Open the pull request as a draft: the tests gave no verdict on the change (none
+    ran, or they prove nothing), and the body says why."""
 
 
 class OpenedPull(Receipt):

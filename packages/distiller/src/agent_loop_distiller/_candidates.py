@@ -34,7 +34,9 @@ def retention_of(runtime: Runtime) -> int:
 
 def backoff_of(runtime: Runtime, opts: DistillerOptions) -> BackoffPolicy:
     """The back-off between failed distillations: the options', else the settings'."""
-    return opts.backoff if opts.backoff is not None else runtime.settings.backoff_policy()
+    return (
+        opts.backoff if opts.backoff is not None else BackoffPolicy.from_settings(runtime.settings)
+    )
 
 
 async def collect(runtime: Runtime, now: datetime) -> tuple[DistillerMemory, IngestBatch]:

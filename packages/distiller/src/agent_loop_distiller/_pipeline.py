@@ -34,7 +34,12 @@ from datetime import datetime, timedelta
 import structlog
 
 from agent_loop_common.github import GitHubError
-from agent_loop_common.memory import archive_lessons, read_operator_edits, write_general_lessons
+from agent_loop_common.memory import (
+    MemoryLocation,
+    archive_lessons,
+    read_operator_edits,
+    write_general_lessons,
+)
 from agent_loop_common.records import (
     Attempt,
     LessonBook,
@@ -186,7 +191,7 @@ async def _commit(runtime: Runtime, work: Work) -> bool:
     )
     await archive_lessons(runtime.memory, work.retired)
     settings = runtime.settings
-    shared = settings.shared_memory(runtime.memory.root)
+    shared = MemoryLocation.shared_from_settings(settings, runtime.memory.root)
     listed = settings.repo.lower() in {s.lower() for s in settings.share_lessons_from}
     if shared is not None and lessons_changed and listed:
         await write_general_lessons(shared, runtime.memory, work.book)

@@ -99,7 +99,15 @@ def _tests_line(record: RunRecord) -> str:
         return ""
     where = f"`{tests.command}` from {tests.source}" if tests.command else "no command"
     flags = f"; tampering flags: {', '.join(tests.tamper_flags)}" if tests.tamper_flags else ""
-    return f"tests ({where}, {tests.backend}): {tests.status}, {tests.summary}{flags}"
+    status = _TEST_STATUS.get(tests.status, tests.status)
+    return f"tests ({where}, {tests.backend}): {status}, {tests.summary}{flags}"
+
+
+_TEST_STATUS = {
+    "no_evidence": "NO EVIDENCE (the tests ran but prove nothing; not a test pass)",
+    "not_run": "NOT RUN (no tests ran; not a test pass)",
+}
+"""How a status other than a verdict reads in the prompt: never mistaken for a pass."""
 
 
 def _grade_line(grade: Grade) -> str:

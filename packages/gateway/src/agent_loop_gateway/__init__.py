@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from starlette.applications import Starlette
 
-from agent_loop_common.github import GitHub
+from agent_loop_common.github import GitHub, github_auth
 from agent_loop_common.settings import Settings
 from agent_loop_gateway._app import build_app
 from agent_loop_gateway._clock import Clock, SystemClock
@@ -108,7 +108,7 @@ def create_gateway(
     if github is None:
         github = GitHub(
             settings.repo,
-            auth=settings.github_auth(),
+            auth=github_auth(settings),
             base_url=settings.github_api_url,
             timeout=settings.github_timeout_seconds,
         )

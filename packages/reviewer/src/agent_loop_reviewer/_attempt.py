@@ -20,7 +20,7 @@ from agent_loop_common.attempts import Declined, Plan, VerifierInput
 from agent_loop_common.checks import Checks, run_tests_instructions
 from agent_loop_common.repo import RepoSnapshot, repository_instructions
 from agent_loop_common.runtime import Runtime
-from agent_loop_common.staging import ChangePlan, ChangeStage
+from agent_loop_common.staging import ChangePlan, ChangeStage, StagingPolicy
 from agent_loop_common.verify import Coverage
 from agent_loop_reviewer._prompts import (
     REVIEWER_NAME,
@@ -73,7 +73,7 @@ class ReviewProposer:
                     self.head,
                     [*a.people, *a.failing],
                     self.stage,
-                    rt.settings.staging_policy(),
+                    StagingPolicy.from_settings(rt.settings),
                     {item.id for item in a.people},
                     self.checks,
                 ),

@@ -32,7 +32,8 @@ from agent_loop_common.attempts import attempt_loop
 from agent_loop_common.checks import open_checks
 from agent_loop_common.claims import Claim
 from agent_loop_common.exposure import draw_lessons, work_kind_of
-from agent_loop_common.memory import ContextView, read_context
+from agent_loop_common.github import NotFound
+from agent_loop_common.memory import ContextView, MemoryLocation, read_context
 from agent_loop_common.records import Links, Outcome, Role, RunRecord, Target, TargetKind
 from agent_loop_common.repo import RepoSnapshot, repository_instructions, stale_lessons
 from agent_loop_common.runtime import DirectWriter, RunScope, Runtime, Writer, run_scoped
@@ -123,7 +124,25 @@ async def _tick(
         async with scope.resting_on_failure(claim.target):
             await _pass(scope, claim, candidate, agent_login, trust, write, retry_now=retry_now)
         return
+    if only is not None:  # the operator named a PR: say why it was not worked on
+        reason = await _why_not_worked(rt, only, found=bool(pulls))
+        # No title: the PR may be a stranger's, and records reach the distiller's model.
+        scope.target = Target(kind=TargetKind.PR, number=only)
+        scope.finish(Outcome.SKIPPED, reason)
+        _log.info("reviewer.refused", target=only, reason=reason)
+        return
     _log.info("reviewer.idle", agent_prs=len(pulls))
+
+
+async def _why_not_worked(rt: Runtime, number: int, *, found: bool) -> str:
+    """Why a requested PR got no pass (one more read only when it was not an agent PR)."""
+    if found:
+        return f"PR #{number} needed no review pass now (or another run holds it)"
+    try:
+        await rt.github.get_pull(number)
+    except NotFound:
+        return f"PR #{number} does not exist"
+    return f"PR #{number} is not an open pull request of the agents"
 
 
 async def _pass(
@@ -200,7 +219,7 @@ async def _context(scope: RunScope, base: RepoSnapshot) -> ContextView:
     private = bool(share_from) and (await rt.github.repository()).private
     context = await read_context(
         rt.memory,
-        shared=rt.settings.shared_memory(rt.memory.root),
+        shared=MemoryLocation.shared_from_settings(rt.settings, rt.memory.root),
         share_from=share_from,
         reader_public=not private,
     )

@@ -150,7 +150,9 @@ def memory_root(tmp_path: pathlib.Path) -> str:
 @pytest.fixture
 def memory(settings: Settings, memory_root: str) -> MemoryLocation:
     """The memory location the test's runs read and write."""
-    return settings.memory_location(memory_root)
+    from agent_loop_common.memory import MemoryLocation
+
+    return MemoryLocation.from_settings(settings, memory_root)
 
 
 @pytest.fixture

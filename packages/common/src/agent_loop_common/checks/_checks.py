@@ -44,6 +44,7 @@ from agent_loop_common.sandbox import (
     parse_command,
     resolve_test_command,
     validate_extra_args,
+    with_junit_report,
 )
 
 __all__ = ["Checks", "open_checks"]
@@ -281,6 +282,8 @@ async def open_checks(
             command = resolve_test_command(None, await _detection_files(config))
         if command is None:
             note = NO_COMMAND
+        elif settings.test_junit_report:
+            command = with_junit_report(command)
     setup = (
         parse_command(settings.setup_command, what="AGENT_LOOP_SETUP_COMMAND")
         if settings.setup_command

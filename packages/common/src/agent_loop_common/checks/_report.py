@@ -67,8 +67,25 @@ class CheckReport:
 
     @property
     def status(self) -> VerdictStatus:
-        """`passed`, `failed`, or `not_run`."""
-        return self.verdict.status if self.verdict is not None else "not_run"
+        """`passed`, `failed`, `no_evidence` (ran, proves nothing), or `not_run`."""
+        if self.verdict is not None:
+            return self.verdict.status
+        return "no_evidence" if self.base is not None else "not_run"
+
+    @property
+    def judged(self) -> bool:
+        """Whether the tests decided on the change (`passed` or `failed`); when not, the
+        pull request opens as a draft saying why (`why_no_verdict`)."""
+        return self.status in ("passed", "failed")
+
+    @property
+    def why_no_verdict(self) -> str:
+        """Why the tests give no verdict (`""` when they give one)."""
+        if self.judged:
+            return ""
+        if self.verdict is not None and self.verdict.no_verdict:
+            return self.verdict.no_verdict
+        return self.note or "nothing ran"
 
     @property
     def rejects(self) -> bool:
@@ -85,6 +102,8 @@ class CheckReport:
         """One line, e.g. `12 passed (base: 11 passed)`, or why no tests ran."""
         if self.verdict is not None and self.verdict.status != "not_run":
             return self.verdict.summary
+        if self.base is not None and self.note:
+            return f"{self.note} (base: {self.base.summary()})"
         return self.note or (self.verdict.summary if self.verdict else "no tests ran")
 
     @property
@@ -114,6 +133,10 @@ class CheckReport:
         text = "\n".join(lines)
         return text if len(text) <= _FEEDBACK_CHARS else text[: _FEEDBACK_CHARS - 1] + "…"
 
+    def _hook_lines(self) -> list[str]:
+        hooks = [f for f in self.flags if f.kind == "evidence_hook"]
+        return [f"Flag: {f.path}: {f.detail}" for f in hooks]
+
     def _flag_lines(self) -> list[str]:
         if not self.flags:
             return []
@@ -130,6 +153,17 @@ class CheckReport:
                     head,
                     f"No tests ran: {self.note or 'nothing ran'}. Judge the change on reading "
                     "alone, and be stricter for it: nothing has executed this code.",
+                    *self._hook_lines(),
+                ]
+            )
+        if not self.judged:
+            return "\n".join(
+                [
+                    head,
+                    f"The tests ran ({self._command_text()}) but give NO verdict on this change: "
+                    f"{self.why_no_verdict}. Result: {self.summary}. Judge the change on "
+                    "reading alone, and be stricter for it: nothing shows this code works.",
+                    *self._hook_lines(),
                 ]
             )
         facts = [
@@ -163,13 +197,25 @@ class CheckReport:
         if not self.ran:
             lines.append(f"**No tests ran**: {public_text(self.note or 'nothing ran', limit=500)}.")
             lines.append("Verification was model-only; run the tests before merging.")
+            lines += self._flag_markdown()
             return "\n".join(lines)
+        if not self.judged:
+            lines.append(
+                "**No verdict**: the tests ran but prove nothing about this change: "
+                f"{public_text(self.why_no_verdict, limit=500)}."
+            )
         source = self.command.source if self.command else "?"
         label = "" if self.isolated else " (not isolated)"
         backend = self.backend.removesuffix(" (not isolated)")
         command = _code(self._command_text(), 300)
         lines.append(f"- Command: `{command}` (from {source}), in the `{backend}` sandbox{label}")
+        if self.setup:
+            lines.append(f"- Setup: {public_text(self.setup_text(), limit=300)}")
         lines.append(f"- Result: {public_text(self.summary, limit=300)}")
+        if not self.judged:
+            lines.append("Verification was model-only; run the tests before merging.")
+            lines += self._flag_markdown()
+            return "\n".join(lines)
         verdict = self.verdict
         if verdict is not None:
             if verdict.fail_to_pass:
@@ -178,12 +224,27 @@ class CheckReport:
                 lines.append(f"- Already failing on the base: {_names(verdict.still_failing)}")
             if verdict.disappeared:
                 lines.append(f"- No longer run: {_names(verdict.disappeared)}")
-        if self.flags:
-            lines.append("- ⚠️ The change weakens the tests; look closely:")
-            lines += [
-                f"  - `{_code(f.path)}`: {public_text(f.detail, limit=200)}" for f in self.flags
-            ]
+        lines += self._flag_markdown()
         return "\n".join(lines)
+
+    def _flag_markdown(self) -> list[str]:
+        lines: list[str] = []
+        hooks = [f for f in self.flags if f.kind == "evidence_hook"]
+        weakening = [f for f in self.flags if f.kind != "evidence_hook"]
+        for flags, title in (
+            (weakening, "- ⚠️ The change weakens the tests; look closely:"),
+            (hooks, "- ⚠️ The change touches how test results are reported; look closely:"),
+        ):
+            if flags:
+                lines.append(title)
+                lines += [
+                    f"  - `{_code(f.path)}`: {public_text(f.detail, limit=200)}" for f in flags
+                ]
+        return lines
+
+    def setup_text(self) -> str:
+        """The setup command as shown to people."""
+        return f"`{_code(' '.join(self.setup or ()), 300)}`"
 
     def evidence(self, *, runs: int) -> TestEvidence:
         """The run record's `tests` field."""
@@ -202,5 +263,6 @@ class CheckReport:
             regressions=list(verdict.regressions) if verdict else [],
             failing=list(verdict.failing) if verdict else [],
             tamper_flags=[f"{f.path}: {f.detail}" for f in self.flags],
+            inconsistent=list(verdict.inconsistent) if verdict else [],
             runs=runs,
         )

@@ -22,9 +22,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from agent_loop_common.claims._marker import BackoffMarker, format_time, parse_backoff
 from agent_loop_common.claims._state import CommentLike
+
+if TYPE_CHECKING:
+    from agent_loop_common.settings import Settings
 
 __all__ = ["Backoff", "BackoffPolicy", "backoff_resetters", "backoff_state", "is_backed_off"]
 
@@ -41,6 +45,14 @@ class BackoffPolicy:
     def __post_init__(self) -> None:
         if self.base <= timedelta(0) or self.cap < self.base:
             raise ValueError(f"backoff needs 0 < base <= cap, got base={self.base} cap={self.cap}")
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> BackoffPolicy:
+        """How long a failing issue or PR rests, from `AGENT_LOOP_BACKOFF_*`."""
+        return cls(
+            base=timedelta(minutes=settings.backoff_base_minutes),
+            cap=timedelta(minutes=settings.backoff_cap_minutes),
+        )
 
     def delay(self, attempts: int) -> timedelta:
         """Rest after `attempts` consecutive failures (`attempts >= 1`)."""

@@ -14,7 +14,7 @@ async with GitHub("acme/widgets", auth=TokenAuth(token), base_url=api_url) as gh
 ```
 """
 
-from agent_loop_common.github._auth import AppAuth, TokenAuth
+from agent_loop_common.github._auth import AppAuth, TokenAuth, github_auth
 from agent_loop_common.github._client import DEFAULT_BASE_URL, GitHub
 from agent_loop_common.github._errors import (
     AuthError,
@@ -92,5 +92,6 @@ __all__ = [
     "Unprocessable",
     "User",
     "WritePacing",
+    "github_auth",
     "rate_budget_of",
 ]

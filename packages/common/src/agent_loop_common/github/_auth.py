@@ -10,8 +10,12 @@ by app id alone, which would hand one server's token to another.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from githubkit import AppAuthStrategy, AppInstallationAuthStrategy, TokenAuthStrategy
+
+if TYPE_CHECKING:
+    from agent_loop_common.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -53,3 +57,27 @@ class AppAuth:
     def installation_strategy(self, installation_id: int) -> AppInstallationAuthStrategy:
         """Authenticates as the installation, refreshing its token before expiry."""
         return AppInstallationAuthStrategy(self.app_id, self.private_key, installation_id)
+
+
+def github_auth(settings: Settings) -> TokenAuth | AppAuth:
+    """The credentials for `GitHub(auth=...)` from validated settings; an App wins over a
+    token.
+
+    A `TokenAuth`, or an `AppAuth` when `GITHUB_APP_ID` is set. Reads the App's key file
+    (`GITHUB_APP_PRIVATE_KEY_PATH`) here, not at load time, so that a settings object can
+    be built and shown without touching the key. Both keep their secrets out of `repr`.
+    """
+    if settings.github_app_id is not None:
+        if settings.github_app_private_key is not None:
+            key = settings.github_app_private_key.get_secret_value()
+        else:
+            assert settings.github_app_private_key_path is not None  # checked at load time
+            key = settings.github_app_private_key_path.read_text(encoding="utf-8")
+        app_id = settings.github_app_id
+        return AppAuth(
+            app_id=int(app_id) if app_id.isdigit() else app_id,
+            private_key=key,
+            installation_id=settings.github_app_installation_id,
+        )
+    assert settings.github_token is not None  # checked at load time
+    return TokenAuth(token=settings.github_token.get_secret_value())

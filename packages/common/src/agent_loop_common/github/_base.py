@@ -105,6 +105,11 @@ class Base:
     _installed: GitHubKit[Any] | None
     _lock: asyncio.Lock
 
+    @property
+    def per_page(self) -> int:
+        """The page size of listings: a listing this long or longer took several requests."""
+        return self._per_page
+
     async def _gh(self) -> GitHubKit[Any]:
         """The client acting as our identity (for an App: its installation, found once)."""
         if self._installed is not None:

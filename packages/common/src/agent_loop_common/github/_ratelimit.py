@@ -11,11 +11,16 @@ All of it is pure: readings come from headers, decisions from values.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import httpx
+
+from agent_loop_common.settings import parse_rate_reserve
+
+if TYPE_CHECKING:
+    from agent_loop_common.settings import Settings
 
 __all__ = ["RateBudget", "RateGauge", "RateReserve", "rate_budget_of"]
 
@@ -87,11 +92,6 @@ class RateGauge:
         return self._latest
 
 
-_PERCENT = re.compile(r"^(\d+(?:\.\d+)?)\s*%$")
-_MAX_PERCENT = 90.0
-_MAX_COUNT = 1_000_000
-
-
 @dataclass(frozen=True, slots=True)
 class RateReserve:
     """Requests per window that ticks never spend on new work: a share or a count."""
@@ -108,24 +108,13 @@ class RateReserve:
         Raises:
             ValueError: Neither form, or out of bounds; the message says what fits.
         """
-        value = text.strip()
-        match = _PERCENT.match(value)
-        if match:
-            percent = float(match.group(1))
-            if percent > _MAX_PERCENT:
-                raise ValueError(
-                    f"a reserve of {value} leaves ticks almost nothing: use 0% to {_MAX_PERCENT:.0f}%"
-                )
-            return cls(percent=percent)
-        if value.isdigit():
-            count = int(value)
-            if count > _MAX_COUNT:
-                raise ValueError(f"expected at most {_MAX_COUNT:,} requests, got {count:,}")
-            return cls(count=count)
-        raise ValueError(
-            f"expected a share of the limit such as `10%` or a number of requests such as "
-            f"`500`, got {text!r}"
-        )
+        percent, count = parse_rate_reserve(text)
+        return cls(percent=percent, count=count)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> RateReserve:
+        """`AGENT_LOOP_RATE_LIMIT_RESERVE`, parsed."""
+        return cls.parse(settings.rate_limit_reserve)
 
     def of(self, limit: int) -> int:
         """The reserve in requests for a window of `limit` requests."""

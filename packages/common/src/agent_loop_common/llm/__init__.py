@@ -7,7 +7,7 @@ real call, or in the background from `prefetch_litellm` once a tick has work. Ty
 usage = UsageMeter()                       # one per pipeline run, shared by every agent
 call_llm = make_call_llm(
     model=settings.model, api_base=settings.api_base, usage=usage,
-    budget=settings.budget(), retry=settings.model_retry_policy(),
+    budget=Budget.from_settings(settings), retry=ModelRetryPolicy.from_settings(settings),
     max_tokens=settings.max_output_tokens, timeout=settings.llm_timeout_seconds,
 )
 agent = Agent(model=settings.model, call_llm=call_llm, parallel_tool_calls=False, ...)

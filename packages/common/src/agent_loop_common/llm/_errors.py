@@ -22,6 +22,7 @@ needs no litellm import, and also understands openai, httpx and builtin errors.
 from __future__ import annotations
 
 import asyncio
+import re
 from enum import StrEnum
 
 __all__ = [
@@ -111,14 +112,48 @@ class ModelCallFailed(LLMError):
         self.model = model
         self.kind = kind
         self.attempts = attempts
-        detail = str(cause) or type(cause).__name__
+        label, detail = provider_message(cause)
         if kind is ErrorKind.TRANSIENT:
             why = f"still failing after {attempts} attempts"
         else:
             why = f"{kind.value} error, not retried"
-        super().__init__(
-            f"model call to {model!r} failed ({why}): {type(cause).__name__}: {detail}"
-        )
+        super().__init__(f"model call to {model!r} failed ({why}): {label}: {detail}")
+
+
+_LIBRARY_NOISE = (
+    re.compile(r"\s*Handle with `[^`]*`\.?"),  # litellm's advice to its own callers
+    re.compile(r"<[\w.]+ object at 0x[0-9a-fA-F]+>"),  # an object's repr
+    re.compile(r"^(?:litellm\.)?\w+(?:Error|Exception): "),  # a class name repeated as prefix
+)
+_PROVIDER_PREFIX = re.compile(r"^\w+Exception - ")
+"""litellm's `OpenAIException - <the provider's own words>`."""
+_DNS_FAILURE = re.compile(
+    r"Name or service not known|nodename nor servname|Temporary failure in name resolution"
+    r"|getaddrinfo failed|No address associated with hostname",
+    re.IGNORECASE,
+)
+
+
+def provider_message(cause: BaseException) -> tuple[str, str]:
+    """`(what failed, the provider's words)` without the model library's noise.
+
+    litellm wraps a provider's message in its class names (`litellm.InternalServerError:
+    InternalServerError: OpenAIException - ...`), advice to its own callers ("Handle with
+    `litellm.InternalServerError`"), object reprs, and files a DNS failure under
+    `InternalServerError`; a person needs the provider's words and what kind of failure
+    it was. A host name that did not resolve is named a connection failure.
+    """
+    text = " ".join((str(cause) or type(cause).__name__).split())
+    for _ in range(4):  # the prefixes nest
+        before = text
+        for pattern in _LIBRARY_NOISE:
+            text = pattern.sub("", text).strip()
+        text = _PROVIDER_PREFIX.sub("", text).strip()
+        if text == before:
+            break
+    if _DNS_FAILURE.search(text):
+        return "connection failure", f"the model server's host name did not resolve ({text})"
+    return type(cause).__name__, text or type(cause).__name__
 
 
 # Class names, checked along the MRO (most specific class first). litellm subclasses the

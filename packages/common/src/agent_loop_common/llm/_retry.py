@@ -11,7 +11,10 @@ import asyncio
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from agent_loop_common.settings import Settings
 
 __all__ = ["ModelRetryPolicy", "retry_after_seconds"]
 
@@ -40,6 +43,15 @@ class ModelRetryPolicy:
             raise ValueError(f"ModelRetryPolicy.max_attempts must be >= 1, got {self.max_attempts}")
         if self.base_delay < 0 or self.max_delay < 0:
             raise ValueError("ModelRetryPolicy delays must not be negative")
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ModelRetryPolicy:
+        """Model-call retries as configured (`AGENT_LOOP_LLM_*`)."""
+        return cls(
+            max_attempts=settings.llm_max_attempts,
+            base_delay=settings.llm_retry_base_seconds,
+            max_delay=settings.llm_retry_cap_seconds,
+        )
 
     def delay(self, attempt: int, exc: BaseException | None = None) -> float:
         """Seconds to wait after failed attempt number `attempt` (1-based).

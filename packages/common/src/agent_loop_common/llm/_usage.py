@@ -9,9 +9,12 @@ under budget may overshoot it by one response, and the next call is refused.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_loop_common.llm._errors import BudgetExceeded, LLMError
+
+if TYPE_CHECKING:
+    from agent_loop_common.settings import Settings
 
 __all__ = ["Budget", "ModelUsage", "UsageMeter"]
 
@@ -38,6 +41,15 @@ class Budget:
             raise ValueError(
                 f"Budget.max_cost_usd must be positive or None, got {self.max_cost_usd}"
             )
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Budget:
+        """The per-run token and cost budget (`AGENT_LOOP_MAX_TOKENS_PER_RUN`,
+        `AGENT_LOOP_MAX_COST_USD_PER_RUN`; 0 is no limit)."""
+        return cls(
+            max_tokens=settings.max_tokens_per_run or None,
+            max_cost_usd=settings.max_cost_usd_per_run or None,
+        )
 
     def exceeded_by(self, usage: UsageMeter) -> str | None:
         """The reason this budget is used up by `usage`, or `None` while it is not."""

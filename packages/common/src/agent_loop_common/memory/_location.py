@@ -28,14 +28,17 @@ import tempfile
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import flyte.storage
 from flyte.ai.agents import MemoryStore
 from flyte.io import Dir
 
 from agent_loop_common.memory._errors import LocationError
-from agent_loop_common.memory._layout import DEFAULT_PREFIX, Keys
+from agent_loop_common.memory._layout import DEFAULT_PREFIX, Keys, repo_prefix
+
+if TYPE_CHECKING:
+    from agent_loop_common.settings import Settings
 
 __all__ = ["IoMeter", "MemoryLocation", "append_store", "open_store", "save_store"]
 
@@ -102,6 +105,39 @@ class MemoryLocation:
             if len(parts) >= 2 and parts[-2] in ("rd", "raw_data"):
                 raise LocationError(f"root must not end in rd/<x> or raw_data/<x>: {self.root}")
         Keys(self.prefix)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, root: str | None = None) -> MemoryLocation:
+        """Where the memory stores live: the Flyte org/project/domain and key prefix set.
+
+        With `AGENT_LOOP_REPOS` and a repository chosen (`Settings.for_repo`), that
+        repository's own namespace (`repo_prefix`); with `AGENT_LOOP_REPO` the prefix
+        itself, so a one-repository deployment keeps the layout it always had.
+
+        Args:
+            root: Storage root; in local mode the `raw_data_path` given to
+                `flyte.with_runcontext`. `None`: resolved from the running task.
+        """
+        prefix = settings.memory_key_prefix
+        if settings.many_repos and settings.repo:
+            prefix = repo_prefix(prefix, settings.repo)
+        return cls(
+            org=settings.flyte_org,
+            project=settings.flyte_project,
+            domain=settings.flyte_domain,
+            root=root,
+            prefix=prefix,
+        )
+
+    @classmethod
+    def shared_from_settings(
+        cls, settings: Settings, root: str | None = None
+    ) -> MemoryLocation | None:
+        """With `AGENT_LOOP_REPOS`: the bare-prefix location the repositories share (the
+        general lessons, the turns of the fair rotation); `None` with `AGENT_LOOP_REPO`."""
+        if not settings.many_repos:
+            return None
+        return cls.from_settings(settings.model_copy(update={"repo": ""}), root)
 
     @property
     def keys(self) -> Keys:

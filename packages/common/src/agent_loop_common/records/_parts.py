@@ -141,9 +141,12 @@ class TestEvidence(BaseModel):
     isolated)`), or `off`."""
     isolated: bool = True
     """False when the tests ran without isolation (the demo's plain subprocess) or not at all."""
-    status: Literal["passed", "failed", "not_run"] = "not_run"
-    """The hard rules' verdict on the change: `passed`, `failed`, or `not_run` (the sandbox
-    is off, or no test command was found)."""
+    status: Literal["passed", "failed", "no_evidence", "not_run"] = "not_run"
+    """The hard rules' verdict on the change: `passed`, `failed`, `no_evidence` (the tests
+    ran but prove nothing about the change: the same failure on the base, zero tests, a
+    runner or setup error, evidence that disagrees with itself on the base; `summary`
+    says which), or `not_run` (the sandbox is off, or no test command was found). Only
+    `passed` is a test pass."""
     summary: str = ""
     """One line for people, e.g. `12 passed (base: 11 passed)`, or why no tests ran."""
     base: str = ""
@@ -158,7 +161,11 @@ class TestEvidence(BaseModel):
     """Every test failing with the change."""
     tamper_flags: list[str] = Field(default_factory=list[str])
     """Ways the change weakens the tests (`path: detail`): deleted or skipped tests,
-    fewer test definitions, edited test configuration."""
+    fewer test definitions, edited test configuration, code that touches how results
+    are reported (`atexit`, `os._exit`, pytest internals, the report path)."""
+    inconsistent: list[str] = Field(default_factory=list[str])
+    """How the change's run contradicted itself (exit status, printed summary, JUnit
+    report); such a try is rejected as inconsistent evidence."""
     runs: NonNegativeInt = 0
     """Commands run in the sandbox by the run: baselines, checks of tries, `run_tests`."""
 

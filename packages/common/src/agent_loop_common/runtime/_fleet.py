@@ -25,8 +25,8 @@ from datetime import UTC, datetime
 
 import structlog
 
-from agent_loop_common.github import GitHub
-from agent_loop_common.memory import count_idle_run, read_turns, write_turns
+from agent_loop_common.github import GitHub, github_auth
+from agent_loop_common.memory import MemoryLocation, count_idle_run, read_turns, write_turns
 from agent_loop_common.records import Outcome, Role
 from agent_loop_common.runtime._runtime import Runtime, open_runtime
 from agent_loop_common.runtime._scope import record_failure
@@ -137,7 +137,7 @@ async def resolve_repos(settings: Settings) -> list[str]:
         else:
             github = GitHub(
                 spec,
-                auth=settings.github_auth(),
+                auth=github_auth(settings),
                 base_url=settings.github_api_url,
                 timeout=settings.github_timeout_seconds,
             )
@@ -169,7 +169,7 @@ async def fleet_tick(
         memory_root: `None` inside a Flyte task; a folder in plain async code.
     """
     k = settings.parallel(role.value)  # pyright: ignore[reportArgumentType]
-    base = settings.memory_location(memory_root)
+    base = MemoryLocation.from_settings(settings, memory_root)
     repos = await resolve_repos(settings)
     settings = await _with_login(settings, repos)
     served = await read_turns(base, role) if settings.many_repos else {}
@@ -228,7 +228,7 @@ async def _with_login(settings: Settings, repos: Sequence[str]) -> Settings:
     one = settings.for_repo(repos[0]) if settings.many_repos else settings
     github = GitHub(
         one.repo,
-        auth=one.github_auth(),
+        auth=github_auth(one),
         base_url=one.github_api_url,
         timeout=one.github_timeout_seconds,
     )

@@ -14,7 +14,7 @@ from typing import Any
 
 import flyte
 
-from agent_loop_common.github import GitHub
+from agent_loop_common.github import GitHub, github_auth
 from agent_loop_common.logs import FLYTE_LOGGERS, route_to_root
 from agent_loop_common.memory import MemoryLocation
 from agent_loop_common.runtime._remote import remote_flyte_config
@@ -32,14 +32,14 @@ def local_raw_data_path(settings: Settings) -> pathlib.Path:
 
 def local_memory(settings: Settings) -> MemoryLocation:
     """The memory of local runs, for reading outside a task (`agent-loop status`)."""
-    return settings.memory_location(str(local_raw_data_path(settings)))
+    return MemoryLocation.from_settings(settings, str(local_raw_data_path(settings)))
 
 
 def github_from_settings(settings: Settings) -> GitHub:
     """A GitHub facade for a write action (a durable sub-task builds its own client)."""
     return GitHub(
         settings.repo,
-        auth=settings.github_auth(),
+        auth=github_auth(settings),
         base_url=settings.github_api_url,
         timeout=settings.github_timeout_seconds,
     )

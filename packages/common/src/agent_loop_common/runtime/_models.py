@@ -17,7 +17,7 @@ from contextlib import contextmanager
 
 from flyte.ai.agents import LLMCallable
 
-from agent_loop_common.llm import Budget, UsageMeter, make_call_llm
+from agent_loop_common.llm import Budget, ModelRetryPolicy, UsageMeter, make_call_llm
 from agent_loop_common.model_keys import key_override
 from agent_loop_common.records import Role
 from agent_loop_common.settings import Settings
@@ -107,7 +107,7 @@ def model_for(
         budget=budget,
         api_base=settings.api_base,
         max_tokens=settings.max_output_tokens,
-        retry=settings.model_retry_policy(),
+        retry=ModelRetryPolicy.from_settings(settings),
         timeout=settings.llm_timeout_seconds,
         extra_params=None if key is None else {"api_key": key},
     )

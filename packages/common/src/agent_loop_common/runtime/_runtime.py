@@ -17,8 +17,8 @@ import httpx
 import structlog
 from flyte.ai.agents import LLMCallable
 
-from agent_loop_common.claims import Claimer, new_run_id
-from agent_loop_common.github import ETagCache, GitHub, GitHubRetryPolicy
+from agent_loop_common.claims import BackoffPolicy, Claimer, new_run_id
+from agent_loop_common.github import ETagCache, GitHub, GitHubRetryPolicy, github_auth
 from agent_loop_common.llm import Budget, UsageMeter, prefetch_litellm
 from agent_loop_common.memory import MemoryLocation, read_etag_state, write_etag_state
 from agent_loop_common.records import Role
@@ -137,12 +137,12 @@ async def open_runtime(
         clock: Time source; `datetime.now(UTC)` by default.
         github_retry: GitHub retry policy (tests pass one that does not sleep).
     """
-    memory = settings.memory_location(memory_root)
+    memory = MemoryLocation.from_settings(settings, memory_root)
     etag_state = await read_etag_state(memory, role)
     etags = ETagCache.load(etag_state) if etag_state is not None else ETagCache()
     github = GitHub(
         settings.repo,
-        auth=settings.github_auth(),
+        auth=github_auth(settings),
         base_url=settings.github_api_url,
         transport=transport,
         timeout=settings.github_timeout_seconds,
@@ -157,7 +157,7 @@ async def open_runtime(
         run_id=run,
         agent_login=settings.bot_login,
         ttl=settings.claim_ttl,
-        policy=settings.backoff_policy(),
+        policy=BackoffPolicy.from_settings(settings),
         clock=clock,
     )
     runtime = Runtime(
@@ -167,7 +167,7 @@ async def open_runtime(
         github=github,
         claimer=claimer,
         memory=memory,
-        budget=settings.budget(),
+        budget=Budget.from_settings(settings),
         clock=clock or _utcnow,
     )
     try:

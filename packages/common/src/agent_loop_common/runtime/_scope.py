@@ -22,7 +22,7 @@ import flyte
 import structlog
 
 from agent_loop_common.claims import Claim, ClaimLost, ClaimTarget
-from agent_loop_common.github import GitHub
+from agent_loop_common.github import GitHub, RateReserve
 from agent_loop_common.llm import BudgetExceeded
 from agent_loop_common.memory import (
     collecting_problems,
@@ -145,7 +145,9 @@ class RunScope:
         nothing public written; a tick that finds no work needs neither and is not
         stopped by them.
         """
-        check_reserve(self.runtime.github.rate_budget, self.runtime.settings.rate_reserve())
+        check_reserve(
+            self.runtime.github.rate_budget, RateReserve.from_settings(self.runtime.settings)
+        )
         preflight_model(self.runtime.settings)
         self.runtime.warm_model()
         if self.runtime.role in TESTING_ROLES:

@@ -43,6 +43,7 @@ from agent_loop_common.sandbox._detect import (
     TestCommand,
     detect_test_command,
     resolve_test_command,
+    with_junit_report,
 )
 from agent_loop_common.sandbox._docker import (
     DOCKER_BACKEND,
@@ -142,5 +143,6 @@ __all__ = [
     "sandbox_facts",
     "selected_backend",
     "validate_extra_args",
+    "with_junit_report",
     "write_tree",
 ]

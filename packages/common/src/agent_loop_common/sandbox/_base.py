@@ -19,11 +19,13 @@ from typing import ClassVar
 
 from agent_loop_common.redaction import redact_secrets
 from agent_loop_common.sandbox._capture import OutputCapture
+from agent_loop_common.sandbox._command import JUNIT_PLACEHOLDER
 from agent_loop_common.sandbox._errors import CommandRejected, TreeError
+from agent_loop_common.sandbox._evidence import evidence_disagreements
 from agent_loop_common.sandbox._limits import SandboxLimits
 from agent_loop_common.sandbox._paths import ProtectedPaths
 from agent_loop_common.sandbox._process import ProcessOutcome
-from agent_loop_common.sandbox._reports import parse_junit
+from agent_loop_common.sandbox._reports import read_junit
 from agent_loop_common.sandbox._result import LimitName, OutputExcerpt, RunResult, TestCounts
 from agent_loop_common.sandbox._tree import Workspace, safe_relpath
 
@@ -64,19 +66,20 @@ def result_from(
     backend: str,
     argv: Sequence[str],
     network: bool,
-    junit: Path | None,
     notes: Sequence[str] = (),
 ) -> RunResult:
-    """A `RunResult` from a finished process: output, tests, limits.
+    """A `RunResult` from a finished process: output, printed test counts, limits.
 
     Token-shaped strings in the output and the test names are redacted
     (`redact_secrets`): they reach the model's feedback and the pull request. The
-    sandbox holds no secret; this is the second line, for one that got in anyway.
+    sandbox holds no secret; this is the second line, for one that got in anyway. The
+    JUnit report is read afterwards by `Sandbox.run` (in a thread, never on the event
+    loop), which also checks that the evidence agrees with itself.
     """
     excerpt = _redacted_output(outcome.capture.excerpt())
-    tests = (parse_junit(junit) if junit is not None else None) or outcome.capture.pytest_counts()
-    if tests is not None:
-        tests = _redacted_tests(tests)
+    printed = outcome.capture.printed_counts()
+    if printed is not None:
+        printed = _redacted_tests(printed)
     return RunResult(
         backend=backend,
         argv=tuple(argv),
@@ -92,7 +95,9 @@ def result_from(
         ),
         network=network,
         output=excerpt,
-        tests=tests,
+        tests=printed,
+        printed=printed,
+        printed_failing_max=outcome.capture.scanner.most_failing,
         error=outcome.start_error,
         notes=tuple(notes),
     )
@@ -231,6 +236,7 @@ class Sandbox(ABC):
                 time_limit=limit,
                 bind_program=operator_command,
             )
+            result = await _with_report(result, workspace, argv)
             return result.model_copy(update={"setup": setup_result}) if setup_result else result
         finally:
             workspace.discard()
@@ -258,6 +264,22 @@ class Sandbox(ABC):
 
 def _clear_report(workspace: Workspace) -> None:
     workspace.junit.unlink(missing_ok=True)
+
+
+async def _with_report(result: RunResult, workspace: Workspace, argv: Sequence[str]) -> RunResult:
+    """`result` with the JUnit report's counts (read in a thread) and its disagreements."""
+    read = await asyncio.to_thread(read_junit, workspace.junit)
+    update: dict[str, object] = {}
+    if read.counts is not None:
+        update["tests"] = _redacted_tests(read.counts)
+    if read.problem:
+        update["junit_problem"] = read.problem
+        update["junit_forged"] = read.forged
+        update["notes"] = (*result.notes, f"{read.problem}: not used")
+    merged = result.model_copy(update=update)
+    expected = any(JUNIT_PLACEHOLDER in arg or "{SANDBOX_JUNIT}" in arg for arg in argv)
+    disagreements = evidence_disagreements(merged, junit_expected=expected)
+    return merged.model_copy(update={"disagreements": disagreements}) if disagreements else merged
 
 
 class DisabledSandbox(Sandbox):

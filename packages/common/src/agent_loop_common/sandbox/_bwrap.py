@@ -337,7 +337,6 @@ class BwrapSandbox(Sandbox):
             backend=self.name,
             argv=argv,
             network=network,
-            junit=workspace.junit,
             notes=notes,
         )
         if hit is not None and result.limit is None:

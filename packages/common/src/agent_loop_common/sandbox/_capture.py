@@ -1,20 +1,16 @@
-"""Bounded capture of a command's output: a head, a tail, and what pytest said.
+"""Bounded capture of a command's output: a head, a tail, and what the runner said.
 
 A test suite can print megabytes; the sandbox keeps the first `head_bytes` and the last
-`tail_bytes`, counts the rest, and scans every complete line as it streams past for the
-two things worth keeping from the middle: pytest's `FAILED`/`ERROR` lines (capped) and
-its final summary line. Memory stays bounded whatever the command prints.
+`tail_bytes`, counts the rest, and scans every complete line as it streams past for
+what is worth keeping from the middle: the test runner's failing names (capped) and its
+final summary (`SummaryScanner`: pytest, unittest, jest, vitest, node, go, cargo).
+Memory stays bounded whatever the command prints.
 """
 
 from __future__ import annotations
 
-from agent_loop_common.sandbox._reports import (
-    MAX_NAMES,
-    counts_from_pytest,
-    failing_name,
-    parse_pytest_summary,
-)
 from agent_loop_common.sandbox._result import OutputExcerpt, TestCounts
+from agent_loop_common.sandbox._summaries import SummaryScanner
 
 __all__ = ["OutputCapture"]
 
@@ -37,8 +33,8 @@ class OutputCapture:
         self._total = 0
         self._line = bytearray()
         self._line_overflow = False
-        self._failing: list[str] = []
-        self._summary: dict[str, int] | None = None
+        self.scanner = SummaryScanner()
+        """The runner summaries seen so far."""
 
     @property
     def total_bytes(self) -> int:
@@ -82,14 +78,7 @@ class OutputCapture:
             start = end + 1
 
     def _on_line(self, line: str) -> None:
-        name = failing_name(line)
-        if name is not None:
-            if len(self._failing) < MAX_NAMES:
-                self._failing.append(name)
-            return
-        counts = parse_pytest_summary(line)
-        if counts is not None:
-            self._summary = counts
+        self.scanner.feed(line)
 
     def finish(self) -> None:
         """Scan a last line that did not end with a newline."""
@@ -107,8 +96,6 @@ class OutputCapture:
             omitted_bytes=max(0, omitted),
         )
 
-    def pytest_counts(self) -> TestCounts | None:
-        """Counts from pytest's summary line with the failing names, if pytest printed one."""
-        if self._summary is None:
-            return None
-        return counts_from_pytest(self._summary, self._failing)
+    def printed_counts(self) -> TestCounts | None:
+        """Counts and failing names from the runner's printed summary, if it printed one."""
+        return self.scanner.counts()

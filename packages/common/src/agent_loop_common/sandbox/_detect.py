@@ -34,7 +34,13 @@ from pydantic import BaseModel, ConfigDict
 from agent_loop_common.sandbox._command import parse_command
 from agent_loop_common.sandbox._errors import CommandRejected
 
-__all__ = ["CommandSource", "TestCommand", "detect_test_command", "resolve_test_command"]
+__all__ = [
+    "CommandSource",
+    "TestCommand",
+    "detect_test_command",
+    "resolve_test_command",
+    "with_junit_report",
+]
 
 CommandSource = Literal[
     "setting",
@@ -218,3 +224,40 @@ def resolve_test_command(
         argv = parse_command(setting, what="AGENT_LOOP_TEST_COMMAND")
         return TestCommand(argv=argv, source="setting")
     return detect_test_command(files)
+
+
+_JUNIT_ARG = "--junitxml=$SANDBOX_JUNIT"
+_OWN_REPORT = ("--junitxml", "--junit-xml", "--junitprefix")
+
+
+def _runs_pytest(argv: tuple[str, ...]) -> bool:
+    """`python -m pytest ...`, `pytest ...`, `uv run pytest ...`, `.venv/bin/pytest ...`."""
+    for i, arg in enumerate(argv[:4]):
+        if arg == "-m" and i + 1 < len(argv) and argv[i + 1] == "pytest":
+            return True
+        if arg.rsplit("/", 1)[-1] in ("pytest", "py.test"):
+            return True
+    return False
+
+
+def with_junit_report(command: TestCommand) -> TestCommand:
+    """`command` with `--junitxml=$SANDBOX_JUNIT` when it runs pytest without a report.
+
+    pytest's printed output names only the failing tests; its JUnit report names every
+    test with its outcome, which the verdict needs for fail-to-pass evidence and to
+    check the exit status and the printed summary against (`evidence_disagreements`).
+    A command that names its own report, or switches the plugin off
+    (`-p no:junitxml`), is left as it is.
+    """
+    argv = command.argv
+    if not _runs_pytest(argv):
+        return command
+    if any(arg.startswith(_OWN_REPORT) or "SANDBOX_JUNIT" in arg for arg in argv):
+        return command
+    if any(a == "no:junitxml" or a == "-pno:junitxml" for a in argv):
+        return command
+    note = (
+        f"added {_JUNIT_ARG} so every test's outcome is known "
+        "(AGENT_LOOP_TEST_JUNIT_REPORT=false runs the command as given)"
+    )
+    return command.model_copy(update={"argv": (*argv, _JUNIT_ARG), "notes": (*command.notes, note)})

@@ -209,9 +209,7 @@ class DockerSandbox(Sandbox):
             on_timeout=kill,
             signal_from_status=True,
         )
-        return result_from(
-            outcome, backend=self.name, argv=argv, network=network, junit=workspace.junit
-        )
+        return result_from(outcome, backend=self.name, argv=argv, network=network)
 
     async def probe(self) -> tuple[bool, str]:
         """Whether a Docker engine answers here, and why not."""

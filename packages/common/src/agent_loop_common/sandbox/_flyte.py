@@ -237,6 +237,5 @@ class FlyteSandbox(Sandbox):
             backend=self.name,
             argv=argv,
             network=network,
-            junit=workspace.junit,
             notes=("network and process limits come from the cluster's policies",),
         )

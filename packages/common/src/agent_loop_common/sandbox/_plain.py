@@ -91,6 +91,5 @@ class PlainSubprocessSandbox(Sandbox):
             backend=self.name,
             argv=argv,
             network=True,
-            junit=workspace.junit,
             notes=notes,
         )

@@ -12,6 +12,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 __all__ = [
+    "CountUnit",
+    "CountsSource",
     "LimitName",
     "OutputExcerpt",
     "RunResult",
@@ -22,6 +24,12 @@ __all__ = [
 LimitName = Literal["time", "cpu", "memory", "processes", "file_size"]
 """A limit a command ran into. `time` is certain (the sandbox killed it); the others are
 inferred from the exit signal or the command's own error output."""
+
+CountsSource = Literal["pytest", "unittest", "jest", "vitest", "node", "go", "cargo", "junit"]
+"""Where test counts come from: a runner's printed summary, or a JUnit XML report."""
+
+CountUnit = Literal["tests", "packages"]
+"""What was counted: tests, or (`go test` without `-v`) packages."""
 
 TestOutcome = Literal["passed", "failed", "error", "skipped"]
 """One test's outcome (xfail counts as skipped, xpass as passed, as JUnit reports them)."""
@@ -72,18 +80,34 @@ class TestCounts(BaseModel):
     """Expected failures (pytest summary only)."""
     xpassed: int = 0
     """Unexpected passes (pytest summary only)."""
+    subtests_passed: int = 0
+    """Subtests that passed (pytest 9's `744 subtests passed`; not in the other counts)."""
+    subtests_failed: int = 0
+    """Subtests that failed (pytest 9's summary counts them in `failed` too)."""
     failing: tuple[str, ...] = ()
     """Names of failed and errored tests, as the runner prints them (capped)."""
     outcomes: dict[str, TestOutcome] | None = None
     """Every test's outcome by name, when a JUnit report gave them (capped); `None` when
     only a summary line was available."""
-    source: Literal["pytest", "junit"] = "pytest"
-    """Where the counts come from: pytest's final summary line, or a JUnit XML report."""
+    source: CountsSource = "pytest"
+    """Where the counts come from: a runner's final summary line, or a JUnit XML report."""
+    unit: CountUnit = "tests"
+    """What was counted (`packages` only for `go test` without `-v`)."""
 
     @property
     def total(self) -> int:
         """All tests counted."""
         return self.passed + self.failed + self.errors + self.skipped + self.xfailed + self.xpassed
+
+    @property
+    def executed(self) -> int:
+        """Tests that actually ran to an outcome (errors and skips are not a run test)."""
+        return self.passed + self.failed + self.xfailed + self.xpassed + self.subtests_passed
+
+    @property
+    def failing_count(self) -> int:
+        """Failures and errors."""
+        return self.failed + self.errors
 
     def summary(self) -> str:
         """pytest-style counts, failures first: `3 failed, 12 passed, 1 skipped`."""
@@ -94,9 +118,13 @@ class TestCounts(BaseModel):
             (self.xfailed, "xfailed"),
             (self.xpassed, "xpassed"),
             (self.errors, "error" if self.errors == 1 else "errors"),
+            (self.subtests_passed, "subtests passed"),
+            (self.subtests_failed, "subtests failed"),
         ]
         shown = [f"{count} {label}" for count, label in parts if count]
-        return ", ".join(shown) if shown else "no tests ran"
+        if not shown:
+            return "no tests ran"
+        return ", ".join(shown) + (" (packages)" if self.unit == "packages" else "")
 
 
 class RunResult(BaseModel):
@@ -124,7 +152,20 @@ class RunResult(BaseModel):
     output: OutputExcerpt = OutputExcerpt()
     """Head and tail of the combined stdout and stderr."""
     tests: TestCounts | None = None
-    """Test counts, when the runner reported them (pytest summary or JUnit XML)."""
+    """Test counts, when the runner reported them (its JUnit report when usable, else
+    its printed summary)."""
+    printed: TestCounts | None = None
+    """The counts of the runner's printed summary alone (compared with the report)."""
+    printed_failing_max: int = 0
+    """The most failures any one printed summary line reported (a later forged "passed"
+    line cannot hide an earlier "1 failed")."""
+    junit_problem: str = ""
+    """Why a JUnit report that exists was not used (too large, not XML, a symlink)."""
+    junit_forged: bool = False
+    """The report was something no test runner writes (a symbolic link, a FIFO)."""
+    disagreements: tuple[str, ...] = ()
+    """Ways the exit status, printed summary and JUnit report contradict each other
+    (`evidence_disagreements`); the verdict believes none of them when there are any."""
     error: str = ""
     """Why the command did not run or could not start (a missing program, sandbox off)."""
     notes: tuple[str, ...] = ()

@@ -18,10 +18,12 @@ from pydantic import BaseModel, ConfigDict
 
 __all__ = ["TamperFlag", "TamperKind", "flag_test_tampering", "is_test_file"]
 
-TamperKind = Literal["deleted_test", "removed_tests", "skip_added", "test_config"]
+TamperKind = Literal["deleted_test", "removed_tests", "skip_added", "test_config", "evidence_hook"]
 """`deleted_test`: a test file deleted. `removed_tests`: fewer test functions in a test
 file. `skip_added`: more skip/xfail/focus markers. `test_config`: the test runner's
-configuration edited."""
+configuration edited. `evidence_hook`: code that can change how results are reported
+(an `atexit` hook, `os._exit`, pytest internals, the JUnit report's path, a file Python
+runs at start-up)."""
 
 _TEST_FILE = re.compile(
     r"(^|/)(tests?|__tests__|spec)/"
@@ -61,6 +63,28 @@ _CONFIG_NAMES = frozenset(
     }
 )
 _CONFIG_PREFIXES = ("jest.config.", "vitest.config.", "vite.config.", "playwright.config.")
+
+# What code under test can use to forge its own evidence: it runs in the test runner's
+# process, so it can rewrite the report at exit and leave with a chosen status, or reach
+# into the runner. Flagged when a change adds uses (in any file for the first three, in
+# code that is not a test file for pytest's own names, which tests use legitimately).
+_HOOKS_ANYWHERE = (
+    ("`atexit`", re.compile(r"\batexit\b")),
+    ("`os._exit`", re.compile(r"\b_exit\s*\(|\bos\._exit\b")),
+    ("the JUnit report path", re.compile(r"SANDBOX_JUNIT|junit|/sandbox/out", re.IGNORECASE)),
+)
+_HOOKS_OUTSIDE_TESTS = (
+    (
+        "pytest internals",
+        re.compile(
+            r"\b_pytest\b|\bdef pytest_\w+|\bpytest\.(?:main|exit|hookimpl)\b"
+            r"|sys\.modules\[\s*['\"]pytest|^\s*(?:import|from) pytest\b",
+            re.MULTILINE,
+        ),
+    ),
+)
+_STARTUP_NAMES = ("sitecustomize.py", "usercustomize.py")
+_CODE_SUFFIXES = (".py", ".pyi", ".pth", ".cfg", ".toml", ".ini", ".js", ".mjs", ".cjs", ".ts")
 
 
 class TamperFlag(BaseModel):
@@ -135,10 +159,38 @@ def _config_flags(path: str, new: str | None, old: str | None) -> list[TamperFla
     return []
 
 
+def _hook_flags(path: str, new: str | None, old: str | None) -> list[TamperFlag]:
+    """Flags for added code that can change how test results are reported."""
+    if new is None:
+        return []
+    name = posixpath.basename(path)
+    if (name in _STARTUP_NAMES or name.endswith(".pth")) and new != old:
+        return [
+            TamperFlag(kind="evidence_hook", path=path, detail="a file Python runs at start-up")
+        ]
+    if not name.endswith(_CODE_SUFFIXES):
+        return []
+    checks = _HOOKS_ANYWHERE if is_test_file(path) else _HOOKS_ANYWHERE + _HOOKS_OUTSIDE_TESTS
+    flags: list[TamperFlag] = []
+    for label, pattern in checks:
+        added = _count(pattern, new) - _count(pattern, old)
+        if added > 0:
+            flags.append(
+                TamperFlag(
+                    kind="evidence_hook",
+                    path=path,
+                    detail=f"{added} more use(s) of {label}, which can change how test "
+                    "results are reported",
+                )
+            )
+    return flags
+
+
 def flag_test_tampering(
     staged: Mapping[str, str | None], base: Mapping[str, str | None]
 ) -> tuple[TamperFlag, ...]:
-    """Flags for deleted, skipped or removed tests and edited test configuration.
+    """Flags for deleted, skipped or removed tests, edited test configuration, and code
+    that can change how results are reported (`evidence_hook`).
 
     Args:
         staged: The change: path -> new content, `None` for a deleted file.
@@ -148,6 +200,7 @@ def flag_test_tampering(
     for path in sorted(staged):
         new, old = staged[path], base.get(path)
         flags += _config_flags(path, new, old)
+        flags += _hook_flags(path, new, old)
         if not is_test_file(path):
             continue
         if new is None:

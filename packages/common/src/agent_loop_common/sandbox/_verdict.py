@@ -11,6 +11,16 @@ it):
   failed;
 - a test that failed on the base and passes after it, or that the change added (absent
   on the base) and passes, is **fail-to-pass evidence**;
+- the run's own evidence disagrees with itself (exit status, printed summary and JUnit
+  report contradict each other, `evidence_disagreements`): the change **fails** with an
+  "inconsistent evidence" reason, unless the base's run disagrees too (then there is
+  no verdict, below);
+- **no evidence**, neither passed nor failed: no hard rule failed but the run proves
+  nothing about the change: no test ran to an outcome (zero collected, only collection
+  or runner errors), the command failed with the very exit status it had on the base
+  and printed no counts (`exit 1 (base: exit 1)`: a runner, plugin or environment
+  error, `/bin/false`), or the evidence disagrees with itself on the base as well. The
+  pull request then opens as a draft saying why;
 - nothing ran (the sandbox is off): the verdict says so and is neither.
 
 Per-test comparisons need names: JUnit reports give every test with its outcome; from
@@ -29,8 +39,10 @@ from agent_loop_common.sandbox._result import RunResult, TestCounts
 
 __all__ = ["TestVerdict", "VerdictStatus", "compare"]
 
-VerdictStatus = Literal["passed", "failed", "not_run"]
-"""`passed`: no hard rule failed. `failed`: at least one did. `not_run`: nothing ran."""
+VerdictStatus = Literal["passed", "failed", "no_evidence", "not_run"]
+"""`passed`: no hard rule failed and the tests say something about the change.
+`failed`: at least one hard rule failed. `no_evidence`: the tests ran but prove nothing
+(see `TestVerdict.no_verdict`). `not_run`: nothing ran."""
 
 _FEEDBACK_TAIL = 4000
 _SHOWN = 10
@@ -48,6 +60,10 @@ class TestVerdict(BaseModel):
     """One line for people, e.g. `12 passed (base: 11 passed)`."""
     reasons: tuple[str, ...] = ()
     """Why the change failed, one hard rule per line."""
+    no_verdict: str = ""
+    """Why the tests give no verdict on the change (`no_evidence` only)."""
+    inconsistent: tuple[str, ...] = ()
+    """How the change's run contradicts itself (exit status, summary, JUnit report)."""
     regressions: tuple[str, ...] = ()
     """Tests that passed on the base and fail after the change."""
     new_failures: tuple[str, ...] = ()
@@ -67,6 +83,11 @@ class TestVerdict(BaseModel):
     def passed(self) -> bool:
         """Whether the change passed the hard rules."""
         return self.status == "passed"
+
+    @property
+    def judged(self) -> bool:
+        """Whether the tests decided anything (`passed` or `failed`)."""
+        return self.status in ("passed", "failed")
 
     def feedback(self) -> str:
         """What to tell the model that wrote the change."""
@@ -131,6 +152,27 @@ def _all_keys(tests: TestCounts | None) -> set[str] | None:
     if tests is None or tests.outcomes is None:
         return None
     return {name_key(n) for n in tests.outcomes}
+
+
+def _no_evidence(base: RunResult | None, after: RunResult) -> str:
+    """Why a run that broke no hard rule still proves nothing about the change, or `""`."""
+    if after.tests is not None and after.tests.executed == 0:
+        errors = after.tests.errors
+        what = f"only {errors} error(s) (collection or setup)" if errors else "none"
+        return f"no test ran to an outcome on the change: {what}"
+    if (
+        after.tests is None
+        and after.exit_code != 0
+        and base is not None
+        and base.exit_code == after.exit_code
+        and base.tests is None
+    ):
+        return (
+            f"the command failed the same way on the base commit (exit {after.exit_code}) "
+            "and printed no test counts: a runner, plugin or environment error says "
+            "nothing about the change"
+        )
+    return ""
 
 
 def compare(base: RunResult | None, after: RunResult) -> TestVerdict:
@@ -199,11 +241,33 @@ def compare(base: RunResult | None, after: RunResult) -> TestVerdict:
         failing_before = usable_base.tests.failed + usable_base.tests.errors
         if failing_now > failing_before:
             reasons.append(f"{failing_now} tests fail, {failing_before} on the base")
+    if (
+        usable_base is not None
+        and usable_base.tests is not None
+        and usable_base.tests.executed > 0
+        and after.tests is not None
+        and after.tests.executed == 0
+    ):
+        reasons.append(f"no test ran on the change; {usable_base.tests.executed} ran on the base")
+    no_verdict = ""
+    if after.disagreements:
+        if usable_base is not None and usable_base.disagreements:
+            no_verdict = (
+                "the test command's own evidence disagrees with itself on the base commit "
+                f"too ({usable_base.disagreements[0]})"
+            )
+        else:
+            reasons += [f"inconsistent evidence: {d}" for d in after.disagreements]
+    if not reasons and not no_verdict:
+        no_verdict = _no_evidence(usable_base, after)
     failing = tuple(after.tests.failing) if after.tests is not None else ()
+    status: VerdictStatus = "failed" if reasons else "no_evidence" if no_verdict else "passed"
     return TestVerdict(
-        status="failed" if reasons else "passed",
+        status=status,
         summary=summary,
         reasons=tuple(reasons),
+        no_verdict=no_verdict if status == "no_evidence" else "",
+        inconsistent=after.disagreements,
         regressions=tuple(regressions),
         new_failures=tuple(new_failures),
         fail_to_pass=tuple(sorted(fail_to_pass)),

@@ -1,15 +1,23 @@
 """Every agent-loop knob as one environment variable, loaded and validated in one place.
 
 ```python
-settings = load_settings()          # raises ConfigError naming each bad variable
-auth = settings.github_auth()       # token or GitHub App installation
-call_llm = make_call_llm(model=settings.model, usage=usage, budget=settings.budget(),
-                         retry=settings.model_retry_policy(), api_base=settings.api_base)
+settings = load_settings()                  # raises ConfigError naming each bad variable
+auth = github_auth(settings)                # agent_loop_common.github: token or App
+call_llm = make_call_llm(model=settings.model, usage=usage,
+                         budget=Budget.from_settings(settings),
+                         retry=ModelRetryPolicy.from_settings(settings),
+                         api_base=settings.api_base)
 ```
 
+Settings hold values and their validation only: each domain builds its own objects
+from them (`MemoryLocation.from_settings`, `StagingPolicy.from_settings`,
+`BackoffPolicy.from_settings`, `limits_from_settings`, ...), and this package imports
+none of the domains, so the import graph has no circle (an import-linter contract in
+the root `pyproject.toml` checks it). The rules a setting shares with the code that
+uses it (claim TTL, command-line grammar, rate-limit reserve) live in `_rules`.
+
 The reference table in `docs/configuration.md` is rendered from the field docstrings
-(`python -m agent_loop_common.settings`). Importing this package stays cheap: helpers
-that build other packages' objects import them when called.
+(`python -m agent_loop_common.settings`).
 """
 
 from agent_loop_common.settings._docs import render_settings_table
@@ -24,11 +32,20 @@ from agent_loop_common.settings._model import (
     field_bounds,
     normalize_cron,
 )
-from agent_loop_common.settings._rules import CLAIM_SKEW, MIN_CLAIM_TTL_MINUTES, claim_ttl_problem
+from agent_loop_common.settings._rules import (
+    CLAIM_SKEW,
+    JUNIT_PLACEHOLDER_PATTERN,
+    MIN_CLAIM_TTL_MINUTES,
+    claim_ttl_problem,
+    parse_rate_reserve,
+    shell_syntax,
+    split_command,
+)
 
 __all__ = [
     "CLAIM_SKEW",
     "ENV_PREFIX",
+    "JUNIT_PLACEHOLDER_PATTERN",
     "MIN_CLAIM_TTL_MINUTES",
     "SETTING_FLOORS",
     "ConfigError",
@@ -40,5 +57,8 @@ __all__ = [
     "field_bounds",
     "load_settings",
     "normalize_cron",
+    "parse_rate_reserve",
     "render_settings_table",
+    "shell_syntax",
+    "split_command",
 ]

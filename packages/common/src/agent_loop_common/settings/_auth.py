@@ -1,48 +1,20 @@
-"""GitHub credentials: checked when settings load, built for the facade when asked.
+"""GitHub credentials: checked when settings load.
 
-Settings validates that exactly one way to authenticate is configured; this module turns
-it into the GitHub facade's `TokenAuth` or `AppAuth`. The App key file is read at the
-moment credentials are needed, not at load time.
+Settings validates that exactly one way to authenticate is configured; the GitHub facade
+builds its `TokenAuth` or `AppAuth` from them (`agent_loop_common.github.github_auth`),
+reading the App key file at the moment credentials are needed, not at load time.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 from pydantic import SecretStr
 from pydantic_core import PydanticCustomError
 
-if TYPE_CHECKING:
-    from agent_loop_common.github import AppAuth, TokenAuth
-    from agent_loop_common.settings._model import Settings
-
-__all__ = ["check_github_credentials", "github_credentials"]
-
-
-def github_credentials(settings: Settings) -> TokenAuth | AppAuth:
-    """The facade's credentials from validated settings; an App wins over a token.
-
-    Imports the GitHub facade (and githubkit) only when called, so loading settings stays
-    cheap. The facade's auth values keep their secrets out of `repr`.
-    """
-    from agent_loop_common.github import AppAuth, TokenAuth
-
-    if settings.github_app_id is not None:
-        if settings.github_app_private_key is not None:
-            key = settings.github_app_private_key.get_secret_value()
-        else:
-            assert settings.github_app_private_key_path is not None  # checked at load time
-            key = settings.github_app_private_key_path.read_text(encoding="utf-8")
-        app_id = settings.github_app_id
-        return AppAuth(
-            app_id=int(app_id) if app_id.isdigit() else app_id,
-            private_key=key,
-            installation_id=settings.github_app_installation_id,
-        )
-    assert settings.github_token is not None  # checked at load time
-    return TokenAuth(token=settings.github_token.get_secret_value())
+__all__ = ["check_github_credentials"]
 
 
 def check_github_credentials(values: Mapping[str, Any]) -> None:

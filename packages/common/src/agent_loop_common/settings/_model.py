@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal, Self, cast
+from typing import Annotated, Literal, Self, cast
 
 import annotated_types
 from pydantic import (
@@ -28,16 +28,12 @@ from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from agent_loop_common.settings._auth import check_github_credentials
-from agent_loop_common.settings._rules import MIN_CLAIM_TTL_MINUTES
+from agent_loop_common.settings._rules import (
+    MIN_CLAIM_TTL_MINUTES,
+    parse_rate_reserve,
+    split_command,
+)
 from agent_loop_common.settings._secrets import credential_in
-
-if TYPE_CHECKING:
-    from agent_loop_common.claims import BackoffPolicy
-    from agent_loop_common.github import AppAuth, RateReserve, TokenAuth
-    from agent_loop_common.llm import Budget, ModelRetryPolicy
-    from agent_loop_common.memory import MemoryLocation
-    from agent_loop_common.sandbox import SandboxLimits
-    from agent_loop_common.staging import StagingPolicy
 
 __all__ = [
     "ENV_PREFIX",
@@ -286,6 +282,8 @@ class Settings(BaseSettings):
     """The command that runs the repository's tests, e.g. `python -m pytest -q --junitxml=$SANDBOX_JUNIT` (no shell: one program and its arguments; `$SANDBOX_JUNIT` is the only variable). Empty: detected from the base commit (`AGENTS.md`, `pyproject.toml`, `package.json`, `go.mod`, `Cargo.toml`, `Makefile`)."""
     setup_command: str | None = None
     """Optional command run before the tests on the same copy of the tree, with the network on (installing dependencies), e.g. `uv sync --frozen`. Same syntax as the test command."""
+    test_junit_report: bool = True
+    """Append `--junitxml=$SANDBOX_JUNIT` to a pytest test command that names no JUnit report of its own, so every test's outcome (the counts and the fail-to-pass tests) is known for set commands too. `false` runs the command exactly as given."""
     max_test_runs: int = Field(default=5, ge=1, le=50)
     """Most test runs an agent may start in one try (its `run_tests` tool); the baseline and the final check do not count."""
     sandbox_timeout_seconds: float = Field(default=600.0, ge=1, le=86_400)
@@ -333,9 +331,8 @@ class Settings(BaseSettings):
     @field_validator("rate_limit_reserve")
     @classmethod
     def _check_rate_limit_reserve(cls, value: str) -> str:
-        from agent_loop_common.github import RateReserve
-
-        return str(RateReserve.parse(value))
+        percent, count = parse_rate_reserve(value)
+        return str(count) if count is not None else f"{percent:g}%"
 
     @field_validator("repos")
     @classmethod
@@ -422,9 +419,7 @@ class Settings(BaseSettings):
     def _check_command(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        from agent_loop_common.sandbox import parse_command
-
-        parse_command(value, what="the command")
+        split_command(value, what="the command")
         return value
 
     @field_validator(
@@ -494,7 +489,7 @@ class Settings(BaseSettings):
         """These settings acting on one repository of `AGENT_LOOP_REPOS` (`repo` set).
 
         The list stays, so the copy still knows its memory lives in that repository's
-        namespace (`memory_location`).
+        namespace (`MemoryLocation.from_settings`).
         """
         return self.model_copy(update={"repo": self._check_repo(repo)})
 
@@ -516,101 +511,6 @@ class Settings(BaseSettings):
     def claim_ttl(self) -> timedelta:
         """`AGENT_LOOP_CLAIM_TTL_MINUTES` as a duration."""
         return timedelta(minutes=self.claim_ttl_minutes)
-
-    def rate_reserve(self) -> RateReserve:
-        """`AGENT_LOOP_RATE_LIMIT_RESERVE`, parsed."""
-        from agent_loop_common.github import RateReserve
-
-        return RateReserve.parse(self.rate_limit_reserve)
-
-    def github_auth(self) -> TokenAuth | AppAuth:
-        """The credentials for `agent_loop_common.github.GitHub(auth=...)`.
-
-        A `TokenAuth`, or an `AppAuth` when `GITHUB_APP_ID` is set. Reads the App's key file (`GITHUB_APP_PRIVATE_KEY_PATH`) here, not at load time,
-        so that a settings object can be built and shown without touching the key.
-        """
-        from agent_loop_common.settings._auth import github_credentials
-
-        return github_credentials(self)
-
-    def memory_location(self, root: str | None = None) -> MemoryLocation:
-        """Where the memory stores live: the Flyte org/project/domain and key prefix set here.
-
-        With `AGENT_LOOP_REPOS` and a repository chosen (`for_repo`), that repository's
-        own namespace (`repo_prefix`); with `AGENT_LOOP_REPO` the prefix itself, so a
-        one-repository deployment keeps the layout it always had.
-
-        Args:
-            root: Storage root; in local mode the `raw_data_path` given to
-                `flyte.with_runcontext`. `None`: resolved from the running task.
-        """
-        from agent_loop_common.memory import MemoryLocation, repo_prefix
-
-        prefix = self.memory_key_prefix
-        if self.many_repos and self.repo:
-            prefix = repo_prefix(prefix, self.repo)
-        return MemoryLocation(
-            org=self.flyte_org,
-            project=self.flyte_project,
-            domain=self.flyte_domain,
-            root=root,
-            prefix=prefix,
-        )
-
-    def shared_memory(self, root: str | None = None) -> MemoryLocation | None:
-        """With `AGENT_LOOP_REPOS`: the bare-prefix location the repositories share (the
-        general lessons, the turns of the fair rotation); `None` with `AGENT_LOOP_REPO`."""
-        if not self.many_repos:
-            return None
-        return self.model_copy(update={"repo": ""}).memory_location(root)
-
-    def budget(self) -> Budget:
-        """The per-run token and cost budget for `agent_loop_common.llm.make_call_llm`."""
-        from agent_loop_common.llm import Budget
-
-        return Budget(
-            max_tokens=self.max_tokens_per_run or None,
-            max_cost_usd=self.max_cost_usd_per_run or None,
-        )
-
-    def model_retry_policy(self) -> ModelRetryPolicy:
-        """Model-call retries as configured (`AGENT_LOOP_LLM_*`)."""
-        from agent_loop_common.llm import ModelRetryPolicy
-
-        return ModelRetryPolicy(
-            max_attempts=self.llm_max_attempts,
-            base_delay=self.llm_retry_base_seconds,
-            max_delay=self.llm_retry_cap_seconds,
-        )
-
-    def staging_policy(self) -> StagingPolicy:
-        """What agents may stage, from the `AGENT_LOOP_*STAGED*` and path settings."""
-        from agent_loop_common.staging import StagingPolicy
-
-        return StagingPolicy(
-            allow_workflows=self.allow_workflow_changes,
-            protected_globs=self.protected_paths,
-            protect_instructions=self.protect_instruction_files,
-            max_file_bytes=self.max_staged_file_bytes,
-            max_files=self.max_staged_files,
-            max_total_bytes=self.max_staged_total_bytes,
-            max_issues=self.max_staged_issues,
-        )
-
-    def backoff_policy(self) -> BackoffPolicy:
-        """How long a failing issue or PR rests, from `AGENT_LOOP_BACKOFF_*`."""
-        from agent_loop_common.claims import BackoffPolicy
-
-        return BackoffPolicy(
-            base=timedelta(minutes=self.backoff_base_minutes),
-            cap=timedelta(minutes=self.backoff_cap_minutes),
-        )
-
-    def sandbox_limits(self) -> SandboxLimits:
-        """The sandbox's limits, from `AGENT_LOOP_SANDBOX_*`."""
-        from agent_loop_common.sandbox import limits_from_settings
-
-        return limits_from_settings(self)
 
     def max_turns(self, role: Literal["builder", "reviewer", "verifier", "distiller"]) -> int:
         """The turn limit of one agent role."""

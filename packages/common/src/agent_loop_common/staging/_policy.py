@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from agent_loop_common.staging._errors import PolicyViolation
 from agent_loop_common.staging._paths import (
@@ -26,6 +27,9 @@ from agent_loop_common.staging._paths import (
     normalize_path,
     path_relation,
 )
+
+if TYPE_CHECKING:
+    from agent_loop_common.settings import Settings
 
 __all__ = [
     "CI_GLOBS",
@@ -141,6 +145,19 @@ class StagingPolicy:
     """Longest PR or issue title."""
     max_body_chars: int = 60_000
     """Longest PR body, issue body or reply (GitHub refuses bodies over 65,536)."""
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> StagingPolicy:
+        """What agents may stage, from the `AGENT_LOOP_*STAGED*` and path settings."""
+        return cls(
+            allow_workflows=settings.allow_workflow_changes,
+            protected_globs=settings.protected_paths,
+            protect_instructions=settings.protect_instruction_files,
+            max_file_bytes=settings.max_staged_file_bytes,
+            max_files=settings.max_staged_files,
+            max_total_bytes=settings.max_staged_total_bytes,
+            max_issues=settings.max_staged_issues,
+        )
 
     def protected_reason(self, path: str) -> str | None:
         """Why normalized `path` is protected, or `None` when it may be changed.
