@@ -27,6 +27,7 @@ from agent_loop_common.records import (
     LessonState,
     OutcomeMetric,
 )
+from agent_loop_common.repo import INSTRUCTION_FILES
 from agent_loop_common.settings import Settings
 from agent_loop_distiller import DistillerOptions
 from agent_loop_distiller._effect import EffectBook, LessonEffect, MetricStats
@@ -163,6 +164,9 @@ async def test_an_unchanged_set_writes_nothing(tick: Tick, seeded: GitHubEmulato
     writes = [r for r in seeded.requests if r.method != "GET" and "lessons" in r.path]
     assert writes == []
     assert not [r for r in seeded.requests if r.method == "POST" and r.path.endswith("/pulls")]
+    # The maintainer's commit before the section existed has nothing to flow back: their
+    # permission is never asked.
+    assert not [r for r in seeded.requests if "/collaborators/" in r.path]
 
 
 async def test_merged_lessons_are_left_alone(tick: Tick, seeded: GitHubEmulator) -> None:
@@ -268,6 +272,21 @@ def test_a_lesson_cannot_close_the_section_or_hide_lines() -> None:
     assert parse_section(splice_section("# x\n", section)) == {
         A: "Fine advice. agent-loop:lessons:end hidden"
     }
+
+
+async def test_the_other_lessons_file(tick: Tick, seeded: GitHubEmulator) -> None:
+    result = await tick(BOOKKEEPING, lessons_pr=True, lessons_file=".agent-loop/lessons.md")
+
+    assert result.lessons_pull is not None
+    assert result.lessons_pull.action == "opened"
+    written = seeded.file_at(BRANCH, ".agent-loop/lessons.md")
+    assert written is not None
+    assert parse_section(written.decode()) == {
+        A: "Run make lint before committing.",
+        B: "Keep fixtures in tests/data.",
+    }
+    assert _agents_md(seeded, BRANCH) == "# widgets\n\nRun `make test`.\n"  # untouched
+    assert ".agent-loop/lessons.md" in INSTRUCTION_FILES  # the agents read it from the base
 
 
 def test_off_by_default() -> None:

@@ -148,7 +148,7 @@ async def _flow_back(
     (`AGENT_LOOP_LESSONS_PR=on` only); GitHub failing leaves the book as it was."""
     settings = runtime.settings
     try:
-        head = await runtime.github.default_branch()
+        head = out.lessons_base = await runtime.github.default_branch()
         trust = Trust(
             runtime.github,
             minimum=settings.trusted_min_permission,
@@ -171,6 +171,7 @@ async def _sync_pull(runtime: Runtime, work: Work, out: TickResult) -> None:
             effects=work.effects or EffectBook(),
             path=runtime.settings.lessons_file,
             branch_prefix=runtime.settings.branch_prefix,
+            base=out.lessons_base,
         )
     except GitHubError as exc:
         _log.warning("distiller.lessons_pull_failed", error=str(exc))

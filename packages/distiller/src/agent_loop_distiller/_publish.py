@@ -13,9 +13,11 @@ line they reworded rewords it. Both are recorded as the maintainer's (author
 `maintainer`, their login), so the distiller can no longer change or expire the lesson.
 Anyone else's edit is ignored, and the next pull request puts the lesson's text back.
 
-Requests are few: one history listing of the file per tick; the two file reads of a
-flow-back only when people changed it; and for the pull request two reads (the base's
-section, the branch's) before any write. An unchanged set writes nothing.
+Requests are few: one history listing of the file per tick; when people changed the
+file since the agents' last commit to it, the file as they left it, and only when it has
+the section their permissions and the file before them; for the pull request, the base's
+section and the branch's (and the pull request's state while it is pending) before any
+write. An unchanged set writes nothing.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from datetime import datetime
 
 import structlog
 
-from agent_loop_common.github import GitHub, PathCommit
+from agent_loop_common.github import BranchHead, GitHub, PathCommit
 from agent_loop_common.records import (
     Lesson,
     LessonAuthor,
@@ -238,6 +240,11 @@ async def read_flow_back(github: GitHub, trust: Trust, path: str, branch: str) -
         people.append(commit)
     if not people:
         return FlowBack()
+    after = parse_section(_text(await github.get_file(path, people[0].sha)))
+    if after is None:
+        # No section (never merged, or removed with its markers): nothing flows back, and
+        # nobody's permission needs asking.
+        return FlowBack()
     logins = [c.author_login for c in people]
     await trust.resolve([login for login in logins if login])
     untrusted = [login or "(no account)" for login in logins if not login or not trust(login)]
@@ -249,7 +256,6 @@ async def read_flow_back(github: GitHub, trust: Trust, path: str, branch: str) -
     before = parse_section(_text(before_raw)) or {}
     if not before:
         return FlowBack()
-    after = parse_section(_text(await github.get_file(path, people[0].sha))) or {}
     return FlowBack(login=people[0].author_login, before=before, after=after)
 
 
@@ -276,15 +282,18 @@ async def sync_lessons_pull(
     effects: EffectBook,
     path: str,
     branch_prefix: str,
+    base: BranchHead | None = None,
 ) -> PullSync:
     """Keep the one lessons pull request in step with the proven lessons.
 
     Nothing is written when the default branch already has them, or the branch already
     proposes them; otherwise the branch is (re)started from the default branch's head
     with one commit writing the section, and a pull request opened if none is open.
+    `base` is the default branch as the tick already read it (one request saved).
     """
     wanted = published_lines(book)
-    base = await github.default_branch()
+    if base is None:
+        base = await github.default_branch()
     base_text = _text(await github.get_file(path, base.sha))
     if _same(parse_section(base_text), wanted):
         return PullSync("merged")
