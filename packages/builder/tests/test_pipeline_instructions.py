@@ -139,3 +139,25 @@ async def test_instruction_files_can_be_protected_by_a_setting(
     model.assert_finished()
     assert record is not None
     assert record.outcome is Outcome.SKIPPED
+
+
+async def test_merged_lessons_file_is_read_from_the_base_branch(
+    emulator: GitHubEmulator, tick: Tick, install: Install
+) -> None:
+    """The distiller's lessons pull request may write `.agent-loop/lessons.md`
+    (`AGENT_LOOP_LESSONS_FILE`); once merged the builder reads it like `AGENTS.md`."""
+    lessons = (
+        "<!-- agent-loop:lessons:start -->\n"
+        "- [acme/widgets#L-1] Run make lint before committing. _(evidence: proven)_\n"
+        "<!-- agent-loop:lessons:end -->\n"
+    )
+    emulator.push(
+        "main", {".agent-loop/lessons.md": lessons}, author=emulator.owner, message="lessons"
+    )
+    number = emulator.add_issue("Document widgets", "Say what a widget is.")
+    model = install(ScriptedModel([turn("I will not do it.")]))
+    await tick(number, max_tries=1)
+    first = " ".join(str(m["content"]) for m in model.calls[0].messages)
+    rules = first.split("# The maintainers' instructions", 1)[1]
+    assert ".agent-loop/lessons.md" in rules
+    assert "Run make lint before committing." in rules

@@ -16,12 +16,20 @@ from agent_loop_common.records import (
     LessonExposure,
     LessonState,
     Outcome,
+    OutcomeMetric,
     Role,
     RunRecord,
     Target,
     TargetKind,
 )
-from agent_loop_distiller import ReportData, render_document, render_tabs
+from agent_loop_distiller import (
+    EffectBook,
+    LessonEffect,
+    MetricStats,
+    ReportData,
+    render_document,
+    render_tabs,
+)
 
 NOW = datetime(2026, 12, 3, 9, tzinfo=UTC)
 EVIL = '<script>alert("x")</script>'
@@ -117,8 +125,25 @@ def test_the_ledger_shows_each_lesson_and_parses() -> None:
     held = LessonExposure(lesson_id=good.id, applicable=True, held_out=True, holdout=0.2)
     other = LessonExposure(lesson_id=stale.id, applicable=False)
     runs = [_run(1, [shown, other]), _run(2, [held, other]), _run(3, [shown])]
+    # Its whole life: 10 shown runs (7 passed tests on try 1), 5 held out (2 passed).
+    measured = LessonEffect(
+        lesson_id=good.id,
+        shown=10,
+        held_out=5,
+        complied=6,
+        compliance_checked=8,
+        followed_when_held=1,
+        tokens_shown=1200,
+        metrics={
+            OutcomeMetric.FIRST_TRY_TESTS: MetricStats(strata={"acme/api|feature": [10, 7, 5, 2]})
+        },
+    )
     data = ReportData(
-        generated_at=NOW, repo="acme/api", book=LessonBook(lessons=[good, stale]), runs=runs
+        generated_at=NOW,
+        repo="acme/api",
+        book=LessonBook(lessons=[good, stale]),
+        runs=runs,
+        effects=EffectBook(lessons={good.id: measured}),
     )
     page = render_document(render_tabs(data), title="agent-loop")
     parser = Ledger()
@@ -127,12 +152,19 @@ def test_the_ledger_shows_each_lesson_and_parses() -> None:
     rows = {row[0]: row for row in parser.rows if row}
     assert set(rows) == {good.id, stale.id}
     row = rows[good.id]
-    assert row[1:5] == ["proven", "3 of 3", "2", "1"]
-    assert "by maintainer @maint" in row[7]
-    assert "acme/api (private)" in row[7]
-    assert "PR #7" in row[7]
-    assert "reworded by maintainer @maint" in row[8]
+    assert row[1] == "proven"
+    # Beta(8, 4) vs Beta(3, 4) posterior means: 0.667 - 0.429 = +0.24.
+    assert row[2].startswith("first_try_tests: +0.24 [")
+    assert row[2].endswith("(10 shown / 5 held out)")
+    assert row[3] == "6 of 8 shown runs (held out: 1 of 5 anyway)"
+    assert row[4] == "1,200 (120 per shown run)"
+    assert row[5:8] == ["3 of 3", "2", "1"]
+    assert "by maintainer @maint" in row[10]
+    assert "acme/api (private)" in row[10]
+    assert "PR #7" in row[10]
+    assert "reworded by maintainer @maint" in row[11]
     row = rows[stale.id]
-    assert row[1:5] == ["proving", "0 of 2", "0", "0"]
-    assert row[6].startswith("broken: missing at abc: path src/gone.py")
+    assert row[1:5] == ["proving", "not measured yet", "–", "–"]
+    assert row[5:8] == ["0 of 2", "0", "0"]
+    assert row[9].startswith("broken: missing at abc: path src/gone.py")
     assert parser.svg_titles == ["after 3 applicable run(s): shown 2, held out 1"]

@@ -287,6 +287,15 @@ async def test_contents_and_git_data(emulator: GitHubEmulator, client: httpx.Asy
     await _ok(client, "PATCH", f"{REPO}/git/refs/heads/x", m.GitRef, json={"sha": commit.sha})
     await _ok(client, "GET", f"{REPO}/git/ref/heads/x", m.GitRef)
     await _ok(client, "GET", f"{REPO}/git/matching-refs/heads", list[m.GitRef])
+    history = await _ok(
+        client, "GET", f"{REPO}/commits?sha=feature&path=src/app.py", list[m.Commit]
+    )
+    assert [c.author.login for c in history] == ["alice", "acme"]
+    assert history[0].commit.message == "feat"
+    untouched = await _ok(
+        client, "GET", f"{REPO}/commits?sha=feature&path=README.md", list[m.Commit]
+    )
+    assert [c.sha for c in untouched] == [history[-1].sha]
 
 
 async def test_error_bodies(emulator: GitHubEmulator, client: httpx.AsyncClient) -> None:

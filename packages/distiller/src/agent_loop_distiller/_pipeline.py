@@ -40,8 +40,17 @@ from agent_loop_common.memory import (
     read_operator_edits,
     write_general_lessons,
 )
-from agent_loop_common.records import Attempt, Outcome, Target, TargetKind, Visibility
+from agent_loop_common.records import (
+    Attempt,
+    LessonBook,
+    Outcome,
+    RetiredLesson,
+    Target,
+    TargetKind,
+    Visibility,
+)
 from agent_loop_common.runtime import RunScope, Runtime, preflight_model, run_scoped
+from agent_loop_common.trust import Trust
 from agent_loop_distiller._attempt import distill
 from agent_loop_distiller._candidates import backoff_of, look, retention_of, under_claim
 from agent_loop_distiller._digest import render_digest
@@ -50,6 +59,7 @@ from agent_loop_distiller._errors import DistillationFailed, EditsRejected
 from agent_loop_distiller._grading import follow_up
 from agent_loop_distiller._lessons import Edit
 from agent_loop_distiller._measure import measure_effects
+from agent_loop_distiller._publish import apply_flow_back, read_flow_back, sync_lessons_pull
 from agent_loop_distiller._report._gather import gather_report
 from agent_loop_distiller._select import TickKind, failure_streak, learnable, retry_at
 from agent_loop_distiller._state import CLAIM_KEY, DistillerOptions, TickResult, Work
@@ -131,6 +141,42 @@ async def _visibility(runtime: Runtime) -> Visibility:
         return ""
 
 
+async def _flow_back(
+    runtime: Runtime, book: LessonBook, now: datetime, out: TickResult
+) -> tuple[LessonBook, list[RetiredLesson]]:
+    """A trusted person's edits of the lessons section on the default branch, folded in
+    (`AGENT_LOOP_LESSONS_PR=on` only); GitHub failing leaves the book as it was."""
+    settings = runtime.settings
+    try:
+        head = out.lessons_base = await runtime.github.default_branch()
+        trust = Trust(
+            runtime.github,
+            minimum=settings.trusted_min_permission,
+            agent_login=await runtime.claimer.agent_login(),
+        )
+        flow = await read_flow_back(runtime.github, trust, settings.lessons_file, head.name)
+    except GitHubError as exc:
+        _log.warning("distiller.lessons_flow_back_failed", error=str(exc))
+        return book, []
+    out.lessons_edits_ignored = flow.ignored
+    return apply_flow_back(book, flow, now)
+
+
+async def _sync_pull(runtime: Runtime, work: Work, out: TickResult) -> None:
+    """Keep the lessons pull request in step (`AGENT_LOOP_LESSONS_PR=on` only)."""
+    try:
+        out.lessons_pull = await sync_lessons_pull(
+            runtime.github,
+            book=work.book,
+            effects=work.effects or EffectBook(),
+            path=runtime.settings.lessons_file,
+            branch_prefix=runtime.settings.branch_prefix,
+            base=out.lessons_base,
+        )
+    except GitHubError as exc:
+        _log.warning("distiller.lessons_pull_failed", error=str(exc))
+
+
 async def _commit(runtime: Runtime, work: Work) -> bool:
     """Save what changed, ledger last; returns whether the context was written."""
     claim = next(c for c in runtime.claimer.held() if c.target.key == CLAIM_KEY)
@@ -179,6 +225,10 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
         )  # fmt: skip
     book = mark_citations(refresh_from_usage(context.lessons, records), records, now)
     book, retired = apply_operator_edits(book, await read_operator_edits(runtime.memory), now)
+    if runtime.settings.lessons_pr:
+        async with scope.stage("lessons_pr"):
+            book, edited = await _flow_back(runtime, book, now, out)
+        retired += edited
     max_age = opts.lesson_max_age or timedelta(days=retention_of(runtime))
     book, out.expired = expire_stale(book, now, max_age)
     retired += [expired_record(lesson, now, max_age) for lesson in out.expired]
@@ -223,6 +273,9 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
     work.digest = render_digest(work.book, grading.current, runtime.settings.digest_token_budget)
     async with scope.stage("commit"):
         wrote_context = await _commit(runtime, work)
+    if runtime.settings.lessons_pr:
+        async with scope.stage("lessons_pr"):
+            await _sync_pull(runtime, work, out)
     out.ingested = len(batch.records)
     out.deferred = len(batch.deferred)
     out.grades_changed = grading.changed

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from agent_loop_common.claims import BackoffPolicy
+from agent_loop_common.github import BranchHead
 from agent_loop_common.memory import ContextView, DistillerMemory, IngestBatch
 from agent_loop_common.records import (
     Grade,
@@ -19,6 +20,7 @@ from agent_loop_distiller._effect import EffectBook
 from agent_loop_distiller._grading import GradingResult
 from agent_loop_distiller._lessons import Edit, LessonLimits
 from agent_loop_distiller._measure import Measured
+from agent_loop_distiller._publish import PullSync
 from agent_loop_distiller._report import ReportData
 from agent_loop_distiller._select import TickKind
 
@@ -78,6 +80,12 @@ class TickResult:
     """Data for the report, after a tick that did work."""
     measured: Measured | None = None
     """What the lesson-effect measurement counted, decided and retired this tick."""
+    lessons_pull: PullSync | None = None
+    """What keeping the lessons pull request did (`AGENT_LOOP_LESSONS_PR=on` only)."""
+    lessons_base: BranchHead | None = None
+    """The default branch as the lessons flow-back read it (reused by the pull request)."""
+    lessons_edits_ignored: list[str] = field(default_factory=list[str])
+    """Logins whose edits of the lessons section were not trusted, so not applied."""
 
 
 @dataclass

@@ -24,10 +24,10 @@ from agent_loop_testing._emulator_git import (
     parse_mode,
     type_of_mode,
 )
-from agent_loop_testing._emulator_http import Ctx, Reply, Route, string
+from agent_loop_testing._emulator_http import Ctx, Reply, Route, page_reply, string
 from agent_loop_testing._emulator_ops_pulls import branch_deleted
 from agent_loop_testing._emulator_refname import is_valid_ref_name, qualify_ref
-from agent_loop_testing._emulator_render import Json, Urls, node_id, ts
+from agent_loop_testing._emulator_render import Json, Urls, node_id, simple_user_json, ts
 from agent_loop_testing._emulator_state import State
 
 __all__ = ["ROUTES", "commit_json", "ref_json"]
@@ -360,8 +360,99 @@ def delete_ref(st: State, ctx: Ctx) -> Reply:
     return Reply(204)
 
 
+def _blob_at(st: State, commit_sha: str, path: str) -> str | None:
+    item = st.git.lookup(st.git.commit_tree(commit_sha), path)
+    return None if item is None else item.sha
+
+
+def _path_history(st: State, head: str, path: str) -> list[str]:
+    """Commits reachable from `head` that changed `path`, newest first, with git's
+    default history simplification: a merge whose file equals one parent's is not
+    listed, and only that parent's side is followed (so a file merged in from a branch
+    is credited to the commit that changed it there, as GitHub lists it)."""
+    found: list[str] = []
+    seen: set[str] = set()
+    todo = [head]
+    while todo:
+        todo.sort(key=lambda sha: _commit_time(st, sha))
+        sha = todo.pop()
+        if sha in seen:
+            continue
+        seen.add(sha)
+        commit = st.git.commit(sha)
+        if commit is None:
+            continue
+        parents = [p.decode() for p in commit.parents]
+        mine = _blob_at(st, sha, path)
+        same = [p for p in parents if _blob_at(st, p, path) == mine]
+        if same:
+            todo.append(same[0])
+            continue
+        if parents or mine is not None:
+            found.append(sha)
+        todo.extend(parents)
+    return found
+
+
+def _commit_time(st: State, sha: str) -> int:
+    commit = st.git.commit(sha)
+    return commit.commit_time if commit is not None else 0
+
+
+def _account(st: State, raw: bytes, urls: Urls) -> Json | None:
+    """The account an author line's email belongs to (GitHub maps emails to users)."""
+    email = raw.decode("utf-8", "replace").partition(" <")[2].rstrip(">")
+    user = next((u for u in st.users.values() if u.email == email), None)
+    return None if user is None else simple_user_json(user, urls)
+
+
+def list_commits(st: State, ctx: Ctx) -> Reply:
+    """`GET /repos/{o}/{r}/commits`: a branch's (or sha's) history, optionally only the
+    commits that changed `path`, newest first, paginated."""
+    _not_empty(st)
+    ref = ctx.query.get("sha") or st.default_branch
+    head = st.git.resolve(ref)
+    if head is None:
+        raise ApiError(404, f"No commit found for SHA: {ref}")
+    path = (ctx.query.get("path") or "").strip("/")
+    shas = _path_history(st, head, path)
+    items: list[Json] = []
+    for sha in shas:
+        commit = st.git.commit(sha)
+        assert commit is not None
+        git = commit_json(st, sha, ctx.urls)
+        items.append(
+            {
+                "url": f"{ctx.urls.repo}/commits/{sha}",
+                "sha": sha,
+                "node_id": git["node_id"],
+                "html_url": git["html_url"],
+                "comments_url": f"{ctx.urls.repo}/commits/{sha}/comments",
+                "commit": {
+                    "url": git["url"],
+                    "author": git["author"],
+                    "committer": git["committer"],
+                    "message": git["message"],
+                    "comment_count": 0,
+                    "tree": git["tree"],
+                    "verification": git["verification"],
+                },
+                "author": _account(st, commit.author, ctx.urls),
+                "committer": _account(st, commit.committer, ctx.urls),
+                "parents": git["parents"],
+            }
+        )
+    return page_reply(ctx, items)
+
+
 _R = "/repos/{owner}/{repo}/git"
 ROUTES = [
+    Route(
+        "GET",
+        "/repos/{owner}/{repo}/commits",
+        list_commits,
+        "https://docs.github.com/rest/commits/commits#list-commits",
+    ),
     Route("POST", f"{_R}/blobs", create_blob, f"{_DOCS}/blobs#create-a-blob"),
     Route("GET", f"{_R}/blobs/{{sha}}", get_blob, f"{_DOCS}/blobs#get-a-blob"),
     Route("POST", f"{_R}/trees", create_tree, f"{_DOCS}/trees#create-a-tree"),

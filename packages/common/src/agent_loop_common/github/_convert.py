@@ -19,6 +19,7 @@ from agent_loop_common.github._models import (
     GitCommit,
     Issue,
     IssueEvent,
+    PathCommit,
     PullFile,
     PullRequest,
     Reaction,
@@ -219,6 +220,16 @@ def tree_entry(e: gh.GitTreePropTreeItems, prefix: str = "") -> TreeEntry:
         sha=e.sha,
         size=present(e.size),
         mode=e.mode,
+    )
+
+
+def path_commit(c: gh.Commit) -> PathCommit:
+    author = c.author if isinstance(c.author, gh.SimpleUser) else None
+    return PathCommit(
+        sha=c.sha,
+        parents=tuple(p.sha for p in c.parents),
+        author_login=author.login if author is not None else "",
+        message=c.commit.message,
     )
 
 

@@ -27,6 +27,7 @@ from agent_loop_common.github._models import (
     GitCommit,
     GitTree,
     NewBranch,
+    PathCommit,
     TreeEntry,
 )
 from agent_loop_common.github._retry import attempt_timeout
@@ -206,6 +207,19 @@ class GitOps(GraphQLBase):
         with translated():
             resp = await gh.rest.git.async_get_commit(self._owner, self._name, sha)
         return conv.git_commit(resp.parsed_data)
+
+    async def path_commits(self, path: str, ref: str, *, limit: int = 10) -> list[PathCommit]:
+        """The newest commits of `ref` that changed `path`, newest first (one request).
+
+        GitHub's history simplification applies: a merge that took the file from one
+        side is not listed, the commit that changed it on that side is.
+        """
+        gh = await self._gh()
+        with translated():
+            resp = await gh.rest.repos.async_list_commits(
+                self._owner, self._name, sha=ref, path=path, per_page=max(1, min(limit, 100))
+            )
+        return [conv.path_commit(c) for c in resp.parsed_data]
 
     async def create_commit(self, *, message: str, tree_sha: str, parents: Sequence[str]) -> str:
         """Create a commit object (no ref moves); returns its SHA."""

@@ -225,6 +225,18 @@ class GitCommit(_Frozen):
     message: str
 
 
+class PathCommit(_Frozen):
+    """One commit of a file's history (`GET /repos/{o}/{r}/commits?path=`), with the
+    GitHub account its author email belongs to."""
+
+    sha: str
+    parents: tuple[str, ...]
+    author_login: str
+    """The author's GitHub login; empty when the email belongs to no account (nobody
+    can be trusted for it)."""
+    message: str
+
+
 class BranchHead(_Frozen):
     """A branch and the commit it points at, read in one request."""
 

@@ -20,8 +20,14 @@ from agent_loop_common.repo._snapshot import RepoSnapshot
 
 __all__ = ["INSTRUCTION_FILES", "RepoInstructions", "repository_instructions"]
 
-INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", ".github/copilot-instructions.md")
-"""Files read at the root of the base commit, in this order."""
+INSTRUCTION_FILES = (
+    "AGENTS.md",
+    "CLAUDE.md",
+    ".github/copilot-instructions.md",
+    ".agent-loop/lessons.md",
+)
+"""Files read at the root of the base commit, in this order (the last one is where the
+distiller's lessons pull request writes when `AGENT_LOOP_LESSONS_FILE` names it)."""
 
 _NESTED = "AGENTS.md"
 _FILE_CHARS = 8_000

@@ -254,6 +254,10 @@ class Settings(BaseSettings):
     """Comma-separated repositories (`owner/name`) whose lessons marked general are shown to the runs of the other repositories of `AGENT_LOOP_REPOS`; default none (each repository learns only from itself). A private repository's lessons never reach a public repository, listed or not."""
     lesson_holdout: float = Field(default=0.2, ge=0.0, le=0.5)
     """Probability each applicable lesson is held out of a builder or reviewer run, so the distiller can measure what the lesson does (shown vs held out). The draw is a hash of the run id and the lesson id, recorded in the run's record, so a replay draws the same. A proven lesson is held out at a quarter of this rate, so decay is still noticed. 0 turns measurement off (every applicable lesson is shown, no lesson's effect is decided)."""
+    lessons_pr: bool = False
+    """Let the distiller keep one pull request (from its own branch, never the default branch) that writes the proven lessons, each with its evidence line, into a marked section of `AGENT_LOOP_LESSONS_FILE`. Once merged they are the repository's own instructions, read from the base branch; a trusted person's edit or deletion of a line there flows back into memory (the lesson reworded or retired, recorded as theirs). See `docs/memory.md`."""
+    lessons_file: Literal["AGENTS.md", ".agent-loop/lessons.md"] = "AGENTS.md"
+    """The file whose marked section (`<!-- agent-loop:lessons:start -->` ... `end`) the lessons pull request writes; both are read by the agents from the base branch."""
     record_retention_days: int = Field(default=30, ge=1, le=3650)
     """Raw run records older than this are no longer read by the distiller (aged out); their aggregates are kept."""
     flyte_org: str = "local"

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from agent_loop_common.metrics import DailyRollup
 from agent_loop_common.records import Grade, Lesson, LessonBook, RunRecord
+from agent_loop_distiller._effect import EffectBook
 from agent_loop_distiller._lessons import Edit
 
 __all__ = ["MemoryFile", "ReportData"]
@@ -48,3 +49,6 @@ class ReportData:
     """The memory files this tick wrote or read."""
     note: str = ""
     """One line on what the tick did."""
+    effects: EffectBook | None = None
+    """The measured effect of every lesson over its whole life (the ledger's effect,
+    compliance and token columns); `None` before the first measuring tick."""

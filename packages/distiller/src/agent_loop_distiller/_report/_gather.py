@@ -68,4 +68,5 @@ async def gather_report(
             expired=out.expired,
             memory=files,
             note=out.note,
+            effects=work.effects,
         )

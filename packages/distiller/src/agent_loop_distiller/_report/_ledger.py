@@ -1,7 +1,9 @@
 """The lessons ledger: per lesson, where it stands and why, for a maintainer to audit.
 
-One row per lesson of the book: its measured state, its exposures in the runs of this
-report (applicable, shown, held out), its citations and their last check, where it came
+One row per lesson of the book: its measured state, its effect on the metric it is
+decided on (shown minus held out, with its 95% interval, over its whole life), how often
+runs that saw it acted on it, what it cost in prompt tokens, its exposures in the runs of
+this report (applicable, shown, held out), its citations and their last check, where it came
 from (repository, visibility, who wrote it, the issues and PRs behind it) and its recent
 history, with a small inline SVG of its exposures accumulating run by run. Pure: plain
 values in, HTML out, every text escaped.
@@ -13,11 +15,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent_loop_common.records import CitationStatus, Lesson, RunRecord
+from agent_loop_distiller._effect import EffectBook, LessonEffect, estimate_effect
 from agent_loop_distiller._report._data import ReportData
 from agent_loop_distiller._report._html import esc, fmt_int, fmt_time, link, section, table
 from agent_loop_distiller._upkeep import rank_lessons
 
-__all__ = ["ExposureCount", "exposure_counts", "exposure_sparkline", "render_ledger"]
+__all__ = [
+    "ExposureCount",
+    "effect_cells",
+    "exposure_counts",
+    "exposure_sparkline",
+    "render_ledger",
+]
 
 _W, _H = 120, 28
 
@@ -72,6 +81,37 @@ def exposure_sparkline(path: Sequence[tuple[int, int]]) -> str:
     )
 
 
+def effect_cells(measured: LessonEffect | None) -> list[str]:
+    """Effect with its interval, compliance and token cost of one lesson (escaped HTML).
+
+    The effect is the one its state is decided on (the lesson's target metric), pooled
+    over strata where both arms were seen; "–" until then. Compliance compares shown runs
+    that used what the lesson names with held-out runs that did anyway (the base rate).
+    """
+    if measured is None:
+        return ['<span class="muted">not measured yet</span>', "–", "–"]
+    stats = measured.metrics.get(measured.metric)
+    estimate = estimate_effect(stats, measured.metric) if stats is not None else None
+    if estimate is None:
+        effect = f'<span class="muted">{esc(measured.metric.value)}: both arms not seen yet</span>'
+    else:
+        effect = esc(
+            f"{estimate.metric.value}: {estimate.effect:+.2f} "
+            f"[{estimate.low:+.2f}, {estimate.high:+.2f}] "
+            f"({estimate.shown} shown / {estimate.held_out} held out)"
+        )
+    if measured.compliance_checked:
+        compliance = esc(
+            f"{measured.complied} of {measured.compliance_checked} shown runs"
+            f" (held out: {measured.followed_when_held} of {measured.held_out} anyway)"
+        )
+    else:
+        compliance = '<span class="muted">nothing to check</span>'
+    per_run = measured.tokens_shown / measured.shown if measured.shown else 0
+    tokens = esc(f"{measured.tokens_shown:,} ({per_run:,.0f} per shown run)")
+    return [effect, compliance, tokens]
+
+
 def _citations(lesson: Lesson) -> str:
     if not lesson.citations:
         return '<span class="muted">none</span>'
@@ -113,6 +153,7 @@ def _history(lesson: Lesson) -> str:
 def render_ledger(data: ReportData, urls: dict[str, str]) -> str:
     """The ledger section of the Lessons tab."""
     counts = exposure_counts(data.runs)
+    effects = data.effects or EffectBook()
     rows: list[list[str]] = []
     for lesson in rank_lessons(data.book.lessons):
         c = counts.get(lesson.id, ExposureCount(path=[]))
@@ -120,6 +161,7 @@ def render_ledger(data: ReportData, urls: dict[str, str]) -> str:
             [
                 f"<code>{esc(lesson.id)}</code>",
                 esc(lesson.state.value),
+                *effect_cells(effects.lessons.get(lesson.id)),
                 f"{fmt_int(c.applicable)} of {fmt_int(c.candidate)}",
                 fmt_int(c.shown),
                 fmt_int(c.held_out),
@@ -129,12 +171,15 @@ def render_ledger(data: ReportData, urls: dict[str, str]) -> str:
                 _history(lesson),
             ]
         )
-    headers = ["Id", "State", "Applied (runs)", "Shown", "Held out", "Exposures",
+    headers = ["Id", "State", "Effect [95% interval]", "Compliance", "Prompt tokens",
+               "Applied (runs)", "Shown", "Held out", "Exposures",
                "Citations", "Provenance", "History"]  # fmt: skip
-    body = table(headers, rows, numeric=[3, 4]) if rows else '<p class="muted">No lessons yet.</p>'
+    body = table(headers, rows, numeric=[6, 7]) if rows else '<p class="muted">No lessons yet.</p>'
     note = (
-        '<p class="muted">Exposures count the runs of this report: applied when the '
-        "lesson's scope matched the run, shown or held out by the run's logged draw "
-        "(blue: shown, orange: held out, cumulative).</p>"
+        '<p class="muted">Effect, compliance and tokens cover the lesson\'s whole life '
+        "(the distiller's measurement state); the effect is shown minus held-out rate on "
+        "the metric its state is decided on. Exposures count the runs of this report: "
+        "applied when the lesson's scope matched the run, shown or held out by the run's "
+        "logged draw (blue: shown, orange: held out, cumulative).</p>"
     )
     return section(f"Ledger ({len(rows)})", note + body)
