@@ -59,7 +59,12 @@ from agent_loop_distiller._errors import DistillationFailed, EditsRejected
 from agent_loop_distiller._grading import follow_up
 from agent_loop_distiller._lessons import Edit
 from agent_loop_distiller._measure import measure_effects
-from agent_loop_distiller._publish import apply_flow_back, read_flow_back, sync_lessons_pull
+from agent_loop_distiller._publish import (
+    apply_flow_back,
+    lessons_branch,
+    read_flow_back,
+    sync_lessons_pull,
+)
 from agent_loop_distiller._report._gather import gather_report
 from agent_loop_distiller._select import TickKind, failure_streak, learnable, retry_at
 from agent_loop_distiller._state import CLAIM_KEY, DistillerOptions, TickResult, Work
@@ -144,9 +149,11 @@ async def _visibility(runtime: Runtime) -> Visibility:
 async def _flow_back(
     runtime: Runtime, book: LessonBook, now: datetime, out: TickResult
 ) -> tuple[LessonBook, list[RetiredLesson]]:
-    """A trusted person's edits of the lessons section on the default branch, folded in
-    (`AGENT_LOOP_LESSONS_PR=on` only); GitHub failing leaves the book as it was."""
+    """A trusted person's edits of the lessons section, folded in (`AGENT_LOOP_LESSONS_PR=on`
+    only): on the default branch (merged lessons) and on the pull request's own branch
+    (a review edit before the merge). GitHub failing leaves the book as it was."""
     settings = runtime.settings
+    retired: list[RetiredLesson] = []
     try:
         head = out.lessons_base = await runtime.github.default_branch()
         trust = Trust(
@@ -154,12 +161,16 @@ async def _flow_back(
             minimum=settings.trusted_min_permission,
             agent_login=await runtime.claimer.agent_login(),
         )
-        flow = await read_flow_back(runtime.github, trust, settings.lessons_file, head.name)
+        for branch in (head.name, lessons_branch(settings.branch_prefix)):
+            flow = await read_flow_back(runtime.github, trust, settings.lessons_file, branch)
+            out.lessons_edits_ignored += [
+                x for x in flow.ignored if x not in out.lessons_edits_ignored
+            ]
+            book, gone = apply_flow_back(book, flow, now)
+            retired += gone
     except GitHubError as exc:
         _log.warning("distiller.lessons_flow_back_failed", error=str(exc))
-        return book, []
-    out.lessons_edits_ignored = flow.ignored
-    return apply_flow_back(book, flow, now)
+    return book, retired
 
 
 async def _sync_pull(runtime: Runtime, work: Work, out: TickResult) -> None:

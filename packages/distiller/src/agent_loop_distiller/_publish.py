@@ -12,8 +12,9 @@ their first commit. A line they removed retires its lesson ("removed by <login>"
 line they reworded rewords it. Both are recorded as the maintainer's (author
 `maintainer`, their login), so the distiller can no longer change or expire the lesson.
 Anyone else's edit is ignored, and the next pull request puts the lesson's text back.
+The pull request's own branch is read the same way (a reviewer's edit before the merge).
 
-Requests are few: one history listing of the file per tick; when people changed the
+Requests are few: one history listing of the file per branch and tick; when people changed the
 file since the agents' last commit to it, the file as they left it, and only when it has
 the section their permissions and the file before them; for the pull request, the base's
 section and the branch's (and the pull request's state while it is pending) before any
@@ -29,7 +30,7 @@ from datetime import datetime
 
 import structlog
 
-from agent_loop_common.github import BranchHead, GitHub, PathCommit
+from agent_loop_common.github import BranchHead, GitHub, NotFound, PathCommit
 from agent_loop_common.records import (
     Lesson,
     LessonAuthor,
@@ -226,13 +227,17 @@ def _text(raw: bytes | None) -> str | None:
 
 
 async def read_flow_back(github: GitHub, trust: Trust, path: str, branch: str) -> FlowBack:
-    """People's edits of the section on `branch` since the agents' last commit to it.
+    """People's edits of the section on `branch` since the agents' last commit to it
+    (the default branch, or the lessons pull request's branch during its review).
 
     The newest commits of the file not by the agents' identity are the people's edits;
     they count only when every one is by a trusted person (a trusted person merging a
     stranger's change leaves the stranger as the file's author, so it is ignored too).
     """
-    history = await github.path_commits(path, branch, limit=_HISTORY)
+    try:
+        history = await github.path_commits(path, branch, limit=_HISTORY)
+    except NotFound:
+        return FlowBack()  # no such branch (the lessons branch before its first write)
     people: list[PathCommit] = []
     for commit in history:
         if commit.author_login and trust.is_agent(commit.author_login):
