@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent_loop_builder import run_builder_tick
-from agent_loop_common.github import RequestStats
+from agent_loop_common.github import RequestStats, route_writes
 from agent_loop_common.logs import configure_logging
 from agent_loop_common.records import Outcome, Role, RunRecord
 from agent_loop_common.runtime import Runtime, use_model
@@ -60,7 +60,8 @@ class Cost:
     requests: int
     """Every request sent (304s, pages and token exchanges included)."""
     writes: int
-    """Requests that create or change something: not GET, not a GraphQL query."""
+    """Operations that create or change something (`route_writes`): a request that is not
+    a GET or a GraphQL query is one, a GraphQL document of N mutations is N."""
     not_modified: int
     """Conditional reads answered 304."""
     rate_limit_used: int
@@ -92,18 +93,12 @@ class Bench:
         return record, Cost(
             requests=sum(n for counts in api.values() for n in counts.values()),
             writes=sum(
-                n for route, counts in api.items() if _write(route) for n in counts.values()
+                route_writes(route) * n for route, counts in api.items() for n in counts.values()
             ),
             not_modified=sum(counts.get(304, 0) for counts in api.values()),
             rate_limit_used=used,
             routes=routes,
         )
-
-
-def _write(route: str) -> bool:
-    """A request that changes something: not a GET, nor a GraphQL query (a read sent as
-    a POST); a GraphQL mutation is keyed `POST /graphql (mutation)` and counts."""
-    return not route.startswith("GET ") and route != "POST /graphql"
 
 
 def _download(route: str) -> bool:

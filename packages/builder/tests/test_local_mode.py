@@ -80,7 +80,7 @@ def test_builder_tick_in_local_mode(
     assert record.github.requests == summary.github_requests
     # the durable actions' own requests are merged into the tick's record
     assert record.github.by_route["POST /repos/{owner}/{repo}/pulls"] == 1
-    assert record.github.by_route["POST /graphql (mutation)"] == 1
+    assert record.github.by_route["POST /graphql (2 mutations)"] == 1  # branch and commit
 
 
 def test_main_reports_configuration_errors(

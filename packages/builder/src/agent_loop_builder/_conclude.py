@@ -94,12 +94,20 @@ class HeldIssue:
 
 
 async def conclude(
-    held: HeldIssue, result: AttemptResult, snapshot: RepoSnapshot, write: Writer
+    held: HeldIssue,
+    result: AttemptResult,
+    snapshot: RepoSnapshot,
+    write: Writer,
+    *,
+    repository_id: str = "",
 ) -> None:
-    """Write what `result` calls for on GitHub and set the run's outcome."""
+    """Write what `result` calls for on GitHub and set the run's outcome.
+
+    `repository_id` (the repository's GraphQL node id, read with the base) lets a pull
+    request's branch and commit be created in one request."""
     match result:
         case Verified(plan=ChangePlan() as plan):
-            await _open_pull(held, plan, result.notes, snapshot, write, result.tests)
+            await _open_pull(held, plan, result.notes, snapshot, write, result.tests, repository_id)
         case Verified(plan=DecompositionPlan() as plan):
             await _file_issues(held, plan, write)
         case Declined(reason=reason):
@@ -132,6 +140,7 @@ async def _open_pull(
     snapshot: RepoSnapshot,
     write: Writer,
     tests: CheckReport | None = None,
+    repository_id: str = "",
 ) -> None:
     scope, issue = held.scope, held.issue
     rt = scope.runtime
@@ -144,6 +153,7 @@ async def _open_pull(
             branch=branch_name(rt.settings.branch_prefix, issue.number, issue.title),
             base_branch=snapshot.branch,
             base_sha=snapshot.sha,
+            repository_id=repository_id,
             base_tree=(await snapshot.tree()).around(plan.files),
             title=public_text(plan.title, limit=200) or f"Resolve #{issue.number}",
             body=pr_body(

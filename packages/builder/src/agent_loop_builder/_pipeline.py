@@ -169,7 +169,9 @@ async def _build(held: HeldIssue, write: Writer) -> None:
         result = await attempt_loop(
             scope, BuildProposer(rt, job, checks), tries=rt.settings.max_tries, checks=checks
         )
-        await conclude(held, result, snapshot, scope.guarded(write))
+        await conclude(
+            held, result, snapshot, scope.guarded(write), repository_id=base.repository_id
+        )
 
 
 async def _trusted_comments(held: HeldIssue) -> list[Comment]:

@@ -53,6 +53,9 @@ class PullRequestSpec(BaseModel):
     base_branch: str
     base_sha: str
     """The commit the change was built and verified against: the commit's parent."""
+    repository_id: str = ""
+    """The repository's GraphQL node id: with it the branch and its commit are created in
+    one request (`GitHub.create_branch_with_commit`); "" takes two."""
     base_tree: GitTree | None = None
     """`base_sha`'s tree as the run read it (the entries around `files`), so the commit
     is built without reading it again; `None` reads it."""
@@ -103,10 +106,10 @@ class FiledIssues(Receipt):
 async def open_pull_request(github: GitHub, spec: PullRequestSpec) -> OpenedPull:
     """The pinned branch at the base, one commit with every staged file, the pull request.
 
-    Two writes make the commit: the branch is created at `base_sha`, then one
-    `createCommitOnBranch` puts the change on it (`GitHub.commit_on_branch`, a
-    compare-and-swap on the base). Safe to run again, and safe when GitHub's answer is
-    lost:
+    The branch and its commit are one request of two writes when the branch is new (the
+    usual case): `createRef` at `base_sha`, then `createCommitOnBranch` on it, a
+    compare-and-swap on the base (`GitHub.create_branch_with_commit`). Safe to run
+    again, and safe when GitHub's answer is lost:
 
     - when the branch exists already (a run before this one, or an earlier attempt of
       this write), an open agent pull request for it (or one of its fresh variants) is
@@ -114,23 +117,17 @@ async def open_pull_request(github: GitHub, spec: PullRequestSpec) -> OpenedPull
       listed first;
     - a branch is only ever moved when it holds nothing but the agents' own commits on
       top of the default branch's history (a leftover of a failed run); a branch with
-      anyone else's commits is left alone and a fresh name is used;
+      anyone else's commits is left alone and a fresh name is used (a branch standing
+      at the base itself holds nobody's commits: the commit goes on it);
     - when `POST /pulls` fails in a way that may have created the pull request (a 5xx, a
       timeout), it is read back before anything is cleaned up, and a branch with an open
       pull request is never deleted (deleting it would close that pull request).
     """
-    placed = await _place_branch(github, spec)
-    if isinstance(placed, OpenedPull):
-        return placed
-    branch, created = placed
+    made = await _branch_and_commit(github, spec)
+    if isinstance(made, OpenedPull):
+        return made
+    branch, sha, created = made
     try:
-        sha = await github.commit_on_branch(
-            branch=branch,
-            expected_head=spec.base_sha,
-            message=spec.commit_message,
-            files=spec.files,
-            parent_tree=spec.base_tree,
-        )
         pull = await github.create_pull(
             title=spec.title,
             body=spec.body,
@@ -143,12 +140,59 @@ async def open_pull_request(github: GitHub, spec: PullRequestSpec) -> OpenedPull
         if landed is not None:
             return landed
         if created:
-            try:
-                await github.delete_ref(f"heads/{branch}")
-            except Exception as nested:  # the original failure matters more
-                _log.warning("builder.branch_cleanup_failed", branch=branch, error=repr(nested))
+            await _delete_branch(github, branch)
         raise
     return OpenedPull(number=pull.number, url=pull.html_url, head_sha=sha)
+
+
+async def _branch_and_commit(
+    github: GitHub, spec: PullRequestSpec
+) -> tuple[str, str, bool] | OpenedPull:
+    """`(branch, commit, created)`: the change committed on the pinned branch made new
+    at the base (one request), or on a branch placed by `_place_branch` when the pinned
+    one exists; or the agent pull request that already carries the change."""
+    try:
+        made = await github.create_branch_with_commit(
+            branch=spec.branch,
+            base_sha=spec.base_sha,
+            repository_id=spec.repository_id,
+            message=spec.commit_message,
+            files=spec.files,
+            parent_tree=spec.base_tree,
+        )
+    except RefExists:
+        made = None
+    if made is not None and made.created:
+        return spec.branch, made.sha, True
+    existing = await _open_agent_pull(github, spec)
+    if existing is not None:
+        _log.info("builder.pull_exists", pr=existing.number, branch=existing.head_ref)
+        return OpenedPull(number=existing.number, url=existing.html_url, head_sha=existing.head_sha)
+    if made is not None:  # the pinned branch stood at the base: the commit went on it
+        _log.info("builder.branch_reused", branch=spec.branch)
+        return spec.branch, made.sha, False
+    branch, created = await _place_branch(github, spec)
+    try:
+        sha = await github.commit_on_branch(
+            branch=branch,
+            expected_head=spec.base_sha,
+            message=spec.commit_message,
+            files=spec.files,
+            parent_tree=spec.base_tree,
+        )
+    except BaseException:
+        if created:
+            await _delete_branch(github, branch)
+        raise
+    return branch, sha, created
+
+
+async def _delete_branch(github: GitHub, branch: str) -> None:
+    """Remove a branch this write created, after a failure (which matters more)."""
+    try:
+        await github.delete_ref(f"heads/{branch}")
+    except Exception as nested:
+        _log.warning("builder.branch_cleanup_failed", branch=branch, error=repr(nested))
 
 
 def _ours(spec: PullRequestSpec, head_ref: str) -> bool:
@@ -185,29 +229,24 @@ async def _read_back(
     return None
 
 
-async def _place_branch(github: GitHub, spec: PullRequestSpec) -> tuple[str, bool] | OpenedPull:
-    """Point a branch at the base: `(branch, created)`, or the agent pull request that
-    already carries the change. Never rewrites anyone's commits."""
+async def _place_branch(github: GitHub, spec: PullRequestSpec) -> tuple[str, bool]:
+    """Point a branch at the base, the pinned one being taken and no agent pull request
+    carrying the change: `(branch, created)`. Never rewrites anyone's commits."""
     for attempt in range(1, _FRESH_NAMES + 1):
         branch = spec.branch if attempt == 1 else f"{spec.branch}-{attempt}"
-        try:
-            await github.create_ref(f"refs/heads/{branch}", spec.base_sha)
-            return branch, True
-        except RefExists:
-            if attempt == 1:  # variants exist only beside the pinned branch
-                existing = await _open_agent_pull(github, spec)
-                if existing is not None:
-                    _log.info("builder.pull_exists", pr=existing.number, branch=existing.head_ref)
-                    return OpenedPull(
-                        number=existing.number, url=existing.html_url, head_sha=existing.head_sha
-                    )
-            head = await github.get_ref(f"heads/{branch}")
-            if head is not None and await _only_agent_commits(github, head, spec.base_sha):
-                _log.info("builder.branch_reused", branch=branch)
-                if head != spec.base_sha:
-                    await github.update_ref(f"heads/{branch}", spec.base_sha, force=True)
-                return branch, False
-            _log.warning("builder.branch_has_foreign_commits", branch=branch)
+        if attempt > 1:
+            try:
+                await github.create_ref(f"refs/heads/{branch}", spec.base_sha)
+                return branch, True
+            except RefExists:
+                pass
+        head = await github.get_ref(f"heads/{branch}")
+        if head is not None and await _only_agent_commits(github, head, spec.base_sha):
+            _log.info("builder.branch_reused", branch=branch)
+            if head != spec.base_sha:
+                await github.update_ref(f"heads/{branch}", spec.base_sha, force=True)
+            return branch, False
+        _log.warning("builder.branch_has_foreign_commits", branch=branch)
     raise RefExists(
         f"branches {spec.branch} to {spec.branch}-{_FRESH_NAMES} all hold others' commits",
         method="POST",

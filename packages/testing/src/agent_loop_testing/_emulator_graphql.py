@@ -22,9 +22,9 @@ Repository also: isPrivate diskUsage
 Answers have GitHub's shape: `{"data": ...}`, with `NOT_FOUND` errors (and a `null`)
 for a missing object, and `{"errors": [...]}` without data for a query that does not
 parse or names a field or variable wrongly. Anything outside this schema is such an
-error: a test that needs more should extend the schema here. One mutation is served,
-`createCommitOnBranch` (`_emulator_graphql_mutations`), with its payload's `Commit` and
-`Ref`; a resolver's `FieldError` becomes a typed field error (`STALE_DATA`, ...) with a
+error: a test that needs more should extend the schema here. Two mutations are served,
+`createRef` and `createCommitOnBranch` (`_emulator_graphql_mutations`), with their
+payloads' `Commit` and `Ref`, the root fields of a document run in order; a resolver's `FieldError` becomes a typed field error (`STALE_DATA`, ...) with a
 `null` value, as GitHub answers.
 """
 
@@ -42,6 +42,7 @@ from agent_loop_testing._emulator_errors import ApiError
 from agent_loop_testing._emulator_graphql_mutations import (
     FieldError,
     create_commit_on_branch,
+    create_ref,
 )
 from agent_loop_testing._emulator_graphql_parse import (
     FieldNode,
@@ -244,11 +245,22 @@ _SCHEMA: dict[str, dict[str, FieldNodeDef]] = {
         ),
     },
     "Mutation": {
+        "createRef": FieldNodeDef(
+            "CreateRefPayload",
+            lambda st, o, a: create_ref(st, cast("UserRec", o), a),
+            {"input": "CreateRefInput!"},
+        ),
         "createCommitOnBranch": FieldNodeDef(
             "CreateCommitOnBranchPayload",
             lambda st, o, a: create_commit_on_branch(st, cast("UserRec", o), a),
             {"input": "CreateCommitOnBranchInput!"},
         ),
+    },
+    "CreateRefPayload": {
+        "clientMutationId": FieldNodeDef(
+            "scalar", lambda st, o, a: _payload(o)["clientMutationId"]
+        ),
+        "ref": FieldNodeDef("Ref", lambda st, o, a: ("Ref", _payload(o)["ref"])),
     },
     "CreateCommitOnBranchPayload": {
         "clientMutationId": FieldNodeDef(

@@ -1,9 +1,18 @@
-"""GraphQL mutations of the emulator: `createCommitOnBranch`, as GitHub's schema has it.
+"""GraphQL mutations of the emulator: `createRef` and `createCommitOnBranch`, as GitHub's
+schema has them.
 
 ```graphql
 type Mutation {
+  createRef(input: CreateRefInput!): CreateRefPayload
   createCommitOnBranch(input: CreateCommitOnBranchInput!): CreateCommitOnBranchPayload
 }
+input CreateRefInput {
+  repositoryId: ID!                    # the repository's node id (`Repository.id`)
+  name: String!                        # fully qualified: `refs/heads/x`
+  oid: GitObjectID!
+  clientMutationId: String
+}
+type CreateRefPayload { clientMutationId: String  ref: Ref }
 input CreateCommitOnBranchInput {
   branch: CommittableBranch!           # {repositoryNameWithOwner, branchName} or {id}
   expectedHeadOid: GitObjectID!        # the compare-and-swap: the branch must point here
@@ -21,7 +30,11 @@ the branch must exist (the mutation never creates one); the author and committer
 the viewer; an added file is a regular file (mode `100644`) even where an executable
 stood, which is why the facade commits changes to executables through the git data API;
 deleting a path that is not there is refused. Errors are field errors (`data` carries a
-`null` payload), as GitHub answers them.
+`null` payload), as GitHub answers them. The root fields of one mutation document run
+one after another, each on what the ones before it left, and one field's error does not
+stop the next: so `createRef` then `createCommitOnBranch` on the new branch is one
+request, and a `createRef` refused because the ref exists still lets the commit try the
+existing branch (its `expectedHeadOid` decides).
 """
 
 from __future__ import annotations
@@ -32,10 +45,11 @@ from collections.abc import Mapping
 from typing import cast
 
 from agent_loop_testing._emulator_git import MODE_FILE, TreeWrite, type_of_mode
-from agent_loop_testing._emulator_render import Json
+from agent_loop_testing._emulator_refname import is_valid_ref_name
+from agent_loop_testing._emulator_render import Json, node_id
 from agent_loop_testing._emulator_state import State, UserRec
 
-__all__ = ["FieldError", "create_commit_on_branch"]
+__all__ = ["FieldError", "create_commit_on_branch", "create_ref"]
 
 
 class FieldError(Exception):
@@ -47,22 +61,49 @@ class FieldError(Exception):
         self.message = message
 
 
-def _input(args: Mapping[str, object]) -> Json:
+def _input(args: Mapping[str, object], kind: str = "CreateCommitOnBranchInput") -> Json:
     raw = args.get("input")
     if not isinstance(raw, dict):
-        raise FieldError("INVALID", "input must be a CreateCommitOnBranchInput object")
+        raise FieldError("INVALID", f"input must be a {kind} object")
     return cast("Json", raw)
 
 
-def _required(data: Json, key: str, where: str) -> object:
+def _required(data: Json, key: str, where: str, mutation: str = "createCommitOnBranch") -> object:
     value = data.get(key)
     if value is None:
         raise FieldError(
             "INVALID",
-            f"Argument 'input' on Field 'createCommitOnBranch' has an invalid value: "
+            f"Argument 'input' on Field '{mutation}' has an invalid value: "
             f"{where}.{key} (Expected value to not be null)",
         )
     return value
+
+
+def create_ref(st: State, viewer: UserRec, args: Mapping[str, object]) -> object:
+    """Resolve `createRef`: a new ref at an existing object; refused when the ref exists
+    (so exactly one of two racers creates it, as with REST)."""
+    data = _input(args, "CreateRefInput")
+    repository = str(_required(data, "repositoryId", "input", "createRef"))
+    name = str(_required(data, "name", "input", "createRef"))
+    oid = str(_required(data, "oid", "input", "createRef")).lower()
+    if repository != node_id("R", st.repo_id):
+        raise FieldError(
+            "NOT_FOUND", f"Could not resolve to a node with the global id of '{repository}'"
+        )
+    if not viewer.can("write"):
+        raise FieldError("FORBIDDEN", "Resource not accessible by integration")
+    if not name.startswith("refs/") or not is_valid_ref_name(name):
+        raise FieldError("UNPROCESSABLE", f"{name} is not a valid ref name.")
+    git = st.git
+    if git.get(oid) is None:
+        raise FieldError("UNPROCESSABLE", f"Could not resolve to a GitObject with the oid {oid}.")
+    if name in git.refs:
+        raise FieldError("UNPROCESSABLE", f'A ref named "{name}" already exists in the repository.')
+    if name.startswith("refs/heads/") and git.commit(oid) is None:
+        raise FieldError("UNPROCESSABLE", f"{oid} is not a commit.")
+    st.tick()
+    git.refs[name] = oid
+    return ("CreateRefPayload", {"ref": name, "clientMutationId": data.get("clientMutationId")})
 
 
 def _branch(st: State, data: Json) -> str:

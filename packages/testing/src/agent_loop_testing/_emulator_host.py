@@ -3,7 +3,9 @@
 One `GitHubEmulator` models one repository; a deployment with `AGENT_LOOP_REPOS` talks
 to many through one base URL and one identity. The host routes each request by the
 repository in its path (`/repos/{owner}/{repo}/...`; GraphQL by the `owner` and `name`
-variables of its query) to that repository's emulator, and everything else (`/user`,
+variables of its query, or the `branch.repositoryNameWithOwner` of a mutation's input,
+which also carries a `createRef` sent in the same document; a lone `createRef` names its
+repository only by node id and goes to the first) to that repository's emulator, and everything else (`/user`,
 `/app`, `/user/repos`, `/installation/repositories`, a repository it does not hold) to
 the first one, whose answer for an unknown repository is GitHub's 404. Every
 repository has the same people and tokens (same logins, same tokens) and they share
@@ -151,17 +153,20 @@ class GitHubHost:
 
 
 def _mutation_repository(variables: object) -> str | None:
-    """`owner/name` a `createCommitOnBranch` input names (`input.branch`), if any."""
+    """`owner/name` a `createCommitOnBranch` input names (`branch`), in whichever
+    variable it comes (`input`, or `commit` beside a `createRef` input), if any."""
     if not isinstance(variables, dict):
         return None
-    given = cast("dict[str, object]", variables).get("input")
-    branch = cast("dict[str, object]", given).get("branch") if isinstance(given, dict) else None
-    named = (
-        cast("dict[str, object]", branch).get("repositoryNameWithOwner")
-        if isinstance(branch, dict)
-        else None
-    )
-    return named if isinstance(named, str) else None
+    for given in cast("dict[str, object]", variables).values():
+        branch = cast("dict[str, object]", given).get("branch") if isinstance(given, dict) else None
+        named = (
+            cast("dict[str, object]", branch).get("repositoryNameWithOwner")
+            if isinstance(branch, dict)
+            else None
+        )
+        if isinstance(named, str):
+            return named
+    return None
 
 
 async def _read_body(receive: Receive) -> bytes:

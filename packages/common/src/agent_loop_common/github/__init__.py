@@ -38,6 +38,7 @@ from agent_loop_common.github._models import (
     GitTree,
     Issue,
     IssueEvent,
+    NewBranch,
     PathCommit,
     PullFile,
     PullRequest,
@@ -51,6 +52,7 @@ from agent_loop_common.github._models import (
 from agent_loop_common.github._pace import WritePacing
 from agent_loop_common.github._ratelimit import RateBudget, RateReserve, rate_budget_of
 from agent_loop_common.github._retry import GitHubRetryPolicy
+from agent_loop_common.github._routes import route_writes
 from agent_loop_common.github._stats import NO_RESPONSE, RequestStats
 
 __all__ = [
@@ -73,6 +75,7 @@ __all__ = [
     "GitTree",
     "Issue",
     "IssueEvent",
+    "NewBranch",
     "NotFastForward",
     "NotFound",
     "PathCommit",
@@ -94,4 +97,5 @@ __all__ = [
     "WritePacing",
     "github_auth",
     "rate_budget_of",
+    "route_writes",
 ]

@@ -4,6 +4,7 @@ multi-file commits built without a clone."""
 from __future__ import annotations
 
 import base64
+import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, cast
 from urllib.parse import quote
@@ -25,6 +26,7 @@ from agent_loop_common.github._models import (
     BranchHead,
     GitCommit,
     GitTree,
+    NewBranch,
     PathCommit,
     TreeEntry,
 )
@@ -77,9 +79,19 @@ mutation($input: CreateCommitOnBranchInput!) {
 """
 """GitHub's one-request commit: the files, the message and the head it must build on."""
 
+BRANCH_WITH_COMMIT = """
+mutation($ref: CreateRefInput!, $commit: CreateCommitOnBranchInput!) {
+  createRef(input: $ref) { ref { name } }
+  createCommitOnBranch(input: $commit) { commit { oid } }
+}
+"""
+"""A new branch and its first commit in one request: two mutations, run in order (the
+commit goes on the branch the first one made)."""
+
 DEFAULT_BRANCH_HEAD = """
 query($owner: String!, $name: String!) {
   repository(owner: $owner, name: $name) {
+    id
     isPrivate
     diskUsage
     defaultBranchRef { name target { oid ... on Commit { tree { oid } } } }
@@ -128,6 +140,7 @@ class GitOps(GraphQLBase):
             private=repository.get("isPrivate") is True,
             tree_sha=str(cast("dict[str, Any]", target.get("tree") or {}).get("oid") or ""),
             disk_usage_kb=usage if isinstance(usage := repository.get("diskUsage"), int) else None,
+            repository_id=str(repository.get("id") or ""),
         )
 
     async def get_ref(self, ref: str) -> str | None:
@@ -385,10 +398,123 @@ class GitOps(GraphQLBase):
         _check_paths(files)
         if parent_tree is None:
             parent_tree = await self.read_tree((await self.get_commit(expected_head)).tree_sha)
+        commit = self._commit_input(branch, expected_head, message, files, parent_tree)
+        if commit is None:
+            return await self._commit_by_refs(branch, expected_head, message, files, parent_tree)
+        try:
+            data = await self._graphql(COMMIT_ON_BRANCH, {"input": commit})
+        except GitHubUnavailable:
+            landed = await self._landed(branch, expected_head, commit["message"]["headline"])
+            if landed is None:
+                raise
+            return landed
+        return str(data["createCommitOnBranch"]["commit"]["oid"])
+
+    async def create_branch_with_commit(
+        self,
+        *,
+        branch: str,
+        base_sha: str,
+        repository_id: str,
+        message: str,
+        files: Mapping[str, str | bytes | None],
+        parent_tree: GitTree | None = None,
+    ) -> NewBranch:
+        """Create `branch` at `base_sha` and commit `files` on it: one request, two writes.
+
+        One GraphQL document holds `createRef` and then `createCommitOnBranch` (with
+        `expectedHeadOid` the base); GitHub runs them in order, and an error in the
+        first does not stop the second. So:
+
+        - the branch is new: it is created and carries the commit (`created`);
+        - the branch existed at `base_sha` (nobody's commits on it but the base's
+          history): the commit went on it (not `created`);
+        - the branch existed elsewhere: nothing was written, `RefExists` is raised;
+        - the branch was created but the commit refused: the new branch is deleted
+          again and the commit's error raised.
+
+        A change to an executable, which the mutation cannot keep, and a repository
+        whose node id is unknown take `create_ref` and `commit_on_branch` (more
+        requests, the same outcomes). `repository_id` is `BranchHead.repository_id`;
+        `parent_tree` is as for `commit_on_branch`.
+
+        Raises:
+            RefExists: the branch exists and does not point at `base_sha`.
+            ValueError: as `commit_files`.
+        """
+        _check_paths(files)
+        if parent_tree is None:
+            parent_tree = await self.read_tree((await self.get_commit(base_sha)).tree_sha)
+        commit = self._commit_input(branch, base_sha, message, files, parent_tree)
+        if commit is None or not repository_id:
+            await self.create_ref(f"refs/heads/{branch}", base_sha)
+            sha = await self._after_create(branch, base_sha, message, files, parent_tree)
+            return NewBranch(sha=sha, created=True)
+        ref = {"repositoryId": repository_id, "name": f"refs/heads/{branch}", "oid": base_sha}
+        try:
+            data, errors = await self._graphql_fields(
+                BRANCH_WITH_COMMIT, {"ref": ref, "commit": commit}
+            )
+        except GitHubUnavailable:
+            landed = await self._landed(branch, base_sha, commit["message"]["headline"])
+            if landed is None:
+                raise
+            return NewBranch(sha=landed, created=True)
+        ref_error, commit_error = errors.get("createRef"), errors.get("createCommitOnBranch")
+        made = cast("dict[str, Any] | None", data.get("createCommitOnBranch"))
+        if ref_error is not None:
+            if "already exists" not in ref_error.github_message.lower():
+                raise ref_error
+            if made is None:
+                raise retype(ref_error, RefExists) from None
+            return NewBranch(sha=str(made["commit"]["oid"]), created=False)
+        if made is None:
+            try:
+                await self.delete_ref(f"heads/{branch}")
+            except Exception as nested:  # the commit's refusal matters more
+                raise (commit_error or _moved(branch, base_sha, None)) from nested
+            raise commit_error or _moved(branch, base_sha, None)
+        return NewBranch(sha=str(made["commit"]["oid"]), created=True)
+
+    async def _after_create(
+        self,
+        branch: str,
+        base_sha: str,
+        message: str,
+        files: Mapping[str, str | bytes | None],
+        parent_tree: GitTree,
+    ) -> str:
+        """The commit on a branch just created at `base_sha`; the branch goes again if
+        the commit is refused."""
+        try:
+            return await self.commit_on_branch(
+                branch=branch,
+                expected_head=base_sha,
+                message=message,
+                files=files,
+                parent_tree=parent_tree,
+            )
+        except BaseException:
+            with contextlib.suppress(Exception):  # the commit's failure matters more
+                await self.delete_ref(f"heads/{branch}")
+            raise
+
+    def _commit_input(
+        self,
+        branch: str,
+        expected_head: str,
+        message: str,
+        files: Mapping[str, str | bytes | None],
+        parent_tree: GitTree,
+    ) -> dict[str, Any] | None:
+        """`createCommitOnBranch`'s input for `files` on `parent_tree`, checked as by
+        `commit_files`; None when a path is an executable or a symlink of the parent
+        (the mutation would write it as a regular file)."""
+        _check_paths(files)
         modes = {e.path: e.mode for e in parent_tree.entries if e.type == "blob"}
         _check_tree_shape(files, modes, {e.path for e in parent_tree.entries if e.type != "blob"})
         if any(modes.get(path, _PLAIN_MODE) != _PLAIN_MODE for path in files):
-            return await self._commit_by_refs(branch, expected_head, message, files, parent_tree)
+            return None
         headline, _, body = message.partition("\n")
         additions = [
             {
@@ -405,22 +531,12 @@ class GitOps(GraphQLBase):
             for path, content in sorted(files.items())
             if content is None and path in modes
         ]
-        variables: dict[str, Any] = {
-            "input": {
-                "branch": {"repositoryNameWithOwner": self.full_name, "branchName": branch},
-                "expectedHeadOid": expected_head,
-                "message": {"headline": headline, "body": body.strip("\n")},
-                "fileChanges": {"additions": additions, "deletions": deletions},
-            }
+        return {
+            "branch": {"repositoryNameWithOwner": self.full_name, "branchName": branch},
+            "expectedHeadOid": expected_head,
+            "message": {"headline": headline, "body": body.strip("\n")},
+            "fileChanges": {"additions": additions, "deletions": deletions},
         }
-        try:
-            data = await self._graphql(COMMIT_ON_BRANCH, variables)
-        except GitHubUnavailable:
-            landed = await self._landed(branch, expected_head, headline)
-            if landed is None:
-                raise
-            return landed
-        return str(data["createCommitOnBranch"]["commit"]["oid"])
 
     async def _landed(self, branch: str, expected_head: str, headline: str) -> str | None:
         """After an answer was lost: the commit GitHub made anyway, if the branch now

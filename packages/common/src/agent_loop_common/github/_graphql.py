@@ -46,15 +46,42 @@ class GraphQLBase(Base):
             except RateLimitExceeded as exc:
                 raise _graphql_error(exc) from None
 
+    async def _graphql_fields(
+        self, query: str, variables: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, GitHubError]]:
+        """One request whose root fields succeed or fail one by one (a mutation document
+        of several mutations): the data, and each failed root field's typed error.
+
+        Raises:
+            GitHubError: the request as a whole failed (no data at all).
+        """
+        gh = await self._gh()
+        with translated():
+            try:
+                return await gh.graphql.arequest(query, variables), {}
+            except GraphQLFailed as exc:
+                if exc.response.data is None:
+                    raise _graphql_error(exc) from None
+                by_field: dict[str, list[tuple[str, str]]] = {}
+                for e in exc.response.errors or []:
+                    root = str(e.path[0]) if e.path else ""
+                    by_field.setdefault(root, []).append((e.type or "", e.message))
+                return exc.response.data, {
+                    root: _typed(errors, None) for root, errors in by_field.items()
+                }
+            except RateLimitExceeded as exc:
+                raise _graphql_error(exc) from None
+
 
 def _graphql_error(exc: GraphQLFailed | RateLimitExceeded) -> GitHubError:
     """The facade's error for a GraphQL answer that carries errors (HTTP 200)."""
     if isinstance(exc, RateLimitExceeded):
-        errors: list[tuple[str, str]] = [("RATE_LIMITED", "rate limit exceeded")]
-        wait: float | None = exc.retry_after.total_seconds()
-    else:
-        errors = [(e.type or "", e.message) for e in exc.response.errors or []]
-        wait = None
+        return _typed([("RATE_LIMITED", "rate limit exceeded")], exc.retry_after.total_seconds())
+    return _typed([(e.type or "", e.message) for e in exc.response.errors or []], None)
+
+
+def _typed(errors: list[tuple[str, str]], wait: float | None) -> GitHubError:
+    """GraphQL errors (`type`, `message`) as one facade error, typed by the first known."""
     said = "; ".join(message for _, message in errors)
     cls: type[GitHubError] = Unprocessable
     for kind, _ in errors:

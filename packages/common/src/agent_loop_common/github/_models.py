@@ -251,3 +251,14 @@ class BranchHead(_Frozen):
     disk_usage_kb: int | None = None
     """What the repository occupies on GitHub's disks, every commit packed (GraphQL
     `diskUsage`): an upper bound, roughly, of its tarball's size."""
+    repository_id: str = ""
+    """The repository's GraphQL node id (read in the same request; "" when not read),
+    which `createRef` takes."""
+
+
+class NewBranch(_Frozen):
+    """What `GitHub.create_branch_with_commit` made: the commit, and whether the branch
+    was created (not, when it stood at the base already and the commit went on it)."""
+
+    sha: str
+    created: bool

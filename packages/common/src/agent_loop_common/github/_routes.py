@@ -76,21 +76,64 @@ _IDEMPOTENT_POSTS = frozenset(
 )
 
 GRAPHQL_MUTATION = "/graphql (mutation)"
-"""The route key of a GraphQL mutation (`Router.route`): a write, unlike a query."""
+"""The route key of a GraphQL mutation (`Router.route`): a write, unlike a query. A
+document of several mutations is keyed `/graphql (N mutations)`: one request, N writes
+(`route_writes`)."""
 
 _LEADING_COMMENTS = re.compile(r"^(?:\s|#[^\n]*\n?)*")
+_SEVERAL = re.compile(r"/graphql \((\d+) mutations\)$")
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|#[^\n]*|[_A-Za-z][_0-9A-Za-z]*|[{}()]')
 
 
-def _is_mutation(request: httpx.Request) -> bool:
-    """Whether a `POST /graphql` body's operation is a mutation (anything unreadable is not)."""
+def _mutations(request: httpx.Request) -> int:
+    """How many mutations a `POST /graphql` body holds: its root fields when the
+    operation is a mutation (each one a write, run in order), else 0 (anything
+    unreadable is no mutation)."""
     try:
         query = json.loads(request.content).get("query")
     except (ValueError, AttributeError, httpx.RequestNotRead):
-        return False
+        return 0
     if not isinstance(query, str):
-        return False
+        return 0
     leading = _LEADING_COMMENTS.match(query)
-    return query[leading.end() if leading else 0 :].startswith("mutation")
+    if not query[leading.end() if leading else 0 :].startswith("mutation"):
+        return 0
+    return max(1, _root_fields(query))
+
+
+def _root_fields(query: str) -> int:
+    """Root fields of the first operation's selection set (`alias: field` counts once)."""
+    braces = parens = fields = 0
+    aliased = False
+    for match in _TOKEN.finditer(query):
+        part = match.group()
+        if part.startswith(("#", '"')):
+            continue
+        if part in ("(", ")"):
+            parens += 1 if part == "(" else -1
+        elif parens:
+            continue
+        elif part in ("{", "}"):
+            braces += 1 if part == "{" else -1
+            if braces == 0:
+                return fields
+        elif braces == 1:
+            if aliased:  # the field an alias names
+                aliased = False
+            else:
+                fields += 1
+                aliased = query[match.end() :].lstrip().startswith(":")
+    return fields
+
+
+def route_writes(route: str) -> int:
+    """The writes one request of `route` (`"METHOD /template"`, as `RequestStats` keys
+    them) makes: none for a read (a GET, a GraphQL query), N for a document of N
+    mutations, else one."""
+    if route.startswith(("GET ", "HEAD ")) or route == "POST /graphql":
+        return 0
+    several = _SEVERAL.search(route)
+    return int(several.group(1)) if several else 1
 
 
 _WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
@@ -184,8 +227,12 @@ class Router:
         pacing and stats layers key on `GRAPHQL_MUTATION` for the latter.
         """
         template = self.template(request.url)
-        if template == "/graphql" and _is_mutation(request):
-            return GRAPHQL_MUTATION
+        if template == "/graphql":
+            mutations = _mutations(request)
+            if mutations == 1:
+                return GRAPHQL_MUTATION
+            if mutations > 1:
+                return f"/graphql ({mutations} mutations)"
         return template
 
     def is_idempotent(self, method: str, template: str) -> bool:
