@@ -152,7 +152,8 @@ def test_a_staged_setup_that_writes_pyvenv_cfg_cannot_read_a_host_file(
     assert summary.outcome == "opened_pr"
     [pr] = summary.made
     body = emulator.pull(pr).body or ""
-    assert "- Result: exit 0 (base: exit 0)" in body, body  # the tests ran, and passed
+    # The tests ran and passed (unittest's summary is counted since issue 22, point 4).
+    assert "- Result: 2 passed (base: 1 passed)" in body, body
     prompts = [
         str(c.messages) + c.system for c in [*model.calls_for(), *model.calls_for(VERIFIER_MARKER)]
     ]
