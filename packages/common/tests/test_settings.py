@@ -164,6 +164,12 @@ ALL_VARIABLES: list[tuple[str, str, str, object]] = [
     ("AGENT_LOOP_SETUP_COMMAND", "uv sync --frozen", "setup_command", "uv sync --frozen"),
     ("AGENT_LOOP_MAX_TEST_RUNS", "3", "max_test_runs", 3),
     ("AGENT_LOOP_TEST_JUNIT_REPORT", "false", "test_junit_report", False),
+    (
+        "AGENT_LOOP_PIP_OPTIONS",
+        "--no-index --find-links wheels",
+        "pip_options",
+        "--no-index --find-links wheels",
+    ),
     ("AGENT_LOOP_SANDBOX_TIMEOUT_SECONDS", "120", "sandbox_timeout_seconds", 120.0),
     ("AGENT_LOOP_SANDBOX_MEMORY_MB", "2048", "sandbox_memory_mb", 2048),
     ("AGENT_LOOP_SANDBOX_MAX_PROCESSES", "128", "sandbox_max_processes", 128),
