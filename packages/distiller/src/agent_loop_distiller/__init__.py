@@ -39,6 +39,7 @@ from agent_loop_distiller._effect import (
     decide,
     estimate_effect,
     fold,
+    forget_departed,
     graded_of,
     observe,
 )
@@ -138,6 +139,7 @@ __all__ = [
     "fold",
     "follow_up",
     "followed",
+    "forget_departed",
     "graded_of",
     "learnable",
     "lesson_id",
