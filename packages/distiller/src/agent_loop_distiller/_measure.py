@@ -16,7 +16,7 @@ the new records times their exposures, whatever the history.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -28,7 +28,7 @@ from agent_loop_common.records import (
     Role,
     RunRecord,
 )
-from agent_loop_distiller._diagnosis import Diagnosis, cues_of, diagnose, followed
+from agent_loop_distiller._diagnosis import Diagnosis, count_use, cues_of, diagnose, followed
 from agent_loop_distiller._digest import estimate_tokens
 from agent_loop_distiller._effect import (
     EffectBook,
@@ -71,8 +71,14 @@ def measure_effects(
     records: Iterable[RunRecord],
     now: datetime,
     policy: EffectPolicy | None = None,
+    judgments: Mapping[tuple[str, str], bool] | None = None,
 ) -> Measured:
-    """Count the new records' exposures, decide, and retire what the evidence retires."""
+    """Count the new records' exposures, decide, and retire what the evidence retires.
+
+    `judgments` (lesson id, run id) -> followed: the model's compliance judgments for
+    lessons that name nothing to look for in a trace (`_judge.judge_compliance`).
+    """
+    judged = judgments or {}
     rules = policy or EffectPolicy()
     lessons = {x.id: x for x in book.lessons}
     cues = {x.id: cues_of(x) for x in book.lessons}
@@ -87,6 +93,7 @@ def measure_effects(
         new_ids.append(record.run_id)
         outcomes = outcomes_of(record).binary()
         stratum = stratum_of(record)
+        kind = record.work_kind.value if record.work_kind is not None else "unknown"
         for e in record.exposures:
             effect = effects.effect(e.lesson_id)
             lesson = lessons.get(e.lesson_id)
@@ -97,14 +104,16 @@ def measure_effects(
             if not e.applicable or not (e.shown or e.held_out):
                 continue
             observe(effect, Exposure(e.lesson_id, stratum, e.shown, e.holdout, outcomes), rules)
-            lesson_cues = cues.get(e.lesson_id, ())
             if e.shown:
                 effect.tokens_shown += tokens.get(e.lesson_id, 0)
-                if lesson_cues:
-                    effect.compliance_checked += 1
-                    effect.complied += followed(lesson_cues, record.trace)
-            elif lesson_cues:
-                effect.followed_when_held += followed(lesson_cues, record.trace)
+            lesson_cues = cues.get(e.lesson_id, ())
+            used = (
+                followed(lesson_cues, record.trace)
+                if lesson_cues
+                else judged.get((e.lesson_id, record.run_id))
+            )
+            if used is not None:
+                count_use(effect, kind, e.shown, used, by_model=not lesson_cues)
     remember_runs(effects, new_ids)
     out = Measured(book=book, counted=len(new_ids))
     kept: list[Lesson] = []
