@@ -59,6 +59,9 @@ def served(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> Iterator[
         monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path / "home"))
         monkeypatch.setenv("AGENT_LOOP_SANDBOX", "off")
         monkeypatch.setenv("AGENT_LOOP_LESSON_HOLDOUT", str(HOLDOUT))
+        # The distiller's script has no compliance judgments (their budget and parsing
+        # are driven in packages/distiller/tests/test_diagnosis_actions.py).
+        monkeypatch.setenv("AGENT_LOOP_COMPLIANCE_JUDGMENTS", "0")
         yield emulator
 
 

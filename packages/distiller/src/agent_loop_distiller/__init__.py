@@ -45,6 +45,8 @@ from agent_loop_distiller._effect import (
     SequentialTest,
     decide,
     estimate_effect,
+    fold,
+    graded_of,
     observe,
 )
 from agent_loop_distiller._errors import (
@@ -156,8 +158,10 @@ __all__ = [
     "evidence_of",
     "expire_stale",
     "failure_streak",
+    "fold",
     "follow_up",
     "followed",
+    "graded_of",
     "judge_compliance",
     "learnable",
     "lesson_id",

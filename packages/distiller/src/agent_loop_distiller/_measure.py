@@ -5,9 +5,11 @@ result = measure_effects(effects, book, records, now, policy)   # effects is upd
 book = result.book                                      # states set, decided lessons out
 ```
 
-Each record is counted once (`EffectBook.recent_run_ids`); each of its exposures adds
-one run to its lesson's counts (`_effect.observe`), and compliance and token cost are
-taken from the run's trace and the lesson's text. Then every touched lesson is decided
+Each record is counted once (`EffectBook.recent_run_ids`); its outcomes are graded once
+and its applicable exposures are grouped per lesson, so each touched lesson's runs are
+folded in one call (`_effect.fold`); compliance is taken from the run's trace (or, for
+a lesson that names nothing, the model's judgments bought for it) and token cost from
+the lesson's text. Then every touched lesson is decided
 again; a lesson that became `no_effect` or `harmful` leaves the book, kept as a
 `RetiredLesson` in its effect state with the diagnosis as the reason, and a `proven`
 one stays with its state set (runs then hold it out less often). Cost: proportional to
@@ -33,9 +35,11 @@ from agent_loop_distiller._digest import estimate_tokens
 from agent_loop_distiller._effect import (
     EffectBook,
     EffectPolicy,
-    Exposure,
+    LessonEffect,
+    Run,
     decide,
-    observe,
+    fold,
+    graded_of,
     remember_runs,
 )
 from agent_loop_distiller._outcomes import outcomes_of
@@ -65,6 +69,46 @@ def stratum_of(record: RunRecord) -> str:
     return f"{record.repo or '-'}|{kind}"
 
 
+class _Compliance:
+    """Compliance counts of one tick: from the trace for the lessons that name something
+    to check, from the model's judgments (when one was bought) for those that do not."""
+
+    def __init__(self, book: LessonBook, judgments: Mapping[tuple[str, str], bool]) -> None:
+        self.cues = {x.id: c for x in book.lessons if (c := cues_of(x))}
+        self.tokens = {x.id: estimate_tokens(x.text) + 4 for x in book.lessons}
+        self.judgments = judgments
+        self.counts: dict[str, LessonEffect] = {}
+        """Lesson -> this tick's compliance counts (the other fields unused)."""
+
+    def count(self, lesson_id: str, shown: bool, record: RunRecord, kind: str) -> None:
+        cues = self.cues.get(lesson_id)
+        if cues:
+            used: bool | None = followed(cues, record.trace)
+        elif not self.judgments:
+            return
+        else:
+            used = self.judgments.get((lesson_id, record.run_id))
+        if used is not None:
+            tally = self.counts.get(lesson_id)
+            if tally is None:
+                tally = self.counts[lesson_id] = LessonEffect(lesson_id=lesson_id)
+            count_use(tally, kind, shown, used, by_model=not cues)
+
+    def add_to(self, effect: LessonEffect) -> None:
+        c = self.counts.get(effect.lesson_id)
+        if c is None:
+            return
+        effect.compliance_checked += c.compliance_checked
+        effect.complied += c.complied
+        effect.held_checked += c.held_checked
+        effect.followed_when_held += c.followed_when_held
+        effect.judged += c.judged
+        for kind, (checked, used) in c.kind_use.items():
+            slot = effect.kind_use.setdefault(kind, [0, 0])
+            slot[0] += checked
+            slot[1] += used
+
+
 def measure_effects(
     effects: EffectBook,
     book: LessonBook,
@@ -78,42 +122,39 @@ def measure_effects(
     `judgments` (lesson id, run id) -> followed: the model's compliance judgments for
     lessons that name nothing to look for in a trace (`_judge.judge_compliance`).
     """
-    judged = judgments or {}
     rules = policy or EffectPolicy()
     lessons = {x.id: x for x in book.lessons}
-    cues = {x.id: cues_of(x) for x in book.lessons}
-    tokens = {x.id: estimate_tokens(x.text) + 4 for x in book.lessons}
     seen = set(effects.recent_run_ids)
-    touched: set[str] = set()
     new_ids: list[str] = []
+    candidates: dict[str, int] = {}
+    runs: dict[str, list[Run]] = {}
+    compliance = _Compliance(book, judgments or {})
     for record in records:
         if record.role is Role.DISTILLER or not record.exposures or record.run_id in seen:
             continue
         seen.add(record.run_id)
         new_ids.append(record.run_id)
-        outcomes = outcomes_of(record).binary()
+        graded = graded_of(outcomes_of(record).binary())
         stratum = stratum_of(record)
         kind = record.work_kind.value if record.work_kind is not None else "unknown"
         for e in record.exposures:
-            effect = effects.effect(e.lesson_id)
-            lesson = lessons.get(e.lesson_id)
-            if lesson is not None:
-                effect.metric = lesson.metric
-            effect.candidates += 1
-            touched.add(e.lesson_id)
+            lesson_id = e.lesson_id
+            candidates[lesson_id] = candidates.get(lesson_id, 0) + 1
             if not e.applicable or not (e.shown or e.held_out):
                 continue
-            observe(effect, Exposure(e.lesson_id, stratum, e.shown, e.holdout, outcomes), rules)
-            if e.shown:
-                effect.tokens_shown += tokens.get(e.lesson_id, 0)
-            lesson_cues = cues.get(e.lesson_id, ())
-            used = (
-                followed(lesson_cues, record.trace)
-                if lesson_cues
-                else judged.get((e.lesson_id, record.run_id))
-            )
-            if used is not None:
-                count_use(effect, kind, e.shown, used, by_model=not lesson_cues)
+            runs.setdefault(lesson_id, []).append((stratum, e.shown, e.holdout, graded))
+            compliance.count(lesson_id, e.shown, record, kind)
+    for lesson_id, count in candidates.items():
+        effect = effects.effect(lesson_id)
+        lesson = lessons.get(lesson_id)
+        if lesson is not None:
+            effect.metric = lesson.metric
+        effect.candidates += count
+        shown_before = effect.shown
+        fold(effect, runs.get(lesson_id, ()), rules)
+        effect.tokens_shown += compliance.tokens.get(lesson_id, 0) * (effect.shown - shown_before)
+        compliance.add_to(effect)
+    touched = candidates.keys()
     remember_runs(effects, new_ids)
     out = Measured(book=book, counted=len(new_ids))
     kept: list[Lesson] = []
