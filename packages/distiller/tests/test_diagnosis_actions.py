@@ -305,7 +305,7 @@ async def test_compliance_judgments_stay_within_the_budget_and_garbage_is_unknow
     diagnosis = book[BLIND[2]].diagnosis
     assert diagnosis is not None
     assert diagnosis.judged_by == "model"
-    assert "by model judgment" in diagnosis.summary()
+    assert "(judged by the model)" in diagnosis.summary()
 
 
 async def test_a_failing_model_ends_the_judgments_without_failing_the_measurement() -> None:

@@ -174,8 +174,8 @@ class LessonDiagnosis(BaseModel):
         if self.applicability is not None:
             parts.append(f"applies to {self.applicability:.0%} of runs")
         if self.compliance is not None:
-            how = {"trace": "from the tool trace", "model": "by model judgment"}.get(
-                self.judged_by, "from the tool trace and by model judgment"
+            how = {"trace": "from the tool trace", "model": "by the model"}.get(
+                self.judged_by, "from the tool trace and by the model"
             )
             base = "" if self.base_compliance is None else f", {self.base_compliance:.0%} held out"
             parts.append(
