@@ -145,6 +145,16 @@ class LessonEffect:
     """Shown runs the lesson had something to check for."""
     followed_when_held: int = 0
     """Held-out runs that used it anyway (the base rate compliance is compared with)."""
+    held_checked: int = 0
+    """Held-out runs the lesson had something to check for (0 in states written before
+    it was kept: then every held-out run was checked)."""
+    judged: int = 0
+    """Of the checked runs (both arms), those decided by a model judgment (`_judge`)."""
+    unknown: int = 0
+    """Model judgments bought that gave no usable answer (counted as unknown)."""
+    kind_use: dict[str, list[int]] = field(default_factory=dict[str, list[int]])
+    """Work kind -> `[checked runs, runs that used it]`, both arms: where a lesson that
+    is rarely used is used at all (what narrowing it keeps)."""
     tokens_shown: int = 0
     """Prompt tokens the lesson cost over every run that showed it."""
     metrics: dict[OutcomeMetric, MetricStats] = field(
@@ -173,6 +183,9 @@ class EffectBook(BaseModel):
     recent_run_ids: list[str] = Field(default_factory=list[str])
     """Runs already counted, newest last (bounded): a pass that re-reads records it
     already counted (it died before its ledger was saved) counts none twice."""
+    judgments: dict[str, bool | None] = Field(default_factory=dict[str, bool | None])
+    """Model judgments of compliance bought so far, `"<lesson id> <run id>"` -> followed
+    (`None`: the answer was unusable), oldest first and bounded: never bought twice."""
 
     def effect(self, lesson_id: str) -> LessonEffect:
         """The lesson's state, created on first use."""
