@@ -213,16 +213,6 @@ class Exposure:
     """The run's binary outcomes (`None`: not graded for this run, e.g. no evidence)."""
 
 
-def _z(y: float, m: float, shown: bool, p: float) -> float:
-    return (y - m) / (1 - p) if shown else -(y - m) / p
-
-
-def _z_range(m: float, p: float) -> tuple[float, float]:
-    """The smallest and largest `z` can be for this run (`y` in {0, 1}, either arm):
-    shown and failing or held out and passing; shown and passing or held out and failing."""
-    return min(-m / (1 - p), -(1 - m) / p), max((1 - m) / (1 - p), m / p)
-
-
 Graded = tuple[tuple[OutcomeMetric, float], ...]
 """A run's graded binary outcomes, `(metric, 1.0 or 0.0)`, ungraded ones left out
 (`graded_of`): computed once per record, shared by all of its exposures."""
