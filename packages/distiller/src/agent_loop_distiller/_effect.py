@@ -53,6 +53,7 @@ __all__ = [
     "decide",
     "estimate_effect",
     "observe",
+    "observe_late",
     "remember_runs",
 ]
 
@@ -175,6 +176,12 @@ class EffectBook(BaseModel):
     recent_run_ids: list[str] = Field(default_factory=list[str])
     """Runs already counted, newest last (bounded): a pass that re-reads records it
     already counted (it died before its ledger was saved) counts none twice."""
+    pull_folded: dict[str, list[OutcomeMetric]] = Field(
+        default_factory=dict[str, list[OutcomeMetric]]
+    )
+    """Builder run id -> the PR-level metrics of its pull request already folded in
+    (they are decided later than the record, one by one; each is folded once). Kept
+    while the run's grade is still read (see `_measure.fold_pull_outcomes`)."""
 
     def effect(self, lesson_id: str) -> LessonEffect:
         """The lesson's state, created on first use."""
@@ -213,6 +220,14 @@ def observe(effect: LessonEffect, exposure: Exposure, policy: EffectPolicy) -> N
         effect.shown += 1
     else:
         effect.held_out += 1
+    observe_late(effect, exposure, policy)
+
+
+def observe_late(effect: LessonEffect, exposure: Exposure, policy: EffectPolicy) -> None:
+    """Add outcomes decided after the run was counted (its PR's) to the run's arm.
+
+    The run itself was counted by `observe` when its record arrived; this adds only the
+    outcomes in `exposure` (each folded once: the caller remembers which)."""
     for metric, y in exposure.outcomes.items():
         if y is None:
             continue

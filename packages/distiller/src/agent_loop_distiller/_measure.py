@@ -7,7 +7,10 @@ book = result.book                                      # states set, decided le
 
 Each record is counted once (`EffectBook.recent_run_ids`); each of its exposures adds
 one run to its lesson's counts (`_effect.observe`), and compliance and token cost are
-taken from the run's trace and the lesson's text. Then every touched lesson is decided
+taken from the run's trace and the lesson's text. The outcomes of the run's pull
+request (merged, threads, first CI, revert, review fix) are decided later, one by one:
+`fold_pull_outcomes` adds each to the same run's arm once it is decided, and remembers
+which (run, metric) it folded, so no tick or restart folds one twice. Then every touched lesson is decided
 again; a lesson that became `no_effect` or `harmful` leaves the book, kept as a
 `RetiredLesson` in its effect state with the diagnosis as the reason, and a `proven`
 one stays with its state set (runs then hold it out less often). Cost: proportional to
@@ -21,12 +24,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from agent_loop_common.records import (
+    Grade,
     Lesson,
     LessonBook,
     LessonState,
     RetiredLesson,
     Role,
     RunRecord,
+    TargetKind,
+    WorkKind,
 )
 from agent_loop_distiller._diagnosis import Diagnosis, cues_of, diagnose, followed
 from agent_loop_distiller._digest import estimate_tokens
@@ -36,11 +42,12 @@ from agent_loop_distiller._effect import (
     Exposure,
     decide,
     observe,
+    observe_late,
     remember_runs,
 )
-from agent_loop_distiller._outcomes import outcomes_of
+from agent_loop_distiller._outcomes import outcomes_of, pr_outcomes
 
-__all__ = ["Measured", "measure_effects", "stratum_of"]
+__all__ = ["Measured", "fold_pull_outcomes", "measure_effects", "stratum_of"]
 
 
 @dataclass
@@ -61,8 +68,53 @@ class Measured:
 
 def stratum_of(record: RunRecord) -> str:
     """The record's stratum: repository and work kind."""
-    kind = record.work_kind.value if record.work_kind is not None else "unknown"
-    return f"{record.repo or '-'}|{kind}"
+    return _stratum(record.repo, record.work_kind)
+
+
+def _stratum(repo: str, kind: WorkKind | None) -> str:
+    return f"{repo or '-'}|{kind.value if kind is not None else 'unknown'}"
+
+
+def fold_pull_outcomes(
+    effects: EffectBook,
+    lessons: dict[str, Lesson],
+    grades: Iterable[Grade],
+    policy: EffectPolicy,
+) -> set[str]:
+    """Fold the newly decided PR outcomes of graded builder runs; the lessons touched.
+
+    `grades` are every grade still followed (the grading window): a run whose grade is
+    no longer among them is never read again, so its fold marks are dropped, which
+    keeps the state bounded by the window, not the history.
+    """
+    touched: set[str] = set()
+    live: set[str] = set()
+    for grade in grades:
+        if grade.target.kind is not TargetKind.PR or not grade.run_id or not grade.exposures:
+            continue
+        live.add(grade.run_id)
+        done = effects.pull_folded.get(grade.run_id, [])
+        new = {
+            metric: y
+            for metric, y in pr_outcomes(grade).binary().items()
+            if y is not None and metric not in done
+        }
+        if not new:
+            continue
+        effects.pull_folded[grade.run_id] = [*done, *new]
+        stratum = _stratum(grade.repo, grade.work_kind)
+        for e in grade.exposures:
+            if not e.applicable or not (e.shown or e.held_out):
+                continue
+            effect = effects.effect(e.lesson_id)
+            lesson = lessons.get(e.lesson_id)
+            if lesson is not None:
+                effect.metric = lesson.metric
+            observe_late(effect, Exposure(e.lesson_id, stratum, e.shown, e.holdout, new), policy)
+            touched.add(e.lesson_id)
+    for run_id in [r for r in effects.pull_folded if r not in live]:
+        del effects.pull_folded[run_id]
+    return touched
 
 
 def measure_effects(
@@ -71,8 +123,11 @@ def measure_effects(
     records: Iterable[RunRecord],
     now: datetime,
     policy: EffectPolicy | None = None,
+    grades: Iterable[Grade] | None = None,
 ) -> Measured:
-    """Count the new records' exposures, decide, and retire what the evidence retires."""
+    """Count the new records' exposures and the newly decided PR outcomes of `grades`
+    (every grade followed; `None`: none this tick), decide, and retire what the
+    evidence retires."""
     rules = policy or EffectPolicy()
     lessons = {x.id: x for x in book.lessons}
     cues = {x.id: cues_of(x) for x in book.lessons}
@@ -106,6 +161,8 @@ def measure_effects(
             elif lesson_cues:
                 effect.followed_when_held += followed(lesson_cues, record.trace)
     remember_runs(effects, new_ids)
+    if grades is not None:
+        touched |= fold_pull_outcomes(effects, lessons, grades, rules)
     out = Measured(book=book, counted=len(new_ids))
     kept: list[Lesson] = []
     for lesson in book.lessons:

@@ -230,9 +230,15 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
         context = await memory.context()
     records = learnable(batch.records)
     async with scope.stage("grade"):
+        trust = Trust(
+            runtime.github,
+            minimum=runtime.settings.trusted_min_permission,
+            agent_login=await runtime.claimer.agent_login(),
+        )
         grading = await follow_up(
             runtime.github, runtime.memory, records, now,
-            retention_days=retention_of(runtime), force=True,
+            retention_days=retention_of(runtime), force=True, trust=trust,
+            repo=runtime.settings.repo,
         )  # fmt: skip
     book = mark_citations(refresh_from_usage(context.lessons, records), records, now)
     book, retired = apply_operator_edits(book, await read_operator_edits(runtime.memory), now)
@@ -247,7 +253,7 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
     book = stamp_origin(book, runtime.settings.repo, visibility)
     async with scope.stage("measure"):
         effects = await memory.read_effects(EffectBook) or EffectBook()
-        out.measured = measure_effects(effects, book, records, now)
+        out.measured = measure_effects(effects, book, records, now, grades=grading.current)
     book = out.measured.book
     retired += out.measured.retired
     work = Work(memory, batch, context, grading, book, retired=retired, visibility=visibility)

@@ -7,7 +7,7 @@ never silently dropped.
 """
 
 from agent_loop_common.records._exposure import LessonExposure, WorkKind
-from agent_loop_common.records._grade import Grade, GradeState
+from agent_loop_common.records._grade import CheckResult, CloseReason, Grade, GradeState
 from agent_loop_common.records._lesson_edits import apply_operator_edits, with_event
 from agent_loop_common.records._lessons import (
     MAX_LESSON_EVENTS,
@@ -53,9 +53,11 @@ __all__ = [
     "MAX_LESSON_EVENTS",
     "SCHEMA_VERSION",
     "Attempt",
+    "CheckResult",
     "Citation",
     "CitationKind",
     "CitationStatus",
+    "CloseReason",
     "GitHubUsage",
     "Grade",
     "GradeState",
