@@ -52,6 +52,9 @@ bench = _bench()
 ISSUE_TO_PR_REQUESTS = 15
 ISSUE_TO_PR_WRITES = 8
 REVIEWER_FIX_REQUESTS = 22
+SPEC_REQUESTS = 21
+SPEC_WRITES = 10
+"""A spec -> sub-issues tick before issue 23 (measured on commit 3a19eff): no more now."""
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +81,17 @@ def test_a_reviewer_fix_with_one_reply_stays_within_its_budget(costs: dict[str, 
     release."""
     cost = costs[bench.REVIEWER_FIX]
     assert cost.requests <= REVIEWER_FIX_REQUESTS, cost.routes
+
+
+def test_a_spec_becomes_sub_issues_within_what_it_cost_before(costs: dict[str, Any]) -> None:
+    """Issue 23: a spec -> sub-issues tick costs no more than before its request work.
+    Its writes are its work (a claim of three, three sub-issues, the spec's closing
+    comment and its closing, the release's ref deletion and comment edit); its reads
+    got cheaper with the issue -> PR tick's (the default branch in one GraphQL query)."""
+    cost = costs[bench.BUILDER_SPEC]
+    assert cost.requests <= SPEC_REQUESTS, cost.routes
+    assert cost.writes <= SPEC_WRITES, cost.routes
+    assert cost.routes["POST /repos/{owner}/{repo}/issues"] == {201: 3}
 
 
 @pytest.mark.parametrize("phase", ["BUILDER_IDLE", "REVIEWER_IDLE"])

@@ -38,6 +38,8 @@ from agent_loop_distiller._effect import (
     SequentialTest,
     decide,
     estimate_effect,
+    fold,
+    graded_of,
     observe,
 )
 from agent_loop_distiller._errors import (
@@ -133,8 +135,10 @@ __all__ = [
     "evidence_of",
     "expire_stale",
     "failure_streak",
+    "fold",
     "follow_up",
     "followed",
+    "graded_of",
     "learnable",
     "lesson_id",
     "lesson_tools",

@@ -5,12 +5,14 @@ result = measure_effects(effects, book, records, now, policy)   # effects is upd
 book = result.book                                      # states set, decided lessons out
 ```
 
-Each record is counted once (`EffectBook.recent_run_ids`); each of its exposures adds
-one run to its lesson's counts (`_effect.observe`), and compliance and token cost are
-taken from the run's trace and the lesson's text. The outcomes of the run's pull
-request (merged, threads, first CI, revert, review fix) are decided later, one by one:
-`fold_pull_outcomes` adds each to the same run's arm once it is decided, and remembers
-which (run, metric) it folded, so no tick or restart folds one twice. Then every touched lesson is decided
+Each record is counted once (`EffectBook.recent_run_ids`); its outcomes are graded once
+and its applicable exposures are grouped per lesson, so each touched lesson's runs are
+folded in one call (`_effect.fold`); compliance and token cost are taken from the run's
+trace and the lesson's text. The outcomes of the run's pull request (merged, threads,
+first CI, revert, review fix) are decided later, one by one: `fold_pull_outcomes` adds
+each to the same run's arm once decided (`fold(..., late=True)`) and remembers which
+(run, metric) it folded, so no tick or restart folds one twice. Then every touched
+lesson is decided
 again; a lesson that became `no_effect` or `harmful` leaves the book, kept as a
 `RetiredLesson` in its effect state with the diagnosis as the reason, and a `proven`
 one stays with its state set (runs then hold it out less often). Cost: proportional to
@@ -39,10 +41,11 @@ from agent_loop_distiller._digest import estimate_tokens
 from agent_loop_distiller._effect import (
     EffectBook,
     EffectPolicy,
-    Exposure,
+    LessonEffect,
+    Run,
     decide,
-    observe,
-    observe_late,
+    fold,
+    graded_of,
     remember_runs,
 )
 from agent_loop_distiller._outcomes import outcomes_of, pr_outcomes
@@ -87,7 +90,7 @@ def fold_pull_outcomes(
     no longer among them is never read again, so its fold marks are dropped, which
     keeps the state bounded by the window, not the history.
     """
-    touched: set[str] = set()
+    runs: dict[str, list[Run]] = {}
     live: set[str] = set()
     for grade in grades:
         if grade.target.kind is not TargetKind.PR or not grade.run_id or not grade.exposures:
@@ -102,19 +105,46 @@ def fold_pull_outcomes(
         if not new:
             continue
         effects.pull_folded[grade.run_id] = [*done, *new]
+        graded = graded_of(new)
         stratum = _stratum(grade.repo, grade.work_kind)
         for e in grade.exposures:
-            if not e.applicable or not (e.shown or e.held_out):
-                continue
-            effect = effects.effect(e.lesson_id)
-            lesson = lessons.get(e.lesson_id)
-            if lesson is not None:
-                effect.metric = lesson.metric
-            observe_late(effect, Exposure(e.lesson_id, stratum, e.shown, e.holdout, new), policy)
-            touched.add(e.lesson_id)
+            if e.applicable and (e.shown or e.held_out):
+                runs.setdefault(e.lesson_id, []).append((stratum, e.shown, e.holdout, graded))
+    for lesson_id, lesson_runs in runs.items():
+        effect = effects.effect(lesson_id)
+        lesson = lessons.get(lesson_id)
+        if lesson is not None:
+            effect.metric = lesson.metric
+        fold(effect, lesson_runs, policy, late=True)
     for run_id in [r for r in effects.pull_folded if r not in live]:
         del effects.pull_folded[run_id]
-    return touched
+    return set(runs)
+
+
+class _Compliance:
+    """Compliance counts of one tick, for the lessons that name something to check."""
+
+    def __init__(self, book: LessonBook) -> None:
+        self.cues = {x.id: c for x in book.lessons if (c := cues_of(x))}
+        self.tokens = {x.id: estimate_tokens(x.text) + 4 for x in book.lessons}
+        self.counts: dict[str, list[int]] = {}
+        """Lesson -> `[checked, complied, followed when held out]`."""
+
+    def count(self, lesson_id: str, shown: bool, record: RunRecord) -> None:
+        c = self.counts.setdefault(lesson_id, [0, 0, 0])
+        used = followed(self.cues[lesson_id], record.trace)
+        if shown:
+            c[0] += 1
+            c[1] += used
+        else:
+            c[2] += used
+
+    def add_to(self, effect: LessonEffect) -> None:
+        c = self.counts.get(effect.lesson_id)
+        if c is not None:
+            effect.compliance_checked += c[0]
+            effect.complied += c[1]
+            effect.followed_when_held += c[2]
 
 
 def measure_effects(
@@ -130,39 +160,40 @@ def measure_effects(
     evidence retires."""
     rules = policy or EffectPolicy()
     lessons = {x.id: x for x in book.lessons}
-    cues = {x.id: cues_of(x) for x in book.lessons}
-    tokens = {x.id: estimate_tokens(x.text) + 4 for x in book.lessons}
     seen = set(effects.recent_run_ids)
-    touched: set[str] = set()
     new_ids: list[str] = []
+    candidates: dict[str, int] = {}
+    runs: dict[str, list[Run]] = {}
+    compliance = _Compliance(book)
     for record in records:
         if record.role is Role.DISTILLER or not record.exposures or record.run_id in seen:
             continue
         seen.add(record.run_id)
         new_ids.append(record.run_id)
-        outcomes = outcomes_of(record).binary()
+        graded = graded_of(outcomes_of(record).binary())
         stratum = stratum_of(record)
         for e in record.exposures:
-            effect = effects.effect(e.lesson_id)
-            lesson = lessons.get(e.lesson_id)
-            if lesson is not None:
-                effect.metric = lesson.metric
-            effect.candidates += 1
-            touched.add(e.lesson_id)
+            lesson_id = e.lesson_id
+            candidates[lesson_id] = candidates.get(lesson_id, 0) + 1
             if not e.applicable or not (e.shown or e.held_out):
                 continue
-            observe(effect, Exposure(e.lesson_id, stratum, e.shown, e.holdout, outcomes), rules)
-            lesson_cues = cues.get(e.lesson_id, ())
-            if e.shown:
-                effect.tokens_shown += tokens.get(e.lesson_id, 0)
-                if lesson_cues:
-                    effect.compliance_checked += 1
-                    effect.complied += followed(lesson_cues, record.trace)
-            elif lesson_cues:
-                effect.followed_when_held += followed(lesson_cues, record.trace)
-    remember_runs(effects, new_ids)
+            runs.setdefault(lesson_id, []).append((stratum, e.shown, e.holdout, graded))
+            if lesson_id in compliance.cues:
+                compliance.count(lesson_id, e.shown, record)
+    for lesson_id, count in candidates.items():
+        effect = effects.effect(lesson_id)
+        lesson = lessons.get(lesson_id)
+        if lesson is not None:
+            effect.metric = lesson.metric
+        effect.candidates += count
+        shown_before = effect.shown
+        fold(effect, runs.get(lesson_id, ()), rules)
+        effect.tokens_shown += compliance.tokens.get(lesson_id, 0) * (effect.shown - shown_before)
+        compliance.add_to(effect)
+    touched = set(candidates)
     if grades is not None:
         touched |= fold_pull_outcomes(effects, lessons, grades, rules)
+    remember_runs(effects, new_ids)
     out = Measured(book=book, counted=len(new_ids))
     kept: list[Lesson] = []
     for lesson in book.lessons:

@@ -14,47 +14,52 @@ async with GitHub("acme/widgets", auth=TokenAuth(token), base_url=api_url) as gh
 ```
 """
 
-from agent_loop_common.github._auth import AppAuth, TokenAuth, github_auth
-from agent_loop_common.github._client import DEFAULT_BASE_URL, GitHub
-from agent_loop_common.github._errors import (
-    AuthError,
-    Conflict,
-    GitHubError,
-    GitHubUnavailable,
-    NotFastForward,
-    NotFound,
-    RateLimited,
-    RefExists,
-    Unprocessable,
-)
-from agent_loop_common.github._etag import ETagCache
-from agent_loop_common.github._models import (
-    BranchHead,
-    CheckRun,
-    Comment,
-    CommitStatus,
-    Edit,
-    GitCommit,
-    GitTree,
-    Issue,
-    IssueEvent,
-    NewBranch,
-    PathCommit,
-    PullFile,
-    PullHistory,
-    PullRequest,
-    Reaction,
-    Repository,
-    Review,
-    ReviewComment,
-    TreeEntry,
-    User,
-)
-from agent_loop_common.github._pace import WritePacing
-from agent_loop_common.github._ratelimit import RateBudget, RateReserve, rate_budget_of
-from agent_loop_common.github._retry import GitHubRetryPolicy
-from agent_loop_common.github._routes import route_writes
-from agent_loop_common.github._stats import NO_RESPONSE, RequestStats
+from typing import TYPE_CHECKING
+
+from agent_loop_common._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from agent_loop_common.github._auth import AppAuth, TokenAuth, github_auth
+    from agent_loop_common.github._client import DEFAULT_BASE_URL, GitHub
+    from agent_loop_common.github._errors import (
+        AuthError,
+        Conflict,
+        GitHubError,
+        GitHubUnavailable,
+        NotFastForward,
+        NotFound,
+        RateLimited,
+        RefExists,
+        Unprocessable,
+    )
+    from agent_loop_common.github._etag import ETagCache
+    from agent_loop_common.github._models import (
+        BranchHead,
+        CheckRun,
+        Comment,
+        CommitStatus,
+        Edit,
+        GitCommit,
+        GitTree,
+        Issue,
+        IssueEvent,
+        NewBranch,
+        PathCommit,
+        PullFile,
+        PullHistory,
+        PullRequest,
+        Reaction,
+        Repository,
+        Review,
+        ReviewComment,
+        TreeEntry,
+        User,
+    )
+    from agent_loop_common.github._pace import WritePacing
+    from agent_loop_common.github._ratelimit import RateBudget, RateReserve, rate_budget_of
+    from agent_loop_common.github._retry import GitHubRetryPolicy
+    from agent_loop_common.github._routes import route_writes
+    from agent_loop_common.github._stats import NO_RESPONSE, RequestStats
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -101,3 +106,5 @@ __all__ = [
     "rate_budget_of",
     "route_writes",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -78,7 +78,7 @@ async def write_etag_state(location: MemoryLocation, role: Role, state: Mapping[
 class ReviewedMark(BaseModel):
     """The head commit of an agent PR the reviewer last reviewed."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     schema_version: str = "1.0"
     """Same versioning rule as `RunRecord`."""

@@ -31,7 +31,7 @@ __all__ = ["DeferredRecord", "IngestLedger", "IngestPolicy", "ScanPlan", "plan_s
 class DeferredRecord(BaseModel):
     """A stored record this distiller could not ingest: counted and kept, never dropped."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     bucket: str
     """Bucket id holding it."""
@@ -50,7 +50,7 @@ class DeferredRecord(BaseModel):
 class IngestLedger(BaseModel):
     """`ledger/ingest.json`: how far the distiller has read. Bounded in size."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     schema_version: str = "1.0"
     """Same versioning rule as `RunRecord`."""

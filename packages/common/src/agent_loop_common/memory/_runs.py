@@ -59,7 +59,7 @@ class RecordRef:
 class IdleCount(BaseModel):
     """Runs of one role on one UTC day that found nothing to claim."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     schema_version: str = "1.1"
     """Same versioning rule as `RunRecord`."""

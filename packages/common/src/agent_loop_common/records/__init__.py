@@ -6,47 +6,52 @@ classifies stored bytes so a record of an unknown major version is counted and k
 never silently dropped.
 """
 
-from agent_loop_common.records._exposure import LessonExposure, WorkKind
-from agent_loop_common.records._grade import CheckResult, CloseReason, Grade, GradeState
-from agent_loop_common.records._lesson_edits import apply_operator_edits, with_event
-from agent_loop_common.records._lessons import (
-    MAX_LESSON_EVENTS,
-    Citation,
-    CitationKind,
-    CitationStatus,
-    Lesson,
-    LessonAuthor,
-    LessonBook,
-    LessonEvent,
-    LessonState,
-    OperatorEdit,
-    OutcomeMetric,
-    RetiredLesson,
-    StaleLesson,
-    Visibility,
-)
-from agent_loop_common.records._parts import (
-    Attempt,
-    GitHubUsage,
-    Links,
-    Outcome,
-    Role,
-    Target,
-    TargetKind,
-    TestEvidence,
-    TraceStep,
-    Usage,
-)
-from agent_loop_common.records._run_record import SCHEMA_VERSION, RunId, RunRecord
-from agent_loop_common.records._versioning import (
-    KNOWN_MAJORS,
-    InvalidRecord,
-    ParsedRecord,
-    RecordParse,
-    UnknownMajor,
-    major_of,
-    parse_record,
-)
+from typing import TYPE_CHECKING
+
+from agent_loop_common._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from agent_loop_common.records._exposure import LessonExposure, WorkKind
+    from agent_loop_common.records._grade import CheckResult, CloseReason, Grade, GradeState
+    from agent_loop_common.records._lesson_edits import apply_operator_edits, with_event
+    from agent_loop_common.records._lessons import (
+        MAX_LESSON_EVENTS,
+        Citation,
+        CitationKind,
+        CitationStatus,
+        Lesson,
+        LessonAuthor,
+        LessonBook,
+        LessonEvent,
+        LessonState,
+        OperatorEdit,
+        OutcomeMetric,
+        RetiredLesson,
+        StaleLesson,
+        Visibility,
+    )
+    from agent_loop_common.records._parts import (
+        Attempt,
+        GitHubUsage,
+        Links,
+        Outcome,
+        Role,
+        Target,
+        TargetKind,
+        TestEvidence,
+        TraceStep,
+        Usage,
+    )
+    from agent_loop_common.records._run_record import SCHEMA_VERSION, RunId, RunRecord
+    from agent_loop_common.records._versioning import (
+        KNOWN_MAJORS,
+        InvalidRecord,
+        ParsedRecord,
+        RecordParse,
+        UnknownMajor,
+        major_of,
+        parse_record,
+    )
 
 __all__ = [
     "KNOWN_MAJORS",
@@ -92,3 +97,5 @@ __all__ = [
     "parse_record",
     "with_event",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

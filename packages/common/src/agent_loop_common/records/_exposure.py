@@ -38,7 +38,7 @@ class WorkKind(StrEnum):
 class LessonExposure(BaseModel):
     """One candidate lesson of one run: did it apply, was it drawn, was it shown."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     lesson_id: str
     """The lesson (`Lesson.id`)."""

@@ -57,7 +57,7 @@ class Grade(BaseModel):
     only, and sub-issue completion from decomposition grades.
     """
 
-    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     schema_version: str = "1.2"
     """Same versioning rule as `RunRecord` (1.1 added the optional fields below `run_id`;

@@ -72,7 +72,7 @@ class CitationStatus(StrEnum):
 class Citation(BaseModel):
     """One thing a lesson names that must still exist for the lesson to hold."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     kind: CitationKind
     """`path`: a file or folder; `symbol`: a name defined in the code; `command`: a
@@ -91,7 +91,7 @@ class Citation(BaseModel):
 class LessonEvent(BaseModel):
     """One change in a lesson's life, for its history in the report and the CLI."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     at: AwareDatetime
     op: str
@@ -143,7 +143,7 @@ class OutcomeMetric(StrEnum):
 class Lesson(BaseModel):
     """One piece of advice, with the runs it was learned from."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     id: str
     """Stable id, quoted by `RunRecord.lesson_ids` when the lesson was in context. Since
@@ -213,7 +213,7 @@ class Lesson(BaseModel):
 class LessonBook(BaseModel):
     """The whole `context/lessons.json` document."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     schema_version: str = "1.3"
     """Same versioning rule as `RunRecord` (1.1 added the lessons' provenance refs, hits
@@ -235,7 +235,7 @@ class LessonBook(BaseModel):
 class RetiredLesson(BaseModel):
     """A lesson taken out of the book, kept for good with why and what replaced it."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     schema_version: str = "1.0"
     lesson: Lesson
@@ -254,7 +254,7 @@ class RetiredLesson(BaseModel):
 class StaleLesson(BaseModel):
     """A lesson a run hid because a citation was missing from its base tree."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     lesson_id: str
     broken: list[str] = Field(default_factory=list[str])
@@ -271,7 +271,7 @@ class OperatorEdit(BaseModel):
     instead of overwriting it. Applying an edit twice changes nothing.
     """
 
-    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     schema_version: str = "1.0"
     op: Literal["retire", "pin", "unpin"]

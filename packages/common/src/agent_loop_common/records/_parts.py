@@ -25,7 +25,7 @@ __all__ = [
     "Usage",
 ]
 
-_TOLERANT = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+_TOLERANT = ConfigDict(extra="ignore", frozen=True)
 
 
 class Role(StrEnum):

@@ -41,7 +41,7 @@ RunId = Annotated[
 class RunRecord(BaseModel):
     """Everything the loop needs to learn from one run, and to show it to humans."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     schema_version: str = SCHEMA_VERSION
     """`"<major>.<minor>"` of the writer; readers accept any minor of a major they know."""

@@ -19,71 +19,76 @@ request counts home). Every tick returns a `TickSummary`; `run_entry` is the sha
 body of `python -m agent_loop_<role>`.
 """
 
-from agent_loop_common.runtime._entry import agent_main, run_entry
-from agent_loop_common.runtime._faults import operator_fault
-from agent_loop_common.runtime._fleet import (
-    Scout,
-    Slot,
-    Work,
-    WorkTask,
-    fair_order,
-    fleet_tick,
-    plan_slots,
-    resolve_repos,
-)
-from agent_loop_common.runtime._local import (
-    github_from_settings,
-    local_memory,
-    local_raw_data_path,
-    run_task,
-    run_tick,
-)
-from agent_loop_common.runtime._models import (
-    ModelProvider,
-    installed_model,
-    installed_model_label,
-    model_for,
-    model_label,
-    use_model,
-)
-from agent_loop_common.runtime._pause import Pause, ReserveReached, check_reserve
-from agent_loop_common.runtime._preflight import preflight_model
-from agent_loop_common.runtime._remote import (
-    CONFIG_TEMPLATE,
-    FlyteConfigError,
-    RemoteConfig,
-    remote_flyte_config,
-)
-from agent_loop_common.runtime._runtime import Runtime, open_runtime
-from agent_loop_common.runtime._sandbox import (
-    TESTING_ROLES,
-    InstalledSandbox,
-    installed_sandbox,
-    preflight_sandbox,
-    sandbox_for,
-    use_flyte_tests_task,
-    use_sandbox,
-)
-from agent_loop_common.runtime._scope import RunScope, record_failure, run_scoped
-from agent_loop_common.runtime._summary import (
-    IDLE,
-    PAUSED,
-    AgentEntry,
-    TickOutcome,
-    TickSummary,
-    summarize,
-    summarize_many,
-)
-from agent_loop_common.runtime._tick import Pipeline, tick_body, work_body
-from agent_loop_common.runtime._writes import (
-    DirectWriter,
-    Posted,
-    Receipt,
-    TaskWrites,
-    WriteBook,
-    Writer,
-    write_with_receipt,
-)
+from typing import TYPE_CHECKING
+
+from agent_loop_common._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from agent_loop_common.runtime._entry import agent_main, run_entry
+    from agent_loop_common.runtime._faults import operator_fault
+    from agent_loop_common.runtime._fleet import (
+        Scout,
+        Slot,
+        Work,
+        WorkTask,
+        fair_order,
+        fleet_tick,
+        plan_slots,
+        resolve_repos,
+    )
+    from agent_loop_common.runtime._local import (
+        github_from_settings,
+        local_memory,
+        local_raw_data_path,
+        run_task,
+        run_tick,
+    )
+    from agent_loop_common.runtime._models import (
+        ModelProvider,
+        installed_model,
+        installed_model_label,
+        model_for,
+        model_label,
+        use_model,
+    )
+    from agent_loop_common.runtime._pause import Pause, ReserveReached, check_reserve
+    from agent_loop_common.runtime._preflight import preflight_model
+    from agent_loop_common.runtime._remote import (
+        CONFIG_TEMPLATE,
+        FlyteConfigError,
+        RemoteConfig,
+        remote_flyte_config,
+    )
+    from agent_loop_common.runtime._runtime import Runtime, open_runtime
+    from agent_loop_common.runtime._sandbox import (
+        TESTING_ROLES,
+        InstalledSandbox,
+        installed_sandbox,
+        preflight_sandbox,
+        sandbox_for,
+        use_flyte_tests_task,
+        use_sandbox,
+    )
+    from agent_loop_common.runtime._scope import RunScope, record_failure, run_scoped
+    from agent_loop_common.runtime._summary import (
+        IDLE,
+        PAUSED,
+        AgentEntry,
+        TickOutcome,
+        TickSummary,
+        summarize,
+        summarize_many,
+    )
+    from agent_loop_common.runtime._tick import Pipeline, tick_body, work_body
+    from agent_loop_common.runtime._writes import (
+        DirectWriter,
+        Posted,
+        Receipt,
+        TaskWrites,
+        WriteBook,
+        Writer,
+        write_with_receipt,
+    )
 
 __all__ = [
     "CONFIG_TEMPLATE",
@@ -146,3 +151,5 @@ __all__ = [
     "work_body",
     "write_with_receipt",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

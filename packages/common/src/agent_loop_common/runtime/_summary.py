@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_loop_common.records import Outcome, Role, RunRecord
-from agent_loop_common.runtime._pause import Pause
-from agent_loop_common.settings import Settings
+from agent_loop_common.records import Outcome, Role
+
+if TYPE_CHECKING:  # the idle tick's lean path imports this module: no githubkit, no Flyte
+    from agent_loop_common.records import RunRecord
+    from agent_loop_common.runtime._pause import Pause
+    from agent_loop_common.settings import Settings
 
 __all__ = [
     "IDLE",
@@ -44,7 +47,7 @@ _NUMBER = re.compile(r"/(?:pull|issues)/(\d+)")
 class TickSummary(BaseModel):
     """What one tick did, in the same shape for every agent."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     role: Role
     """Which agent ticked."""

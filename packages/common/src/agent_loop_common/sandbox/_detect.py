@@ -75,7 +75,7 @@ class TestCommand(BaseModel):
     """A test command and where it came from."""
 
     __test__ = False  # not a pytest test class
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True)
 
     argv: tuple[str, ...]
     """The command as an argument vector (may contain `$SANDBOX_JUNIT`)."""

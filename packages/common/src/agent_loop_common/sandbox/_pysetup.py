@@ -73,7 +73,7 @@ fi
 class DefaultSetup(BaseModel):
     """The setup and test command a Python repository gets when it configures neither."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True)
 
     setup: tuple[str, ...]
     """The setup command (a fixed `sh` script; the install arguments follow it)."""
@@ -93,7 +93,7 @@ class DefaultSetup(BaseModel):
 class EnvReuse(BaseModel):
     """Where a built environment is kept and when a run may reuse it."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True)
 
     store: Path
     """The host folder holding the environment built for this key (absent until built)."""

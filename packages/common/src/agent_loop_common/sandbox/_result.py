@@ -38,7 +38,7 @@ TestOutcome = Literal["passed", "failed", "error", "skipped"]
 class OutputExcerpt(BaseModel):
     """The beginning and the end of a command's combined stdout and stderr."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True)
 
     head: str = ""
     """The first bytes of the output (decoded as UTF-8, invalid bytes replaced)."""
@@ -66,7 +66,7 @@ class TestCounts(BaseModel):
     """Test counts and names as the test runner reported them."""
 
     __test__ = False  # not a pytest test class
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True)
 
     passed: int = 0
     """Tests that passed (xpassed ones included when the source is JUnit)."""
@@ -130,7 +130,7 @@ class TestCounts(BaseModel):
 class RunResult(BaseModel):
     """What one command did in a sandbox."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True)
 
     backend: str
     """The sandbox that ran it (`bwrap`, `docker`, `flyte`, `plain-subprocess (not

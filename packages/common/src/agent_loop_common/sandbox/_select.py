@@ -61,7 +61,7 @@ _probes: dict[tuple[str, str], tuple[bool, str]] = {}
 class BackendCheck(BaseModel):
     """Whether one backend works here, and why (not)."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True)
 
     backend: str
     """The backend's name."""

@@ -90,7 +90,7 @@ _CODE_SUFFIXES = (".py", ".pyi", ".pth", ".cfg", ".toml", ".ini", ".js", ".mjs",
 class TamperFlag(BaseModel):
     """One way a change touches the tests that a reviewer should look at."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True)
 
     kind: TamperKind
     """What kind of change it is."""

@@ -52,7 +52,7 @@ class TestVerdict(BaseModel):
     """The comparison of a change's test run with the base's."""
 
     __test__ = False  # not a pytest test class
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True)
 
     status: VerdictStatus
     """The outcome by the hard rules."""

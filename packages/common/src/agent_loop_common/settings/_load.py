@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import AliasChoices, SecretStr, ValidationError
 
+from agent_loop_common._fielddocs import field_docs
 from agent_loop_common.settings._errors import ConfigError, describe_validation_error
 from agent_loop_common.settings._model import ENV_PREFIX, Settings, allowed_range
 
@@ -27,8 +28,11 @@ def env_var_name(field_name: str) -> str:
 
 
 def field_meaning(field_name: str, *, first_sentence: bool = False) -> str:
-    """A field's documentation (the docstring under it), or its first sentence."""
-    text = (Settings.model_fields[field_name].description or "").strip()
+    """A field's documentation (the docstring under it), or its first sentence.
+
+    Read from the source when asked (`field_docs`): loading settings never parses it.
+    """
+    text = field_docs(Settings).get(field_name, "").strip()
     if first_sentence:
         match = re.match(r"(.+?)(?<!e\.g)(?<!i\.e)([.!?])(?=\s+[A-Z`]|\s*$)", text, re.DOTALL)
         return match.group(1) + match.group(2) if match else text

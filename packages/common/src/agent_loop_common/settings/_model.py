@@ -103,7 +103,6 @@ class Settings(BaseSettings):
         extra="ignore",
         frozen=True,
         populate_by_name=True,
-        use_attribute_docstrings=True,
         validate_default=True,
     )
 
