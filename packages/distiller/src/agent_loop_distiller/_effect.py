@@ -144,6 +144,16 @@ class LessonEffect:
     """Shown runs the lesson had something to check for."""
     followed_when_held: int = 0
     """Held-out runs that used it anyway (the base rate compliance is compared with)."""
+    held_checked: int = 0
+    """Held-out runs the lesson had something to check for (0 in states written before
+    it was kept: then every held-out run was checked)."""
+    judged: int = 0
+    """Of the checked runs (both arms), those decided by a model judgment (`_judge`)."""
+    unknown: int = 0
+    """Model judgments bought that gave no usable answer (counted as unknown)."""
+    kind_use: dict[str, list[int]] = field(default_factory=dict[str, list[int]])
+    """Work kind -> `[checked runs, runs that used it]`, both arms: where a lesson that
+    is rarely used is used at all (what narrowing it keeps)."""
     tokens_shown: int = 0
     """Prompt tokens the lesson cost over every run that showed it."""
     metrics: dict[OutcomeMetric, MetricStats] = field(
@@ -176,6 +186,9 @@ class EffectBook(BaseModel):
     """Builder run id -> the PR-level metrics of its pull request already folded in
     (they are decided later than the record, one by one; each is folded once). Kept
     while the run's grade is still read (see `_measure.fold_pull_outcomes`)."""
+    judgments: dict[str, bool | None] = Field(default_factory=dict[str, bool | None])
+    """Model judgments of compliance bought so far, `"<lesson id> <run id>"` -> followed
+    (`None`: the answer was unusable), oldest first and bounded: never bought twice."""
 
     def effect(self, lesson_id: str) -> LessonEffect:
         """The lesson's state, created on first use."""
