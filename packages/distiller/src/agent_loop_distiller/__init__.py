@@ -46,6 +46,7 @@ from agent_loop_distiller._effect import (
     decide,
     estimate_effect,
     fold,
+    forget_departed,
     graded_of,
     observe,
 )
@@ -161,6 +162,7 @@ __all__ = [
     "fold",
     "follow_up",
     "followed",
+    "forget_departed",
     "graded_of",
     "judge_compliance",
     "learnable",

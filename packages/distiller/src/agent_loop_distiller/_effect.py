@@ -35,7 +35,7 @@ of numbers, so a tick costs the same at any history size.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -55,6 +55,7 @@ __all__ = [
     "decide",
     "estimate_effect",
     "fold",
+    "forget_departed",
     "graded_of",
     "observe",
     "remember_runs",
@@ -171,12 +172,14 @@ class LessonEffect:
 
 
 class EffectBook(BaseModel):
-    """The distiller's measurement state: one `LessonEffect` per lesson ever measured."""
+    """The distiller's measurement state: one `LessonEffect` per lesson of the book, and
+    per departed lesson (retired, expired, or another repository's) up to a bound."""
 
     model_config = ConfigDict(extra="ignore")
 
     schema_version: str = "1.0"
     lessons: dict[str, LessonEffect] = Field(default_factory=dict[str, LessonEffect])
+    """Least recently measured first (`touch`), so the oldest departed go first."""
     recent_run_ids: list[str] = Field(default_factory=list[str])
     """Runs already counted, newest last (bounded): a pass that re-reads records it
     already counted (it died before its ledger was saved) counts none twice."""
@@ -195,6 +198,12 @@ class EffectBook(BaseModel):
         found = self.lessons.get(lesson_id)
         if found is None:
             found = self.lessons[lesson_id] = LessonEffect(lesson_id=lesson_id)
+        return found
+
+    def touch(self, lesson_id: str) -> LessonEffect:
+        """The lesson's state (created on first use), moved to the most recent end."""
+        found = self.lessons.pop(lesson_id, None) or LessonEffect(lesson_id=lesson_id)
+        self.lessons[lesson_id] = found
         return found
 
 
@@ -400,6 +409,23 @@ def estimate_effect(stats: MetricStats, metric: OutcomeMetric) -> EffectEstimate
         sum(c[0] for c in usable),
         sum(c[2] for c in usable),
     )
+
+
+def forget_departed(book: EffectBook, live: Container[str], keep: int = 50) -> list[str]:
+    """Drop the state of the least recently measured lessons that left the book, beyond
+    the `keep` most recent; returns their ids.
+
+    A lesson leaves the book when it retires (its `RetiredLesson`, with the diagnosis as
+    reason, stays in the memory's retired archive), expires, or is retired by a person;
+    late records may still count it for a while, and another repository's shared lesson
+    never is in this book but is measured every tick, so it stays recent. Without this
+    bound the state would grow with every lesson ever written, that is with history.
+    """
+    departed = [x for x in book.lessons if x not in live]
+    gone = departed[: max(0, len(departed) - keep)]
+    for lesson_id in gone:
+        del book.lessons[lesson_id]
+    return gone
 
 
 def remember_runs(book: EffectBook, run_ids: Iterable[str], keep: int = 2_000) -> None:

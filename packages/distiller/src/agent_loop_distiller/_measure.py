@@ -17,7 +17,8 @@ decided
 again; a lesson that became `no_effect` or `harmful` leaves the book, kept as a
 `RetiredLesson` in its effect state with the diagnosis as the reason, and a `proven`
 one stays with its state set (runs then hold it out less often). Cost: proportional to
-the new records times their exposures, whatever the history.
+the new records times their exposures, whatever the history; the state holds the
+book's lessons and at most 50 departed ones (`_effect.forget_departed`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from agent_loop_distiller._effect import (
     Run,
     decide,
     fold,
+    forget_departed,
     graded_of,
     remember_runs,
 )
@@ -201,7 +203,7 @@ def measure_effects(
             runs.setdefault(lesson_id, []).append((stratum, e.shown, e.holdout, graded))
             compliance.count(lesson_id, e.shown, record, kind)
     for lesson_id, count in candidates.items():
-        effect = effects.effect(lesson_id)
+        effect = effects.touch(lesson_id)
         lesson = lessons.get(lesson_id)
         if lesson is not None:
             effect.metric = lesson.metric
@@ -240,4 +242,5 @@ def measure_effects(
             continue
         kept.append(lesson if lesson.state is state else lesson.model_copy(update={"state": state}))
     out.book = book.model_copy(update={"lessons": kept})
+    forget_departed(effects, {x.id for x in kept})
     return out
