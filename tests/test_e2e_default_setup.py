@@ -15,10 +15,8 @@ in-tree PEP 517 backend, so no build tool is downloaded either.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
-import os
 import pathlib
 import shutil
 import tempfile
@@ -31,23 +29,25 @@ import pytest
 from packaging.requirements import Requirement
 
 from agent_loop import cli
-from agent_loop.status import read_snapshot
-from agent_loop_common.records import Role, RunRecord
-from agent_loop_common.runtime import TickSummary, local_memory, use_model
-from agent_loop_common.sandbox import BwrapSandbox, SandboxLimits, _select
-from agent_loop_common.settings import Settings, load_settings
+from agent_loop_common.records import Role
+from agent_loop_common.sandbox import BwrapSandbox, _select
 from agent_loop_common.verify import VERIFIER_MARKER
-from agent_loop_testing import GitHubEmulator, ScriptedCall, ScriptedModel, Turn, call, turn
+from agent_loop_testing import (
+    CALC,
+    CALC_REPO,
+    CALC_SUB,
+    VERIFIED,
+    CliLoop,
+    GitHubEmulator,
+    ScriptedModel,
+    bwrap_e2e_marks,
+    serve_for_cli,
+    subtract_try,
+    turn,
+)
 
-
-def _bwrap_works() -> tuple[bool, str]:
-    return asyncio.run(BwrapSandbox(SandboxLimits()).probe())
-
-
-WORKS, WHY = _bwrap_works()
 pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not WORKS, reason=f"bubblewrap cannot run here: {WHY}"),
+    *bwrap_e2e_marks(),
     pytest.mark.skipif(
         not pathlib.Path("/usr/bin/python3").exists(), reason="no /usr/bin/python3 here"
     ),
@@ -100,14 +100,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     with open(os.path.join("src", "calc.py")) as source:
         return _wheel(wheel_directory, {"calc.py": source.read()})
 """
-CALC = "def add(a, b):\n    return a + b\n"
-CALC_SUB = CALC + "\n\ndef subtract(a, b):\n    return a - b\n"
 CALC_WRONG = CALC + "\n\ndef subtract(a, b):\n    return b - a\n"
-TESTS = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
-TESTS_SUB = TESTS.replace("import add", "import add, subtract") + (
-    "\n\ndef test_subtract():\n    assert subtract(5, 3) == 2\n"
-)
-VERIFIED = '{"verified": true, "notes": "Checked the code and the tests."}'
 SETUP_LINE = (
     "- Setup: default Python environment (.sandbox-venv: uv when on the sandbox's PATH, "
     "else python3 -m venv + pip; install -e .[test] --no-index --find-links "
@@ -154,19 +147,10 @@ def wheelhouse() -> Iterator[pathlib.Path]:
 
 
 @dataclass
-class Loop:
-    emulator: GitHubEmulator
-    settings: Settings
-    models: dict[Role, ScriptedModel]
+class Loop(CliLoop):
+    """The CLI loop, with what the sandbox executed (each command's argv)."""
+
     executed: list[tuple[str, ...]] = field(default_factory=list[tuple[str, ...]])
-
-    def provider(self, role: Role, purpose: str, usage: object, budget: object) -> ScriptedModel:
-        return self.models[role]
-
-    def record(self, run_id: str) -> RunRecord:
-        records = asyncio.run(read_snapshot(local_memory(self.settings))).records
-        [record] = [r for r in records if r.run_id == run_id]
-        return record
 
     def setups(self) -> int:
         return sum(1 for argv in self.executed if argv[:2] == ("/bin/sh", "-c"))
@@ -177,21 +161,15 @@ class Loop:
 
 @pytest.fixture
 def loop(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path, wheelhouse: pathlib.Path
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: pathlib.Path,
+    wheelhouse: pathlib.Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> Iterator[Loop]:
-    for key in list(os.environ):
-        if key.startswith(("GITHUB_", "AGENT_LOOP_")) and key != "AGENT_LOOP_ALLOW_MODEL_REQUESTS":
-            monkeypatch.delenv(key)
     _select.clear_probe_cache()
     emulator = GitHubEmulator()
     emulator.seed_files(
-        {
-            "pyproject.toml": PYPROJECT,
-            "_build/sample_backend.py": BACKEND,
-            "src/calc.py": CALC,
-            "tests/test_calc.py": TESTS,
-            "README.md": "# calc\n",
-        }
+        {**CALC_REPO, "pyproject.toml": PYPROJECT, "_build/sample_backend.py": BACKEND}
     )
     executed: list[tuple[str, ...]] = []
     real_execute = BwrapSandbox._execute  # pyright: ignore[reportPrivateUsage]
@@ -201,54 +179,26 @@ def loop(
         return await real_execute(self, workspace, argv, **kw)  # type: ignore[arg-type]
 
     monkeypatch.setattr(BwrapSandbox, "_execute", spy)
-    with emulator.serve() as url:
-        monkeypatch.setenv("GITHUB_API_URL", url)
-        monkeypatch.setenv("GITHUB_TOKEN", emulator.bot_token)
-        monkeypatch.setenv("AGENT_LOOP_REPO", emulator.full_name)
-        monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path / "home"))
-        monkeypatch.setenv("AGENT_LOOP_SANDBOX", "bwrap")
-        monkeypatch.setenv("AGENT_LOOP_SANDBOX_TIMEOUT_SECONDS", "300")
-        monkeypatch.setenv("AGENT_LOOP_SANDBOX_READONLY_PATHS", str(wheelhouse))
-        monkeypatch.setenv("AGENT_LOOP_PIP_OPTIONS", f"--no-index --find-links {wheelhouse}")
-        yield Loop(emulator, load_settings(), {}, executed)
+    with serve_for_cli(
+        monkeypatch,
+        emulator,
+        tmp_path / "home",
+        AGENT_LOOP_SANDBOX="bwrap",
+        AGENT_LOOP_SANDBOX_TIMEOUT_SECONDS="300",
+        AGENT_LOOP_SANDBOX_READONLY_PATHS=str(wheelhouse),
+        AGENT_LOOP_PIP_OPTIONS=f"--no-index --find-links {wheelhouse}",
+    ):
+        yield Loop(emulator, cli.main, capsys, executed=executed)
     _select.clear_probe_cache()
 
 
-def _tick(loop: Loop, model: ScriptedModel, capsys: pytest.CaptureFixture[str]) -> TickSummary:
-    loop.models[Role.BUILDER] = model
-    with use_model(loop.provider):
-        code = cli.main(["run", "builder", "--json"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    model.assert_finished()
-    return TickSummary.model_validate_json(out.strip().splitlines()[-1])
-
-
-def _submit() -> ScriptedCall:
-    return call(
-        "submit_implementation",
-        title="Add subtract()",
-        body="Adds `subtract(a, b)` with a test.",
-        summary="subtract() and its test.",
-    ).expecting("Submitted")
-
-
-def _try(calc: str) -> list[Turn]:
-    return [
-        turn(tool_calls=[call("stage_file", path="src/calc.py", content=calc)]),
-        turn(tool_calls=[call("stage_file", path="tests/test_calc.py", content=TESTS_SUB)]),
-        turn(tool_calls=[_submit()]),
-        turn("Submitted."),
-    ]
-
-
 def test_a_python_repository_with_nothing_configured_gets_a_ready_pr_with_counts(
-    loop: Loop, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    loop: Loop, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AGENT_LOOP_MAX_TRIES", "2")
     loop.emulator.add_issue("Add subtract()", "We need `subtract(a, b)` in calc, with a test.")
     model = ScriptedModel(
-        [*_try(CALC_WRONG), *_try(CALC_SUB)],
+        [*subtract_try(CALC_WRONG), *subtract_try(CALC_SUB)],
         routes={
             VERIFIER_MARKER: [
                 turn(VERIFIED, expect_in_messages=["2 passed (base: 1 passed)", "test_subtract"])
@@ -256,7 +206,7 @@ def test_a_python_repository_with_nothing_configured_gets_a_ready_pr_with_counts
         },
         name="builder",
     )
-    built = _tick(loop, model, capsys)
+    built = loop.run(Role.BUILDER, model)
 
     assert built.outcome == "opened_pr"
     pull = loop.emulator.pull(built.made[0])
@@ -282,11 +232,11 @@ def test_a_python_repository_with_nothing_configured_gets_a_ready_pr_with_counts
     # A later tick at the same base commit (a new process's runtime) reuses it too.
     loop.emulator.add_issue("Add subtract() again", "Same, for the second module.")
     second = ScriptedModel(
-        _try(CALC_SUB),
+        subtract_try(CALC_SUB),
         routes={VERIFIER_MARKER: [turn(VERIFIED, expect_in_messages="2 passed (base: 1 passed)")]},
         name="builder",
     )
-    again = _tick(loop, second, capsys)
+    again = loop.run(Role.BUILDER, second)
     assert again.outcome == "opened_pr"
     assert not loop.emulator.pull(again.made[0]).draft
     assert loop.setups() == 1

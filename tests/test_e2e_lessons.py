@@ -12,7 +12,6 @@ local mode against the served emulator, with scripted models.
 from __future__ import annotations
 
 import asyncio
-import os
 import pathlib
 from collections.abc import Iterator
 
@@ -23,11 +22,17 @@ from agent_loop.status import read_snapshot
 from agent_loop_common.exposure import draw_lessons, uniform_draw
 from agent_loop_common.memory import DistillerMemory
 from agent_loop_common.records import Role, WorkKind
-from agent_loop_common.runtime import TickSummary, local_memory, use_model
-from agent_loop_common.settings import Settings, load_settings
+from agent_loop_common.runtime import local_memory, use_model
 from agent_loop_common.verify import VERIFIER_MARKER
 from agent_loop_distiller import EffectBook
-from agent_loop_testing import GitHubEmulator, ScriptedModel, call, turn
+from agent_loop_testing import (
+    CliLoop,
+    GitHubEmulator,
+    ScriptedModel,
+    call,
+    serve_for_cli,
+    turn,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -37,36 +42,23 @@ LESSONS = 10
 VERIFIED = '{"verified": true, "notes": "Checked against the request."}'
 
 
-class Models:
-    def __init__(self) -> None:
-        self.by_role: dict[Role, ScriptedModel] = {}
-
-    def provider(self, role: Role, purpose: str, usage: object, budget: object) -> ScriptedModel:
-        return self.by_role[role]
-
-
 @pytest.fixture
-def served(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> Iterator[GitHubEmulator]:
-    for key in list(os.environ):
-        if key.startswith(("GITHUB_", "AGENT_LOOP_")) and key != "AGENT_LOOP_ALLOW_MODEL_REQUESTS":
-            monkeypatch.delenv(key)
+def loop(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> Iterator[CliLoop]:
     emulator = GitHubEmulator()
     emulator.seed_files({"src/calc.py": "def add(a, b):\n    return a + b\n"})
-    with emulator.serve() as url:
-        monkeypatch.setenv("GITHUB_API_URL", url)
-        monkeypatch.setenv("GITHUB_TOKEN", emulator.bot_token)
-        monkeypatch.setenv("AGENT_LOOP_REPO", emulator.full_name)
-        monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path / "home"))
-        monkeypatch.setenv("AGENT_LOOP_SANDBOX", "off")
-        monkeypatch.setenv("AGENT_LOOP_LESSON_HOLDOUT", str(HOLDOUT))
-        yield emulator
-
-
-def _tick(argv: list[str], capsys: pytest.CaptureFixture[str]) -> TickSummary:
-    code = cli.main(["run", *argv, "--json"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    return TickSummary.model_validate_json(out.strip().splitlines()[-1])
+    with serve_for_cli(
+        monkeypatch,
+        emulator,
+        tmp_path / "home",
+        AGENT_LOOP_SANDBOX="off",
+        AGENT_LOOP_LESSON_HOLDOUT=str(HOLDOUT),
+        # The distiller's script has no compliance judgments (their budget and parsing
+        # are driven in packages/distiller/tests/test_diagnosis_actions.py).
+        AGENT_LOOP_COMPLIANCE_JUDGMENTS="0",
+    ):
+        yield CliLoop(emulator, cli.main, capsys)
 
 
 def _builder(runs: int) -> ScriptedModel:
@@ -109,36 +101,29 @@ def _distiller(evidence: str) -> ScriptedModel:
     )
 
 
-def _settings() -> Settings:
-    return load_settings()
-
-
-def test_lessons_are_drawn_hidden_recorded_and_measured(
-    served: GitHubEmulator, capsys: pytest.CaptureFixture[str]
-) -> None:
-    emu = served
-    models = Models()
+def test_lessons_are_drawn_hidden_recorded_and_measured(loop: CliLoop) -> None:
+    emu = loop.emulator
     for n in range(3):
         emu.add_issue(f"Add f{n}", f"We need f{n}.", labels=["bug"] if n else [])
-    with use_model(models.provider):
-        models.by_role[Role.BUILDER] = first_builder = _builder(1)
-        first = _tick(["builder"], capsys)
+    with use_model(loop.provider):
+        loop.models[Role.BUILDER] = first_builder = _builder(1)
+        first = loop.tick("builder")
         assert first.outcome == "opened_pr"
-        models.by_role[Role.DISTILLER] = _distiller(first.run_id)
-        assert _tick(["distiller"], capsys).outcome == "distilled"
+        loop.models[Role.DISTILLER] = _distiller(first.run_id)
+        assert loop.tick("distiller").outcome == "distilled"
         first_builder.assert_finished()
 
         # ---- the learning path: lessons written after graded work reach the next runs
-        models.by_role[Role.BUILDER] = later = _builder(2)
-        runs = [_tick(["builder"], capsys) for _ in range(2)]
+        loop.models[Role.BUILDER] = later = _builder(2)
+        runs = [loop.tick("builder") for _ in range(2)]
         assert [r.outcome for r in runs] == ["opened_pr", "opened_pr"]
         later.assert_finished()
-        models.by_role[Role.DISTILLER] = ScriptedModel(
+        loop.models[Role.DISTILLER] = ScriptedModel(
             [turn(tool_calls=[call("finish", summary="Nothing new.")]), turn("Done.")]
         )
-        assert _tick(["distiller"], capsys).outcome == "distilled"
+        assert loop.tick("distiller").outcome == "distilled"
 
-    settings = _settings()
+    settings = loop.settings
     snapshot = asyncio.run(read_snapshot(local_memory(settings)))
     book = snapshot.lessons
     assert len(book.lessons) == LESSONS

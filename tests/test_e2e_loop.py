@@ -12,75 +12,61 @@ reviewer's fix commit and reply, and the memory's records, grades, lessons and d
 from __future__ import annotations
 
 import asyncio
-import os
 import pathlib
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 
 from agent_loop import cli
 from agent_loop.status import MemorySnapshot, read_snapshot
 from agent_loop_common.records import Outcome, Role
-from agent_loop_common.runtime import TickSummary, local_memory, use_model
-from agent_loop_common.settings import Settings, load_settings
+from agent_loop_common.runtime import local_memory, use_model
 from agent_loop_common.verify import VERIFIER_MARKER
-from agent_loop_testing import GitHubEmulator, ScriptedModel, call, emulator_client, turn
+from agent_loop_testing import (
+    CALC,
+    CALC_SUB,
+    TESTS,
+    TESTS_SUB,
+    CliLoop,
+    GitHubEmulator,
+    ScriptedModel,
+    call,
+    emulator_client,
+    serve_for_cli,
+    turn,
+)
 
 pytestmark = pytest.mark.slow
 
-CALC = "def add(a, b):\n    return a + b\n"
-CALC_SUB = CALC + "\n\ndef subtract(a, b):\n    return a - b\n"
 CALC_SUB_DOC = CALC + '\n\ndef subtract(a, b):\n    """a minus b."""\n    return a - b\n'
-TESTS = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
-TESTS_SUB = TESTS.replace("import add", "import add, subtract") + (
-    "\n\ndef test_subtract():\n    assert subtract(5, 3) == 2\n"
-)
 STATS = "def mean(xs):\n    return sum(xs) / len(xs)\n"
 STATS_TESTS = "from stats import mean\n\n\ndef test_mean():\n    assert mean([1, 2, 3]) == 2\n"
 VERIFIED = '{"verified": true, "notes": "Checked against the request; tests cover it."}'
 
 
-@dataclass
-class Loop:
-    emulator: GitHubEmulator
-    settings: Settings
-    models: dict[Role, ScriptedModel]
-
-    def provider(self, role: Role, purpose: str, usage: object, budget: object) -> ScriptedModel:
-        return self.models[role]
-
-
 @pytest.fixture(params=["AGENT_LOOP_REPO", "AGENT_LOOP_REPOS"])
 def loop(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path, request: pytest.FixtureRequest
-) -> Iterator[Loop]:
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: pathlib.Path,
+    request: pytest.FixtureRequest,
+    capsys: pytest.CaptureFixture[str],
+) -> Iterator[CliLoop]:
     """The served emulator, configured with `AGENT_LOOP_REPO`, and again with the list
     form `AGENT_LOOP_REPOS` naming that one repository (its own memory namespace, the
     tick shared out through the work task): every flow must read the same."""
-    for key in list(os.environ):
-        if key.startswith(("GITHUB_", "AGENT_LOOP_")) and key != "AGENT_LOOP_ALLOW_MODEL_REQUESTS":
-            monkeypatch.delenv(key)
     emulator = GitHubEmulator()
     emulator.seed_files({"src/calc.py": CALC, "tests/test_calc.py": TESTS, "README.md": "# calc\n"})
-    with emulator.serve() as url:
-        monkeypatch.setenv("GITHUB_API_URL", url)
-        monkeypatch.setenv("GITHUB_TOKEN", emulator.bot_token)
-        monkeypatch.setenv(str(request.param), emulator.full_name)
-        monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path / "home"))
-        # The tests' sandbox has end-to-end tests of its own (test_e2e_verdicts); this
-        # loop runs anywhere, opening its pull requests as drafts that say no tests ran.
-        monkeypatch.setenv("AGENT_LOOP_SANDBOX", "off")
-        yield Loop(emulator, load_settings(), {})
-
-
-def _tick(argv: list[str], capsys: pytest.CaptureFixture[str]) -> TickSummary:
-    """Run `agent-loop run ... --json`; the tick's summary."""
-    code = cli.main(["run", *argv, "--json"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    return TickSummary.model_validate_json(out.strip().splitlines()[-1])
+    # The tests' sandbox has end-to-end tests of its own (test_e2e_verdicts); this
+    # loop runs anywhere, opening its pull requests as drafts that say no tests ran.
+    with serve_for_cli(
+        monkeypatch,
+        emulator,
+        tmp_path / "home",
+        repo_variable=str(request.param),
+        AGENT_LOOP_SANDBOX="off",
+    ):
+        yield CliLoop(emulator, cli.main, capsys)
 
 
 def _builder_model() -> ScriptedModel:
@@ -226,37 +212,37 @@ async def _owner_comment(emulator: GitHubEmulator, pr: int) -> int:
         return (await gh.list_review_comments(pr))[-1].id
 
 
-def test_the_whole_loop(loop: Loop, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_whole_loop(loop: CliLoop) -> None:
     emu = loop.emulator
     feature = emu.add_issue("Add subtract()", "We need `subtract(a, b)` in calc.")
     spec = emu.add_issue("Spec: statistics", "mean and median; median builds on mean.")
-    loop.models[Role.BUILDER] = _builder_model()
+    loop.models[Role.BUILDER] = builder = _builder_model()
     with use_model(loop.provider):
         # ---- builder: feature -> PR, spec -> sub-issues, first sub-issue -> PR, then idle
-        built = [_tick(["builder"], capsys) for _ in range(4)]
+        built = [loop.tick("builder") for _ in range(4)]
         assert [b.outcome for b in built] == ["opened_pr", "opened_issues", "opened_pr", "idle"]
         assert built[3].idle
         [feature_pr] = built[0].made
         mean_issue, median_issue = built[1].made
         [mean_pr] = built[2].made
         assert built[2].target_label == f"issue #{mean_issue}"
-        loop.models[Role.BUILDER].assert_finished()
+        builder.assert_finished()
 
         # ---- reviewer: the owner comments on the feature PR; every agent PR is reviewed
         comment_id = asyncio.run(_owner_comment(emu, feature_pr))
         head_before = emu.pull(feature_pr).head_sha
-        loop.models[Role.REVIEWER] = _reviewer_model(comment_id)
-        reviewed = [_tick(["reviewer"], capsys) for _ in range(3)]
+        loop.models[Role.REVIEWER] = reviewer = _reviewer_model(comment_id)
+        reviewed = [loop.tick("reviewer") for _ in range(3)]
         assert [r.outcome for r in reviewed] == ["pushed_fix", "reviewed_clean", "idle"]
         assert reviewed[0].target_label == f"PR #{feature_pr}"
         assert reviewed[1].target_label == f"PR #{mean_pr}"
-        loop.models[Role.REVIEWER].assert_finished()
+        reviewer.assert_finished()
 
         # ---- distiller: grades the PRs, learns one lesson from the builder's run
-        loop.models[Role.DISTILLER] = _distiller_model(built[0].run_id)
-        distilled = _tick(["distiller"], capsys)
+        loop.models[Role.DISTILLER] = distiller = _distiller_model(built[0].run_id)
+        distilled = loop.tick("distiller")
         assert distilled.outcome == "distilled"
-        loop.models[Role.DISTILLER].assert_finished()
+        distiller.assert_finished()
 
     # ---- GitHub: the feature PR, with the reviewer's fix on top and the reply
     pull = emu.pull(feature_pr)

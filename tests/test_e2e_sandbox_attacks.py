@@ -16,8 +16,6 @@ builder with a strict `ScriptedModel`, and the real bubblewrap sandbox.
 
 from __future__ import annotations
 
-import asyncio
-import os
 import pathlib
 import secrets
 from collections.abc import Iterator
@@ -25,24 +23,24 @@ from collections.abc import Iterator
 import pytest
 
 from agent_loop import cli
-from agent_loop_common.runtime import TickSummary, use_model
-from agent_loop_common.sandbox import BwrapSandbox, SandboxLimits, _select
+from agent_loop_common.records import Role
+from agent_loop_common.sandbox import _select
 from agent_loop_common.verify import VERIFIER_MARKER
-from agent_loop_testing import GitHubEmulator, ScriptedModel, call, turn
+from agent_loop_testing import (
+    CALC,
+    VERIFIED,
+    CliLoop,
+    GitHubEmulator,
+    ScriptedModel,
+    bwrap_e2e_marks,
+    call,
+    serve_for_cli,
+    turn,
+)
 
-
-def _bwrap_works() -> tuple[bool, str]:
-    return asyncio.run(BwrapSandbox(SandboxLimits()).probe())
-
-
-WORKS, WHY = _bwrap_works()
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not WORKS, reason=f"bubblewrap cannot run here: {WHY}"),
-]
+pytestmark = bwrap_e2e_marks()
 
 SETUP = "import venv\n\nvenv.create('.venv', with_pip=False, symlinks=True)\n"
-CALC = "def add(a, b):\n    return a + b\n"
 TESTS = (
     "import unittest\n\nfrom calc import add\n\n\n"
     "class AddTest(unittest.TestCase):\n"
@@ -70,7 +68,6 @@ LEAK_TEST = (
     "    self.assertEqual(value, '', 'leaked ' + value)\n\n\n"
     "setattr(LeakTest, 'test_' + (_secret() or 'nothing'), _check)\n"
 )
-VERIFIED = '{"verified": true, "notes": "Checked the code and the tests."}'
 
 
 @pytest.fixture
@@ -86,9 +83,6 @@ def secret(tmp_path: pathlib.Path) -> tuple[pathlib.Path, str]:
 
 @pytest.fixture
 def emulator(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> Iterator[GitHubEmulator]:
-    for key in list(os.environ):
-        if key.startswith(("GITHUB_", "AGENT_LOOP_")) and key != "AGENT_LOOP_ALLOW_MODEL_REQUESTS":
-            monkeypatch.delenv(key)
     _select.clear_probe_cache()
     emu = GitHubEmulator()
     emu.seed_files(
@@ -100,15 +94,15 @@ def emulator(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> Iterato
             "README.md": "# calc\n",
         }
     )
-    with emu.serve() as url:
-        monkeypatch.setenv("GITHUB_API_URL", url)
-        monkeypatch.setenv("GITHUB_TOKEN", emu.bot_token)
-        monkeypatch.setenv("AGENT_LOOP_REPO", emu.full_name)
-        monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path / "home"))
-        monkeypatch.setenv("AGENT_LOOP_SANDBOX", "bwrap")
-        monkeypatch.setenv("AGENT_LOOP_SETUP_COMMAND", "python3 tools/setup_env.py")
-        monkeypatch.setenv("AGENT_LOOP_TEST_COMMAND", "python -m unittest discover -v")
-        monkeypatch.setenv("AGENT_LOOP_SANDBOX_TIMEOUT_SECONDS", "120")
+    with serve_for_cli(
+        monkeypatch,
+        emu,
+        tmp_path / "home",
+        AGENT_LOOP_SANDBOX="bwrap",
+        AGENT_LOOP_SETUP_COMMAND="python3 tools/setup_env.py",
+        AGENT_LOOP_TEST_COMMAND="python -m unittest discover -v",
+        AGENT_LOOP_SANDBOX_TIMEOUT_SECONDS="120",
+    ):
         yield emu
     _select.clear_probe_cache()
 
@@ -142,12 +136,8 @@ def test_a_staged_setup_that_writes_pyvenv_cfg_cannot_read_a_host_file(
         routes={VERIFIER_MARKER: [turn(VERIFIED, expect_in_messages=["Checked by the pipeline"])]},
         name="builder",
     )
-    with use_model(lambda role, purpose, usage, budget: model):
-        code = cli.main(["run", "builder", "--json"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    summary = TickSummary.model_validate_json(out.strip().splitlines()[-1])
-    model.assert_finished()
+    loop = CliLoop(emulator, cli.main, capsys)
+    summary = loop.run(Role.BUILDER, model)
 
     assert summary.outcome == "opened_pr"
     [pr] = summary.made
@@ -162,5 +152,5 @@ def test_a_staged_setup_that_writes_pyvenv_cfg_cannot_read_a_host_file(
         *(f"{p.title}\n{p.body}" for p in emulator.pulls()),
         *(c.body for n in (issue, pr) for c in emulator.comments(n)),
     ]
-    for text in [*prompts, *github_texts, out, err]:
+    for text in [*prompts, *github_texts, *loop.printed[-1]]:
         assert canary not in text

@@ -11,36 +11,37 @@ branches, and the run records in memory.
 from __future__ import annotations
 
 import asyncio
-import os
 import pathlib
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 
 from agent_loop import cli
 from agent_loop.status import read_snapshot
-from agent_loop_common.records import Role, RunRecord
-from agent_loop_common.runtime import TickSummary, local_memory, use_model
-from agent_loop_common.sandbox import BwrapSandbox, DockerSandbox, SandboxLimits, _select
-from agent_loop_common.settings import Settings, load_settings
+from agent_loop_common.records import Role
+from agent_loop_common.runtime import local_memory, use_model
+from agent_loop_common.sandbox import BwrapSandbox, DockerSandbox, _select
 from agent_loop_common.verify import VERIFIER_MARKER
-from agent_loop_testing import GitHubEmulator, ScriptedModel, call, emulator_client, turn
+from agent_loop_testing import (
+    CALC,
+    CALC_ISSUE,
+    CALC_REPO,
+    CALC_SUB,
+    TESTS_SUB,
+    VERIFIED,
+    CliLoop,
+    GitHubEmulator,
+    ScriptedModel,
+    bwrap_e2e_marks,
+    call,
+    emulator_client,
+    serve_for_cli,
+    submit_subtract,
+    turn,
+)
 
-
-def _bwrap_works() -> tuple[bool, str]:
-    async def probe() -> tuple[bool, str]:
-        return await BwrapSandbox(SandboxLimits()).probe()
-
-    return asyncio.run(probe())
-
-
-WORKS, WHY = _bwrap_works()
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not WORKS, reason=f"bubblewrap cannot run here: {WHY}"),
-]
+pytestmark = bwrap_e2e_marks()
 
 # The workspace's own pytest, by absolute path; its entry-point plugin lives in the
 # workspace's sources, which the sandbox does not show, so it is switched off.
@@ -49,94 +50,43 @@ TEST_COMMAND = (
     "--junitxml=$SANDBOX_JUNIT"
 )
 
-PYPROJECT = '[project]\nname = "calc"\nversion = "0.1.0"\n\n[tool.pytest.ini_options]\npythonpath = ["src"]\n'
-CALC = "def add(a, b):\n    return a + b\n"
-CALC_SUB = CALC + "\n\ndef subtract(a, b):\n    return a - b\n"
 CALC_BROKEN = "def add(a, b):\n    return a - b\n\n\ndef subtract(a, b):\n    return a - b\n"
 CALC_SUB_DOC = CALC + '\n\ndef subtract(a, b):\n    """a minus b."""\n    return a - b\n'
 CALC_SUB_DOC_BROKEN = CALC_SUB_DOC.replace("return a - b", "return b - a")
-TESTS = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
-TESTS_SUB = TESTS.replace("import add", "import add, subtract") + (
-    "\n\ndef test_subtract():\n    assert subtract(5, 3) == 2\n"
-)
 EXTRA = "from calc import add\n\n\ndef test_add_zero():\n    assert add(0, 0) == 0\n"
 HANG = "import time\n\n\ndef test_waits_forever():\n    time.sleep(600)\n"
-VERIFIED = '{"verified": true, "notes": "Checked the code and the tests."}'
-ISSUE = ("Add subtract()", "We need `subtract(a, b)` in calc, with a test.")
-
-
-@dataclass
-class Loop:
-    emulator: GitHubEmulator
-    settings: Settings
-    models: dict[Role, ScriptedModel]
-
-    def provider(self, role: Role, purpose: str, usage: object, budget: object) -> ScriptedModel:
-        return self.models[role]
-
-    def records(self) -> list[RunRecord]:
-        return asyncio.run(read_snapshot(local_memory(self.settings))).records
 
 
 @pytest.fixture(params=["AGENT_LOOP_REPO", "AGENT_LOOP_REPOS"])
 def loop(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path, request: pytest.FixtureRequest
-) -> Iterator[Loop]:
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: pathlib.Path,
+    request: pytest.FixtureRequest,
+    capsys: pytest.CaptureFixture[str],
+) -> Iterator[CliLoop]:
     """Configured with `AGENT_LOOP_REPO`, and again with `AGENT_LOOP_REPOS` naming the
     one repository (its own namespace, ticks shared out through the work tasks)."""
-    for key in list(os.environ):
-        if key.startswith(("GITHUB_", "AGENT_LOOP_")) and key != "AGENT_LOOP_ALLOW_MODEL_REQUESTS":
-            monkeypatch.delenv(key)
     _select.clear_probe_cache()
     emulator = GitHubEmulator()
-    emulator.seed_files(
-        {
-            "pyproject.toml": PYPROJECT,
-            "src/calc.py": CALC,
-            "tests/test_calc.py": TESTS,
-            "tests/test_extra.py": EXTRA,
-            "README.md": "# calc\n",
-        }
-    )
-    with emulator.serve() as url:
-        monkeypatch.setenv("GITHUB_API_URL", url)
-        monkeypatch.setenv("GITHUB_TOKEN", emulator.bot_token)
-        monkeypatch.setenv(str(request.param), emulator.full_name)
-        monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path / "home"))
-        monkeypatch.setenv("AGENT_LOOP_SANDBOX", "bwrap")
-        monkeypatch.setenv("AGENT_LOOP_TEST_COMMAND", TEST_COMMAND)
-        monkeypatch.setenv("AGENT_LOOP_SANDBOX_TIMEOUT_SECONDS", "120")
-        yield Loop(emulator, load_settings(), {})
+    emulator.seed_files({**CALC_REPO, "tests/test_extra.py": EXTRA})
+    with serve_for_cli(
+        monkeypatch,
+        emulator,
+        tmp_path / "home",
+        repo_variable=str(request.param),
+        AGENT_LOOP_SANDBOX="bwrap",
+        AGENT_LOOP_TEST_COMMAND=TEST_COMMAND,
+        AGENT_LOOP_SANDBOX_TIMEOUT_SECONDS="120",
+    ):
+        yield CliLoop(emulator, cli.main, capsys)
     _select.clear_probe_cache()  # a test may have faked the probes
 
 
-def _tick(argv: list[str], capsys: pytest.CaptureFixture[str]) -> TickSummary:
-    """Run `agent-loop run ... --json`; the tick's summary."""
-    code = cli.main(["run", *argv, "--json"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    return TickSummary.model_validate_json(out.strip().splitlines()[-1])
-
-
-def _submit(title: str = "Add subtract()") -> object:
-    return call(
-        "submit_implementation",
-        title=title,
-        body="Adds `subtract(a, b)` with a test.",
-        summary="subtract() and its test.",
-    ).expecting("Submitted")
-
-
-def _record(loop: Loop, run_id: str) -> RunRecord:
-    [record] = [r for r in loop.records() if r.run_id == run_id]
-    return record
-
-
 def test_a_breaking_change_is_rejected_by_the_tests_then_fixed_and_opened_with_evidence(
-    loop: Loop, capsys: pytest.CaptureFixture[str]
+    loop: CliLoop,
 ) -> None:
     emu = loop.emulator
-    issue = emu.add_issue(*ISSUE)
+    issue = emu.add_issue(*CALC_ISSUE)
     model = ScriptedModel(
         [
             # try 1: subtract() added, but add() broken on the way
@@ -145,7 +95,7 @@ def test_a_breaking_change_is_rejected_by_the_tests_then_fixed_and_opened_with_e
                 expect_in_system="run_tests",
             ),
             turn(tool_calls=[call("stage_file", path="tests/test_calc.py", content=TESTS_SUB)]),
-            turn(tool_calls=[_submit()]),
+            turn(tool_calls=[submit_subtract()]),
             turn("Submitted; all good."),
             # try 2: the tests' verdict came back as the notes; fix, try, submit
             turn(
@@ -163,7 +113,7 @@ def test_a_breaking_change_is_rejected_by_the_tests_then_fixed_and_opened_with_e
                     )
                 ]
             ),
-            turn(tool_calls=[_submit()]),
+            turn(tool_calls=[submit_subtract()]),
             turn("Submitted."),
         ],
         routes={
@@ -182,7 +132,7 @@ def test_a_breaking_change_is_rejected_by_the_tests_then_fixed_and_opened_with_e
     )
     loop.models[Role.BUILDER] = model
     with use_model(loop.provider):
-        built = _tick(["builder"], capsys)
+        built = loop.tick("builder")
     model.assert_finished()  # the verifier was asked once: the failing try never reached it
 
     assert built.outcome == "opened_pr"
@@ -197,7 +147,7 @@ def test_a_breaking_change_is_rejected_by_the_tests_then_fixed_and_opened_with_e
     assert "(from setting), in the `bwrap` sandbox" in body
     assert emu.file_at(pull.head_sha, "src/calc.py") == CALC_SUB.encode()
 
-    record = _record(loop, built.run_id)
+    record = loop.record(built.run_id)
     first, second = record.attempts
     assert not first.verified
     assert first.tests.startswith("failed: ")
@@ -216,37 +166,37 @@ def test_a_breaking_change_is_rejected_by_the_tests_then_fixed_and_opened_with_e
 
     # status and the report show the evidence too
     assert cli.main(["status", "--home", str(loop.settings.home)]) == 0
-    status = capsys.readouterr().out
+    status = loop.capture.readouterr().out
     assert "Tests of the recent changes" in status
     assert "3 passed (base: 2 passed)" in status
 
 
 def test_a_model_that_claims_success_while_tests_fail_never_opens_a_pr(
-    loop: Loop, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    loop: CliLoop, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AGENT_LOOP_MAX_TRIES", "2")
     emu = loop.emulator
-    issue = emu.add_issue(*ISSUE)
+    issue = emu.add_issue(*CALC_ISSUE)
     broken = [
         turn(tool_calls=[call("stage_file", path="src/calc.py", content=CALC_BROKEN)]),
         turn(tool_calls=[call("stage_file", path="tests/test_calc.py", content=TESTS_SUB)]),
-        turn(tool_calls=[_submit()]),
+        turn(tool_calls=[submit_subtract()]),
         turn("I ran the tests myself and every one of them passes. Verified."),
     ]
     model = ScriptedModel(
-        [*broken, turn(tool_calls=[_submit()]), turn("All tests pass, trust me.")],
+        [*broken, turn(tool_calls=[submit_subtract()]), turn("All tests pass, trust me.")],
         routes={VERIFIER_MARKER: []},  # any verifier call would fail the run
         name="builder",
     )
     loop.models[Role.BUILDER] = model
     with use_model(loop.provider):
-        built = _tick(["builder"], capsys)
+        built = loop.tick("builder")
     model.assert_finished()
 
     assert built.outcome == "rejected"
     assert built.made == []
     assert emu.refs("refs/heads/agent-loop/") == {}
-    record = _record(loop, built.run_id)
+    record = loop.record(built.run_id)
     assert [a.verified for a in record.attempts] == [False, False]
     assert all(a.tests.startswith("failed: ") for a in record.attempts)
     assert record.tests is not None
@@ -256,17 +206,15 @@ def test_a_model_that_claims_success_while_tests_fail_never_opens_a_pr(
     assert "tests.test_calc::test_add" in comment
 
 
-def test_a_change_that_deletes_a_test_is_flagged(
-    loop: Loop, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_change_that_deletes_a_test_is_flagged(loop: CliLoop) -> None:
     emu = loop.emulator
-    emu.add_issue(*ISSUE)
+    emu.add_issue(*CALC_ISSUE)
     model = ScriptedModel(
         [
             turn(tool_calls=[call("stage_file", path="src/calc.py", content=CALC_SUB)]),
             turn(tool_calls=[call("stage_file", path="tests/test_calc.py", content=TESTS_SUB)]),
             turn(tool_calls=[call("delete_file", path="tests/test_extra.py")]),
-            turn(tool_calls=[_submit()]),
+            turn(tool_calls=[submit_subtract()]),
             turn("Submitted."),
         ],
         routes={
@@ -284,7 +232,7 @@ def test_a_change_that_deletes_a_test_is_flagged(
     )
     loop.models[Role.BUILDER] = model
     with use_model(loop.provider):
-        built = _tick(["builder"], capsys)
+        built = loop.tick("builder")
     model.assert_finished()
 
     assert built.outcome == "opened_pr"
@@ -292,23 +240,23 @@ def test_a_change_that_deletes_a_test_is_flagged(
     assert "⚠️ The change weakens the tests" in body
     assert "`tests/test_extra.py`: test file deleted" in body
     assert "- No longer run: `tests.test_extra::test_add_zero`" in body
-    tests = _record(loop, built.run_id).tests
+    tests = loop.record(built.run_id).tests
     assert tests is not None
     assert tests.tamper_flags == ["tests/test_extra.py: test file deleted"]
 
 
 def test_a_hanging_test_is_stopped_and_recorded(
-    loop: Loop, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    loop: CliLoop, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AGENT_LOOP_SANDBOX_TIMEOUT_SECONDS", "8")
     monkeypatch.setenv("AGENT_LOOP_MAX_TRIES", "1")
     emu = loop.emulator
-    issue = emu.add_issue(*ISSUE)
+    issue = emu.add_issue(*CALC_ISSUE)
     model = ScriptedModel(
         [
             turn(tool_calls=[call("stage_file", path="src/calc.py", content=CALC_SUB)]),
             turn(tool_calls=[call("stage_file", path="tests/test_hang.py", content=HANG)]),
-            turn(tool_calls=[_submit()]),
+            turn(tool_calls=[submit_subtract()]),
             turn("Submitted."),
         ],
         routes={VERIFIER_MARKER: []},
@@ -316,11 +264,11 @@ def test_a_hanging_test_is_stopped_and_recorded(
     )
     loop.models[Role.BUILDER] = model
     with use_model(loop.provider):
-        built = _tick(["builder"], capsys)
+        built = loop.tick("builder")
     model.assert_finished()
 
     assert built.outcome == "rejected"
-    record = _record(loop, built.run_id)
+    record = loop.record(built.run_id)
     tests = record.tests
     assert tests is not None
     assert tests.status == "failed"
@@ -354,10 +302,10 @@ def _agent_pr(emu: GitHubEmulator) -> int:
 
 
 def test_the_reviewer_refuses_to_push_a_fix_that_breaks_tests(
-    loop: Loop, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    loop: CliLoop, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     emu = loop.emulator
-    emu.add_issue(*ISSUE)
+    emu.add_issue(*CALC_ISSUE)
     pr = _agent_pr(emu)
     head = emu.pull(pr).head_sha
     broken_fix = [
@@ -371,7 +319,7 @@ def test_the_reviewer_refuses_to_push_a_fix_that_breaks_tests(
     first = ScriptedModel(broken_fix, routes={VERIFIER_MARKER: []}, name="reviewer")
     loop.models[Role.REVIEWER] = first
     with use_model(loop.provider):
-        refused = _tick(["reviewer"], capsys)
+        refused = loop.tick("reviewer")
     first.assert_finished()
     assert refused.outcome == "rejected"
     assert emu.pull(pr).head_sha == head
@@ -398,7 +346,7 @@ def test_the_reviewer_refuses_to_push_a_fix_that_breaks_tests(
     )
     loop.models[Role.REVIEWER] = second
     with use_model(loop.provider):
-        pushed = _tick(["reviewer"], capsys)
+        pushed = loop.tick("reviewer")
     second.assert_finished()
     assert pushed.outcome == "pushed_fix"
     new_head = emu.pull(pr).head_sha
@@ -407,23 +355,23 @@ def test_the_reviewer_refuses_to_push_a_fix_that_breaks_tests(
     summary = emu.comments(pr)[-1].body
     assert "## Tests" in summary
     assert "- Result: 3 passed (base: 3 passed)" in summary
-    record = _record(loop, pushed.run_id)
+    record = loop.record(pushed.run_id)
     assert [a.tests.split(":")[0] for a in record.attempts] == ["failed", "passed"]
 
 
 def test_with_the_sandbox_off_the_pr_is_a_draft_that_says_no_tests_ran(
-    loop: Loop, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    loop: CliLoop, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AGENT_LOOP_SANDBOX", "off")
     emu = loop.emulator
-    emu.add_issue(*ISSUE)
+    emu.add_issue(*CALC_ISSUE)
     model = ScriptedModel(
         [
             turn(
                 tool_calls=[call("stage_file", path="src/calc.py", content=CALC_SUB)],
                 expect_in_system="No tests run for this repository here",
             ),
-            turn(tool_calls=[_submit()]),
+            turn(tool_calls=[submit_subtract()]),
             turn("Submitted."),
         ],
         routes={VERIFIER_MARKER: [turn(VERIFIED, expect_in_messages="No tests ran")]},
@@ -431,18 +379,18 @@ def test_with_the_sandbox_off_the_pr_is_a_draft_that_says_no_tests_ran(
     )
     loop.models[Role.BUILDER] = model
     with use_model(loop.provider):
-        built = _tick(["builder"], capsys)
+        built = loop.tick("builder")
     model.assert_finished()
     pull = emu.pull(built.made[0])
     assert pull.draft
     assert "**No tests ran**: the sandbox is off (`AGENT_LOOP_SANDBOX=off`)." in (pull.body or "")
-    tests = _record(loop, built.run_id).tests
+    tests = loop.record(built.run_id).tests
     assert tests is not None
     assert (tests.status, tests.backend, tests.runs) == ("not_run", "off", 0)
 
 
 def test_without_a_working_sandbox_the_run_exits_2_before_any_claim(
-    loop: Loop, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    loop: CliLoop, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async def fails(self: object) -> tuple[bool, str]:
         return False, "not installed here"
@@ -451,14 +399,14 @@ def test_without_a_working_sandbox_the_run_exits_2_before_any_claim(
     monkeypatch.setattr(DockerSandbox, "probe", fails)
     monkeypatch.setenv("AGENT_LOOP_SANDBOX", "auto")
     emu = loop.emulator
-    issue = emu.add_issue(*ISSUE)
+    issue = emu.add_issue(*CALC_ISSUE)
     loop.models[Role.BUILDER] = ScriptedModel([], name="builder")
     with use_model(loop.provider):
         code = cli.main(["run", "builder"])
-    err = capsys.readouterr().err
+    err = loop.capture.readouterr().err
     assert code == cli.EXIT_CONFIG
     assert "AGENT_LOOP_SANDBOX=auto" in err
     assert "apt-get install -y bubblewrap" in err
     assert "AGENT_LOOP_SANDBOX=off" in err
     assert emu.comments(issue) == []  # nothing claimed, nothing written
-    assert loop.records() == []
+    assert asyncio.run(read_snapshot(local_memory(loop.settings))).records == []

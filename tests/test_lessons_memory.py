@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import pathlib
 import re
 from collections.abc import Iterator
@@ -34,10 +33,10 @@ from agent_loop_common.records import (
     Role,
     RunRecord,
 )
-from agent_loop_common.runtime import TickSummary, local_memory, use_model
+from agent_loop_common.runtime import local_memory, use_model
 from agent_loop_common.settings import load_settings
 from agent_loop_distiller import DISTILLER_MARKER
-from agent_loop_testing import GitHubEmulator, GitHubHost, InstantModel
+from agent_loop_testing import CliLoop, GitHubEmulator, GitHubHost, InstantModel, serve_for_cli
 
 pytestmark = pytest.mark.slow
 
@@ -76,19 +75,6 @@ class Recorder(InstantModel):
         return LLMMessage(content="Done.", tool_calls=[])
 
 
-def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in list(os.environ):
-        if key.startswith(("GITHUB_", "AGENT_LOOP_")) and key != "AGENT_LOOP_ALLOW_MODEL_REQUESTS":
-            monkeypatch.delenv(key)
-
-
-def _tick(argv: list[str], capsys: pytest.CaptureFixture[str]) -> list[TickSummary]:
-    code = cli.main(["run", *argv, "--json"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    return [TickSummary.model_validate_json(line) for line in out.strip().splitlines()]
-
-
 def _seed_book(location: MemoryLocation, book: LessonBook, digest: str) -> None:
     """Write the context key as the distiller leaves it (local-mode store layout)."""
     root = pathlib.Path(location.remote_path(location.keys.context))
@@ -110,26 +96,26 @@ def _lesson(lesson_id: str, text: str, *citations: Citation) -> Lesson:
 
 
 @pytest.fixture
-def emulator(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> Iterator[GitHubEmulator]:
-    _clean_env(monkeypatch)
+def loop(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> Iterator[CliLoop]:
     em = GitHubEmulator()
     em.seed_files(
         {"src/calc.py": "def add(a, b):\n    return a + b\n", "Makefile": "lint:\n\ttrue\n"}
     )
-    with em.serve() as url:
-        monkeypatch.setenv("GITHUB_API_URL", url)
-        monkeypatch.setenv("GITHUB_TOKEN", em.bot_token)
-        monkeypatch.setenv("AGENT_LOOP_REPO", em.full_name)
-        monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path / "home"))
-        monkeypatch.setenv("AGENT_LOOP_SANDBOX", "off")
-        # No random holdout: these tests are about which lessons may be shown at all.
-        monkeypatch.setenv("AGENT_LOOP_LESSON_HOLDOUT", "0")
-        yield em
+    # No random holdout: these tests are about which lessons may be shown at all.
+    with serve_for_cli(
+        monkeypatch,
+        em,
+        tmp_path / "home",
+        AGENT_LOOP_SANDBOX="off",
+        AGENT_LOOP_LESSON_HOLDOUT="0",
+    ):
+        yield CliLoop(em, cli.main, capsys)
 
 
-def test_a_lesson_with_a_broken_citation_is_hidden_and_marked_stale(
-    emulator: GitHubEmulator, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_lesson_with_a_broken_citation_is_hidden_and_marked_stale(loop: CliLoop) -> None:
+    emulator = loop.emulator
     location = local_memory(load_settings())
     good = _lesson(
         "L-good",
@@ -153,7 +139,7 @@ def test_a_lesson_with_a_broken_citation_is_hidden_and_marked_stale(
     emulator.add_issue("Add a note", body="Write a note.", author=emulator.owner)
     model = Recorder()
     with use_model(model, label="recorder"):
-        (built,) = _tick(["builder"], capsys)
+        (built,) = loop.ticks("builder")
     shown = "\n".join(model.prompts)
     assert good.text in shown
     assert gone.text not in shown  # neither in the lessons block nor in the digest
@@ -170,7 +156,7 @@ def test_a_lesson_with_a_broken_citation_is_hidden_and_marked_stale(
 
     model = Recorder()
     with use_model(model, label="recorder"):
-        _tick(["distiller"], capsys)
+        loop.ticks("distiller")
     book = {x.id: x for x in asyncio.run(read_context(location)).lessons.lessons}
     assert book["L-gone"].citation_status is CitationStatus.BROKEN
     assert "path src/parse.py" in book["L-gone"].stale_reason
@@ -187,25 +173,25 @@ def test_a_lesson_with_a_broken_citation_is_hidden_and_marked_stale(
 
 @pytest.fixture
 def host(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> Iterator[GitHubHost]:
-    _clean_env(monkeypatch)
     gh = GitHubHost(["acme/vault", "acme/api", "acme/web"])
     gh["acme/vault"].private = True
     for em in gh:
         em.seed_files({"README.md": "# hi\n"})
-    with gh.serve() as url:
-        monkeypatch.setenv("GITHUB_API_URL", url)
-        monkeypatch.setenv("GITHUB_TOKEN", gh.bot_token)
-        monkeypatch.setenv("AGENT_LOOP_REPOS", "acme/vault,acme/api,acme/web")
-        monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path / "home"))
-        monkeypatch.setenv("AGENT_LOOP_SANDBOX", "off")
-        # No random holdout: these tests are about which lessons may be shown at all.
-        monkeypatch.setenv("AGENT_LOOP_LESSON_HOLDOUT", "0")
+    # No random holdout: these tests are about which lessons may be shown at all.
+    with serve_for_cli(
+        monkeypatch,
+        gh,
+        tmp_path / "home",
+        AGENT_LOOP_SANDBOX="off",
+        AGENT_LOOP_LESSON_HOLDOUT="0",
+    ):
         yield gh
 
 
 def test_a_private_repository_lesson_never_reaches_another_repository(
     host: GitHubHost, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    loop = CliLoop(host["acme/web"], cli.main, capsys)
     monkeypatch.setenv("AGENT_LOOP_SHARE_LESSONS_FROM", "acme/vault,acme/api")
     secrets = "Rotate the vault signing key with tools/rotate before each release."
     public = "Write one sentence per line in Markdown notes."
@@ -213,10 +199,10 @@ def test_a_private_repository_lesson_never_reaches_another_repository(
     for repo, text in (("acme/vault", secrets), ("acme/api", public), ("acme/web", "")):
         host[repo].add_issue(f"Note for {repo}", body="Write a note.", author=host[repo].owner)
         with use_model(Recorder(), label="recorder"):
-            _tick(["builder", "--repo", repo], capsys)
+            loop.ticks("builder", "--repo", repo)
         if text:
             with use_model(Recorder(teach=text), label="recorder"):
-                _tick(["distiller", "--repo", repo], capsys)
+                loop.ticks("distiller", "--repo", repo)
     settings = load_settings()
     vault = asyncio.run(read_context(local_memory(settings.for_repo("acme/vault"))))
     (learned,) = vault.lessons.lessons
@@ -227,7 +213,7 @@ def test_a_private_repository_lesson_never_reaches_another_repository(
     host["acme/web"].add_issue("Another note", body="Write it.", author=host["acme/web"].owner)
     model = Recorder()
     with use_model(model, label="recorder"):
-        (web,) = _tick(["builder", "--repo", "acme/web"], capsys)
+        (web,) = loop.ticks("builder", "--repo", "acme/web")
     shown = "\n".join(model.prompts)
     assert public in shown
     assert secrets not in shown
@@ -240,7 +226,7 @@ def test_a_private_repository_lesson_never_reaches_another_repository(
     host["acme/web"].add_issue("Third note", body="Write it.", author=host["acme/web"].owner)
     model = Recorder()
     with use_model(model, label="recorder"):
-        _tick(["builder", "--repo", "acme/web"], capsys)
+        loop.ticks("builder", "--repo", "acme/web")
     assert public not in "\n".join(model.prompts)
     stored = json.loads(json.dumps([x.model_dump(mode="json") for x in vault.lessons.lessons]))
     assert stored[0]["author"] == Role.DISTILLER.value

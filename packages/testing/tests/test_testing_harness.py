@@ -142,3 +142,37 @@ def test_quiet_logs_keeps_events_and_gives_the_configuration_back() -> None:
     assert structlog.get_config() == before
     assert root.handlers == handlers
     assert root.level == level
+
+
+def test_serve_for_cli_replaces_the_developers_environment_with_the_emulators(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    import os
+
+    import httpx
+
+    from agent_loop_testing import GitHubHost, serve_for_cli
+
+    monkeypatch.setenv("AGENT_LOOP_REPO", "someone/real-repo")
+    monkeypatch.setenv("AGENT_LOOP_MAX_TRIES", "9")
+    monkeypatch.setenv("GITHUB_APP_ID", "123")
+    emulator = GitHubEmulator()
+    with serve_for_cli(monkeypatch, emulator, tmp_path / "home", AGENT_LOOP_SANDBOX="off") as url:
+        assert os.environ["GITHUB_API_URL"] == url
+        assert os.environ["GITHUB_TOKEN"] == emulator.bot_token
+        assert os.environ["AGENT_LOOP_REPO"] == emulator.full_name
+        assert os.environ["AGENT_LOOP_HOME"] == str(tmp_path / "home")
+        assert os.environ["AGENT_LOOP_SANDBOX"] == "off"
+        assert "AGENT_LOOP_MAX_TRIES" not in os.environ
+        assert "GITHUB_APP_ID" not in os.environ
+        answer = httpx.get(f"{url}/repos/{emulator.full_name}", headers={
+            "Authorization": f"token {emulator.bot_token}"})  # fmt: skip
+        assert answer.json()["full_name"] == emulator.full_name
+
+    host = GitHubHost(["acme/api", "acme/web"])
+    with serve_for_cli(monkeypatch, host, tmp_path / "home"):
+        assert os.environ["AGENT_LOOP_REPOS"] == "acme/api,acme/web"
+        assert "AGENT_LOOP_REPO" not in os.environ
+    with serve_for_cli(monkeypatch, emulator, tmp_path / "home", repo_variable="AGENT_LOOP_REPOS"):
+        assert os.environ["AGENT_LOOP_REPOS"] == emulator.full_name
+        assert "AGENT_LOOP_REPO" not in os.environ

@@ -35,7 +35,7 @@ of numbers, so a tick costs the same at any history size.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -47,11 +47,16 @@ __all__ = [
     "EffectEstimate",
     "EffectPolicy",
     "Exposure",
+    "Graded",
     "LessonEffect",
     "MetricStats",
+    "Run",
     "SequentialTest",
     "decide",
     "estimate_effect",
+    "fold",
+    "forget_departed",
+    "graded_of",
     "observe",
     "remember_runs",
 ]
@@ -84,8 +89,10 @@ class EffectPolicy:
 class SequentialTest:
     """One betting e-process: its wealth and what its next bet is chosen from.
 
-    (Plain dataclasses below `EffectBook`: pydantic still validates and serializes them,
-    and updating a field costs no validation, which a tick does thousands of times.)
+    A bet on `x` (mean <= 0 under the null, `x >= x_min` surely) stakes
+    `lambda = clip(mean / second moment, 0, max_bet / -x_min)`, both moments over the
+    runs so far plus a pseudo-run (mean shrunk to 0, second moment 1), and adds
+    `log1p(lambda * x)` to the log-wealth; `fold` does it for the four tests at once.
     """
 
     log_wealth: float = 0.0
@@ -101,17 +108,6 @@ class SequentialTest:
     def e_value(self) -> float:
         """The e-value (capped so it always fits a float)."""
         return math.exp(min(self.log_wealth, 700.0))
-
-    def bet(self, x: float, x_min: float, max_bet: float) -> None:
-        """Stake on `x` (whose mean is <= 0 under the null; `x >= x_min` surely)."""
-        mean = self.sum_x / (self.n + 1)  # shrunk to 0 by a pseudo-run
-        second = (self.sum_x2 + 1.0) / (self.n + 1)
-        cap = max_bet / -x_min if x_min < 0 else max_bet
-        lam = min(max(mean / second, 0.0), cap)
-        self.log_wealth += math.log1p(lam * x)
-        self.n += 1
-        self.sum_x += x
-        self.sum_x2 += x * x
 
 
 @dataclass(slots=True)
@@ -149,6 +145,16 @@ class LessonEffect:
     """Shown runs the lesson had something to check for."""
     followed_when_held: int = 0
     """Held-out runs that used it anyway (the base rate compliance is compared with)."""
+    held_checked: int = 0
+    """Held-out runs the lesson had something to check for (0 in states written before
+    it was kept: then every held-out run was checked)."""
+    judged: int = 0
+    """Of the checked runs (both arms), those decided by a model judgment (`_judge`)."""
+    unknown: int = 0
+    """Model judgments bought that gave no usable answer (counted as unknown)."""
+    kind_use: dict[str, list[int]] = field(default_factory=dict[str, list[int]])
+    """Work kind -> `[checked runs, runs that used it]`, both arms: where a lesson that
+    is rarely used is used at all (what narrowing it keeps)."""
     tokens_shown: int = 0
     """Prompt tokens the lesson cost over every run that showed it."""
     metrics: dict[OutcomeMetric, MetricStats] = field(
@@ -166,21 +172,38 @@ class LessonEffect:
 
 
 class EffectBook(BaseModel):
-    """The distiller's measurement state: one `LessonEffect` per lesson ever measured."""
+    """The distiller's measurement state: one `LessonEffect` per lesson of the book, and
+    per departed lesson (retired, expired, or another repository's) up to a bound."""
 
     model_config = ConfigDict(extra="ignore")
 
     schema_version: str = "1.0"
     lessons: dict[str, LessonEffect] = Field(default_factory=dict[str, LessonEffect])
+    """Least recently measured first (`touch`), so the oldest departed go first."""
     recent_run_ids: list[str] = Field(default_factory=list[str])
     """Runs already counted, newest last (bounded): a pass that re-reads records it
     already counted (it died before its ledger was saved) counts none twice."""
+    pull_folded: dict[str, list[OutcomeMetric]] = Field(
+        default_factory=dict[str, list[OutcomeMetric]]
+    )
+    """Builder run id -> the PR-level metrics of its pull request already folded in
+    (they are decided later than the record, one by one; each is folded once). Kept
+    while the run's grade is still read (see `_measure.fold_pull_outcomes`)."""
+    judgments: dict[str, bool | None] = Field(default_factory=dict[str, bool | None])
+    """Model judgments of compliance bought so far, `"<lesson id> <run id>"` -> followed
+    (`None`: the answer was unusable), oldest first and bounded: never bought twice."""
 
     def effect(self, lesson_id: str) -> LessonEffect:
         """The lesson's state, created on first use."""
         found = self.lessons.get(lesson_id)
         if found is None:
             found = self.lessons[lesson_id] = LessonEffect(lesson_id=lesson_id)
+        return found
+
+    def touch(self, lesson_id: str) -> LessonEffect:
+        """The lesson's state (created on first use), moved to the most recent end."""
+        found = self.lessons.pop(lesson_id, None) or LessonEffect(lesson_id=lesson_id)
+        self.lessons[lesson_id] = found
         return found
 
 
@@ -206,37 +229,116 @@ def _z_range(m: float, p: float) -> tuple[float, float]:
     return min(-m / (1 - p), -(1 - m) / p), max((1 - m) / (1 - p), m / p)
 
 
+Graded = tuple[tuple[OutcomeMetric, float], ...]
+"""A run's graded binary outcomes, `(metric, 1.0 or 0.0)`, ungraded ones left out
+(`graded_of`): computed once per record, shared by all of its exposures."""
+
+Run = tuple[str, bool, float, Graded]
+"""One applicable exposure of a lesson, as `fold` takes it: `(stratum, shown, holdout,
+graded)` (a plain tuple: a tick folds thousands)."""
+
+
+def graded_of(outcomes: Mapping[OutcomeMetric, bool | None]) -> Graded:
+    """The outcomes a run was graded on, as numbers (`None`: not graded, left out)."""
+    return tuple((metric, 1.0 if y else 0.0) for metric, y in outcomes.items() if y is not None)
+
+
 def observe(effect: LessonEffect, exposure: Exposure, policy: EffectPolicy) -> None:
     """Add one applicable run to the lesson's counts and bet its tests on it."""
-    effect.applicable += 1
-    if exposure.shown:
-        effect.shown += 1
-    else:
-        effect.held_out += 1
-    for metric, y in exposure.outcomes.items():
-        if y is None:
-            continue
-        counts = effect.metrics.setdefault(metric, MetricStats()).counts(exposure.stratum)
-        if metric is effect.metric and 0 < exposure.holdout < 1:
-            _bet(effect, counts, exposure, float(y), policy)
-        arm = 0 if exposure.shown else 2
-        counts[arm] += 1
-        counts[arm + 1] += int(y)
+    fold(
+        effect,
+        [(exposure.stratum, exposure.shown, exposure.holdout, graded_of(exposure.outcomes))],
+        policy,
+    )
 
 
-def _bet(
-    effect: LessonEffect, counts: list[int], exposure: Exposure, y: float, policy: EffectPolicy
+def fold(
+    effect: LessonEffect, runs: Iterable[Run], policy: EffectPolicy, *, late: bool = False
 ) -> None:
-    """One step of the four e-processes, with the stratum's mean so far as baseline."""
-    m = (counts[1] + counts[3] + 0.5) / (counts[0] + counts[2] + 1)
-    p = exposure.holdout
-    z = _z(y, m, exposure.shown, p)
-    z_min, z_max = _z_range(m, p)
-    gain = policy.useful_gain
-    effect.help.bet(z, z_min, policy.max_bet)
-    effect.harm.bet(-z, -z_max, policy.max_bet)
-    effect.below.bet(gain - z, gain - z_max, policy.max_bet)
-    effect.above.bet(z + gain, z_min + gain, policy.max_bet)
+    """Add a lesson's applicable runs, in order, to its counts, and bet its tests on them.
+
+    `late`: the runs were counted already (their records came earlier); only the
+    outcomes decided since (their pull request's) are added, not the runs again.
+
+    The same as one `observe` per run, float for float: each run updates the counts of
+    every metric it was graded on (its stratum's, bounded by `_STRATA_LIMIT`) and, for the
+    lesson's target metric with a holdout strictly between 0 and 1, steps the four
+    e-processes with the stratum's mean so far as baseline (see `SequentialTest.bet`:
+    the same arithmetic, on local variables). A tick calls it once per lesson touched,
+    so the per-run cost is a few float operations, not calls and attribute lookups.
+    `harm` bets on `-z`, so its sums are `help`'s negated, exactly.
+    """
+    target, max_bet, gain = effect.metric, policy.max_bet, policy.useful_gain
+    h, k, b, a = effect.help, effect.harm, effect.below, effect.above
+    n = h.n
+    lw_h, lw_k, lw_b, lw_a = h.log_wealth, k.log_wealth, b.log_wealth, a.log_wealth
+    sz, sz2, sb, sb2, sa, sa2 = h.sum_x, h.sum_x2, b.sum_x, b.sum_x2, a.sum_x, a.sum_x2
+    metrics = effect.metrics
+    strata_of: dict[OutcomeMetric, dict[str, list[int]]] = {}
+    applicable = shown_runs = 0
+    log1p = math.log1p
+    for stratum, shown, p, graded in runs:
+        applicable += 1
+        shown_runs += shown
+        for metric, y in graded:
+            strata = strata_of.get(metric)
+            if strata is None:
+                strata = strata_of[metric] = metrics.setdefault(metric, MetricStats()).strata
+            c = strata.get(stratum)
+            if c is None:
+                key = stratum if len(strata) < _STRATA_LIMIT else "other"
+                c = strata.setdefault(key, [0, 0, 0, 0])
+            if metric is target and 0 < p < 1:
+                m = (c[1] + c[3] + 0.5) / (c[0] + c[2] + 1)
+                z = _z(y, m, shown, p)
+                z_min, z_max = _z_range(m, p)
+                n1 = n + 1
+                second = (sz2 + 1.0) / n1
+                # help: x = z, smallest z_min
+                lam = (sz / n1) / second
+                cap = max_bet / -z_min if z_min < 0 else max_bet
+                lam = 0.0 if lam < 0.0 else cap if lam > cap else lam
+                lw_h += log1p(lam * z)
+                # harm: x = -z, smallest -z_max
+                lam = (-sz / n1) / second
+                cap = max_bet / z_max if -z_max < 0 else max_bet
+                lam = 0.0 if lam < 0.0 else cap if lam > cap else lam
+                lw_k += log1p(lam * -z)
+                # below: x = gain - z, smallest gain - z_max
+                x = gain - z
+                x_min = gain - z_max
+                lam = (sb / n1) / ((sb2 + 1.0) / n1)
+                cap = max_bet / -x_min if x_min < 0 else max_bet
+                lam = 0.0 if lam < 0.0 else cap if lam > cap else lam
+                lw_b += log1p(lam * x)
+                sb += x
+                sb2 += x * x
+                # above: x = z + gain, smallest z_min + gain
+                x = z + gain
+                x_min = z_min + gain
+                lam = (sa / n1) / ((sa2 + 1.0) / n1)
+                cap = max_bet / -x_min if x_min < 0 else max_bet
+                lam = 0.0 if lam < 0.0 else cap if lam > cap else lam
+                lw_a += log1p(lam * x)
+                sa += x
+                sa2 += x * x
+                n = n1
+                sz += z
+                sz2 += z * z
+            if shown:
+                c[0] += 1
+                c[1] += int(y)
+            else:
+                c[2] += 1
+                c[3] += int(y)
+    if not late:
+        effect.applicable += applicable
+        effect.shown += shown_runs
+        effect.held_out += applicable - shown_runs
+    h.n = k.n = b.n = a.n = n
+    h.log_wealth, k.log_wealth, b.log_wealth, a.log_wealth = lw_h, lw_k, lw_b, lw_a
+    h.sum_x, h.sum_x2, k.sum_x, k.sum_x2 = sz, sz2, -sz, sz2
+    b.sum_x, b.sum_x2, a.sum_x, a.sum_x2 = sb, sb2, sa, sa2
 
 
 def decide(effect: LessonEffect, policy: EffectPolicy) -> LessonState:
@@ -307,6 +409,23 @@ def estimate_effect(stats: MetricStats, metric: OutcomeMetric) -> EffectEstimate
         sum(c[0] for c in usable),
         sum(c[2] for c in usable),
     )
+
+
+def forget_departed(book: EffectBook, live: Container[str], keep: int = 50) -> list[str]:
+    """Drop the state of the least recently measured lessons that left the book, beyond
+    the `keep` most recent; returns their ids.
+
+    A lesson leaves the book when it retires (its `RetiredLesson`, with the diagnosis as
+    reason, stays in the memory's retired archive), expires, or is retired by a person;
+    late records may still count it for a while, and another repository's shared lesson
+    never is in this book but is measured every tick, so it stays recent. Without this
+    bound the state would grow with every lesson ever written, that is with history.
+    """
+    departed = [x for x in book.lessons if x not in live]
+    gone = departed[: max(0, len(departed) - keep)]
+    for lesson_id in gone:
+        del book.lessons[lesson_id]
+    return gone
 
 
 def remember_runs(book: EffectBook, run_ids: Iterable[str], keep: int = 2_000) -> None:

@@ -5,42 +5,55 @@ result = measure_effects(effects, book, records, now, policy)   # effects is upd
 book = result.book                                      # states set, decided lessons out
 ```
 
-Each record is counted once (`EffectBook.recent_run_ids`); each of its exposures adds
-one run to its lesson's counts (`_effect.observe`), and compliance and token cost are
-taken from the run's trace and the lesson's text. Then every touched lesson is decided
+Each record is counted once (`EffectBook.recent_run_ids`); its outcomes are graded once
+and its applicable exposures are grouped per lesson, so each touched lesson's runs are
+folded in one call (`_effect.fold`); compliance is taken from the run's trace (or, for
+a lesson that names nothing, the model's judgments bought for it) and token cost from
+the lesson's text. The outcomes of the run's pull request (merged, threads, first CI,
+revert, review fix) are decided later, one by one: `fold_pull_outcomes` adds each to
+the same run's arm once decided (`fold(..., late=True)`) and remembers which (run,
+metric) it folded, so no tick or restart folds one twice. Then every touched lesson is
+decided
 again; a lesson that became `no_effect` or `harmful` leaves the book, kept as a
 `RetiredLesson` in its effect state with the diagnosis as the reason, and a `proven`
 one stays with its state set (runs then hold it out less often). Cost: proportional to
-the new records times their exposures, whatever the history.
+the new records times their exposures, whatever the history; the state holds the
+book's lessons and at most 50 departed ones (`_effect.forget_departed`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from agent_loop_common.records import (
+    Grade,
     Lesson,
     LessonBook,
     LessonState,
     RetiredLesson,
     Role,
     RunRecord,
+    TargetKind,
+    WorkKind,
 )
-from agent_loop_distiller._diagnosis import Diagnosis, cues_of, diagnose, followed
+from agent_loop_distiller._diagnosis import Diagnosis, count_use, cues_of, diagnose, followed
 from agent_loop_distiller._digest import estimate_tokens
 from agent_loop_distiller._effect import (
     EffectBook,
     EffectPolicy,
-    Exposure,
+    LessonEffect,
+    Run,
     decide,
-    observe,
+    fold,
+    forget_departed,
+    graded_of,
     remember_runs,
 )
-from agent_loop_distiller._outcomes import outcomes_of
+from agent_loop_distiller._outcomes import outcomes_of, pr_outcomes
 
-__all__ = ["Measured", "measure_effects", "stratum_of"]
+__all__ = ["Measured", "fold_pull_outcomes", "measure_effects", "stratum_of"]
 
 
 @dataclass
@@ -61,8 +74,94 @@ class Measured:
 
 def stratum_of(record: RunRecord) -> str:
     """The record's stratum: repository and work kind."""
-    kind = record.work_kind.value if record.work_kind is not None else "unknown"
-    return f"{record.repo or '-'}|{kind}"
+    return _stratum(record.repo, record.work_kind)
+
+
+def _stratum(repo: str, kind: WorkKind | None) -> str:
+    return f"{repo or '-'}|{kind.value if kind is not None else 'unknown'}"
+
+
+def fold_pull_outcomes(
+    effects: EffectBook,
+    lessons: dict[str, Lesson],
+    grades: Iterable[Grade],
+    policy: EffectPolicy,
+) -> set[str]:
+    """Fold the newly decided PR outcomes of graded builder runs; the lessons touched.
+
+    `grades` are every grade still followed (the grading window): a run whose grade is
+    no longer among them is never read again, so its fold marks are dropped, which
+    keeps the state bounded by the window, not the history.
+    """
+    runs: dict[str, list[Run]] = {}
+    live: set[str] = set()
+    for grade in grades:
+        if grade.target.kind is not TargetKind.PR or not grade.run_id or not grade.exposures:
+            continue
+        live.add(grade.run_id)
+        done = effects.pull_folded.get(grade.run_id, [])
+        new = {
+            metric: y
+            for metric, y in pr_outcomes(grade).binary().items()
+            if y is not None and metric not in done
+        }
+        if not new:
+            continue
+        effects.pull_folded[grade.run_id] = [*done, *new]
+        graded = graded_of(new)
+        stratum = _stratum(grade.repo, grade.work_kind)
+        for e in grade.exposures:
+            if e.applicable and (e.shown or e.held_out):
+                runs.setdefault(e.lesson_id, []).append((stratum, e.shown, e.holdout, graded))
+    for lesson_id, lesson_runs in runs.items():
+        effect = effects.effect(lesson_id)
+        lesson = lessons.get(lesson_id)
+        if lesson is not None:
+            effect.metric = lesson.metric
+        fold(effect, lesson_runs, policy, late=True)
+    for run_id in [r for r in effects.pull_folded if r not in live]:
+        del effects.pull_folded[run_id]
+    return set(runs)
+
+
+class _Compliance:
+    """Compliance counts of one tick: from the trace for the lessons that name something
+    to check, from the model's judgments (when one was bought) for those that do not."""
+
+    def __init__(self, book: LessonBook, judgments: Mapping[tuple[str, str], bool]) -> None:
+        self.cues = {x.id: c for x in book.lessons if (c := cues_of(x))}
+        self.tokens = {x.id: estimate_tokens(x.text) + 4 for x in book.lessons}
+        self.judgments = judgments
+        self.counts: dict[str, LessonEffect] = {}
+        """Lesson -> this tick's compliance counts (the other fields unused)."""
+
+    def count(self, lesson_id: str, shown: bool, record: RunRecord, kind: str) -> None:
+        cues = self.cues.get(lesson_id)
+        if cues:
+            used: bool | None = followed(cues, record.trace)
+        elif not self.judgments:
+            return
+        else:
+            used = self.judgments.get((lesson_id, record.run_id))
+        if used is not None:
+            tally = self.counts.get(lesson_id)
+            if tally is None:
+                tally = self.counts[lesson_id] = LessonEffect(lesson_id=lesson_id)
+            count_use(tally, kind, shown, used, by_model=not cues)
+
+    def add_to(self, effect: LessonEffect) -> None:
+        c = self.counts.get(effect.lesson_id)
+        if c is None:
+            return
+        effect.compliance_checked += c.compliance_checked
+        effect.complied += c.complied
+        effect.held_checked += c.held_checked
+        effect.followed_when_held += c.followed_when_held
+        effect.judged += c.judged
+        for kind, (checked, used) in c.kind_use.items():
+            slot = effect.kind_use.setdefault(kind, [0, 0])
+            slot[0] += checked
+            slot[1] += used
 
 
 def measure_effects(
@@ -71,40 +170,51 @@ def measure_effects(
     records: Iterable[RunRecord],
     now: datetime,
     policy: EffectPolicy | None = None,
+    judgments: Mapping[tuple[str, str], bool] | None = None,
+    grades: Iterable[Grade] | None = None,
 ) -> Measured:
-    """Count the new records' exposures, decide, and retire what the evidence retires."""
+    """Count the new records' exposures and the newly decided PR outcomes of `grades`
+    (every grade followed; `None`: none this tick), decide, and retire what the
+    evidence retires.
+
+    `judgments` (lesson id, run id) -> followed: the model's compliance judgments for
+    lessons that name nothing to look for in a trace (`_judge.judge_compliance`).
+    """
     rules = policy or EffectPolicy()
     lessons = {x.id: x for x in book.lessons}
-    cues = {x.id: cues_of(x) for x in book.lessons}
-    tokens = {x.id: estimate_tokens(x.text) + 4 for x in book.lessons}
     seen = set(effects.recent_run_ids)
-    touched: set[str] = set()
     new_ids: list[str] = []
+    candidates: dict[str, int] = {}
+    runs: dict[str, list[Run]] = {}
+    compliance = _Compliance(book, judgments or {})
     for record in records:
         if record.role is Role.DISTILLER or not record.exposures or record.run_id in seen:
             continue
         seen.add(record.run_id)
         new_ids.append(record.run_id)
-        outcomes = outcomes_of(record).binary()
+        graded = graded_of(outcomes_of(record).binary())
         stratum = stratum_of(record)
+        kind = record.work_kind.value if record.work_kind is not None else "unknown"
         for e in record.exposures:
-            effect = effects.effect(e.lesson_id)
-            lesson = lessons.get(e.lesson_id)
-            if lesson is not None:
-                effect.metric = lesson.metric
-            effect.candidates += 1
-            touched.add(e.lesson_id)
+            lesson_id = e.lesson_id
+            candidates[lesson_id] = candidates.get(lesson_id, 0) + 1
             if not e.applicable or not (e.shown or e.held_out):
                 continue
-            observe(effect, Exposure(e.lesson_id, stratum, e.shown, e.holdout, outcomes), rules)
-            lesson_cues = cues.get(e.lesson_id, ())
-            if e.shown:
-                effect.tokens_shown += tokens.get(e.lesson_id, 0)
-                if lesson_cues:
-                    effect.compliance_checked += 1
-                    effect.complied += followed(lesson_cues, record.trace)
-            elif lesson_cues:
-                effect.followed_when_held += followed(lesson_cues, record.trace)
+            runs.setdefault(lesson_id, []).append((stratum, e.shown, e.holdout, graded))
+            compliance.count(lesson_id, e.shown, record, kind)
+    for lesson_id, count in candidates.items():
+        effect = effects.touch(lesson_id)
+        lesson = lessons.get(lesson_id)
+        if lesson is not None:
+            effect.metric = lesson.metric
+        effect.candidates += count
+        shown_before = effect.shown
+        fold(effect, runs.get(lesson_id, ()), rules)
+        effect.tokens_shown += compliance.tokens.get(lesson_id, 0) * (effect.shown - shown_before)
+        compliance.add_to(effect)
+    touched = set(candidates)
+    if grades is not None:
+        touched |= fold_pull_outcomes(effects, lessons, grades, rules)
     remember_runs(effects, new_ids)
     out = Measured(book=book, counted=len(new_ids))
     kept: list[Lesson] = []
@@ -132,4 +242,5 @@ def measure_effects(
             continue
         kept.append(lesson if lesson.state is state else lesson.model_copy(update={"state": state}))
     out.book = book.model_copy(update={"lessons": kept})
+    forget_departed(effects, {x.id for x in kept})
     return out

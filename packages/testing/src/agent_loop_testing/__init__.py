@@ -1,7 +1,9 @@
 """Test doubles shared by every package: GitHub emulator, scripted model (in process, or
 served as an OpenAI-compatible API: `serve_chat_model`), network guard, and the harness
 wiring them to a run (`emulator_settings`, `emulator_runtime`, `ModelSlot`,
-`stored_record`, `quiet_logs`).
+`stored_record`, `quiet_logs`), and the end-to-end harness driving `agent-loop run`
+against the served emulator (`serve_for_cli`, `CliLoop`, the calc sample: `CALC_REPO`,
+`CALC_ISSUE`, `subtract_try`, ...).
 
 The GitHub emulator's names (dulwich, starlette, uvicorn) and the harness (which exists
 to drive it, and imports the runtime) are imported on first use, so loading the pytest
@@ -28,6 +30,22 @@ from agent_loop_testing._scripted import (
 
 if TYPE_CHECKING:
     from agent_loop_testing._chat_server import serve_chat_model
+    from agent_loop_testing._e2e import (
+        CALC,
+        CALC_ISSUE,
+        CALC_PYPROJECT,
+        CALC_REPO,
+        CALC_SUB,
+        TESTS,
+        TESTS_SUB,
+        VERIFIED,
+        CliLoop,
+        bwrap_e2e_marks,
+        bwrap_works,
+        serve_for_cli,
+        submit_subtract,
+        subtract_try,
+    )
     from agent_loop_testing._emulator import GitHubEmulator
     from agent_loop_testing._emulator_faults import Fault, LoggedRequest
     from agent_loop_testing._emulator_host import GitHubHost
@@ -52,6 +70,20 @@ if TYPE_CHECKING:
     from agent_loop_testing._instant import InstantModel
 
 _LAZY = {
+    "CALC": "agent_loop_testing._e2e",
+    "CALC_ISSUE": "agent_loop_testing._e2e",
+    "CALC_PYPROJECT": "agent_loop_testing._e2e",
+    "CALC_REPO": "agent_loop_testing._e2e",
+    "CALC_SUB": "agent_loop_testing._e2e",
+    "TESTS": "agent_loop_testing._e2e",
+    "TESTS_SUB": "agent_loop_testing._e2e",
+    "VERIFIED": "agent_loop_testing._e2e",
+    "CliLoop": "agent_loop_testing._e2e",
+    "bwrap_e2e_marks": "agent_loop_testing._e2e",
+    "bwrap_works": "agent_loop_testing._e2e",
+    "serve_for_cli": "agent_loop_testing._e2e",
+    "submit_subtract": "agent_loop_testing._e2e",
+    "subtract_try": "agent_loop_testing._e2e",
     "serve_chat_model": "agent_loop_testing._chat_server",
     "GitHubEmulator": "agent_loop_testing._emulator",
     "Fault": "agent_loop_testing._emulator_faults",
@@ -88,7 +120,16 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "CALC",
+    "CALC_ISSUE",
+    "CALC_PYPROJECT",
+    "CALC_REPO",
+    "CALC_SUB",
     "DEFAULT_ROUTE",
+    "TESTS",
+    "TESTS_SUB",
+    "VERIFIED",
+    "CliLoop",
     "CommitView",
     "Delivery",
     "EmulatedComment",
@@ -109,6 +150,8 @@ __all__ = [
     "Turn",
     "assert_matches_schema",
     "block_network",
+    "bwrap_e2e_marks",
+    "bwrap_works",
     "call",
     "emulator_client",
     "emulator_runtime",
@@ -119,7 +162,10 @@ __all__ = [
     "quiet_logs",
     "serve_asgi",
     "serve_chat_model",
+    "serve_for_cli",
     "sign_payload",
     "stored_record",
+    "submit_subtract",
+    "subtract_try",
     "turn",
 ]
