@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         RefExists,
         Unprocessable,
     )
-    from agent_loop_common.github._etag import ETagCache
+    from agent_loop_common.github._etag import REREAD_HEADERS, ETagCache, PolledRead, ReadLog
     from agent_loop_common.github._models import (
         BranchHead,
         CheckRun,
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         NewBranch,
         PathCommit,
         PullFile,
+        PullHistory,
         PullRequest,
         Reaction,
         Repository,
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_BASE_URL",
     "NO_RESPONSE",
+    "REREAD_HEADERS",
     "AppAuth",
     "AuthError",
     "BranchHead",
@@ -84,12 +86,15 @@ __all__ = [
     "NotFastForward",
     "NotFound",
     "PathCommit",
+    "PolledRead",
     "PullFile",
+    "PullHistory",
     "PullRequest",
     "RateBudget",
     "RateLimited",
     "RateReserve",
     "Reaction",
+    "ReadLog",
     "RefExists",
     "Repository",
     "RequestStats",
