@@ -42,6 +42,7 @@ ROUTES: tuple[str, ...] = (
     f"{_R}/pulls/{{pull_number}}/reviews",
     f"{_R}/pulls/{{pull_number}}/comments",
     f"{_R}/pulls/{{pull_number}}/comments/{{comment_id}}/replies",
+    f"{_R}/commits",
     f"{_R}/commits/{{ref+}}/check-runs",
     f"{_R}/commits/{{ref+}}/status",
     f"{_R}/git/ref/{{ref+}}",
@@ -159,6 +160,7 @@ POLLED_READS = frozenset(
         f"{_R}/pulls",
         f"{_R}/pulls/{{pull_number}}/reviews",
         f"{_R}/pulls/{{pull_number}}/comments",
+        f"{_R}/commits",
         f"{_R}/commits/{{ref+}}/check-runs",
         f"{_R}/commits/{{ref+}}/status",
     }
