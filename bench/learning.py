@@ -14,7 +14,9 @@ showed.
 - Null: three lessons with no effect at all; a `proven` or `harmful` decision is wrong.
 - Tick cost: one distiller measurement (load the state, fold a tick's records, decide,
   save the state) with 200 lessons, after 1,000 / 10,000 / 100,000 runs of history:
-  the median time of 7 ticks per stage, and the peak memory (tracemalloc) of one.
+  the median time of 7 ticks per stage (wall, and the whole tick's CPU time), and the
+  peak memory (tracemalloc) of one more. Building 100,000 runs of history takes
+  minutes: `--histories 1000,10000` for a quicker look.
 
     uv run python bench/learning.py [--series 200] [--horizon 4000] [--holdout 0.2]
     uv run python bench/learning.py --skip-series [--histories 1000,10000,100000]
@@ -168,18 +170,19 @@ def _save(old: str, state: EffectBook) -> str:
     return state.model_dump_json()
 
 
-def _tick(raw: str, book: LessonBook, fresh: list[RunRecord]) -> tuple[float, float, float]:
+def _tick(raw: str, book: LessonBook, fresh: list[RunRecord]) -> tuple[float, ...]:
     """One measurement tick: load the state, fold the new records and decide, save.
 
-    Returns the three stages' times in ms."""
-    t0 = time.perf_counter()
+    Returns the three stages' wall times and the tick's CPU time, in ms (on a shared
+    machine the wall time includes waiting for a core; the CPU time does not)."""
+    c0, t0 = time.process_time(), time.perf_counter()
     loaded = _load(raw)
     t1 = time.perf_counter()
     measure_effects(loaded, book, fresh, T0)
     t2 = time.perf_counter()
     _save(raw, loaded)
-    t3 = time.perf_counter()
-    return (t1 - t0) * 1000, (t2 - t1) * 1000, (t3 - t2) * 1000
+    t3, c3 = time.perf_counter(), time.process_time()
+    return (t1 - t0) * 1000, (t2 - t1) * 1000, (t3 - t2) * 1000, (c3 - c0) * 1000
 
 
 class _History:
@@ -247,8 +250,9 @@ def tick_table(lessons: int, per_tick: int, histories: list[int], repeats: int) 
           f"the state loaded as `read_doc` does and saved as `write_doc` does "
           f"(median of {repeats} ticks; peak memory of one more, traced)\n")  # fmt: skip
     print("| runs of history | lessons ever written | state size (KiB) | load (ms) "
-          "| fold and decide (ms) | save (ms) | tick (ms) | peak memory (MiB) |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|")
+          "| fold and decide (ms) | save (ms) | tick (ms) | tick CPU (ms) "
+          "| peak memory (MiB) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
     rng = random.Random(7)
     past = _History(lessons, rng)
     kinds = list(WorkKind)
@@ -261,13 +265,15 @@ def tick_table(lessons: int, per_tick: int, histories: list[int], repeats: int) 
         raw = past.state.model_dump_json()
         stages = [_tick(raw, book, fresh) for _ in range(repeats)]
         load, fold, save = (statistics.median(s[i] for s in stages) for i in range(3))
-        total = statistics.median(sum(s) for s in stages)
+        total = statistics.median(sum(s[:3]) for s in stages)
+        cpu = statistics.median(s[3] for s in stages)
         tracemalloc.start()  # a separate tick: tracing slows every allocation down
         _tick(raw, book, fresh)
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         print(f"| {past.runs:,} | {past.written:,} | {len(raw) / 1024:.0f} | {load:.1f} "
-              f"| {fold:.1f} | {save:.1f} | {total:.1f} | {peak / 2**20:.1f} |")  # fmt: skip
+              f"| {fold:.1f} | {save:.1f} | {total:.1f} | {cpu:.1f} "
+              f"| {peak / 2**20:.1f} |")  # fmt: skip
 
 
 def main() -> None:
