@@ -13,9 +13,11 @@ showed.
   decide within the horizon).
 - Null: three lessons with no effect at all; a `proven` or `harmful` decision is wrong.
 - Tick cost: one distiller measurement (load the state, fold a tick's records, decide,
-  save the state) with 200 lessons, after 1,000 / 10,000 / 100,000 runs of history.
+  save the state) with 200 lessons, after 1,000 / 10,000 / 100,000 runs of history:
+  the median time of 7 ticks per stage, and the peak memory (tracemalloc) of one.
 
     uv run python bench/learning.py [--series 200] [--horizon 4000] [--holdout 0.2]
+    uv run python bench/learning.py --skip-series [--histories 1000,10000,100000]
 """
 
 from __future__ import annotations
@@ -28,12 +30,13 @@ import tracemalloc
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
-from agent_loop_common.exposure import draw_lessons
+from agent_loop_common.exposure import draw_lessons, holdout_of
 from agent_loop_common.memory import ContextView
 from agent_loop_common.records import (
     Attempt,
     Lesson,
     LessonBook,
+    LessonExposure,
     LessonState,
     Outcome,
     Role,
@@ -152,45 +155,119 @@ def null_table(n: int, horizon: int, holdout: float) -> None:
           f"{series_wrong / n:.1%} | {no_effect}/{lessons} |")  # fmt: skip
 
 
-def _tick(raw: str, book: LessonBook, fresh: list[RunRecord]) -> None:
-    """What a distiller tick does for effects: load the state, fold, decide, save."""
-    loaded = EffectBook.model_validate_json(raw)
+def _load(raw: str) -> EffectBook:
+    """As the distiller reads `ledger/effects.json` (`read_doc`: parsed and validated in
+    one pass)."""
+    return EffectBook.model_validate_json(raw)
+
+
+def _save(old: str, state: EffectBook) -> str:
+    """As the distiller writes it (`write_doc`: the file there is checked, then replaced
+    by compact JSON)."""
+    _load(old)
+    return state.model_dump_json()
+
+
+def _tick(raw: str, book: LessonBook, fresh: list[RunRecord]) -> tuple[float, float, float]:
+    """One measurement tick: load the state, fold the new records and decide, save.
+
+    Returns the three stages' times in ms."""
+    t0 = time.perf_counter()
+    loaded = _load(raw)
+    t1 = time.perf_counter()
     measure_effects(loaded, book, fresh, T0)
-    loaded.model_dump_json()
+    t2 = time.perf_counter()
+    _save(raw, loaded)
+    t3 = time.perf_counter()
+    return (t1 - t0) * 1000, (t2 - t1) * 1000, (t3 - t2) * 1000
 
 
-def tick_table(lessons: int, per_tick: int) -> None:
-    """Time and memory of one measurement tick at growing history (the state is fixed-size)."""
+class _History:
+    """Past runs, folded by the real `measure_effects` 500 at a time, with a book that
+    stays full: every lesson that retires is replaced by a new one, as the distiller
+    writes new lessons. The runs are simulated directly (each applicable lesson held out
+    with its real holdout, `holdout_of`, by a seeded generator; first tries pass 40% of
+    the time, no lesson has an effect) and built without validation: drawing and
+    validating 100,000 records would only make the benchmark slower, not the tick."""
+
+    def __init__(self, lessons: int, rng: random.Random) -> None:
+        self.state = EffectBook()
+        self.book = LessonBook(lessons=[_lesson(f"L-{i:05d}") for i in range(lessons)])
+        self.written = lessons
+        """Lessons ever written."""
+        self.runs = 0
+        self.rng = rng
+        self._exposures: dict[tuple[str, bool, float], LessonExposure] = {}
+        self._attempts = {
+            ok: [Attempt(number=1, verified=ok, tests="passed: 3" if ok else "failed: 1")]
+            for ok in (True, False)
+        }
+
+    def _exposure(self, lesson: Lesson) -> LessonExposure:
+        p = holdout_of(lesson, 0.2)
+        held = self.rng.random() < p
+        key = (lesson.id, held, p)
+        found = self._exposures.get(key)
+        if found is None:
+            found = self._exposures[key] = LessonExposure(
+                lesson_id=lesson.id, applicable=True, held_out=held, shown=not held, holdout=p
+            )
+        return found
+
+    def advance(self, runs: int) -> None:
+        """Fold `runs` more past runs."""
+        kinds = list(WorkKind)
+        while runs > 0:
+            batch: list[RunRecord] = []
+            for _ in range(min(runs, 500)):
+                self.runs += 1
+                at = T0 + timedelta(minutes=self.runs)
+                passed = self.rng.random() < BASE
+                batch.append(RunRecord.model_construct(
+                    run_id=f"20261201T000000Z-h{self.runs:08x}", role=Role.BUILDER,
+                    repo="o/r", work_kind=kinds[self.runs % len(kinds)],
+                    target=Target(kind=TargetKind.ISSUE, number=self.runs),
+                    outcome=Outcome.OPENED_PR, started_at=at, finished_at=at,
+                    attempts=self._attempts[passed], tests=None, trace=[],
+                    exposures=[self._exposure(x) for x in self.book.lessons],
+                ))  # fmt: skip
+            runs -= len(batch)
+            kept = measure_effects(self.state, self.book, batch, T0).book.lessons
+            new = [_lesson(f"L-{self.written + i:05d}")
+                   for i in range(len(self.book.lessons) - len(kept))]  # fmt: skip
+            self.written += len(new)
+            self.book = LessonBook(lessons=[*kept, *new])
+            live = {x.id for x in self.book.lessons}
+            self._exposures = {k: v for k, v in self._exposures.items() if k[0] in live}
+
+
+def tick_table(lessons: int, per_tick: int, histories: list[int], repeats: int) -> None:
+    """Time and memory of one measurement tick at growing history (the state is bounded)."""
     print(f"\nOne distiller measurement: {lessons} lessons, {per_tick} new records, "
-          "state loaded from JSON and saved back (median of 5)\n")  # fmt: skip
-    print("| runs of history | state size (KiB) | tick time (ms) | peak memory (MiB) |")
-    print("|---|---|---|---|")
-    book = LessonBook(lessons=[_lesson(f"L-{i:03d}") for i in range(lessons)])
-    effects = {x.id: 0.0 for x in book.lessons}
+          f"the state loaded as `read_doc` does and saved as `write_doc` does "
+          f"(median of {repeats} ticks; peak memory of one more, traced)\n")  # fmt: skip
+    print("| runs of history | lessons ever written | state size (KiB) | load (ms) "
+          "| fold and decide (ms) | save (ms) | tick (ms) | peak memory (MiB) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
     rng = random.Random(7)
+    past = _History(lessons, rng)
     kinds = list(WorkKind)
-    state = EffectBook()
-    history = 0
-    for target in (1_000, 10_000):
-        while history < target:
-            batch = [_record(history + i, "h", book, effects, rng, 0.2, kinds)
-                     for i in range(min(500, target - history))]  # fmt: skip
-            measure_effects(state, book, batch, T0)
-            history += len(batch)
-        raw = state.model_dump_json()
-        fresh = [_record(history + 10_000_000 + i, "t", book, effects, rng, 0.2, kinds)
+    for target in sorted(histories):
+        past.advance(target - past.runs)
+        book = past.book
+        effects = {x.id: 0.0 for x in book.lessons}
+        fresh = [_record(10_000_000 + i, "t", book, effects, rng, 0.2, kinds)
                  for i in range(per_tick)]  # fmt: skip
-        times: list[float] = []
-        for _ in range(5):
-            started = time.perf_counter()
-            _tick(raw, book, fresh)
-            times.append((time.perf_counter() - started) * 1000)
-        tracemalloc.start()  # a separate pass: tracing slows every allocation down
+        raw = past.state.model_dump_json()
+        stages = [_tick(raw, book, fresh) for _ in range(repeats)]
+        load, fold, save = (statistics.median(s[i] for s in stages) for i in range(3))
+        total = statistics.median(sum(s) for s in stages)
+        tracemalloc.start()  # a separate tick: tracing slows every allocation down
         _tick(raw, book, fresh)
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-        print(f"| {history:,} | {len(raw) / 1024:.0f} | {statistics.median(times):.1f} "
-              f"| {peak / 2**20:.1f} |")  # fmt: skip
+        print(f"| {past.runs:,} | {past.written:,} | {len(raw) / 1024:.0f} | {load:.1f} "
+              f"| {fold:.1f} | {save:.1f} | {total:.1f} | {peak / 2**20:.1f} |")  # fmt: skip
 
 
 def main() -> None:
@@ -201,11 +278,18 @@ def main() -> None:
     parser.add_argument("--lessons", type=int, default=200)
     parser.add_argument("--per-tick", type=int, default=20)
     parser.add_argument("--skip-series", action="store_true")
+    parser.add_argument(
+        "--histories",
+        default="1000,10000,100000",
+        help="runs of history before the timed ticks (comma-separated)",
+    )
+    parser.add_argument("--repeats", type=int, default=7, help="timed ticks per history")
     args = parser.parse_args()
     if not args.skip_series:
         decisions_table(args.series, args.horizon, args.holdout)
         null_table(args.series, args.horizon, args.holdout)
-    tick_table(args.lessons, args.per_tick)
+    histories = [int(x) for x in args.histories.split(",") if x.strip()]
+    tick_table(args.lessons, args.per_tick, histories, args.repeats)
 
 
 if __name__ == "__main__":

@@ -54,6 +54,9 @@ def loop(
         tmp_path / "home",
         AGENT_LOOP_SANDBOX="off",
         AGENT_LOOP_LESSON_HOLDOUT=str(HOLDOUT),
+        # The distiller's script has no compliance judgments (their budget and parsing
+        # are driven in packages/distiller/tests/test_diagnosis_actions.py).
+        AGENT_LOOP_COMPLIANCE_JUDGMENTS="0",
     ):
         yield CliLoop(emulator, cli.main, capsys)
 

@@ -2,7 +2,7 @@
 
 ```text
 agent-loop lessons list [--all] [--json]        the book (and, with --all, what left it)
-agent-loop lessons show ID [--json]             one lesson: effect, citations, provenance, history
+agent-loop lessons show ID [--json]             one lesson: diagnosis, citations, provenance, history
 agent-loop lessons retire ID [--reason TEXT]    take it out of the book, kept as the operator's
 agent-loop lessons pin ID | unpin ID            the distiller may not change or expire it
 ```
@@ -96,11 +96,20 @@ def _state(lesson: Lesson) -> str:
     return lesson.state.value
 
 
+def _action(lesson: Lesson) -> str:
+    """The last diagnosis's action and whether it was carried out (`-`: nothing to do)."""
+    d = lesson.diagnosis
+    if d is None or d.action == "keep":
+        return "-"
+    return f"{d.action} ({'done' if d.done else 'flagged'})"
+
+
 def _summary(lesson: Lesson) -> dict[str, object]:
     return {
         "id": lesson.id,
         "text": lesson.text,
         "state": _state(lesson),
+        "diagnosis": _action(lesson),
         "citation_status": lesson.citation_status.value,
         "pinned": lesson.pinned,
         "author": lesson.author.value,
@@ -142,6 +151,7 @@ def _list(location: MemoryLocation, *, everything: bool, as_json: bool) -> int:
         [
             terminal_safe(x.id),
             _state(x),
+            _action(x),
             x.citation_status.value,
             ("pinned " if x.pinned else "") + x.author.value,
             terminal_safe(x.text),
@@ -149,7 +159,8 @@ def _list(location: MemoryLocation, *, everything: bool, as_json: bool) -> int:
         for x in book
     ]
     print(f"Lessons ({len(book)})")
-    print(render_table(["id", "state", "citations", "by", "lesson"], rows, max_cell=60))
+    headers = ["id", "state", "diagnosis", "citations", "by", "lesson"]
+    print(render_table(headers, rows, max_cell=60))
     if retired:
         print(f"Left the book ({len(retired)})")
         gone = [
@@ -180,6 +191,7 @@ def _show(location: MemoryLocation, wanted: str, *, as_json: bool) -> int:
 
     from agent_loop.status import terminal_safe
     from agent_loop_common.memory import find_lesson, read_context, read_retired
+    from agent_loop_common.records import RetiredLesson
 
     book = asyncio.run(read_context(location)).lessons.lessons
     item: Lesson | RetiredLesson | None = find_lesson(book, wanted)
@@ -194,8 +206,13 @@ def _show(location: MemoryLocation, wanted: str, *, as_json: bool) -> int:
     if as_json:
         print(json.dumps(detail, indent=2))
         return 0
+    lesson = item.lesson if isinstance(item, RetiredLesson) else item
     for key, value in detail.items():
-        shown = value if isinstance(value, str) else json.dumps(value)
+        if key == "diagnosis" and lesson.diagnosis is not None:
+            # What was measured, how compliance was judged, the action done or flagged.
+            shown = lesson.diagnosis.summary()
+        else:
+            shown = value if isinstance(value, str) else json.dumps(value)
         print(f"{key}: {terminal_safe(shown)}")
     return 0
 

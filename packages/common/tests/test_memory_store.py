@@ -15,9 +15,11 @@ from typing import Any
 import flyte
 import pytest
 from flyte.ai.agents import AccessDenied, MemoryStore
+from pydantic import BaseModel, Field
 
 from agent_loop_common.memory import (
     DIGEST_PATH,
+    EFFECTS_PATH,
     LEDGER_PATH,
     LESSONS_PATH,
     DistillerMemory,
@@ -369,6 +371,27 @@ async def test_commit_refuses_a_stale_batch(location: MemoryLocation) -> None:
     await distiller.commit(batch)
     with pytest.raises(Exception, match="current ledger"):
         await distiller.commit(batch)
+
+
+class _State(BaseModel):
+    schema_version: str = "1.0"
+    counts: dict[str, list[int]] = Field(default_factory=dict[str, list[int]])
+
+
+async def test_effects_are_saved_compact_and_an_indented_file_still_reads(
+    location: MemoryLocation,
+) -> None:
+    store = append_store(location, location.keys.ledger)
+    old = _State(counts={"L-1": [3, 2, 1, 0]})
+    await store.write_text.aio(EFFECTS_PATH, old.model_dump_json(indent=2))  # as 1.0 wrote it
+    await store.save.aio()
+    distiller = await DistillerMemory.open(location)
+    assert await distiller.read_effects(_State) == old
+    await distiller.commit(await distiller.collect(NOW), effects=_State(counts={"L-1": [4]}))
+    raw = await (await open_store(location, location.keys.ledger)).read_text.aio(EFFECTS_PATH)
+    assert raw == '{"schema_version":"1.0","counts":{"L-1":[4]}}'
+    again = await DistillerMemory.open(location)
+    assert await again.read_effects(_State) == _State(counts={"L-1": [4]})
 
 
 async def test_newer_major_ledger_is_not_overwritten(location: MemoryLocation) -> None:

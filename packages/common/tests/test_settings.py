@@ -133,6 +133,7 @@ ALL_VARIABLES: list[tuple[str, str, str, object]] = [
     ("AGENT_LOOP_KEEP_REPORTS", "7", "keep_reports", 7),
     ("AGENT_LOOP_DIGEST_TOKEN_BUDGET", "2000", "digest_token_budget", 2000),
     ("AGENT_LOOP_LESSON_HOLDOUT", "0.1", "lesson_holdout", 0.1),
+    ("AGENT_LOOP_COMPLIANCE_JUDGMENTS", "2", "compliance_judgments", 2),
     ("AGENT_LOOP_LESSONS_PR", "on", "lessons_pr", True),
     ("AGENT_LOOP_LESSONS_FILE", ".agent-loop/lessons.md", "lessons_file", ".agent-loop/lessons.md"),
     (

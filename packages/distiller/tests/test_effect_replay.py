@@ -34,7 +34,7 @@ from agent_loop_common.records import (
     TraceStep,
     WorkKind,
 )
-from agent_loop_distiller import EffectBook, measure_effects
+from agent_loop_distiller import EffectBook, forget_departed, measure_effects
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 DATA = Path(__file__).parent / "data"
@@ -48,6 +48,8 @@ LESSONS = {
     "o/r#L-verify": (0.0, 0.15, OutcomeMetric.FIRST_TRY_VERIFIED, [], 0.3),
     "o/r#L-bugs": (0.10, 0.0, None, [WorkKind.BUG], 0.05),
 }
+NEW = (0.0, 0.0, None, list[WorkKind](), 0.2)
+"""A lesson outside the table: no effect, every kind."""
 KINDS = [WorkKind.BUG, WorkKind.FEATURE, WorkKind.DOCS]
 
 
@@ -79,7 +81,7 @@ def tick_records(rng: random.Random, tick: int, book: LessonBook) -> list[RunRec
         exposures: list[LessonExposure] = []
         p_tests, p_verify = 0.4, 0.5
         for lesson in book.lessons:
-            gain_tests, gain_verify, _, kinds, holdout = LESSONS[lesson.id]
+            gain_tests, gain_verify, _, kinds, holdout = LESSONS.get(lesson.id, NEW)
             if kinds and kind not in kinds:
                 exposures.append(LessonExposure(lesson_id=lesson.id, applicable=False))
                 continue
@@ -196,3 +198,32 @@ def test_the_fold_replays_the_pinned_stream(midway: str) -> None:
         _, changes = replay(effects, 0, TICKS, random.Random(2026), book_of())
     assert changes == [c for c in want["changes"] if midway != "old_file" or int(c[0]) >= MIDWAY]
     _assert_close(view(effects), want["state"])
+
+
+def test_departed_lessons_are_forgotten_oldest_first_beyond_the_bound() -> None:
+    effects = EffectBook()
+    for i in range(5):
+        effects.touch(f"L-{i}")
+    effects.touch("L-1")  # measured again: now the most recent
+    assert forget_departed(effects, live={"L-4"}, keep=2) == ["L-0", "L-2"]
+    assert list(effects.lessons) == ["L-3", "L-4", "L-1"]
+    assert forget_departed(effects, live={"L-4"}, keep=2) == []
+
+
+def test_the_state_stays_bounded_while_lessons_come_and_go() -> None:
+    """A book whose lessons keep being replaced: the state holds the book's lessons and
+    at most 50 departed ones, however many lessons were ever measured."""
+    rng = random.Random(9)
+    effects = EffectBook()
+    for tick in range(60):
+        book = LessonBook(
+            lessons=[
+                Lesson(id=f"o/r#L-{tick}-{i}", text="Do it.", created_at=T0, updated_at=T0)
+                for i in range(10)
+            ]
+        )
+        replay(effects, tick, tick + 1, rng, book)
+        assert len(effects.lessons) <= 10 + 50
+        assert set(effects.lessons) >= {x.id for x in book.lessons}
+    assert "o/r#L-0-0" not in effects.lessons  # the oldest departed went first
+    assert "o/r#L-56-0" in effects.lessons

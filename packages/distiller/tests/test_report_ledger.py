@@ -12,6 +12,7 @@ from agent_loop_common.records import (
     Lesson,
     LessonAuthor,
     LessonBook,
+    LessonDiagnosis,
     LessonEvent,
     LessonExposure,
     LessonState,
@@ -168,3 +169,42 @@ def test_the_ledger_shows_each_lesson_and_parses() -> None:
     assert row[5:8] == ["0 of 2", "0", "0"]
     assert row[9].startswith("broken: missing at abc: path src/gone.py")
     assert parser.svg_titles == ["after 3 applicable run(s): shown 2, held out 1"]
+
+
+def test_the_ledger_says_each_lesson_s_diagnosis_and_how_compliance_was_judged() -> None:
+    flagged = LessonDiagnosis(
+        at=NOW, applicability=0.9, compliance=0.2, base_compliance=0.3, checked=30,
+        judged_by="model", action="reword", done=False,
+        note=f"not followed more when shown than when held out (pinned by the operator) {EVIL}",
+    )  # fmt: skip
+    lesson = Lesson(
+        id="acme/api#L-blind", text="Think first.", created_at=NOW, updated_at=NOW,
+        pinned=True, diagnosis=flagged,
+    )  # fmt: skip
+    plain = Lesson(id="acme/api#L-new", text="New.", created_at=NOW, updated_at=NOW)
+    measured = LessonEffect(
+        lesson_id=lesson.id, shown=40, held_out=10, complied=6, compliance_checked=30,
+        held_checked=7, followed_when_held=2, judged=37, unknown=3,
+    )  # fmt: skip
+    data = ReportData(
+        generated_at=NOW,
+        repo="acme/api",
+        book=LessonBook(lessons=[lesson, plain]),
+        runs=[],
+        effects=EffectBook(lessons={lesson.id: measured}),
+    )
+    parser = Ledger()
+    parser.feed(render_document(render_tabs(data), title="agent-loop"))
+    assert parser.scripts == 0
+    rows = {row[0]: row for row in parser.rows if row}
+    row = rows[lesson.id]
+    assert row[3] == (
+        "6 of 30 shown runs (held out: 2 of 7 anyway); 37 judged by the model, 3 unusable answer(s)"
+    )
+    assert row[12].startswith("reword: flaggednot followed more when shown")  # <br> between
+    assert "(pinned by the operator)" in row[12]
+    assert row[12].endswith(
+        "applies to 90% of runs; followed in 20% of 30 checked shown runs, 30% held out "
+        "(judged by the model)"
+    )
+    assert rows[plain.id][12] == "not diagnosed yet"

@@ -18,7 +18,8 @@ is the same): `_select` (pure: what a batch of records asks of a tick), `_candid
 `_attempt` (the distiller agent's one run, no verifier), `_errors`, `_pipeline` (one
 tick, its memory commit last), `_report` (the report's data and HTML), `env`
 (Flyte), `__main__`; and the distiller's own domain: `_grading`, `_lessons`,
-`_upkeep`, `_digest`, `_state`.
+`_upkeep`, `_digest`, `_state`, and the lessons' measurement: `_outcomes`, `_effect`,
+`_diagnosis`, `_measure`, `_judge` (the budgeted model questions acting on a diagnosis).
 """
 
 from __future__ import annotations
@@ -26,7 +27,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agent_loop_distiller._attempt import Distillation, distill
-from agent_loop_distiller._diagnosis import Diagnosis, cues_of, diagnose, followed
+from agent_loop_distiller._diagnosis import (
+    Diagnosis,
+    cues_of,
+    diagnose,
+    followed,
+    narrow_scope,
+)
 from agent_loop_distiller._digest import estimate_tokens, render_digest, work_lines
 from agent_loop_distiller._effect import (
     EffectBook,
@@ -39,6 +46,7 @@ from agent_loop_distiller._effect import (
     decide,
     estimate_effect,
     fold,
+    forget_departed,
     graded_of,
     observe,
 )
@@ -50,6 +58,15 @@ from agent_loop_distiller._errors import (
     ModelFailed,
 )
 from agent_loop_distiller._grading import GradingResult, follow_up, regrade
+from agent_loop_distiller._judge import (
+    Acted,
+    Judged,
+    ModelAsk,
+    act_on_diagnoses,
+    judge_compliance,
+    parse_judgment,
+    parse_rewording,
+)
 from agent_loop_distiller._lessons import (
     Edit,
     Evidence,
@@ -57,6 +74,7 @@ from agent_loop_distiller._lessons import (
     LessonLimits,
     evidence_of,
     lesson_id,
+    prescriptive_problem,
 )
 from agent_loop_distiller._measure import Measured, measure_effects, stratum_of
 from agent_loop_distiller._outcomes import PullOutcomes, RunOutcomes, outcomes_of, pr_outcomes
@@ -66,7 +84,7 @@ from agent_loop_distiller._pipeline import (
     TickResult,
     run_distiller_tick,
 )
-from agent_loop_distiller._prompts import DISTILLER_MARKER
+from agent_loop_distiller._prompts import DISTILLER_MARKER, JUDGE_MARKER, REWORD_MARKER
 from agent_loop_distiller._report import (
     FILE_CHARS,
     TAB_NAMES,
@@ -98,7 +116,10 @@ __all__ = [
     "CLAIM_KEY",
     "DISTILLER_MARKER",
     "FILE_CHARS",
+    "JUDGE_MARKER",
+    "REWORD_MARKER",
     "TAB_NAMES",
+    "Acted",
     "Diagnosis",
     "Distillation",
     "DistillationFailed",
@@ -113,12 +134,14 @@ __all__ = [
     "Evidence",
     "Exposure",
     "GradingResult",
+    "Judged",
     "LessonEditor",
     "LessonEffect",
     "LessonLimits",
     "Measured",
     "MemoryFile",
     "MetricStats",
+    "ModelAsk",
     "ModelFailed",
     "PullOutcomes",
     "ReportData",
@@ -126,6 +149,7 @@ __all__ = [
     "SequentialTest",
     "TickKind",
     "TickResult",
+    "act_on_diagnoses",
     "cues_of",
     "decide",
     "diagnose",
@@ -138,15 +162,21 @@ __all__ = [
     "fold",
     "follow_up",
     "followed",
+    "forget_departed",
     "graded_of",
+    "judge_compliance",
     "learnable",
     "lesson_id",
     "lesson_tools",
     "measure_effects",
+    "narrow_scope",
     "observe",
     "outcomes_of",
+    "parse_judgment",
+    "parse_rewording",
     "plan_peek",
     "pr_outcomes",
+    "prescriptive_problem",
     "rank_lessons",
     "refresh_from_usage",
     "regrade",

@@ -35,7 +35,7 @@ of numbers, so a tick costs the same at any history size.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -55,6 +55,7 @@ __all__ = [
     "decide",
     "estimate_effect",
     "fold",
+    "forget_departed",
     "graded_of",
     "observe",
     "remember_runs",
@@ -144,6 +145,16 @@ class LessonEffect:
     """Shown runs the lesson had something to check for."""
     followed_when_held: int = 0
     """Held-out runs that used it anyway (the base rate compliance is compared with)."""
+    held_checked: int = 0
+    """Held-out runs the lesson had something to check for (0 in states written before
+    it was kept: then every held-out run was checked)."""
+    judged: int = 0
+    """Of the checked runs (both arms), those decided by a model judgment (`_judge`)."""
+    unknown: int = 0
+    """Model judgments bought that gave no usable answer (counted as unknown)."""
+    kind_use: dict[str, list[int]] = field(default_factory=dict[str, list[int]])
+    """Work kind -> `[checked runs, runs that used it]`, both arms: where a lesson that
+    is rarely used is used at all (what narrowing it keeps)."""
     tokens_shown: int = 0
     """Prompt tokens the lesson cost over every run that showed it."""
     metrics: dict[OutcomeMetric, MetricStats] = field(
@@ -161,21 +172,32 @@ class LessonEffect:
 
 
 class EffectBook(BaseModel):
-    """The distiller's measurement state: one `LessonEffect` per lesson ever measured."""
+    """The distiller's measurement state: one `LessonEffect` per lesson of the book, and
+    per departed lesson (retired, expired, or another repository's) up to a bound."""
 
     model_config = ConfigDict(extra="ignore")
 
     schema_version: str = "1.0"
     lessons: dict[str, LessonEffect] = Field(default_factory=dict[str, LessonEffect])
+    """Least recently measured first (`touch`), so the oldest departed go first."""
     recent_run_ids: list[str] = Field(default_factory=list[str])
     """Runs already counted, newest last (bounded): a pass that re-reads records it
     already counted (it died before its ledger was saved) counts none twice."""
+    judgments: dict[str, bool | None] = Field(default_factory=dict[str, bool | None])
+    """Model judgments of compliance bought so far, `"<lesson id> <run id>"` -> followed
+    (`None`: the answer was unusable), oldest first and bounded: never bought twice."""
 
     def effect(self, lesson_id: str) -> LessonEffect:
         """The lesson's state, created on first use."""
         found = self.lessons.get(lesson_id)
         if found is None:
             found = self.lessons[lesson_id] = LessonEffect(lesson_id=lesson_id)
+        return found
+
+    def touch(self, lesson_id: str) -> LessonEffect:
+        """The lesson's state (created on first use), moved to the most recent end."""
+        found = self.lessons.pop(lesson_id, None) or LessonEffect(lesson_id=lesson_id)
+        self.lessons[lesson_id] = found
         return found
 
 
@@ -375,6 +397,23 @@ def estimate_effect(stats: MetricStats, metric: OutcomeMetric) -> EffectEstimate
         sum(c[0] for c in usable),
         sum(c[2] for c in usable),
     )
+
+
+def forget_departed(book: EffectBook, live: Container[str], keep: int = 50) -> list[str]:
+    """Drop the state of the least recently measured lessons that left the book, beyond
+    the `keep` most recent; returns their ids.
+
+    A lesson leaves the book when it retires (its `RetiredLesson`, with the diagnosis as
+    reason, stays in the memory's retired archive), expires, or is retired by a person;
+    late records may still count it for a while, and another repository's shared lesson
+    never is in this book but is measured every tick, so it stays recent. Without this
+    bound the state would grow with every lesson ever written, that is with history.
+    """
+    departed = [x for x in book.lessons if x not in live]
+    gone = departed[: max(0, len(departed) - keep)]
+    for lesson_id in gone:
+        del book.lessons[lesson_id]
+    return gone
 
 
 def remember_runs(book: EffectBook, run_ids: Iterable[str], keep: int = 2_000) -> None:

@@ -27,6 +27,7 @@ from agent_loop_common.records import (
     LessonAuthor,
     LessonBook,
     LessonEvent,
+    LessonState,
     RetiredLesson,
     Role,
     RunRecord,
@@ -44,6 +45,7 @@ __all__ = [
     "evidence_of",
     "lesson_id",
     "parse_citations",
+    "prescriptive_problem",
 ]
 
 EditOp = Literal["add", "confirm", "merge", "reword", "retire"]
@@ -127,6 +129,23 @@ def parse_citations(cites: Sequence[str]) -> list[Citation]:
         if citation not in out:
             out.append(citation)
     return out
+
+
+_QUOTED = re.compile(r"`[^`\n]{2,80}`")
+_NEGATIVE = re.compile(r"^\W*(never|don'?t|do not|avoid|no)\b", re.IGNORECASE)
+
+
+def prescriptive_problem(text: str) -> str | None:
+    """Why `text` is not a prescriptive lesson (what to do, naming the command, file or
+    API in backticks, so a run's trace can show it was followed), or `None`."""
+    if _NEGATIVE.match(text):
+        return (
+            "say what to do instead of what not to do (a lesson starting with "
+            "'never' or 'do not' is rarely followed)."
+        )
+    if not _QUOTED.search(text):
+        return "name the command, file or API to use in backticks, e.g. `make lint`."
+    return None
 
 
 def _last(items: Iterable[str], limit: int) -> list[str]:
@@ -324,6 +343,41 @@ class LessonEditor:
         )  # fmt: skip
         self.edits.append(Edit("retire", lesson.id, why[: self.limits.max_text_chars]))
         return lesson
+
+    def supersede(self, lesson_id_: str, text: str, why: str) -> Lesson:
+        """Replace an ignored lesson by a new version worded `text` (the distiller acting on
+        its diagnosis). The version gets a new id, so its effect is measured afresh (a
+        different text is a different treatment); it keeps the old one's scope, citations
+        and provenance, and says where it came from (`supersedes`, its first event). The
+        old lesson is kept, superseded, with `why` and a link to its successor."""
+        self._open()
+        old = self._changeable(self._get(lesson_id_))
+        clean = self._text(text)
+        if problem := prescriptive_problem(clean):
+            raise EditRefused(problem)
+        if clean.casefold() == old.text.casefold():
+            raise EditRefused(f"{old.id} already has exactly this text.")
+        self._no_duplicate(clean)
+        new_id = self._new_id(clean, old.id)
+        event = LessonEvent(at=self.now, op="reworded", detail=f"from {old.id}: {why}")
+        successor = old.model_copy(
+            update={
+                "id": new_id, "text": clean, "created_at": self.now, "updated_at": self.now,
+                "author": LessonAuthor.DISTILLER, "author_login": "", "repo": old.repo or self.repo,
+                "state": LessonState.PROVING, "supersedes": [old.id], "diagnosis": None,
+                "history": [event],
+            }
+        )  # fmt: skip
+        del self._lessons[old.id]
+        self._lessons[new_id] = successor
+        self.retired.append(
+            RetiredLesson(
+                lesson=old, kind="superseded", reason=f"reworded: ignored ({why})",
+                replaced_by=[new_id], at=self.now,
+            )
+        )  # fmt: skip
+        self.edits.append(Edit("reword", new_id, f"{old.id} -> {clean}"))
+        return successor
 
     def finish(self, summary: str) -> None:
         """End the editing; later edits are refused."""

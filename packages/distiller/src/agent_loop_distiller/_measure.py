@@ -7,17 +7,19 @@ book = result.book                                      # states set, decided le
 
 Each record is counted once (`EffectBook.recent_run_ids`); its outcomes are graded once
 and its applicable exposures are grouped per lesson, so each touched lesson's runs are
-folded in one call (`_effect.fold`); compliance and token cost are taken from the run's
-trace and the lesson's text. Then every touched lesson is decided
+folded in one call (`_effect.fold`); compliance is taken from the run's trace (or, for
+a lesson that names nothing, the model's judgments bought for it) and token cost from
+the lesson's text. Then every touched lesson is decided
 again; a lesson that became `no_effect` or `harmful` leaves the book, kept as a
 `RetiredLesson` in its effect state with the diagnosis as the reason, and a `proven`
 one stays with its state set (runs then hold it out less often). Cost: proportional to
-the new records times their exposures, whatever the history.
+the new records times their exposures, whatever the history; the state holds the
+book's lessons and at most 50 departed ones (`_effect.forget_departed`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -29,7 +31,7 @@ from agent_loop_common.records import (
     Role,
     RunRecord,
 )
-from agent_loop_distiller._diagnosis import Diagnosis, cues_of, diagnose, followed
+from agent_loop_distiller._diagnosis import Diagnosis, count_use, cues_of, diagnose, followed
 from agent_loop_distiller._digest import estimate_tokens
 from agent_loop_distiller._effect import (
     EffectBook,
@@ -38,6 +40,7 @@ from agent_loop_distiller._effect import (
     Run,
     decide,
     fold,
+    forget_departed,
     graded_of,
     remember_runs,
 )
@@ -69,29 +72,43 @@ def stratum_of(record: RunRecord) -> str:
 
 
 class _Compliance:
-    """Compliance counts of one tick, for the lessons that name something to check."""
+    """Compliance counts of one tick: from the trace for the lessons that name something
+    to check, from the model's judgments (when one was bought) for those that do not."""
 
-    def __init__(self, book: LessonBook) -> None:
+    def __init__(self, book: LessonBook, judgments: Mapping[tuple[str, str], bool]) -> None:
         self.cues = {x.id: c for x in book.lessons if (c := cues_of(x))}
         self.tokens = {x.id: estimate_tokens(x.text) + 4 for x in book.lessons}
-        self.counts: dict[str, list[int]] = {}
-        """Lesson -> `[checked, complied, followed when held out]`."""
+        self.judgments = judgments
+        self.counts: dict[str, LessonEffect] = {}
+        """Lesson -> this tick's compliance counts (the other fields unused)."""
 
-    def count(self, lesson_id: str, shown: bool, record: RunRecord) -> None:
-        c = self.counts.setdefault(lesson_id, [0, 0, 0])
-        used = followed(self.cues[lesson_id], record.trace)
-        if shown:
-            c[0] += 1
-            c[1] += used
+    def count(self, lesson_id: str, shown: bool, record: RunRecord, kind: str) -> None:
+        cues = self.cues.get(lesson_id)
+        if cues:
+            used: bool | None = followed(cues, record.trace)
+        elif not self.judgments:
+            return
         else:
-            c[2] += used
+            used = self.judgments.get((lesson_id, record.run_id))
+        if used is not None:
+            tally = self.counts.get(lesson_id)
+            if tally is None:
+                tally = self.counts[lesson_id] = LessonEffect(lesson_id=lesson_id)
+            count_use(tally, kind, shown, used, by_model=not cues)
 
     def add_to(self, effect: LessonEffect) -> None:
         c = self.counts.get(effect.lesson_id)
-        if c is not None:
-            effect.compliance_checked += c[0]
-            effect.complied += c[1]
-            effect.followed_when_held += c[2]
+        if c is None:
+            return
+        effect.compliance_checked += c.compliance_checked
+        effect.complied += c.complied
+        effect.held_checked += c.held_checked
+        effect.followed_when_held += c.followed_when_held
+        effect.judged += c.judged
+        for kind, (checked, used) in c.kind_use.items():
+            slot = effect.kind_use.setdefault(kind, [0, 0])
+            slot[0] += checked
+            slot[1] += used
 
 
 def measure_effects(
@@ -100,15 +117,20 @@ def measure_effects(
     records: Iterable[RunRecord],
     now: datetime,
     policy: EffectPolicy | None = None,
+    judgments: Mapping[tuple[str, str], bool] | None = None,
 ) -> Measured:
-    """Count the new records' exposures, decide, and retire what the evidence retires."""
+    """Count the new records' exposures, decide, and retire what the evidence retires.
+
+    `judgments` (lesson id, run id) -> followed: the model's compliance judgments for
+    lessons that name nothing to look for in a trace (`_judge.judge_compliance`).
+    """
     rules = policy or EffectPolicy()
     lessons = {x.id: x for x in book.lessons}
     seen = set(effects.recent_run_ids)
     new_ids: list[str] = []
     candidates: dict[str, int] = {}
     runs: dict[str, list[Run]] = {}
-    compliance = _Compliance(book)
+    compliance = _Compliance(book, judgments or {})
     for record in records:
         if record.role is Role.DISTILLER or not record.exposures or record.run_id in seen:
             continue
@@ -116,16 +138,16 @@ def measure_effects(
         new_ids.append(record.run_id)
         graded = graded_of(outcomes_of(record).binary())
         stratum = stratum_of(record)
+        kind = record.work_kind.value if record.work_kind is not None else "unknown"
         for e in record.exposures:
             lesson_id = e.lesson_id
             candidates[lesson_id] = candidates.get(lesson_id, 0) + 1
             if not e.applicable or not (e.shown or e.held_out):
                 continue
             runs.setdefault(lesson_id, []).append((stratum, e.shown, e.holdout, graded))
-            if lesson_id in compliance.cues:
-                compliance.count(lesson_id, e.shown, record)
+            compliance.count(lesson_id, e.shown, record, kind)
     for lesson_id, count in candidates.items():
-        effect = effects.effect(lesson_id)
+        effect = effects.touch(lesson_id)
         lesson = lessons.get(lesson_id)
         if lesson is not None:
             effect.metric = lesson.metric
@@ -162,4 +184,5 @@ def measure_effects(
             continue
         kept.append(lesson if lesson.state is state else lesson.model_copy(update={"state": state}))
     out.book = book.model_copy(update={"lessons": kept})
+    forget_departed(effects, {x.id for x in kept})
     return out

@@ -52,6 +52,7 @@ from agent_loop_common.records import (
     Visibility,
 )
 from agent_loop_common.runtime import RunScope, Runtime, preflight_model, run_scoped
+from agent_loop_common.settings import ConfigError
 from agent_loop_common.trust import Trust
 from agent_loop_distiller._attempt import distill
 from agent_loop_distiller._candidates import backoff_of, look, retention_of, under_claim
@@ -59,6 +60,7 @@ from agent_loop_distiller._digest import render_digest
 from agent_loop_distiller._effect import EffectBook
 from agent_loop_distiller._errors import DistillationFailed, EditsRejected
 from agent_loop_distiller._grading import follow_up
+from agent_loop_distiller._judge import ModelAsk, act_on_diagnoses, judge_compliance
 from agent_loop_distiller._lessons import Edit
 from agent_loop_distiller._measure import measure_effects
 from agent_loop_distiller._publish import (
@@ -138,6 +140,17 @@ async def _distill(
     work.book = result.book
     work.retired += result.retired
     return result.edits
+
+
+def _model_ask(runtime: Runtime) -> ModelAsk | None:
+    """The distiller's model for single-answer questions, or `None` when it is unusable
+    here (the distillation then fails with the reason; the diagnosis only flags)."""
+    try:
+        preflight_model(runtime.settings)
+    except ConfigError as exc:
+        _log.warning("distiller.no_model_for_questions", error=str(exc))
+        return None
+    return ModelAsk(runtime.call_llm("agent"), runtime.agent_model())
 
 
 async def _visibility(runtime: Runtime) -> Visibility:
@@ -258,23 +271,33 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
     retired += [expired_record(lesson, now, max_age) for lesson in out.expired]
     visibility = await _visibility(runtime)
     book = stamp_origin(book, runtime.settings.repo, visibility)
-    async with scope.stage("measure"):
-        effects = await memory.read_effects(EffectBook) or EffectBook()
-        out.measured = measure_effects(effects, book, records, now)
-    book = out.measured.book
-    retired += out.measured.retired
-    work = Work(memory, batch, context, grading, book, retired=retired, visibility=visibility)
-    work.effects = effects
-    out.lessons = context.lessons
     retry = (
         None
         if opts.retry_now
         else retry_at(failure_streak(batch.records), backoff_of(runtime, opts))
     )
     if (records or grading.decided) and retry is not None and now < retry:
-        # Committing now would move the ledger past records nobody learned from.
+        # Committing now would move the ledger past records nobody learned from (and a
+        # measurement now would be thrown away with its model questions).
         out.kind, out.note = TickKind.BACKED_OFF, "waiting after failed attempts"
+        out.lessons = context.lessons
         return
+    async with scope.stage("measure"):
+        effects = await memory.read_effects(EffectBook) or EffectBook()
+        ask = _model_ask(runtime) if records else None
+        out.judged = await judge_compliance(
+            ask, effects, book, records, runtime.settings.compliance_judgments
+        )
+        out.measured = measure_effects(effects, book, records, now, judgments=out.judged.answers)
+        out.acted = await act_on_diagnoses(
+            ask, effects, out.measured, now, limits=opts.limits, max_rewords=opts.max_rewords,
+            repo=runtime.settings.repo, visibility=visibility,
+        )  # fmt: skip
+    book = out.acted.book
+    retired += out.measured.retired + out.acted.retired
+    work = Work(memory, batch, context, grading, book, retired=retired, visibility=visibility)
+    work.effects = effects
+    out.lessons = context.lessons
     if records or grading.decided:
         out.kind = TickKind.DISTILLED
         try:

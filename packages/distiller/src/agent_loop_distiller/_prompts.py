@@ -17,6 +17,7 @@ from agent_loop_common.records import (
     CitationStatus,
     Grade,
     GradeState,
+    Lesson,
     LessonAuthor,
     LessonBook,
     Outcome,
@@ -26,7 +27,18 @@ from agent_loop_common.records import (
 from agent_loop_distiller._lessons import LessonLimits
 from agent_loop_distiller._upkeep import hits_of, rank_lessons
 
-__all__ = ["DISTILLER_MARKER", "INSTRUCTIONS", "build_prompt", "evidence_order"]
+__all__ = [
+    "DISTILLER_MARKER",
+    "INSTRUCTIONS",
+    "JUDGE_INSTRUCTIONS",
+    "JUDGE_MARKER",
+    "REWORD_INSTRUCTIONS",
+    "REWORD_MARKER",
+    "build_prompt",
+    "evidence_order",
+    "judge_prompt",
+    "reword_prompt",
+]
 
 DISTILLER_MARKER = "You maintain the lesson book of agent-loop"
 """A phrase of the instructions (scripted models route on it)."""
@@ -170,4 +182,70 @@ def build_prompt(
             + ", ".join(left_out)
         )
     parts.append("\nEdit the lessons with the tools, then call finish.")
+    return "\n".join(parts)
+
+
+JUDGE_MARKER = "You judge whether one run of an agent acted on one lesson"
+"""A phrase of the compliance judge's instructions (scripted models route on it)."""
+
+JUDGE_INSTRUCTIONS = f"""{JUDGE_MARKER} of the advice it
+may have been shown. You get the lesson and a summary of the run: what it worked on and
+every tool call it made, in order. Decide whether the run did what the lesson advises
+(whether or not it was shown the lesson; say false when the lesson did not come up).
+
+Reply with exactly one JSON value and nothing else: true if the run acted on the
+lesson, false if it did not.
+
+{UNTRUSTED_DATA_RULE}"""
+
+REWORD_MARKER = "You rewrite one lesson of agent-loop's lesson book"
+"""A phrase of the rewording instructions (scripted models route on it)."""
+
+REWORD_INSTRUCTIONS = f"""{REWORD_MARKER}. Runs that are shown
+this lesson do not act on it any more than runs that are not shown it, so its wording
+does not work. Write a new version that keeps its meaning and is prescriptive: one or two
+sentences saying what to do, naming the exact command, file or API to use in backticks
+(for example `make lint` or `src/app/config.py`). Do not start with "never", "don't" or
+"avoid": say what to do instead.
+
+Reply with exactly one JSON object and nothing else: {{"text": "<the new lesson>"}}.
+
+{UNTRUSTED_DATA_RULE}"""
+
+_TRACE_STEPS = 80
+_STEP_CHARS = 200
+
+
+def judge_prompt(lesson: Lesson, record: RunRecord) -> str:
+    """The user message of one compliance judgment: the lesson, then the run's trace."""
+    kind = record.work_kind.value if record.work_kind is not None else "unknown"
+    lines = [
+        f"{record.role.value} run on {record.target.ref} ({kind} work), "
+        f"outcome {record.outcome.value}",
+        f"title: {record.target.title}",
+        f"tool calls ({len(record.trace)}):",
+    ]
+    for step in record.trace[:_TRACE_STEPS]:
+        mark = "" if step.ok else " [failed]"
+        lines.append(f"- {step.tool} {step.args[:_STEP_CHARS]}{mark}")
+    if len(record.trace) > _TRACE_STEPS:
+        lines.append(f"... {len(record.trace) - _TRACE_STEPS} more step(s)")
+    return "\n".join(
+        [
+            "## The lesson",
+            fence_untrusted(f"lesson {lesson.id}", lesson.text, 1_000),
+            "## The run",
+            fence_untrusted(f"run {record.run_id}", "\n".join(lines), 12_000),
+            "Did this run act on this lesson? Reply true or false.",
+        ]
+    )
+
+
+def reword_prompt(lesson: Lesson, why: str) -> str:
+    """The user message of one rewording: the lesson, what it cites, and its diagnosis."""
+    parts = ["## The lesson", fence_untrusted(f"lesson {lesson.id}", lesson.text, 1_000)]
+    if lesson.citations:
+        parts.append("It cites: " + ", ".join(c.label() for c in lesson.citations))
+    parts.append(f"## What the measurements say\n{why}")
+    parts.append('Reply with {"text": "..."} only.')
     return "\n".join(parts)

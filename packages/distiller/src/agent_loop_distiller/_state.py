@@ -18,6 +18,7 @@ from agent_loop_common.records import (
 )
 from agent_loop_distiller._effect import EffectBook
 from agent_loop_distiller._grading import GradingResult
+from agent_loop_distiller._judge import Acted, Judged
 from agent_loop_distiller._lessons import Edit, LessonLimits
 from agent_loop_distiller._measure import Measured
 from agent_loop_distiller._publish import PullSync
@@ -51,6 +52,8 @@ class DistillerOptions:
     """Build the report's data after a tick that did work (reads the window's rollups)."""
     retry_now: bool = False
     """The operator's `--retry-now`: do not wait out the back-off after failed ticks."""
+    max_rewords: int = 3
+    """Most ignored lessons the model rewords per tick (each one model call)."""
 
 
 @dataclass
@@ -80,6 +83,10 @@ class TickResult:
     """Data for the report, after a tick that did work."""
     measured: Measured | None = None
     """What the lesson-effect measurement counted, decided and retired this tick."""
+    judged: Judged | None = None
+    """The compliance judgments this tick bought (`AGENT_LOOP_COMPLIANCE_JUDGMENTS`)."""
+    acted: Acted | None = None
+    """What the distiller did about the diagnoses: narrowed, reworded, flagged."""
     lessons_pull: PullSync | None = None
     """What keeping the lessons pull request did (`AGENT_LOOP_LESSONS_PR=on` only)."""
     lessons_base: BranchHead | None = None

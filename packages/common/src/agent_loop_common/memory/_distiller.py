@@ -256,7 +256,8 @@ class DistillerMemory:
 
         `effects` (the lesson-effect state) is saved on its own before the ledger: a pass
         that dies in between re-reads the same records, which the state already lists
-        as counted (`recent_run_ids`), so none counts twice.
+        as counted (`recent_run_ids`), so none counts twice. It is compact JSON (read and
+        written every tick, by the distiller only).
         """
         if batch.base is not self.ledger:
             raise AgentMemoryError("batch was not collected from the current ledger")
@@ -267,7 +268,7 @@ class DistillerMemory:
             await write_grades(self.location, grade_list)
         await fold_into_rollups(self.location, batch.records, batch.idle)
         if effects is not None:
-            await write_doc(self._ledger_store, EFFECTS_PATH, effects, actor=_ACTOR)
+            await write_doc(self._ledger_store, EFFECTS_PATH, effects, actor=_ACTOR, indent=None)
             await save_store(self.location, self._ledger_store)
         if batch.ledger.model_dump(exclude={"updated_at"}) != self.ledger.model_dump(
             exclude={"updated_at"}

@@ -47,26 +47,47 @@ async def read_doc(store: MemoryStore, path: str, model: type[M]) -> M | None:
 
 
 def _parse(key: str, path: str, text: str, model: type[M]) -> M:
+    """The document as `model`, parsed and validated in one pass (`model_validate_json`:
+    no intermediate Python objects, which matters for the larger documents such as the
+    lesson-effect state); the raw JSON is only looked at again to say why it failed, or
+    for the version of a model without a `schema_version` field."""
     try:
-        loaded: Any = json.loads(text)
+        doc = model.model_validate_json(text)
+    except ValidationError as exc:
+        _check_version(key, path, _loads(key, path, text))
+        raise StoredSchemaError(key, path, _first_line(str(exc))) from exc
+    version = getattr(doc, "schema_version", None)
+    if version is None:
+        _check_version(key, path, _loads(key, path, text))
+    elif isinstance(version, str) and major_of(version) not in KNOWN_MAJORS:
+        raise NewerSchemaError(key, path, f"unknown schema_version {version}")
+    return doc
+
+
+def _loads(key: str, path: str, text: str) -> Any:
+    try:
+        return json.loads(text)
     except ValueError as exc:
         raise StoredSchemaError(key, path, f"not JSON: {exc}") from exc
+
+
+def _check_version(key: str, path: str, loaded: Any) -> None:
+    """Raise `NewerSchemaError` when a newer major version wrote the document."""
     if isinstance(loaded, dict):
         version = cast(dict[str, Any], loaded).get("schema_version")
         if isinstance(version, str) and major_of(version) not in KNOWN_MAJORS:
             raise NewerSchemaError(key, path, f"unknown schema_version {version}")
-    try:
-        return model.model_validate(loaded)
-    except ValidationError as exc:
-        raise StoredSchemaError(key, path, _first_line(str(exc))) from exc
 
 
 def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else text
 
 
-async def write_doc(store: MemoryStore, path: str, doc: BaseModel, *, actor: str) -> None:
-    """Write `doc` as indented JSON (readable in the store, diffable in reviews).
+async def write_doc(
+    store: MemoryStore, path: str, doc: BaseModel, *, actor: str, indent: int | None = 2
+) -> None:
+    """Write `doc` as indented JSON (readable in the store, diffable in reviews);
+    `indent=None` for machine state nobody reads by hand (half the bytes to parse).
 
     A corrupt document already at `path` is first copied to `quarantine/<path>.<time>`,
     so what it held is never lost.
@@ -82,4 +103,4 @@ async def write_doc(store: MemoryStore, path: str, doc: BaseModel, *, actor: str
             aside = f"{QUARANTINE_PREFIX}{path}.{stamp}"
             await store.write_text.aio(aside, old, actor=actor)
             report_problem(f"memory document {store.key}:{path} was corrupt: set aside as {aside}")
-    await store.write_text.aio(path, doc.model_dump_json(indent=2), actor=actor)
+    await store.write_text.aio(path, doc.model_dump_json(indent=indent), actor=actor)

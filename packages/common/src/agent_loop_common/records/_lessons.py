@@ -24,9 +24,11 @@ __all__ = [
     "Citation",
     "CitationKind",
     "CitationStatus",
+    "DiagnosisAction",
     "Lesson",
     "LessonAuthor",
     "LessonBook",
+    "LessonDiagnosis",
     "LessonEvent",
     "LessonState",
     "OperatorEdit",
@@ -132,6 +134,61 @@ class OutcomeMetric(StrEnum):
     """The pull request was decided without a reviewer fix commit."""
 
 
+DiagnosisAction = Literal["keep", "narrow", "reword", "retire"]
+"""What a lesson's diagnosis calls for (see `LessonDiagnosis`)."""
+
+
+class LessonDiagnosis(BaseModel):
+    """Why a lesson does what it does, as the distiller last measured it, and what it did.
+
+    Kept on the lesson (and so in the archive when it leaves the book) for the report's
+    ledger and `agent-loop lessons show`: people see what was measured, how compliance
+    was judged, and whether the action was carried out or only flagged for them.
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+
+    at: AwareDatetime
+    """When the distiller diagnosed it."""
+    applicability: float | None = None
+    """Share of the runs that had it in their book where its scope matched the work."""
+    compliance: float | None = None
+    """Share of the checked runs that showed it which used what it names (None: none checked)."""
+    base_compliance: float | None = None
+    """The same share among held-out runs: what runs do without seeing it."""
+    checked: NonNegativeInt = 0
+    """Shown runs whose compliance was decided."""
+    judged_by: Literal["trace", "model", "trace+model", ""] = ""
+    """How compliance was decided: the lesson's quoted spans and citations found in the
+    run's tool trace, a budgeted model judgment (lessons that name nothing), or both."""
+    action: DiagnosisAction = "keep"
+    """What the diagnosis calls for."""
+    done: bool = False
+    """The distiller carried the action out (False: flagged for people only)."""
+    note: str = ""
+    """The reason, what was done, or why it was only flagged."""
+
+    def summary(self) -> str:
+        """One line for people (the CLI, the ledger)."""
+        parts: list[str] = []
+        if self.applicability is not None:
+            parts.append(f"applies to {self.applicability:.0%} of runs")
+        if self.compliance is not None:
+            how = {"trace": "from the tool trace", "model": "by the model"}.get(
+                self.judged_by, "from the tool trace and by the model"
+            )
+            base = "" if self.base_compliance is None else f", {self.base_compliance:.0%} held out"
+            parts.append(
+                f"followed in {self.compliance:.0%} of {self.checked} checked shown runs"
+                f"{base} (judged {how})"
+            )
+        else:
+            parts.append("compliance unknown (nothing checked yet)")
+        if self.action != "keep":
+            parts.append(f"{self.action}: {'done' if self.done else 'flagged'}")
+        return "; ".join(parts) + (f" - {self.note}" if self.note else "")
+
+
 class Lesson(BaseModel):
     """One piece of advice, with the runs it was learned from."""
 
@@ -189,6 +246,11 @@ class Lesson(BaseModel):
     """The outcome the lesson means to improve; `None`: `first_try_tests` (1.3)."""
     state: LessonState = LessonState.PROVING
     """The measured verdict on the lesson's effect (1.3)."""
+    supersedes: list[str] = Field(default_factory=list[str])
+    """Ids of the lessons this one replaced: the distiller rewording an ignored lesson
+    writes a new version (a new text is a new treatment, measured afresh) (1.4)."""
+    diagnosis: LessonDiagnosis | None = None
+    """The distiller's last diagnosis and the action it took or flagged (1.4)."""
 
     @property
     def metric(self) -> OutcomeMetric:
@@ -207,10 +269,10 @@ class LessonBook(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    schema_version: str = "1.3"
+    schema_version: str = "1.4"
     """Same versioning rule as `RunRecord` (1.1 added the lessons' provenance refs, hits
     and last-seen time; 1.2 `general`; 1.3 repository, visibility, author, citations,
-    pin and history)."""
+    pin and history; 1.4 `supersedes` and `diagnosis`)."""
     lessons: list[Lesson] = Field(default_factory=list[Lesson])
     """Current lessons, most useful first."""
 

@@ -4,9 +4,10 @@ One row per lesson of the book: its measured state, its effect on the metric it 
 decided on (shown minus held out, with its 95% interval, over its whole life), how often
 runs that saw it acted on it, what it cost in prompt tokens, its exposures in the runs of
 this report (applicable, shown, held out), its citations and their last check, where it came
-from (repository, visibility, who wrote it, the issues and PRs behind it) and its recent
-history, with a small inline SVG of its exposures accumulating run by run. Pure: plain
-values in, HTML out, every text escaped.
+from (repository, visibility, who wrote it, the issues and PRs behind it), its recent
+history and its last diagnosis (the action taken, or only flagged), with a small inline
+SVG of its exposures accumulating run by run. Pure: plain values in, HTML out, every
+text escaped.
 """
 
 from __future__ import annotations
@@ -100,11 +101,19 @@ def effect_cells(measured: LessonEffect | None) -> list[str]:
             f"[{estimate.low:+.2f}, {estimate.high:+.2f}] "
             f"({estimate.shown} shown / {estimate.held_out} held out)"
         )
+    held = measured.held_checked if measured.held_checked or measured.judged else measured.held_out
     if measured.compliance_checked:
-        compliance = esc(
+        text = (
             f"{measured.complied} of {measured.compliance_checked} shown runs"
-            f" (held out: {measured.followed_when_held} of {measured.held_out} anyway)"
+            f" (held out: {measured.followed_when_held} of {held} anyway)"
         )
+        if measured.judged:
+            text += f"; {measured.judged} judged by the model"
+        if measured.unknown:
+            text += f", {measured.unknown} unusable answer(s)"
+        compliance = esc(text)
+    elif measured.unknown:
+        compliance = esc(f"unknown: {measured.unknown} unusable model answer(s)")
     else:
         compliance = '<span class="muted">nothing to check</span>'
     per_run = measured.tokens_shown / measured.shown if measured.shown else 0
@@ -135,6 +144,19 @@ def _provenance(lesson: Lesson, urls: dict[str, str]) -> str:
     if refs:
         parts.append("from " + ", ".join(refs))
     return "<br>".join(parts)
+
+
+def _diagnosis(lesson: Lesson) -> str:
+    """The last diagnosis: the action (done or only flagged), then what was measured."""
+    d = lesson.diagnosis
+    if d is None:
+        return '<span class="muted">not diagnosed yet</span>'
+    action = esc(d.action) if d.action == "keep" else f"<b>{esc(d.action)}: "
+    if d.action != "keep":
+        action += ("done" if d.done else "flagged") + "</b>"
+    note = f"<br>{esc(d.note[:300])}" if d.note and d.action != "keep" else ""
+    facts = d.model_copy(update={"action": "keep", "note": ""}).summary()
+    return f'{action}{note}<br><span class="muted">{esc(facts)}</span>'
 
 
 def _history(lesson: Lesson) -> str:
@@ -169,17 +191,22 @@ def render_ledger(data: ReportData, urls: dict[str, str]) -> str:
                 _citations(lesson),
                 _provenance(lesson, urls),
                 _history(lesson),
+                _diagnosis(lesson),
             ]
         )
     headers = ["Id", "State", "Effect [95% interval]", "Compliance", "Prompt tokens",
                "Applied (runs)", "Shown", "Held out", "Exposures",
-               "Citations", "Provenance", "History"]  # fmt: skip
+               "Citations", "Provenance", "History", "Diagnosis"]  # fmt: skip
     body = table(headers, rows, numeric=[6, 7]) if rows else '<p class="muted">No lessons yet.</p>'
     note = (
         '<p class="muted">Effect, compliance and tokens cover the lesson\'s whole life '
         "(the distiller's measurement state); the effect is shown minus held-out rate on "
         "the metric its state is decided on. Exposures count the runs of this report: "
         "applied when the lesson's scope matched the run, shown or held out by the run's "
-        "logged draw (blue: shown, orange: held out, cumulative).</p>"
+        "logged draw (blue: shown, orange: held out, cumulative). Diagnosis: what the "
+        "distiller did about the lesson at its last measurement (narrowed to the work "
+        "kinds that used it, reworded into a new version, retired) or only flagged for "
+        "you (a pinned or maintainer-written lesson, or nothing the records could "
+        "decide).</p>"
     )
     return section(f"Ledger ({len(rows)})", note + body)
