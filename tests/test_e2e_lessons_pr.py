@@ -68,6 +68,8 @@ def loop(
         tmp_path / "home",
         AGENT_LOOP_SANDBOX="off",
         AGENT_LOOP_LESSONS_PR="on",
+        # The working tick's script has no compliance judgment (tested on their own).
+        AGENT_LOOP_COMPLIANCE_JUDGMENTS="0",
     ):
         yield CliLoop(emulator, cli.main, capsys)
 
