@@ -183,6 +183,12 @@ class EffectBook(BaseModel):
     recent_run_ids: list[str] = Field(default_factory=list[str])
     """Runs already counted, newest last (bounded): a pass that re-reads records it
     already counted (it died before its ledger was saved) counts none twice."""
+    pull_folded: dict[str, list[OutcomeMetric]] = Field(
+        default_factory=dict[str, list[OutcomeMetric]]
+    )
+    """Builder run id -> the PR-level metrics of its pull request already folded in
+    (they are decided later than the record, one by one; each is folded once). Kept
+    while the run's grade is still read (see `_measure.fold_pull_outcomes`)."""
     judgments: dict[str, bool | None] = Field(default_factory=dict[str, bool | None])
     """Model judgments of compliance bought so far, `"<lesson id> <run id>"` -> followed
     (`None`: the answer was unusable), oldest first and bounded: never bought twice."""
@@ -246,8 +252,13 @@ def observe(effect: LessonEffect, exposure: Exposure, policy: EffectPolicy) -> N
     )
 
 
-def fold(effect: LessonEffect, runs: Iterable[Run], policy: EffectPolicy) -> None:
+def fold(
+    effect: LessonEffect, runs: Iterable[Run], policy: EffectPolicy, *, late: bool = False
+) -> None:
     """Add a lesson's applicable runs, in order, to its counts, and bet its tests on them.
+
+    `late`: the runs were counted already (their records came earlier); only the
+    outcomes decided since (their pull request's) are added, not the runs again.
 
     The same as one `observe` per run, float for float: each run updates the counts of
     every metric it was graded on (its stratum's, bounded by `_STRATA_LIMIT`) and, for the
@@ -320,9 +331,10 @@ def fold(effect: LessonEffect, runs: Iterable[Run], policy: EffectPolicy) -> Non
             else:
                 c[2] += 1
                 c[3] += int(y)
-    effect.applicable += applicable
-    effect.shown += shown_runs
-    effect.held_out += applicable - shown_runs
+    if not late:
+        effect.applicable += applicable
+        effect.shown += shown_runs
+        effect.held_out += applicable - shown_runs
     h.n = k.n = b.n = a.n = n
     h.log_wealth, k.log_wealth, b.log_wealth, a.log_wealth = lw_h, lw_k, lw_b, lw_a
     h.sum_x, h.sum_x2, k.sum_x, k.sum_x2 = sz, sz2, -sz, sz2

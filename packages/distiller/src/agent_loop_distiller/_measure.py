@@ -9,7 +9,11 @@ Each record is counted once (`EffectBook.recent_run_ids`); its outcomes are grad
 and its applicable exposures are grouped per lesson, so each touched lesson's runs are
 folded in one call (`_effect.fold`); compliance is taken from the run's trace (or, for
 a lesson that names nothing, the model's judgments bought for it) and token cost from
-the lesson's text. Then every touched lesson is decided
+the lesson's text. The outcomes of the run's pull request (merged, threads, first CI,
+revert, review fix) are decided later, one by one: `fold_pull_outcomes` adds each to
+the same run's arm once decided (`fold(..., late=True)`) and remembers which (run,
+metric) it folded, so no tick or restart folds one twice. Then every touched lesson is
+decided
 again; a lesson that became `no_effect` or `harmful` leaves the book, kept as a
 `RetiredLesson` in its effect state with the diagnosis as the reason, and a `proven`
 one stays with its state set (runs then hold it out less often). Cost: proportional to
@@ -24,12 +28,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from agent_loop_common.records import (
+    Grade,
     Lesson,
     LessonBook,
     LessonState,
     RetiredLesson,
     Role,
     RunRecord,
+    TargetKind,
+    WorkKind,
 )
 from agent_loop_distiller._diagnosis import Diagnosis, count_use, cues_of, diagnose, followed
 from agent_loop_distiller._digest import estimate_tokens
@@ -44,9 +51,9 @@ from agent_loop_distiller._effect import (
     graded_of,
     remember_runs,
 )
-from agent_loop_distiller._outcomes import outcomes_of
+from agent_loop_distiller._outcomes import outcomes_of, pr_outcomes
 
-__all__ = ["Measured", "measure_effects", "stratum_of"]
+__all__ = ["Measured", "fold_pull_outcomes", "measure_effects", "stratum_of"]
 
 
 @dataclass
@@ -67,8 +74,54 @@ class Measured:
 
 def stratum_of(record: RunRecord) -> str:
     """The record's stratum: repository and work kind."""
-    kind = record.work_kind.value if record.work_kind is not None else "unknown"
-    return f"{record.repo or '-'}|{kind}"
+    return _stratum(record.repo, record.work_kind)
+
+
+def _stratum(repo: str, kind: WorkKind | None) -> str:
+    return f"{repo or '-'}|{kind.value if kind is not None else 'unknown'}"
+
+
+def fold_pull_outcomes(
+    effects: EffectBook,
+    lessons: dict[str, Lesson],
+    grades: Iterable[Grade],
+    policy: EffectPolicy,
+) -> set[str]:
+    """Fold the newly decided PR outcomes of graded builder runs; the lessons touched.
+
+    `grades` are every grade still followed (the grading window): a run whose grade is
+    no longer among them is never read again, so its fold marks are dropped, which
+    keeps the state bounded by the window, not the history.
+    """
+    runs: dict[str, list[Run]] = {}
+    live: set[str] = set()
+    for grade in grades:
+        if grade.target.kind is not TargetKind.PR or not grade.run_id or not grade.exposures:
+            continue
+        live.add(grade.run_id)
+        done = effects.pull_folded.get(grade.run_id, [])
+        new = {
+            metric: y
+            for metric, y in pr_outcomes(grade).binary().items()
+            if y is not None and metric not in done
+        }
+        if not new:
+            continue
+        effects.pull_folded[grade.run_id] = [*done, *new]
+        graded = graded_of(new)
+        stratum = _stratum(grade.repo, grade.work_kind)
+        for e in grade.exposures:
+            if e.applicable and (e.shown or e.held_out):
+                runs.setdefault(e.lesson_id, []).append((stratum, e.shown, e.holdout, graded))
+    for lesson_id, lesson_runs in runs.items():
+        effect = effects.effect(lesson_id)
+        lesson = lessons.get(lesson_id)
+        if lesson is not None:
+            effect.metric = lesson.metric
+        fold(effect, lesson_runs, policy, late=True)
+    for run_id in [r for r in effects.pull_folded if r not in live]:
+        del effects.pull_folded[run_id]
+    return set(runs)
 
 
 class _Compliance:
@@ -118,8 +171,11 @@ def measure_effects(
     now: datetime,
     policy: EffectPolicy | None = None,
     judgments: Mapping[tuple[str, str], bool] | None = None,
+    grades: Iterable[Grade] | None = None,
 ) -> Measured:
-    """Count the new records' exposures, decide, and retire what the evidence retires.
+    """Count the new records' exposures and the newly decided PR outcomes of `grades`
+    (every grade followed; `None`: none this tick), decide, and retire what the
+    evidence retires.
 
     `judgments` (lesson id, run id) -> followed: the model's compliance judgments for
     lessons that name nothing to look for in a trace (`_judge.judge_compliance`).
@@ -156,7 +212,9 @@ def measure_effects(
         fold(effect, runs.get(lesson_id, ()), rules)
         effect.tokens_shown += compliance.tokens.get(lesson_id, 0) * (effect.shown - shown_before)
         compliance.add_to(effect)
-    touched = candidates.keys()
+    touched = set(candidates)
+    if grades is not None:
+        touched |= fold_pull_outcomes(effects, lessons, grades, rules)
     remember_runs(effects, new_ids)
     out = Measured(book=book, counted=len(new_ids))
     kept: list[Lesson] = []

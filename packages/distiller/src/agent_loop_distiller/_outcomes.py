@@ -2,7 +2,8 @@
 
 What a run's record says at once (the sandbox's verdict of try 1, tries, the verifier's
 rejections, regressions the tests caught) and what the grades say once people decided
-(merged or closed, review rounds, time to merge). The binary parts are what lesson
+(merged or closed and why, review rounds, threads left unresolved, the first CI result,
+time to merge, a revert within 30 days). The binary parts are what lesson
 effects are measured on (`OutcomeMetric`, higher is better). A run whose first try no
 test could judge (no evidence: tests off, no command, not run) has no first-try test
 outcome: it never counts as a pass, nor as a failure.
@@ -12,7 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agent_loop_common.records import Grade, GradeState, OutcomeMetric, RunRecord
+from agent_loop_common.records import (
+    CheckResult,
+    CloseReason,
+    Grade,
+    GradeState,
+    OutcomeMetric,
+    RunRecord,
+)
 
 __all__ = ["PullOutcomes", "RunOutcomes", "outcomes_of", "pr_outcomes"]
 
@@ -77,13 +85,36 @@ class PullOutcomes:
     """Reviewer runs that pushed a fix or commented."""
     hours_to_merge: float | None
     """From the run's finish to the grade that saw it merged (an upper bound)."""
+    close_reason: CloseReason | None = None
+    """Closed unmerged: the trusted reason, or `no_reason` (the agent's failure)."""
+    unresolved_threads: int | None = None
+    """Review threads left unresolved at the decision (None: not looked at)."""
+    first_ci: CheckResult | None = None
+    """The first CI result on the head the builder pushed (None: not looked at)."""
+    reverted: bool | None = None
+    """Reverted within 30 days of the merge (None: undecided, or not merged)."""
 
     def binary(self) -> dict[OutcomeMetric, bool | None]:
-        """The parts lessons are measured on (only once decided)."""
+        """The parts lessons are measured on, each only once decided.
+
+        A PR closed unmerged for a trusted reason (duplicate, superseded, not planned)
+        has no `merged` outcome: it was not the run's failure. A merge's `not_reverted`
+        is observed once a revert was seen or 30 days passed without one.
+        """
         decided = self.merged is not None
+        merged = self.merged
+        if merged is False and self.close_reason is not None:
+            merged = False if self.close_reason.agent_failure else None
+        threads = self.unresolved_threads
+        ci = self.first_ci
         return {
-            OutcomeMetric.MERGED: self.merged,
+            OutcomeMetric.MERGED: merged,
             OutcomeMetric.NO_REVIEW_FIX: (self.review_rounds == 0) if decided else None,
+            OutcomeMetric.NO_UNRESOLVED_THREADS: (threads == 0)
+            if decided and threads is not None
+            else None,
+            OutcomeMetric.FIRST_CI_GREEN: None if ci is None or ci == "none" else ci == "passed",
+            OutcomeMetric.NOT_REVERTED: None if self.reverted is None else not self.reverted,
         }
 
 
@@ -92,5 +123,14 @@ def pr_outcomes(grade: Grade) -> PullOutcomes:
     merged = {GradeState.MERGED: True, GradeState.CLOSED_UNMERGED: False}.get(grade.state)
     hours = None
     if merged and grade.opened_at is not None:
-        hours = (grade.graded_at - grade.opened_at).total_seconds() / 3600
-    return PullOutcomes(merged, grade.review_rounds, hours)
+        end = grade.merged_at or grade.graded_at
+        hours = (end - grade.opened_at).total_seconds() / 3600
+    return PullOutcomes(
+        merged,
+        grade.review_rounds,
+        hours,
+        close_reason=grade.close_reason if merged is False else None,
+        unresolved_threads=grade.unresolved_threads,
+        first_ci=grade.first_ci,
+        reverted=grade.reverted if merged else None,
+    )

@@ -253,9 +253,15 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
         context = await memory.context()
     records = learnable(batch.records)
     async with scope.stage("grade"):
+        trust = Trust(
+            runtime.github,
+            minimum=runtime.settings.trusted_min_permission,
+            agent_login=await runtime.claimer.agent_login(),
+        )
         grading = await follow_up(
             runtime.github, runtime.memory, records, now,
-            retention_days=retention_of(runtime), force=True,
+            retention_days=retention_of(runtime), force=True, trust=trust,
+            repo=runtime.settings.repo,
         )  # fmt: skip
     book = mark_citations(refresh_from_usage(context.lessons, records), records, now)
     book, retired = apply_operator_edits(book, await read_operator_edits(runtime.memory), now)
@@ -288,7 +294,9 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
         out.judged = await judge_compliance(
             ask, effects, book, records, runtime.settings.compliance_judgments
         )
-        out.measured = measure_effects(effects, book, records, now, judgments=out.judged.answers)
+        out.measured = measure_effects(
+            effects, book, records, now, judgments=out.judged.answers, grades=grading.current
+        )
         out.acted = await act_on_diagnoses(
             ask, effects, out.measured, now, limits=opts.limits, max_rewords=opts.max_rewords,
             repo=runtime.settings.repo, visibility=visibility,

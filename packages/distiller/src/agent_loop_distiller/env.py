@@ -73,6 +73,18 @@ _IDLE_KINDS = frozenset({TickKind.IDLE, TickKind.BUSY, TickKind.BOOKKEEPING})
 """Ticks that wrote no run record and did no model work: idle to the caller."""
 
 
+def _diagnosis_figures(result: TickResult) -> dict[str, str]:
+    """What the tick did about the lessons' diagnoses (only what it did something about)."""
+    figures: dict[str, int] = {}
+    if result.judged is not None:
+        figures["compliance_judgments"] = result.judged.asked
+    if result.acted is not None:
+        figures["narrowed"] = len(result.acted.narrowed)
+        figures["reworded"] = len(result.acted.reworded)
+        figures["flagged"] = len(result.acted.flagged)
+    return {key: str(n) for key, n in figures.items() if n}
+
+
 def summarize_tick(result: TickResult) -> TickSummary:
     """The task's output: the common summary, with the tick's kind and figures as details
     (with `AGENT_LOOP_LESSONS_PR=on`, what the lessons pull request did, e.g. `opened #7`,
@@ -86,6 +98,7 @@ def summarize_tick(result: TickResult) -> TickSummary:
     if result.record is not None:
         details["ingested"] = str(result.ingested)
         details["lessons"] = str(len(result.lessons.lessons)) if result.lessons else "0"
+        details |= _diagnosis_figures(result)
         return summarize(Role.DISTILLER, result.record, idle=IDLE_NOTE, details=details)
     if result.kind in _IDLE_KINDS:
         return summarize(Role.DISTILLER, None, idle=IDLE_NOTE, note=result.note, details=details)

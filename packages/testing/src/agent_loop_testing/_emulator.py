@@ -25,7 +25,7 @@ import os
 import re
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -255,6 +255,20 @@ class GitHubEmulator(EmulatorInspection):
             st = self._st
             issues.edit_issue_text(st, issues.get_issue(st, number), by, title=title, body=body)
 
+    def advance_clock(self, delta: timedelta) -> datetime:
+        """Move the emulated clock forward (days pass between a merge and its revert);
+        returns the new time."""
+        if delta < timedelta(0):
+            raise ValueError("the emulated clock only moves forward")
+        with self._st.lock:
+            self._st.now += delta
+            return self._st.now
+
+    @property
+    def now(self) -> datetime:
+        """The emulated clock (the time of the last write)."""
+        return self._st.now
+
     @contextmanager
     def same_second(self) -> Generator[None]:
         """Writes made inside share one timestamp, as two writes within one second do on
@@ -366,6 +380,15 @@ class GitHubEmulator(EmulatorInspection):
             return pulls.add_review_comment(
                 self._st, pr, author=author, body=body, in_reply_to=comment_id
             ).id
+
+    def resolve_review_thread(self, comment_id: int, *, by: str) -> None:
+        """Mark the thread that review comment `comment_id` starts as resolved by `by`."""
+        with self._st.lock:
+            comment = self._st.review_comments[comment_id]
+            if comment.in_reply_to is not None:
+                raise ValueError(f"review comment {comment_id} replies to a thread")
+            self._st.user(by)
+            comment.resolved_by = by
 
     def set_check_run(
         self,

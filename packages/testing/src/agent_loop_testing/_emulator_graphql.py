@@ -16,6 +16,8 @@ Issue, PullRequest, IssueComment, PullRequestReviewComment {
   # Issue and PullRequest also: number title
 }
 type Ref { name prefix target: Commit }   type Commit { oid abbreviatedOid message tree { oid } }
+PullRequest also: reviewThreads(first: Int) { totalCount nodes { id isResolved resolvedBy } }
+                  commits(first: Int) { totalCount nodes { commit: Commit } }  mergeCommit: Commit
 Repository also: isPrivate diskUsage
 ```
 
@@ -53,6 +55,7 @@ from agent_loop_testing._emulator_graphql_parse import (
     Var,
 )
 from agent_loop_testing._emulator_http import Ctx, Reply, Route
+from agent_loop_testing._emulator_ops_pulls import pull_commits
 from agent_loop_testing._emulator_render import Json, node_id, ts
 from agent_loop_testing._emulator_state import (
     CommentRec,
@@ -205,6 +208,52 @@ def _ref_target(st: State, name: str) -> Obj | None:
 
 
 _NUMBER = {"number": "Int!"}
+_FIRST = {"first": "Int"}
+
+
+def _connection(node: str) -> dict[str, FieldNodeDef]:
+    """A connection over a list already cut to `first` (`totalCount` counts them all)."""
+
+    def page(o: object) -> tuple[list[object], int]:
+        return cast("tuple[list[object], int]", o)
+
+    return {
+        "totalCount": FieldNodeDef("scalar", lambda st, o, a: page(o)[1]),
+        "nodes": FieldNodeDef(node, lambda st, o, a: [(node, item) for item in page(o)[0]]),
+    }
+
+
+def _first(items: list[object], args: Mapping[str, object]) -> tuple[list[object], int]:
+    first = args.get("first")
+    if not isinstance(first, int) or not 1 <= first <= 100:
+        raise FieldError("ARGUMENT_LIMIT", "Requesting 1 to 100 records is allowed (first).")
+    return items[:first], len(items)
+
+
+def _thread(obj: object) -> ReviewCommentRec:
+    return cast("ReviewCommentRec", obj)
+
+
+def _threads(st: State, obj: object, args: Mapping[str, object]) -> tuple[list[object], int]:
+    """A PR's review threads: its review comments that reply to none, oldest first."""
+    number = cast("IssueRec", obj).number
+    roots = [c for c in st.review_comments.values() if c.pull == number and c.in_reply_to is None]
+    roots.sort(key=lambda c: c.id)
+    return _first(list[object](roots), args)
+
+
+def _pull_commits(st: State, obj: object, args: Mapping[str, object]) -> tuple[list[object], int]:
+    pull = cast("IssueRec", obj).pull
+    assert pull is not None
+    return _first(list[object](pull_commits(st, pull)), args)
+
+
+def _merge_commit(st: State, obj: object, args: Mapping[str, object]) -> object:
+    pull = cast("IssueRec", obj).pull
+    sha = pull.merge_commit_sha if pull is not None else None
+    return ("Commit", sha) if sha else None
+
+
 _SCHEMA: dict[str, dict[str, FieldNodeDef]] = {
     "Query": {
         "repository": FieldNodeDef(
@@ -282,7 +331,28 @@ _SCHEMA: dict[str, dict[str, FieldNodeDef]] = {
         "target": FieldNodeDef("Commit", lambda st, o, a: _ref_target(st, str(o))),
     },
     "Issue": _ISSUE_FIELDS,
-    "PullRequest": _ISSUE_FIELDS,
+    "PullRequest": {
+        **_ISSUE_FIELDS,
+        "reviewThreads": FieldNodeDef(
+            "PullRequestReviewThreadConnection",
+            lambda st, o, a: ("PullRequestReviewThreadConnection", _threads(st, o, a)),
+            _FIRST,
+        ),
+        "commits": FieldNodeDef(
+            "PullRequestCommitConnection",
+            lambda st, o, a: ("PullRequestCommitConnection", _pull_commits(st, o, a)),
+            _FIRST,
+        ),
+        "mergeCommit": FieldNodeDef("Commit", _merge_commit),
+    },
+    "PullRequestReviewThreadConnection": _connection("PullRequestReviewThread"),
+    "PullRequestReviewThread": {
+        "id": FieldNodeDef("scalar", lambda st, o, a: node_id("PRRT", _thread(o).id)),
+        "isResolved": FieldNodeDef("scalar", lambda st, o, a: _thread(o).resolved_by is not None),
+        "resolvedBy": FieldNodeDef("Actor", lambda st, o, a: _actor(st, _thread(o).resolved_by)),
+    },
+    "PullRequestCommitConnection": _connection("PullRequestCommit"),
+    "PullRequestCommit": {"commit": FieldNodeDef("Commit", lambda st, o, a: ("Commit", o))},
     "IssueComment": _content_fields(lambda o: "IC"),
     "PullRequestReviewComment": _content_fields(lambda o: "PRRC"),
     "User": {"login": FieldNodeDef("scalar", lambda st, o, a: cast("UserRec", o).login)},
@@ -294,6 +364,7 @@ _INTERFACES: dict[str, frozenset[str]] = {
     "Ref": frozenset({"Node"}),
     "Issue": frozenset({"Node", "Comment", "UpdatableComment", "IssueOrPullRequest"}),
     "PullRequest": frozenset({"Node", "Comment", "UpdatableComment", "IssueOrPullRequest"}),
+    "PullRequestReviewThread": frozenset({"Node"}),
     "IssueComment": frozenset({"Node", "Comment", "UpdatableComment"}),
     "PullRequestReviewComment": frozenset({"Node", "Comment", "UpdatableComment"}),
     "User": frozenset({"Node", "Actor"}),
@@ -426,6 +497,9 @@ class _Run:
         if spec.returns == "scalar":
             return value
         assert f.selections is not None
+        if isinstance(value, list):  # a connection's `nodes`
+            items = cast("list[Obj]", value)
+            return [self.select(v, f.selections, [*path, i]) for i, v in enumerate(items)]
         return self.select(cast("Obj", value), f.selections, path)
 
 

@@ -44,6 +44,7 @@ __all__ = [
     "merge_base_tree",
     "merge_pull",
     "open_pull",
+    "pull_commits",
     "pull_files",
     "set_check_run",
     "set_status",
@@ -146,7 +147,7 @@ def open_pull(
     st.user(author)
     now = st.tick()
     issue = IssueRec(st.next_number, st.new_id(), title, body, author, now, now)
-    issue.pull = PullRec(head_ref, head_tip, base, draft=draft)
+    issue.pull = PullRec(head_ref, head_tip, base, draft=draft, base_at_open=base_tip)
     st.next_number += 1
     st.issues[issue.number] = issue
     hooks.pull_request(st, issue, "opened", author)
@@ -391,3 +392,13 @@ def latest_statuses(st: State, sha: str) -> list[StatusRec]:
         if status.sha == sha and status.context not in seen:
             seen[status.context] = status
     return list(seen.values())
+
+
+def pull_commits(st: State, pull: PullRec) -> list[str]:
+    """The PR's commits, oldest first: the head's first-parent line back to where it
+    left the base branch as it was when the PR was opened."""
+    if not pull.base_at_open:
+        return []
+    known = st.git.ancestors(pull.base_at_open)
+    line = reversed(st.git.first_parent_log(head_sha(st, pull)))
+    return [sha for sha in line if sha not in known]

@@ -28,6 +28,7 @@ from agent_loop_testing._emulator_http import Ctx, Reply, Route, page_reply, str
 from agent_loop_testing._emulator_ops_pulls import branch_deleted
 from agent_loop_testing._emulator_refname import is_valid_ref_name, qualify_ref
 from agent_loop_testing._emulator_render import Json, Urls, node_id, simple_user_json, ts
+from agent_loop_testing._emulator_routes_issues import parse_since
 from agent_loop_testing._emulator_state import State
 
 __all__ = ["ROUTES", "commit_json", "ref_json"]
@@ -408,7 +409,8 @@ def _account(st: State, raw: bytes, urls: Urls) -> Json | None:
 
 def list_commits(st: State, ctx: Ctx) -> Reply:
     """`GET /repos/{o}/{r}/commits`: a branch's (or sha's) history, optionally only the
-    commits that changed `path`, newest first, paginated."""
+    commits that changed `path` or were committed at or after `since`, newest first,
+    paginated."""
     _not_empty(st)
     ref = ctx.query.get("sha") or st.default_branch
     head = st.git.resolve(ref)
@@ -416,6 +418,9 @@ def list_commits(st: State, ctx: Ctx) -> Reply:
         raise ApiError(404, f"No commit found for SHA: {ref}")
     path = (ctx.query.get("path") or "").strip("/")
     shas = _path_history(st, head, path)
+    since = parse_since(ctx)
+    if since is not None:
+        shas = [sha for sha in shas if _commit_time(st, sha) >= since.timestamp()]
     items: list[Json] = []
     for sha in shas:
         commit = st.git.commit(sha)

@@ -74,6 +74,9 @@ class PullRec:
     merged_at: datetime | None = None
     merged_by: str | None = None
     merge_commit_sha: str | None = None
+    base_at_open: str = ""
+    """The base branch's head when the PR was opened: the PR's commits are the head's
+    that this one lacks (GitHub keeps listing them after the merge)."""
 
 
 @dataclass(frozen=True)
@@ -165,6 +168,8 @@ class ReviewCommentRec:
     updated_at: datetime
     in_reply_to: int | None = None
     edits: list[EditRec] = field(default_factory=list[EditRec])
+    resolved_by: str | None = None
+    """A thread's first comment: who marked the thread resolved (None: unresolved)."""
 
 
 @dataclass

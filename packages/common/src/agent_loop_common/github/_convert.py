@@ -230,6 +230,7 @@ def path_commit(c: gh.Commit) -> PathCommit:
         parents=tuple(p.sha for p in c.parents),
         author_login=author.login if author is not None else "",
         message=c.commit.message,
+        committed_at=present(c.commit.committer.date) if c.commit.committer else None,
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import contextlib
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any, Literal, cast
 from urllib.parse import quote
 
@@ -244,6 +245,24 @@ class GitOps(GraphQLBase):
                 per_page=max(1, min(limit, 100)),
             )
         return [conv.path_commit(c) for c in resp.parsed_data]
+
+    async def commits_since(self, ref: str | None, since: datetime) -> list[PathCommit]:
+        """Commits of `ref` (`None`: the default branch, with no request to name it)
+        committed at or after `since`, newest first, every page.
+
+        The URL stays the same while `since` does, so a poll whose branch did not move is
+        a free `304` from the ETag cache.
+        """
+        gh = await self._gh()
+        paginator = gh.rest.paginate(
+            gh.rest.repos.async_list_commits,
+            owner=self._owner,
+            repo=self._name,
+            sha=ref if ref is not None else UNSET,
+            since=since,
+            per_page=self._per_page,
+        )
+        return [conv.path_commit(c) for c in await self._all(paginator)]
 
     async def create_commit(self, *, message: str, tree_sha: str, parents: Sequence[str]) -> str:
         """Create a commit object (no ref moves); returns its SHA."""

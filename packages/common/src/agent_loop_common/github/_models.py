@@ -235,6 +235,24 @@ class PathCommit(_Frozen):
     """The author's GitHub login; empty when the email belongs to no account (nobody
     can be trusted for it)."""
     message: str
+    committed_at: datetime | None = None
+    """The committer's date (when it landed on the branch, for a merge or a push)."""
+
+
+class PullHistory(_Frozen):
+    """What a decided pull request left behind: its review threads, its first commit and
+    its merge commit (one GraphQL request; REST has no thread resolution, and API
+    version 2026-03-10 dropped `merge_commit_sha`)."""
+
+    threads: int
+    """Review threads on the PR."""
+    unresolved_threads: int
+    """Of those, threads nobody resolved (counted over the first 100 threads)."""
+    first_commit_sha: str
+    """The PR's oldest commit: for an agent PR, the head the builder pushed."""
+    merge_commit_sha: str
+    """The merge (or squash, or rebased head) commit on the base branch; empty unless
+    merged."""
 
 
 class BranchHead(_Frozen):

@@ -2,23 +2,40 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, cast
 
 from githubkit.utils import UNSET
 
 from agent_loop_common.github import _convert as conv
-from agent_loop_common.github._base import Base, translated
+from agent_loop_common.github._base import translated
+from agent_loop_common.github._errors import NotFound, describe
+from agent_loop_common.github._graphql import GraphQLBase
 from agent_loop_common.github._models import (
     CheckRun,
     CommitStatus,
     PullFile,
+    PullHistory,
     PullRequest,
     Review,
     ReviewComment,
 )
 
+PULL_HISTORY = """
+query($owner: String!, $name: String!, $number: Int!) {
+  repository(owner: $owner, name: $name) {
+    pullRequest(number: $number) {
+      reviewThreads(first: 100) { totalCount nodes { isResolved } }
+      commits(first: 1) { nodes { commit { oid } } }
+      mergeCommit { oid }
+    }
+  }
+}
+"""
+"""Review threads (REST cannot tell a resolved one), the first commit and the merge
+commit of a pull request, in one request."""
 
-class PullOps(Base):
+
+class PullOps(GraphQLBase):
     """Operations on pull requests and on the checks of a commit."""
 
     async def list_pulls(
@@ -139,6 +156,34 @@ class PullOps(Base):
                 self._owner, self._name, n, comment_id, body=body
             )
         return conv.review_comment(resp.parsed_data)
+
+    async def pull_history(self, n: int) -> PullHistory:
+        """PR `n`'s review threads, first commit and merge commit (one GraphQL request).
+
+        Raises:
+            NotFound: there is no pull request `n`.
+        """
+        data = await self._graphql(
+            PULL_HISTORY, {"owner": self._owner, "name": self._name, "number": n}
+        )
+        repository = cast("dict[str, Any] | None", data.get("repository")) or {}
+        pull = cast("dict[str, Any] | None", repository.get("pullRequest"))
+        if pull is None:
+            said = f"Could not resolve to a PullRequest with the number of {n}."
+            message = describe(NotFound, method="POST", url="graphql", status=None, said=said)
+            raise NotFound(message, method="POST", url="graphql", github_message=said)
+        threads = cast("dict[str, Any]", pull.get("reviewThreads") or {})
+        nodes = cast("list[dict[str, Any]]", threads.get("nodes") or [])
+        listing = cast("dict[str, Any]", pull.get("commits") or {})
+        commits = cast("list[dict[str, Any]]", listing.get("nodes") or [])
+        first = cast("dict[str, Any]", commits[0].get("commit") or {}) if commits else {}
+        merge = cast("dict[str, Any]", pull.get("mergeCommit") or {})
+        return PullHistory(
+            threads=int(threads.get("totalCount") or len(nodes)),
+            unresolved_threads=sum(1 for t in nodes if t.get("isResolved") is False),
+            first_commit_sha=str(first.get("oid") or ""),
+            merge_commit_sha=str(merge.get("oid") or ""),
+        )
 
     async def list_check_runs(self, ref: str) -> list[CheckRun]:
         """The latest check run per name on a commit (SHA, branch or tag), every page."""

@@ -12,7 +12,7 @@ from agent_loop_common._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from agent_loop_common.records._exposure import LessonExposure, WorkKind
-    from agent_loop_common.records._grade import Grade, GradeState
+    from agent_loop_common.records._grade import CheckResult, CloseReason, Grade, GradeState
     from agent_loop_common.records._lesson_edits import apply_operator_edits, with_event
     from agent_loop_common.records._lessons import (
         MAX_LESSON_EVENTS,
@@ -60,9 +60,11 @@ __all__ = [
     "MAX_LESSON_EVENTS",
     "SCHEMA_VERSION",
     "Attempt",
+    "CheckResult",
     "Citation",
     "CitationKind",
     "CitationStatus",
+    "CloseReason",
     "DiagnosisAction",
     "GitHubUsage",
     "Grade",

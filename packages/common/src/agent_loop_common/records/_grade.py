@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeInt
 
+from agent_loop_common.records._exposure import LessonExposure, WorkKind
 from agent_loop_common.records._parts import Target
 
-__all__ = ["Grade", "GradeState"]
+__all__ = ["CheckResult", "CloseReason", "Grade", "GradeState"]
+
+CheckResult = Literal["passed", "failed", "none"]
+"""The first CI result on a PR's first head: every finished check run and status
+passed, one failed (or errored, timed out, was cancelled), or none reported."""
 
 
 class GradeState(StrEnum):
@@ -17,6 +23,29 @@ class GradeState(StrEnum):
     MERGED = "merged"
     CLOSED_UNMERGED = "closed_unmerged"
     OPEN = "open"
+
+
+class CloseReason(StrEnum):
+    """Why a PR was closed without merging, as a trusted person said it (since 1.2).
+
+    Only a maintainer's (trusted) label or comment gives a reason; anything else, and
+    silence, is `no_reason`, which counts as the agent's failure: an agent PR a person
+    closed unmerged was not accepted unless someone trusted said it was not its fault.
+    """
+
+    NO_REASON = "no_reason"
+    """No trusted reason: counted as the agent's failure."""
+    DUPLICATE = "duplicate"
+    """Another PR or issue already did it (a `duplicate` label or a trusted comment)."""
+    SUPERSEDED = "superseded"
+    """Replaced by another PR (a `superseded` label, or a trusted comment naming it)."""
+    NOT_PLANNED = "not_planned"
+    """The work is not wanted (`wontfix`, `invalid`, `not planned`): not the run's fault."""
+
+    @property
+    def agent_failure(self) -> bool:
+        """Whether the close counts against the run (and the lessons it saw)."""
+        return self is CloseReason.NO_REASON
 
 
 class Grade(BaseModel):
@@ -30,8 +59,9 @@ class Grade(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    schema_version: str = "1.1"
-    """Same versioning rule as `RunRecord` (1.1 added the optional fields below `run_id`)."""
+    schema_version: str = "1.2"
+    """Same versioning rule as `RunRecord` (1.1 added the optional fields below `run_id`;
+    1.2 the PR-level outcome vector from `repo` on)."""
     target: Target
     """The graded pull request (`kind="pr"`), or the decomposed issue (`kind="issue"`)."""
     state: GradeState
@@ -53,3 +83,31 @@ class Grade(BaseModel):
     """Decompositions: the sub-issues the builder opened."""
     sub_issues_closed: list[int] = Field(default_factory=list[int])
     """Decompositions: the sub-issues closed so far."""
+    repo: str = ""
+    """The builder run's repository (`owner/name`), for the effect's stratum (1.2)."""
+    work_kind: WorkKind | None = None
+    """The builder run's kind of work, for the effect's stratum (1.2)."""
+    exposures: list[LessonExposure] = Field(default_factory=list[LessonExposure])
+    """The builder run's applicable lessons, shown or held out: the PR's outcomes are
+    folded into their effects once decided (1.2)."""
+    closed_by: str = ""
+    """Who closed the PR (merged or not), when known (1.2)."""
+    close_reason: CloseReason | None = None
+    """Closed unmerged: the trusted reason, or `no_reason` (1.2; `None`: not closed
+    unmerged, or graded before 1.2)."""
+    unresolved_threads: NonNegativeInt | None = None
+    """Review threads left unresolved when the PR was merged or closed (1.2; `None`: not
+    looked at)."""
+    first_head_sha: str = ""
+    """The PR's first commit: the head the builder pushed (1.2)."""
+    first_ci: CheckResult | None = None
+    """The first CI result on that head (1.2; `None`: not looked at)."""
+    merged_at: AwareDatetime | None = None
+    """When GitHub merged it (1.2)."""
+    merge_sha: str = ""
+    """The merge (or squash) commit on the default branch (1.2)."""
+    reverted: bool | None = None
+    """A commit on the default branch reverted the merge within 30 days (True), 30
+    days passed without one (False), or not decided yet (`None`) (1.2)."""
+    revert_sha: str = ""
+    """The reverting commit, when one was found (1.2)."""

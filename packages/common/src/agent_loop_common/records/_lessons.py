@@ -129,9 +129,17 @@ class OutcomeMetric(StrEnum):
     NO_REGRESSION = "no_regression"
     """The run's checked change broke no test that passed on the base."""
     MERGED = "merged"
-    """The pull request was merged (closed for a workflow reason is not counted)."""
+    """The pull request was merged; closed unmerged counts as a failure only when no
+    trusted person gave a reason (duplicate, superseded, not planned: not counted)."""
     NO_REVIEW_FIX = "no_review_fix"
     """The pull request was decided without a reviewer fix commit."""
+    NO_UNRESOLVED_THREADS = "no_unresolved_threads"
+    """No review thread was left unresolved when the pull request was merged or closed."""
+    FIRST_CI_GREEN = "first_ci_green"
+    """The first CI result on the head the builder pushed passed (no CI: not counted)."""
+    NOT_REVERTED = "not_reverted"
+    """The merge was not reverted on the default branch within 30 days (observed once a
+    revert is seen or the 30 days have passed)."""
 
 
 DiagnosisAction = Literal["keep", "narrow", "reword", "retire"]
