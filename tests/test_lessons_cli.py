@@ -14,6 +14,7 @@ import pytest
 from agent_loop import cli
 from agent_loop_common.memory import (
     DIGEST_PATH,
+    EFFECTS_PATH,
     LESSONS_PATH,
     read_context,
     read_operator_edits,
@@ -147,3 +148,36 @@ def test_show_and_list_say_the_diagnosis(
     assert json.loads(out)["lessons"][0]["diagnosis"] == "narrow (done)"
     code, out = _cli(capsys, "list")
     assert "narrow (done)" in out
+
+
+def test_show_lists_the_effect_per_outcome(
+    home: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The target metric first, then every other outcome measured (the PR's included)."""
+    from agent_loop_common.records import OutcomeMetric
+    from agent_loop_distiller import EffectBook, LessonEffect, MetricStats
+
+    location = local_memory(load_settings(github_token="x"))
+    code, out = _cli(capsys, "show", "L-aaaa")
+    assert "effects: not measured yet" in out.splitlines()
+    measured = LessonEffect(
+        lesson_id="acme/api#L-aaaa",
+        metric=OutcomeMetric.MERGED,
+        metrics={
+            OutcomeMetric.FIRST_TRY_TESTS: MetricStats(strata={"acme/api|bug": [10, 7, 5, 2]}),
+            OutcomeMetric.MERGED: MetricStats(strata={"acme/api|bug": [8, 6, 4, 1]}),
+        },
+    )
+    ledger = pathlib.Path(location.remote_path(location.keys.ledger))
+    (ledger / EFFECTS_PATH).parent.mkdir(parents=True, exist_ok=True)
+    (ledger / EFFECTS_PATH).write_text(
+        EffectBook(lessons={measured.lesson_id: measured}).model_dump_json()
+    )
+    code, out = _cli(capsys, "show", "L-aaaa")
+    assert code == 0
+    (line,) = [x for x in out.splitlines() if x.startswith("effects: ")]
+    assert line.startswith("effects: target merged: +0.37 [")
+    assert "; first_try_tests: +0.24 [" in line
+    code, out = _cli(capsys, "show", "L-aaaa", "--json")
+    effects = json.loads(out)["effects"]
+    assert [e.split(":")[0] for e in effects] == ["target merged", "first_try_tests"]

@@ -5,6 +5,9 @@
 may be a capture that is closed later; and an agent task that configures logging itself
 runs in this process in Flyte local mode. So each command restores the structlog
 configuration and the root logger's handlers it found, and leaves nothing bound behind.
+
+structlog (with its console renderer, rich: a fifth of a second) is imported only when a
+command configures logging: an idle tick proven by the lean path never does.
 """
 
 from __future__ import annotations
@@ -14,11 +17,7 @@ import sys
 from collections.abc import Generator
 from contextlib import contextmanager
 from types import TracebackType
-from typing import TextIO
-
-import structlog
-
-from agent_loop_common.logs import configure_logging
+from typing import Any, TextIO
 
 __all__ = ["configure_cli_logging", "preserved_logging"]
 
@@ -41,6 +40,10 @@ def configure_cli_logging(fmt: str, level: str) -> None:
     failed run is recorded with its error and printed in the summary), and per-request
     lines of the HTTP libraries are hidden. At DEBUG everything is shown.
     """
+    import structlog
+
+    from agent_loop_common.logs import configure_logging
+
     configure_logging("json" if fmt == "json" else "console", level)
     debug = level.upper() == "DEBUG"
     for name in _CHATTY:
@@ -58,17 +61,32 @@ def configure_cli_logging(fmt: str, level: str) -> None:
 @contextmanager
 def preserved_logging() -> Generator[None]:
     """Restore structlog's configuration and the root (and HTTP) loggers on exit."""
-    saved = structlog.get_config()
+    saved = _structlog_config()
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     chatty = {name: logging.getLogger(name).level for name in _CHATTY}
     try:
         yield
     finally:
-        structlog.configure(**saved)
+        if "structlog" in sys.modules:  # imported by the command, or before it
+            import structlog
+
+            if saved is None:
+                structlog.reset_defaults()
+            else:
+                structlog.configure(**saved)
         for handler in list(root.handlers):
             if handler not in handlers:
                 root.removeHandler(handler)
         root.setLevel(level)
         for name, chatty_level in chatty.items():
             logging.getLogger(name).setLevel(chatty_level)
+
+
+def _structlog_config() -> dict[str, Any] | None:
+    """structlog's configuration, or `None` when nothing imported it yet (its defaults)."""
+    if "structlog" not in sys.modules:
+        return None
+    import structlog
+
+    return structlog.get_config()

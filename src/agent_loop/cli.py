@@ -279,10 +279,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _command(args: argparse.Namespace) -> int:
+    command = cast(str, args.command)
+    if command == "run":  # an idle tick proven before anything heavy is imported
+        proven = _proven_idle(args)
+        if proven is not None:
+            return proven
     from agent_loop._logging import configure_cli_logging
     from agent_loop_common.settings import ConfigError
 
-    command = cast(str, args.command)
     level = cast(str | None, args.log_level)
     quiet_by_default = command in ("demo", "status", "sandbox", "emulator", "lessons")
     configure_cli_logging("console", level or ("WARNING" if quiet_by_default else "INFO"))
@@ -358,6 +362,49 @@ def _run(args: argparse.Namespace, level: str | None) -> int:
             if one is not None:
                 settings = _load(level, **overrides)
             return _run_tick(args, level, settings, target)
+
+
+def _proven_idle(args: argparse.Namespace) -> int | None:
+    """The exit code of an idle tick proven by the lean path, or `None`: run the full tick.
+
+    Only a local, untargeted builder or reviewer tick can be proven idle this way
+    (`agent_loop_common.runtime.fast_idle_tick`: the last full tick's decision, re-checked
+    with conditional GitHub reads). It imports the settings and the summary, not the
+    agents, githubkit, Flyte or structlog; any doubt, a configuration error included,
+    leaves the tick to the full path, which reports it.
+    """
+    agent = cast(AgentName, args.agent)
+    narrowed = args.remote or args.retry_now or args.repo or args.config
+    if (
+        agent == "distiller"
+        or narrowed
+        or getattr(args, "issue", None)
+        or getattr(args, "pr", None)
+    ):
+        return None
+    from agent_loop_common.records import Role
+    from agent_loop_common.runtime import fast_idle_tick
+    from agent_loop_common.settings import ConfigError, load_settings
+
+    home = cast(Path | None, args.home)
+    with _environ("AGENT_LOOP_HOME", None if home is None else str(home)):
+        try:
+            settings = load_settings()
+        except ConfigError:
+            return None
+        summary = fast_idle_tick(settings, Role(agent))
+    if summary is None:
+        return None
+    _say(
+        f"agent-loop: one {agent} tick for {settings.repo}: nothing changed on GitHub or in "
+        "the settings since the last full idle tick (conditional reads, all unchanged); "
+        "idle without starting Flyte"
+    )
+    if args.json:
+        print(summary.model_dump_json())
+    else:
+        _print_summary(agent, summary, sys.stdout)
+    return 0
 
 
 def _one_repository(

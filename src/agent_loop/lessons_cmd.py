@@ -2,7 +2,7 @@
 
 ```text
 agent-loop lessons list [--all] [--json]        the book (and, with --all, what left it)
-agent-loop lessons show ID [--json]             one lesson: diagnosis, citations, provenance, history
+agent-loop lessons show ID [--json]             one lesson: effect per outcome, diagnosis, citations, provenance, history
 agent-loop lessons retire ID [--reason TEXT]    take it out of the book, kept as the operator's
 agent-loop lessons pin ID | unpin ID            the distiller may not change or expire it
 ```
@@ -186,6 +186,25 @@ def _detail(item: Lesson | RetiredLesson) -> dict[str, object]:
     return item.model_dump(mode="json")
 
 
+def _effects(location: MemoryLocation, lesson_id: str) -> list[str]:
+    """The lesson's measured effect per outcome, one line each, as the distiller last
+    saved it (its target metric first)."""
+    import asyncio
+
+    from agent_loop_common.memory import DistillerMemory
+    from agent_loop_distiller import EffectBook, estimates_of
+
+    async def read() -> EffectBook | None:
+        return await (await DistillerMemory.open(location)).read_effects(EffectBook)
+
+    effect = (asyncio.run(read()) or EffectBook()).lessons.get(lesson_id)
+    if effect is None:
+        return []
+    found = estimates_of(effect)
+    ordered = sorted(found, key=lambda e: e.metric is not effect.metric)
+    return [("target " if e.metric is effect.metric else "") + e.text() for e in ordered]
+
+
 def _show(location: MemoryLocation, wanted: str, *, as_json: bool) -> int:
     import asyncio
 
@@ -202,15 +221,17 @@ def _show(location: MemoryLocation, wanted: str, *, as_json: bool) -> int:
     if item is None:
         print(f"agent-loop lessons: no lesson {wanted!r}", file=sys.stderr)
         return EXIT_NOT_FOUND
-    detail = _detail(item)
+    lesson = item.lesson if isinstance(item, RetiredLesson) else item
+    detail = {**_detail(item), "effects": _effects(location, lesson.id)}
     if as_json:
         print(json.dumps(detail, indent=2))
         return 0
-    lesson = item.lesson if isinstance(item, RetiredLesson) else item
     for key, value in detail.items():
         if key == "diagnosis" and lesson.diagnosis is not None:
             # What was measured, how compliance was judged, the action done or flagged.
             shown = lesson.diagnosis.summary()
+        elif key == "effects":
+            shown = "; ".join(cast("list[str]", value)) or "not measured yet"
         else:
             shown = value if isinstance(value, str) else json.dumps(value)
         print(f"{key}: {terminal_safe(shown)}")

@@ -208,3 +208,34 @@ def test_the_ledger_says_each_lesson_s_diagnosis_and_how_compliance_was_judged()
         "(judged by the model)"
     )
     assert rows[plain.id][12] == "not diagnosed yet"
+
+
+def test_the_ledger_lists_the_effect_on_every_other_outcome() -> None:
+    """The PR-level outcomes (merged, reverts...) show next to the target's effect."""
+    lesson = Lesson(id="acme/api#L-pr", text="Keep PRs small.", created_at=NOW, updated_at=NOW)
+    measured = LessonEffect(
+        lesson_id=lesson.id,
+        shown=10,
+        held_out=5,
+        metrics={
+            OutcomeMetric.FIRST_TRY_TESTS: MetricStats(strata={"acme/api|bug": [10, 7, 5, 2]}),
+            OutcomeMetric.MERGED: MetricStats(strata={"acme/api|bug": [8, 6, 4, 1]}),
+            OutcomeMetric.NOT_REVERTED: MetricStats(strata={"acme/api|bug": [6, 6, 1, 1]}),
+            OutcomeMetric.FIRST_CI_GREEN: MetricStats(strata={"acme/api|bug": [3, 1, 0, 0]}),
+        },
+    )
+    data = ReportData(
+        generated_at=NOW,
+        repo="acme/api",
+        book=LessonBook(lessons=[lesson]),
+        runs=[],
+        effects=EffectBook(lessons={lesson.id: measured}),
+    )
+    parser = Ledger()
+    parser.feed(render_document(render_tabs(data), title="agent-loop"))
+    (row,) = [row for row in parser.rows if row]
+    assert row[2].startswith("first_try_tests: +0.24 [")
+    # Beta(7, 3) vs Beta(2, 4): 0.70 - 0.33; one arm only (first CI) is not estimated yet.
+    assert row[13].startswith("merged: +0.37 [")
+    assert "(8 shown / 4 held out)not_reverted: +0.21 [" in row[13]  # <br> between
+    assert "first_ci_green" not in row[13]

@@ -119,6 +119,9 @@ async def _tick(
         scope.target = Target(kind=TargetKind.ISSUE, number=target)
         backed_off = refusal is not None and refusal.code is RefusalCode.BACKED_OFF
         scope.finish(Outcome.BACKED_OFF if backed_off else Outcome.SKIPPED, reason)
+    for refusal in finder.refused.values():
+        if refusal.timed:  # an idle decision that holds only until the clock lifts it
+            rt.depends_on_time(refusal.until)
     _log.info(
         "builder.idle" if scope.target is None else "builder.refused",
         refused={n: r.code.value for n, r in finder.refused.items()},

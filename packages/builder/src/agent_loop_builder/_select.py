@@ -67,6 +67,13 @@ class Refusal:
 
     code: RefusalCode
     reason: str
+    until: datetime | None = None
+    """When a time-based refusal (a live claim, a back-off) runs out by itself."""
+
+    @property
+    def timed(self) -> bool:
+        """Whether the clock alone can lift this refusal (a claim or a back-off)."""
+        return self.code in (RefusalCode.CLAIMED, RefusalCode.BACKED_OFF)
 
     def __str__(self) -> str:
         return self.reason
@@ -209,6 +216,7 @@ def thread_refusal(
         return Refusal(
             RefusalCode.CLAIMED,
             f"#{issue.number} is claimed by run {state.owner.run} until {format_time(state.owner.until)}",
+            until=state.owner.until,
         )
     if retry_now:
         return None
@@ -223,5 +231,6 @@ def thread_refusal(
             RefusalCode.BACKED_OFF,
             f"#{issue.number} is backed off: {backoff.describe()}; to retry it now: "
             f"agent-loop run builder --issue {issue.number} --retry-now",
+            until=backoff.until,
         )
     return None

@@ -54,6 +54,7 @@ __all__ = [
     "SequentialTest",
     "decide",
     "estimate_effect",
+    "estimates_of",
     "fold",
     "forget_departed",
     "graded_of",
@@ -374,6 +375,25 @@ class EffectEstimate:
     """Shown runs counted (in strata where both arms were seen)."""
     held_out: int
     """Held-out runs counted (same strata)."""
+
+    def text(self) -> str:
+        """One line for people: `metric: +0.24 [+0.01, +0.47] (10 shown / 5 held out)`."""
+        return (
+            f"{self.metric.value}: {self.effect:+.2f} [{self.low:+.2f}, {self.high:+.2f}] "
+            f"({self.shown} shown / {self.held_out} held out)"
+        )
+
+
+def estimates_of(effect: LessonEffect) -> list[EffectEstimate]:
+    """The lesson's effect on every outcome measured so far (both arms seen in a
+    stratum), in `OutcomeMetric` order: the target decides, the rest are for people
+    (a lesson aimed at first-try tests may still cost merges or reverts)."""
+    found = (
+        estimate_effect(stats, metric)
+        for metric in OutcomeMetric
+        if (stats := effect.metrics.get(metric)) is not None
+    )
+    return [e for e in found if e is not None]
 
 
 def _beta_mean_var(n: int, s: int) -> tuple[float, float]:

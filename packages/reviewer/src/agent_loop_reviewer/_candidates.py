@@ -112,7 +112,8 @@ async def examine(
         retry_now=retry_now,
         retry_requested_at=commands.retry_requested_at,
     )
-    if blocked:
+    if blocked:  # a live claim or a back-off: lifted by the clock alone
+        rt.depends_on_time()
         log.info("reviewer.pr_blocked", reason=blocked)
         return None
     mark = await read_reviewed(rt.memory, pull.number)

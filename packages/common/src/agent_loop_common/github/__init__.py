@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         RefExists,
         Unprocessable,
     )
-    from agent_loop_common.github._etag import ETagCache
+    from agent_loop_common.github._etag import REREAD_HEADERS, ETagCache, PolledRead, ReadLog
     from agent_loop_common.github._models import (
         BranchHead,
         CheckRun,
@@ -64,6 +64,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_BASE_URL",
     "NO_RESPONSE",
+    "REREAD_HEADERS",
     "AppAuth",
     "AuthError",
     "BranchHead",
@@ -85,6 +86,7 @@ __all__ = [
     "NotFastForward",
     "NotFound",
     "PathCommit",
+    "PolledRead",
     "PullFile",
     "PullHistory",
     "PullRequest",
@@ -92,6 +94,7 @@ __all__ = [
     "RateLimited",
     "RateReserve",
     "Reaction",
+    "ReadLog",
     "RefExists",
     "Repository",
     "RequestStats",

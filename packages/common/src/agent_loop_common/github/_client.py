@@ -30,7 +30,7 @@ from agent_loop_common.github._auth import AppAuth, TokenAuth
 from agent_loop_common.github._base import translated
 from agent_loop_common.github._edits import EditOps
 from agent_loop_common.github._errors import AuthError
-from agent_loop_common.github._etag import ETagCache, ETagTransport
+from agent_loop_common.github._etag import ETagCache, ETagTransport, ReadLog
 from agent_loop_common.github._git import GitOps
 from agent_loop_common.github._issues import IssueOps
 from agent_loop_common.github._models import Repository, User
@@ -118,7 +118,9 @@ class GitHub(IssueOps, PullOps, GitOps, EditOps):
         stack: httpx.AsyncBaseTransport = StatsTransport(transport, self.stats, router, self._gauge)
         stack = PaceTransport(stack, self.pacing, router)
         stack = RetryTransport(stack, self.retry, router, attempt_timeout=timeout)
-        stack = ETagTransport(stack, self.etags, router)
+        self.reads = ReadLog()
+        """Every request of this client, as a later conditional re-check sees it."""
+        stack = ETagTransport(stack, self.etags, router, self.reads)
         strategy = auth.strategy() if isinstance(auth, TokenAuth) else auth.app_strategy()
         self._kit: GitHubKit[Any] = GitHubKit(
             strategy,

@@ -5,12 +5,17 @@ paginated listing answered 304 still walks its next pages). `ETagTransport` send
 `If-None-Match` and turns a 304 back into the cached 200, so githubkit parses as usual
 and never knows. The cache survives runs through `dump()`/`load()` (the memory helper
 stores it in MemoryStore); `changed` tells the caller whether saving is worth it.
+
+`ReadLog` keeps what a run asked: each polled read with the `ETag` it ended on, and every
+other request. A run whose requests were all polled reads can later be re-checked with
+conditional requests alone (`agent_loop_common.runtime.fast_idle_tick`): all 304 means
+GitHub would answer it exactly as before.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import httpx
@@ -125,16 +130,66 @@ class ETagCache:
 
 _DROP_HEADERS = ("content-encoding", "content-length", "transfer-encoding")
 
+REREAD_HEADERS = ("accept", "x-github-api-version")
+"""Request headers a re-check must repeat: GitHub's answer (and ETag) depends on them."""
+
+
+@dataclass(frozen=True, slots=True)
+class PolledRead:
+    """One polled read of a run: where, the `ETag` it ended on, the headers it sent."""
+
+    url: str
+    etag: str
+    headers: tuple[tuple[str, str], ...] = ()
+    """The `REREAD_HEADERS` the request carried, as `(name, value)`."""
+
+
+@dataclass
+class ReadLog:
+    """Every request of a run: polled reads with their final `ETag`, and the rest."""
+
+    polled: dict[str, PolledRead] = field(default_factory=dict[str, PolledRead])
+    """Polled reads answered 200 with an `ETag` or 304, by URL (the last answer wins)."""
+    other: list[str] = field(default_factory=list[str])
+    """`METHOD url` of every other request (writes, GraphQL, unpolled or failed reads):
+    what no conditional request can re-check."""
+
+    @property
+    def only_polled(self) -> bool:
+        """Whether conditional requests alone could re-check everything the run read."""
+        return not self.other and bool(self.polled)
+
 
 class ETagTransport(httpx.AsyncBaseTransport):
     """Adds `If-None-Match` to polled reads and serves 304s from the cache."""
 
-    def __init__(self, inner: httpx.AsyncBaseTransport, cache: ETagCache, router: Router) -> None:
+    def __init__(
+        self,
+        inner: httpx.AsyncBaseTransport,
+        cache: ETagCache,
+        router: Router,
+        log: ReadLog | None = None,
+    ) -> None:
         self._inner = inner
         self._cache = cache
         self._router = router
+        self.log = log if log is not None else ReadLog()
+        """What this transport's requests were (see `ReadLog`)."""
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self._handle(request)
+        key = str(request.url)
+        etag = response.headers.get("etag")
+        polled = self._router.is_polled(request.method, self._router.route(request))
+        if polled and response.status_code == 200 and etag:
+            headers = tuple((h, request.headers[h]) for h in REREAD_HEADERS if h in request.headers)
+            self.log.polled[key] = PolledRead(key, etag, headers)
+        else:
+            self.log.polled.pop(key, None)
+            self.log.other.append(f"{request.method} {key}")
+        return response
+
+    async def _handle(self, request: httpx.Request) -> httpx.Response:
         if not self._router.is_polled(request.method, self._router.route(request)):
             return await self._inner.handle_async_request(request)
         key = str(request.url)

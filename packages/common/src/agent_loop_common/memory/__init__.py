@@ -46,8 +46,10 @@ if TYPE_CHECKING:
         read_turns,
         write_etag_state,
         write_grades,
+        write_idle_proof,
         write_turns,
     )
+    from agent_loop_common.memory._idle import IdleCount
     from agent_loop_common.memory._layout import (
         AGENT_READ_ONLY_PREFIXES,
         DEFAULT_PREFIX,
@@ -55,6 +57,7 @@ if TYPE_CHECKING:
         EFFECTS_PATH,
         ETAG_PATH,
         IDLE_PATH,
+        IDLE_PROOF_PATH,
         LEDGER_PATH,
         LESSONS_PATH,
         REVIEWED_PATH,
@@ -87,6 +90,7 @@ if TYPE_CHECKING:
         read_retired,
         record_operator_edit,
     )
+    from agent_loop_common.memory._local import LocalKey
     from agent_loop_common.memory._location import (
         IoMeter,
         MemoryLocation,
@@ -97,7 +101,6 @@ if TYPE_CHECKING:
     from agent_loop_common.memory._problems import collecting_problems, report_problem
     from agent_loop_common.memory._rollups import fold_into_rollups, read_rollups
     from agent_loop_common.memory._runs import (
-        IdleCount,
         RecordRef,
         count_idle_run,
         count_paused_run,
@@ -112,6 +115,7 @@ __all__ = [
     "EFFECTS_PATH",
     "ETAG_PATH",
     "IDLE_PATH",
+    "IDLE_PROOF_PATH",
     "LEDGER_PATH",
     "LESSONS_PATH",
     "QUARANTINE_PREFIX",
@@ -128,6 +132,7 @@ __all__ = [
     "IngestPolicy",
     "IoMeter",
     "Keys",
+    "LocalKey",
     "LocationError",
     "MemoryLocation",
     "NewerSchemaError",
@@ -175,6 +180,7 @@ __all__ = [
     "write_etag_state",
     "write_general_lessons",
     "write_grades",
+    "write_idle_proof",
     "write_run_record",
     "write_turns",
 ]

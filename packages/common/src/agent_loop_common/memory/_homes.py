@@ -17,6 +17,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, NonNegativeInt
 from agent_loop_common.memory._docs import read_doc, write_doc
 from agent_loop_common.memory._layout import (
     ETAG_PATH,
+    IDLE_PROOF_PATH,
     REVIEWED_PATH,
     TURNS_PATH,
     grade_path,
@@ -40,6 +41,7 @@ __all__ = [
     "read_turns",
     "write_etag_state",
     "write_grades",
+    "write_idle_proof",
     "write_turns",
 ]
 
@@ -72,6 +74,17 @@ async def write_etag_state(location: MemoryLocation, role: Role, state: Mapping[
     await store.write_text.aio(
         ETAG_PATH, json.dumps(state, separators=(",", ":")), actor=role.value
     )
+    await save_store(location, store)
+
+
+async def write_idle_proof(location: MemoryLocation, role: Role, text: str) -> None:
+    """Save `role`'s idle proof (`runtime.IdleProof.to_json()`, or a void one).
+
+    Written by every untargeted and targeted tick of the role, read by the next tick's
+    lean path from the local memory; one tiny file, uploaded alone.
+    """
+    store = append_store(location, location.keys.idle_proof(role))
+    await store.write_text.aio(IDLE_PROOF_PATH, text, actor=role.value)
     await save_store(location, store)
 
 

@@ -13,6 +13,7 @@ does not grow with total history:
 | `<prefix>-rollups-<YYYYMM>`           | distiller  | `days/<YYYY-MM-DD>.json`            |
 | `<prefix>-grades-<YYYYMM>`            | distiller  | `grades/pr-<n>.json`                |
 | `<prefix>-etags-<role>`               | that role  | `etags/cache.json`                  |
+| `<prefix>-idleproof-<role>`           | that role  | `idle/proof.json` (the idle fast path) |
 | `<prefix>-reviewed-pr-<n>`            | reviewer   | `reviewed/head.json`                |
 | `<prefix>-turns-<role>`               | that role  | `turns/served.json` (many repos)    |
 | `<prefix>-general`                    | distiller  | `general/<namespace>.json` (many repos) |
@@ -41,6 +42,7 @@ __all__ = [
     "EFFECTS_PATH",
     "ETAG_PATH",
     "IDLE_PATH",
+    "IDLE_PROOF_PATH",
     "LEDGER_PATH",
     "LESSONS_PATH",
     "REVIEWED_PATH",
@@ -71,6 +73,8 @@ EFFECTS_PATH = "ledger/effects.json"
 RUNS_DIR = "runs"
 IDLE_PATH = "idle/count.json"
 ETAG_PATH = "etags/cache.json"
+IDLE_PROOF_PATH = "idle/proof.json"
+"""The last full tick's idle decision and what it rested on (`runtime.IdleProof`)."""
 REVIEWED_PATH = "reviewed/head.json"
 TURNS_PATH = "turns/served.json"
 
@@ -187,6 +191,10 @@ class Keys:
     def etags(self, role: Role) -> str:
         """One role's GitHub conditional-request cache."""
         return f"{self.prefix}-etags-{role.value}"
+
+    def idle_proof(self, role: Role) -> str:
+        """One role's proof that its last full tick was idle (read by the lean path)."""
+        return f"{self.prefix}-idleproof-{role.value}"
 
     def turns(self, role: Role) -> str:
         """When each repository was last served by one role (fair rotation, many repos)."""

@@ -22,9 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, NonNegativeInt
-
 from agent_loop_common.memory._docs import read_doc, write_doc
+from agent_loop_common.memory._idle import IdleCount
 from agent_loop_common.memory._layout import IDLE_PATH, bucket_of, run_path
 from agent_loop_common.memory._location import (
     MemoryLocation,
@@ -56,31 +55,6 @@ class RecordRef:
     """Path of the record inside the key."""
 
 
-class IdleCount(BaseModel):
-    """Runs of one role on one UTC day that found nothing to claim."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    schema_version: str = "1.1"
-    """Same versioning rule as `RunRecord`."""
-    role: Role
-    """The counting role."""
-    day: date
-    """UTC day."""
-    count: NonNegativeInt = 0
-    """Idle runs so far (approximate under simultaneous idle runs)."""
-    last_at: AwareDatetime | None = None
-    """When the last idle run finished: shows the schedule is alive."""
-    paused: NonNegativeInt = 0
-    """Ticks that started no new work because the GitHub rate-limit reserve was reached (1.1)."""
-    paused_at: AwareDatetime | None = None
-    """When the last paused tick finished (1.1)."""
-    paused_note: str = ""
-    """Why the last paused tick held back, e.g. `412 of 5000 requests left until 04:12 UTC` (1.1)."""
-    paused_until: AwareDatetime | None = None
-    """When the rate limit resets and ticks start new work again (1.1)."""
-
-
 async def write_run_record(
     location: MemoryLocation, record: RunRecord, *, now: datetime | None = None
 ) -> RecordRef:
@@ -104,7 +78,7 @@ async def count_idle_run(
     location: MemoryLocation, role: Role, *, now: datetime | None = None
 ) -> IdleCount:
     """Add one idle run to today's counter of `role`; returns the new count."""
-    return await _bump(location, role, now, lambda c, at: {"count": c.count + 1, "last_at": at})
+    return await _bump(location, role, now, lambda c, at: c.counted(at))
 
 
 async def count_paused_run(
@@ -120,12 +94,14 @@ async def count_paused_run(
         location,
         role,
         now,
-        lambda c, at: {
-            "paused": c.paused + 1,
-            "paused_at": at,
-            "paused_note": note,
-            "paused_until": until,
-        },
+        lambda c, at: c.model_copy(
+            update={
+                "paused": c.paused + 1,
+                "paused_at": at,
+                "paused_note": note,
+                "paused_until": until,
+            }
+        ),
     )
 
 
@@ -133,13 +109,13 @@ async def _bump(
     location: MemoryLocation,
     role: Role,
     now: datetime | None,
-    change: Callable[[IdleCount, datetime], dict[str, object]],
+    change: Callable[[IdleCount, datetime], IdleCount],
 ) -> IdleCount:
     moment = now or datetime.now(UTC)
     day = moment.astimezone(UTC).date()
     store = await open_store(location, location.keys.idle(role, day))
     current = await read_doc(store, IDLE_PATH, IdleCount) or IdleCount(role=role, day=day)
-    updated = current.model_copy(update=change(current, moment))
+    updated = change(current, moment)
     await write_doc(store, IDLE_PATH, updated, actor=role.value)
     await save_store(location, store)
     return updated

@@ -154,7 +154,7 @@ class LessonDiagnosis(BaseModel):
     was judged, and whether the action was carried out or only flagged for them.
     """
 
-    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     at: AwareDatetime
     """When the distiller diagnosed it."""

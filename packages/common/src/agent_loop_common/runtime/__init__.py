@@ -25,6 +25,7 @@ from agent_loop_common._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from agent_loop_common.runtime._entry import agent_main, run_entry
+    from agent_loop_common.runtime._fast_idle import fast_idle_tick
     from agent_loop_common.runtime._faults import operator_fault
     from agent_loop_common.runtime._fleet import (
         Scout,
@@ -36,10 +37,11 @@ if TYPE_CHECKING:
         plan_slots,
         resolve_repos,
     )
+    from agent_loop_common.runtime._home import local_raw_data_path
+    from agent_loop_common.runtime._idle_proof import PROOF_MAX_AGE, IdleProof, ProvenRead
     from agent_loop_common.runtime._local import (
         github_from_settings,
         local_memory,
-        local_raw_data_path,
         run_task,
         run_tick,
     )
@@ -79,7 +81,7 @@ if TYPE_CHECKING:
         summarize,
         summarize_many,
     )
-    from agent_loop_common.runtime._tick import Pipeline, tick_body, work_body
+    from agent_loop_common.runtime._tick import Pipeline, leave_idle_proof, tick_body, work_body
     from agent_loop_common.runtime._writes import (
         DirectWriter,
         Posted,
@@ -94,15 +96,18 @@ __all__ = [
     "CONFIG_TEMPLATE",
     "IDLE",
     "PAUSED",
+    "PROOF_MAX_AGE",
     "TESTING_ROLES",
     "AgentEntry",
     "DirectWriter",
     "FlyteConfigError",
+    "IdleProof",
     "InstalledSandbox",
     "ModelProvider",
     "Pause",
     "Pipeline",
     "Posted",
+    "ProvenRead",
     "Receipt",
     "RemoteConfig",
     "ReserveReached",
@@ -120,11 +125,13 @@ __all__ = [
     "agent_main",
     "check_reserve",
     "fair_order",
+    "fast_idle_tick",
     "fleet_tick",
     "github_from_settings",
     "installed_model",
     "installed_model_label",
     "installed_sandbox",
+    "leave_idle_proof",
     "local_memory",
     "local_raw_data_path",
     "model_for",

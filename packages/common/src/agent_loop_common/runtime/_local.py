@@ -17,17 +17,13 @@ import flyte
 from agent_loop_common.github import GitHub, github_auth
 from agent_loop_common.logs import FLYTE_LOGGERS, route_to_root
 from agent_loop_common.memory import MemoryLocation
+from agent_loop_common.runtime._home import local_raw_data_path
 from agent_loop_common.runtime._remote import remote_flyte_config
 from agent_loop_common.runtime._reports import keep_report
 from agent_loop_common.runtime._summary import TickSummary
 from agent_loop_common.settings import Settings
 
-__all__ = ["github_from_settings", "local_memory", "local_raw_data_path", "run_task", "run_tick"]
-
-
-def local_raw_data_path(settings: Settings) -> pathlib.Path:
-    """Where local runs keep Flyte's raw data, and with it the memory stores."""
-    return (settings.home / "flyte-data").resolve()
+__all__ = ["github_from_settings", "local_memory", "run_task", "run_tick"]
 
 
 def local_memory(settings: Settings) -> MemoryLocation:

@@ -66,7 +66,18 @@ class Runtime:
     by the runs of a process (`use_sandbox`)."""
     paused: Pause | None = None
     """Set by `run_scoped` when the rate-limit reserve kept the run from claiming."""
+    recheck_at: datetime | None = None
+    """When a time-based rule could change this run's decision (`depends_on_time`);
+    `None`: no such rule was involved. Bounds the tick's `IdleProof`."""
     _sandbox: Sandbox | None = field(default=None, repr=False)
+
+    def depends_on_time(self, until: datetime | None = None) -> None:
+        """The run's decision rests on the clock: a claim expiring or a back-off ending at
+        `until` (`None`: unknown, so only now). An idle tick then proves itself idle only
+        until that time (`IdleProof.recheck_at`), and not at all without one."""
+        moment = until if until is not None else self.clock()
+        if self.recheck_at is None or moment < self.recheck_at:
+            self.recheck_at = moment
 
     async def sandbox(self) -> Sandbox:
         """The sandbox the run's tests run in, opened once (see `sandbox_for`).

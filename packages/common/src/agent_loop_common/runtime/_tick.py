@@ -3,7 +3,9 @@
 Each agent's `env.py` declares its task (its own `TaskEnvironment`, trigger and
 signature) and hands the work to `tick_body`, so what happens around a pipeline (the
 runtime opened from the task's settings, the durable writes wired in, the report logged,
-the typed summary returned) is the same for every agent and written once.
+the typed summary returned) is the same for every agent and written once. Every tick
+also leaves its `IdleProof` (void unless it was provably idle) for the next tick's lean
+path (`fast_idle_tick`).
 """
 
 from __future__ import annotations
@@ -13,16 +15,28 @@ from typing import Protocol
 
 import flyte
 import flyte.report
+import structlog
 
+from agent_loop_common.memory import MemoryLocation, write_idle_proof
 from agent_loop_common.records import Role, RunRecord
 from agent_loop_common.report import run_report_html
 from agent_loop_common.runtime._fleet import Scout, WorkTask, fleet_tick
+from agent_loop_common.runtime._idle_proof import (
+    PROOF_MAX_AGE,
+    PROVABLY_IDLE_ROLES,
+    VOID_PROOF,
+    IdleProof,
+    ProvenRead,
+    settings_fingerprint,
+)
 from agent_loop_common.runtime._runtime import Runtime, open_runtime
 from agent_loop_common.runtime._summary import TickSummary, summarize
 from agent_loop_common.runtime._writes import TaskWrites, Writer
 from agent_loop_common.settings import Settings, load_settings
 
-__all__ = ["Pipeline", "tick_body", "work_body"]
+__all__ = ["Pipeline", "leave_idle_proof", "tick_body", "work_body"]
+
+_log = structlog.get_logger(__name__)
 
 
 class Pipeline(Protocol):
@@ -72,6 +86,7 @@ async def tick_body(
     fleet = settings.many_repos or settings.parallel(role.value) > 1  # pyright: ignore[reportArgumentType]
     if fleet and scout is not None and work is not None and target is None:
         summary = await fleet_tick(settings, role, scout=scout, work=work, idle=idle)
+        await _write_proof(MemoryLocation.from_settings(settings), role, None)
         await flyte.report.log.aio(_fleet_report(summary, heading), do_flush=True)
         return summary
     if settings.many_repos:
@@ -83,6 +98,7 @@ async def tick_body(
             tasks.writer(runtime.github.stats, runtime.settings.repo),
             retry_now=retry_now,
         )
+        await leave_idle_proof(runtime, record, note=idle, untargeted=target is None)
     html = run_report_html(record, heading=heading, idle=f"Idle: {idle}.")
     await flyte.report.log.aio(html, do_flush=True)
     return summarize(role, record, idle=idle, paused=runtime.paused)
@@ -113,6 +129,57 @@ async def work_body(
     html = run_report_html(record, heading=heading, idle=f"Idle: {idle}.")
     await flyte.report.log.aio(html, do_flush=True)
     return summarize(role, record, idle=idle, paused=runtime.paused)
+
+
+async def leave_idle_proof(
+    runtime: Runtime, record: RunRecord | None, *, note: str, untargeted: bool = True
+) -> IdleProof | None:
+    """Leave the tick's `IdleProof` for the next tick's lean path, and return it.
+
+    A void one unless the run was untargeted and idle (no record, not paused) and its
+    decision can be re-checked by conditional reads alone (see `IdleProof`). A failure
+    to save costs the next tick its fast path, never this tick.
+
+    Args:
+        runtime: The run, still open (its facade's `reads`, its `recheck_at`).
+        record: What the pipeline returned (`None`: it claimed nothing).
+        note: What the idle tick says (`no eligible issue`).
+        untargeted: The tick chose its own work (a targeted run leaves a void proof).
+    """
+    idle = untargeted and record is None and runtime.paused is None
+    proof = _proof_of(runtime, note) if idle else None
+    await _write_proof(runtime.memory, runtime.role, proof)
+    return proof
+
+
+def _proof_of(runtime: Runtime, note: str) -> IdleProof | None:
+    reads = runtime.github.reads
+    if runtime.role not in PROVABLY_IDLE_ROLES or not reads.only_polled:
+        return None
+    now = runtime.clock()
+    recheck_at = now + PROOF_MAX_AGE
+    if runtime.recheck_at is not None:
+        recheck_at = min(recheck_at, runtime.recheck_at)
+    if recheck_at <= now:
+        return None
+    return IdleProof(
+        role=runtime.role.value,
+        repo=runtime.settings.repo,
+        settings=settings_fingerprint(runtime.settings.model_dump_json()),
+        reads=tuple(ProvenRead(r.url, r.etag, r.headers) for r in reads.polled.values()),
+        decided_at=now,
+        recheck_at=recheck_at,
+        note=note,
+    )
+
+
+async def _write_proof(memory: MemoryLocation, role: Role, proof: IdleProof | None) -> None:
+    if role not in PROVABLY_IDLE_ROLES:
+        return
+    try:
+        await write_idle_proof(memory, role, proof.to_json() if proof else VOID_PROOF)
+    except Exception as exc:
+        _log.warning("tick.idle_proof_not_saved", error=repr(exc))
 
 
 def _one_repo(settings: Settings) -> Settings:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent_loop_common.records import CitationStatus, Lesson, RunRecord
-from agent_loop_distiller._effect import EffectBook, LessonEffect, estimate_effect
+from agent_loop_distiller._effect import EffectBook, LessonEffect, estimate_effect, estimates_of
 from agent_loop_distiller._report._data import ReportData
 from agent_loop_distiller._report._html import esc, fmt_int, fmt_time, link, section, table
 from agent_loop_distiller._upkeep import rank_lessons
@@ -96,11 +96,7 @@ def effect_cells(measured: LessonEffect | None) -> list[str]:
     if estimate is None:
         effect = f'<span class="muted">{esc(measured.metric.value)}: both arms not seen yet</span>'
     else:
-        effect = esc(
-            f"{estimate.metric.value}: {estimate.effect:+.2f} "
-            f"[{estimate.low:+.2f}, {estimate.high:+.2f}] "
-            f"({estimate.shown} shown / {estimate.held_out} held out)"
-        )
+        effect = esc(estimate.text())
     held = measured.held_checked if measured.held_checked or measured.judged else measured.held_out
     if measured.compliance_checked:
         text = (
@@ -119,6 +115,16 @@ def effect_cells(measured: LessonEffect | None) -> list[str]:
     per_run = measured.tokens_shown / measured.shown if measured.shown else 0
     tokens = esc(f"{measured.tokens_shown:,} ({per_run:,.0f} per shown run)")
     return [effect, compliance, tokens]
+
+
+def other_outcomes_cell(measured: LessonEffect | None) -> str:
+    """The effect on every other outcome measured (the PR's included), one per line."""
+    others = (
+        [e for e in estimates_of(measured) if e.metric is not measured.metric] if measured else []
+    )
+    if not others:
+        return '<span class="muted">–</span>'
+    return "<br>".join(esc(e.text()) for e in others)
 
 
 def _citations(lesson: Lesson) -> str:
@@ -192,11 +198,13 @@ def render_ledger(data: ReportData, urls: dict[str, str]) -> str:
                 _provenance(lesson, urls),
                 _history(lesson),
                 _diagnosis(lesson),
+                other_outcomes_cell(effects.lessons.get(lesson.id)),
             ]
         )
     headers = ["Id", "State", "Effect [95% interval]", "Compliance", "Prompt tokens",
                "Applied (runs)", "Shown", "Held out", "Exposures",
-               "Citations", "Provenance", "History", "Diagnosis"]  # fmt: skip
+               "Citations", "Provenance", "History", "Diagnosis",
+               "Effect on the other outcomes"]  # fmt: skip
     body = table(headers, rows, numeric=[6, 7]) if rows else '<p class="muted">No lessons yet.</p>'
     note = (
         '<p class="muted">Effect, compliance and tokens cover the lesson\'s whole life '
