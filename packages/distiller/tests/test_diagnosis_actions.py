@@ -158,6 +158,7 @@ async def test_an_ignored_lesson_is_reworded_into_a_new_version_and_a_pinned_one
     assert (pinned.diagnosis.action, pinned.diagnosis.done) == ("reword", False)
     assert "pinned by the operator" in pinned.diagnosis.note
     assert result.acted.flagged[PINNED].startswith("pinned by the operator")
+    assert [(e.op, e.lesson_id) for e in result.edits] == [("reword", new_id)]  # the report's
 
     # The new version is measured from zero: its first run is its first exposure.
     await write_record(
@@ -248,6 +249,7 @@ async def test_a_rarely_relevant_lesson_is_narrowed_to_the_work_kinds_that_used_
     assert (unclear.diagnosis.action, unclear.diagnosis.done) == ("narrow", False)
     assert result.acted is not None
     assert set(result.acted.narrowed) == {RARE}
+    assert [(e.op, e.lesson_id) for e in result.edits] == [("narrow", RARE)]
     effects = EffectBook.model_validate_json(
         (pathlib.Path(memory.remote_path(memory.keys.ledger)) / EFFECTS_PATH).read_text()
     )

@@ -182,9 +182,10 @@ async def judge_compliance(
     that name nothing a trace could show (both arms: shown, and held out for the base
     rate). Every reply is cached in `effects.judgments`, an unusable one as unknown."""
     out = Judged()
+    spend = max(budget, 0) if ask is not None else 0
     blind = {x.id: x for x in book.lessons if not cues_of(x)}
-    if not blind:
-        return out
+    if not blind or (not spend and not effects.judgments):
+        return out  # nothing to judge, nothing to buy and nothing cached
     counted = set(effects.recent_run_ids)
     wanted: list[tuple[Lesson, RunRecord]] = []
     for record in records:
@@ -202,8 +203,10 @@ async def judge_compliance(
                     out.answers[(lesson.id, record.run_id)] = cached
             else:
                 wanted.append((lesson, record))
-    wanted.sort(key=lambda pair: _closeness(effects.effect(pair[0].id)))  # stable: run order
-    for lesson, record in wanted[: max(budget, 0) if ask is not None else 0]:
+    if spend and len(wanted) > spend:
+        closeness = {x: _closeness(effects.effect(x)) for x in {p[0].id for p in wanted}}
+        wanted.sort(key=lambda pair: closeness[pair[0].id])  # stable: run order within
+    for lesson, record in wanted[:spend]:
         assert ask is not None
         if ask.failed:
             break
@@ -236,7 +239,7 @@ class Acted:
     retired: list[RetiredLesson] = field(default_factory=list[RetiredLesson])
     """Lessons superseded by a reworded version (archived with the tick's commit)."""
     edits: list[Edit] = field(default_factory=list[Edit])
-    """The rewordings, as edits."""
+    """The narrowings and rewordings, as edits (the report's "Edits this tick")."""
     narrowed: dict[str, str] = field(default_factory=dict[str, str])
     """Lesson id -> why it was narrowed."""
     reworded: dict[str, str] = field(default_factory=dict[str, str])
@@ -294,6 +297,7 @@ def _plan(effects: EffectBook, measured: Measured, book: LessonBook, now: dateti
             reset_compliance(effects.effect(lesson_id))
             notes[lesson_id] = d.record(now, done=True, note=f"narrowed to {names}: {why}")
             acted.narrowed[lesson_id] = why
+            acted.edits.append(Edit("narrow", lesson_id, f"to {names}: {why}"))
         elif d.action == "reword" and lesson.state is LessonState.PROVEN:
             why = "proven to help as worded: flagged, not reworded"
             notes[lesson_id] = d.record(now, done=False, note=f"{d.reason} ({why})")
@@ -364,5 +368,5 @@ async def act_on_diagnoses(
     ]
     acted.book = measured.book.model_copy(update={"lessons": lessons})
     acted.retired = list(editor.retired)
-    acted.edits = list(editor.edits)
+    acted.edits += editor.edits
     return acted

@@ -309,7 +309,8 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
     if records or grading.decided:
         out.kind = TickKind.DISTILLED
         try:
-            out.edits = await _distill(runtime, scope, work, opts, now)
+            edits = await _distill(runtime, scope, work, opts, now)
+            out.edits = [*(out.acted.edits if out.acted else []), *edits]
         except DistillationFailed as exc:
             out.kind, out.note = TickKind.FAILED, str(exc)
             budget = runtime.usage.exceeded
