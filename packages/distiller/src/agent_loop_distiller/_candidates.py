@@ -75,12 +75,13 @@ async def look(runtime: Runtime, scope: RunScope, opts: DistillerOptions, now: d
     learn = learnable(batch.records)
     grades_changed = False
     if not learn and not batch.deferred:
-        # One conditional listing; only when GitHub changed, a read-only regrade.
+        # One conditional listing; only when GitHub changed, a read-only regrade (and a
+        # claim when a merge awaits its revert check: reverts are read under the claim).
         async with scope.stage("grade"):
             grading = await follow_up(
                 runtime.github, runtime.memory, [], now, retention_days=retention_of(runtime)
             )
-        grades_changed = bool(grading.changed)
+        grades_changed = bool(grading.changed) or grading.awaiting_revert
     stop = plan_peek(
         learn=len(learn),
         deferred=len(batch.deferred),
