@@ -25,6 +25,7 @@ records alone; a pinned or maintainer-written lesson is only ever flagged.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -43,6 +44,7 @@ from agent_loop_common.records import (
     RetiredLesson,
     Role,
     RunRecord,
+    TraceStep,
     Visibility,
 )
 from agent_loop_distiller._diagnosis import (
@@ -93,12 +95,17 @@ class ModelAsk:
     calls: int = 0
     """Questions sent to the model."""
     failed: str = ""
+    steps: list[TraceStep] = field(default_factory=list[TraceStep])
+    """One step per question, with the start of the reply: the run's record keeps them
+    (ahead of the distiller agent's own steps), so what was asked and answered is audited."""
 
-    async def __call__(self, system: str, prompt: str) -> str | None:
-        """The model's reply text, or `None` when it could not be asked."""
+    async def __call__(self, system: str, prompt: str, *, tool: str, about: str) -> str | None:
+        """The model's reply text, or `None` when it could not be asked (`tool`, `about`:
+        how the question is named in the trace, e.g. `judge_compliance`, `<lesson> <run>`)."""
         if self.failed:
             return None
         self.calls += 1
+        start = time.monotonic()
         try:
             reply = await self.call_llm(
                 self.model, system, [{"role": "user", "content": prompt}], None
@@ -106,8 +113,15 @@ class ModelAsk:
         except LLMError as exc:
             self.failed = str(exc)
             _log.warning("distiller.model_question_failed", error=self.failed)
+            self._step(tool, about, start, error=self.failed)
             return None
-        return reply.content or ""
+        text = reply.content or ""
+        self._step(tool, f"{about} -> {text[:80]!r}", start)
+        return text
+
+    def _step(self, tool: str, args: str, start: float, error: str = "") -> None:
+        ms = int((time.monotonic() - start) * 1000)
+        self.steps.append(TraceStep(tool=tool, args=args, ok=not error, ms=ms, error=error[:300]))
 
 
 def parse_judgment(reply: str | None) -> bool | None:
@@ -210,7 +224,10 @@ async def judge_compliance(
         assert ask is not None
         if ask.failed:
             break
-        reply = await ask(JUDGE_INSTRUCTIONS, judge_prompt(lesson, record))
+        reply = await ask(
+            JUDGE_INSTRUCTIONS, judge_prompt(lesson, record),
+            tool="judge_compliance", about=f"{lesson.id} {record.run_id}",
+        )  # fmt: skip
         if reply is None:
             break  # the model failed: nothing bought, nothing cached
         answer = parse_judgment(reply)
@@ -344,7 +361,11 @@ async def act_on_diagnoses(
             plan.notes[lesson.id] = d.record(now, done=False, note=f"{d.reason} ({why})")
             acted.flagged[lesson.id] = why
             continue
-        text = parse_rewording(await ask(REWORD_INSTRUCTIONS, reword_prompt(lesson, d.reason)))
+        reply = await ask(
+            REWORD_INSTRUCTIONS, reword_prompt(lesson, d.reason),
+            tool="reword_ignored", about=lesson.id,
+        )  # fmt: skip
+        text = parse_rewording(reply)
         try:
             if text is None:
                 raise EditRefused('the model\'s reply was not {"text": "..."}')

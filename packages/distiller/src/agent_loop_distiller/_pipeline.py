@@ -312,6 +312,7 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
             edits = await _distill(runtime, scope, work, opts, now)
             out.edits = [*(out.acted.edits if out.acted else []), *edits]
         except DistillationFailed as exc:
+            scope.trace = [*(ask.steps if ask else []), *scope.trace]
             out.kind, out.note = TickKind.FAILED, str(exc)
             budget = runtime.usage.exceeded
             if budget:
@@ -321,6 +322,7 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
                 scope.finish(Outcome.REJECTED if rejected else Outcome.ERROR, str(exc))
             await gather_report(runtime, scope, opts, out, work, now, committed=False)
             return
+        scope.trace = [*(ask.steps if ask else []), *scope.trace]  # what the model was asked
     elif (
         grading.changed
         or batch.deferred
