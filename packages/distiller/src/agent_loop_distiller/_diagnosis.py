@@ -46,6 +46,7 @@ __all__ = [
     "followed",
     "narrow_scope",
     "reset_compliance",
+    "trace_text",
 ]
 
 Action = DiagnosisAction
@@ -66,15 +67,19 @@ def cues_of(lesson: Lesson) -> tuple[str, ...]:
     return tuple(dict.fromkeys(c.casefold() for c in [*quoted, *cited] if c))
 
 
-def followed(cues: Sequence[str], trace: Iterable[TraceStep]) -> bool:
-    """Whether any step of the run's trace used one of the cues (tool name or arguments)."""
+def trace_text(trace: Iterable[TraceStep]) -> str:
+    """The run's tool calls (names and arguments) as one casefolded text, one step a line:
+    computed once per run, then searched for every lesson's cues."""
+    return "\n".join(f"{step.tool} {step.args}" for step in trace).casefold()
+
+
+def followed(cues: Sequence[str], trace: Iterable[TraceStep] | str) -> bool:
+    """Whether any step of the run's trace used one of the cues (tool name or arguments);
+    `trace` may be its `trace_text` already."""
     if not cues:
         return False
-    for step in trace:
-        text = f"{step.tool} {step.args}".casefold()
-        if any(cue in text for cue in cues):
-            return True
-    return False
+    text = trace if isinstance(trace, str) else trace_text(trace)
+    return any(cue in text for cue in cues)
 
 
 @dataclass(frozen=True, slots=True)

@@ -220,16 +220,6 @@ class Exposure:
     """The run's binary outcomes (`None`: not graded for this run, e.g. no evidence)."""
 
 
-def _z(y: float, m: float, shown: bool, p: float) -> float:
-    return (y - m) / (1 - p) if shown else -(y - m) / p
-
-
-def _z_range(m: float, p: float) -> tuple[float, float]:
-    """The smallest and largest `z` can be for this run (`y` in {0, 1}, either arm):
-    shown and failing or held out and passing; shown and passing or held out and failing."""
-    return min(-m / (1 - p), -(1 - m) / p), max((1 - m) / (1 - p), m / p)
-
-
 Graded = tuple[tuple[OutcomeMetric, float], ...]
 """A run's graded binary outcomes, `(metric, 1.0 or 0.0)`, ungraded ones left out
 (`graded_of`): computed once per record, shared by all of its exposures."""
@@ -264,10 +254,11 @@ def fold(
     The same as one `observe` per run, float for float: each run updates the counts of
     every metric it was graded on (its stratum's, bounded by `_STRATA_LIMIT`) and, for the
     lesson's target metric with a holdout strictly between 0 and 1, steps the four
-    e-processes with the stratum's mean so far as baseline (see `SequentialTest.bet`:
-    the same arithmetic, on local variables). A tick calls it once per lesson touched,
-    so the per-run cost is a few float operations, not calls and attribute lookups.
-    `harm` bets on `-z`, so its sums are `help`'s negated, exactly.
+    e-processes with the stratum's mean so far as baseline (`SequentialTest` says how a
+    bet is sized), on local variables. A tick calls it once per lesson touched, so the
+    per-run cost is a few float operations, not calls and attribute lookups. `harm`
+    bets on `-z`, so its sums are `help`'s negated, exactly; `test_effect_replay` pins
+    the results of the per-run code this replaced.
     """
     target, max_bet, gain = effect.metric, policy.max_bet, policy.useful_gain
     h, k, b, a = effect.help, effect.harm, effect.below, effect.above
@@ -290,37 +281,44 @@ def fold(
                 key = stratum if len(strata) < _STRATA_LIMIT else "other"
                 c = strata.setdefault(key, [0, 0, 0, 0])
             if metric is target and 0 < p < 1:
+                # `_z` and `_z_range`, inlined (this runs once per exposure), same floats
                 m = (c[1] + c[3] + 0.5) / (c[0] + c[2] + 1)
-                z = _z(y, m, shown, p)
-                z_min, z_max = _z_range(m, p)
+                q = 1 - p
+                z = (y - m) / q if shown else -(y - m) / p
+                z_min, lo = -m / q, -(1 - m) / p
+                if lo < z_min:
+                    z_min = lo
+                z_max, hi = (1 - m) / q, m / p
+                if hi > z_max:
+                    z_max = hi
                 n1 = n + 1
-                second = (sz2 + 1.0) / n1
-                # help: x = z, smallest z_min
-                lam = (sz / n1) / second
-                cap = max_bet / -z_min if z_min < 0 else max_bet
-                lam = 0.0 if lam < 0.0 else cap if lam > cap else lam
-                lw_h += log1p(lam * z)
-                # harm: x = -z, smallest -z_max
-                lam = (-sz / n1) / second
-                cap = max_bet / z_max if -z_max < 0 else max_bet
-                lam = 0.0 if lam < 0.0 else cap if lam > cap else lam
-                lw_k += log1p(lam * -z)
+                # help (x = z) and harm (x = -z) share the second moment, and harm's
+                # unclipped stake is help's negated: at most one of them bets (a zero
+                # stake leaves the wealth as it is)
+                lam = (sz / n1) / ((sz2 + 1.0) / n1)
+                if lam > 0.0:
+                    cap = max_bet / -z_min if z_min < 0 else max_bet
+                    lw_h += log1p((cap if lam > cap else lam) * z)
+                elif lam < 0.0:
+                    lam = -lam
+                    cap = max_bet / z_max if -z_max < 0 else max_bet
+                    lw_k += log1p((cap if lam > cap else lam) * -z)
                 # below: x = gain - z, smallest gain - z_max
                 x = gain - z
                 x_min = gain - z_max
                 lam = (sb / n1) / ((sb2 + 1.0) / n1)
-                cap = max_bet / -x_min if x_min < 0 else max_bet
-                lam = 0.0 if lam < 0.0 else cap if lam > cap else lam
-                lw_b += log1p(lam * x)
+                if lam > 0.0:
+                    cap = max_bet / -x_min if x_min < 0 else max_bet
+                    lw_b += log1p((cap if lam > cap else lam) * x)
                 sb += x
                 sb2 += x * x
                 # above: x = z + gain, smallest z_min + gain
                 x = z + gain
                 x_min = z_min + gain
                 lam = (sa / n1) / ((sa2 + 1.0) / n1)
-                cap = max_bet / -x_min if x_min < 0 else max_bet
-                lam = 0.0 if lam < 0.0 else cap if lam > cap else lam
-                lw_a += log1p(lam * x)
+                if lam > 0.0:
+                    cap = max_bet / -x_min if x_min < 0 else max_bet
+                    lw_a += log1p((cap if lam > cap else lam) * x)
                 sa += x
                 sa2 += x * x
                 n = n1

@@ -173,6 +173,12 @@ class GradingResult:
     """False when grading stopped early: nothing new to grade and GitHub unchanged."""
 
     @property
+    def awaiting_revert(self) -> bool:
+        """Some merge's revert check is undecided: a tick that saw GitHub change (a
+        revert PR merged, say) should look under its claim, where reverts are read."""
+        return any(awaiting_revert(g) for g in self.current)
+
+    @property
     def decided(self) -> list[Grade]:
         """Changed grades that reached a decision (merged, closed, all sub-issues closed)."""
         return [g for g in self.changed if is_decided(g)]

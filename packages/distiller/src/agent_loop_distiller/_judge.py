@@ -25,6 +25,7 @@ records alone; a pinned or maintainer-written lesson is only ever flagged.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -43,6 +44,7 @@ from agent_loop_common.records import (
     RetiredLesson,
     Role,
     RunRecord,
+    TraceStep,
     Visibility,
 )
 from agent_loop_distiller._diagnosis import (
@@ -93,12 +95,17 @@ class ModelAsk:
     calls: int = 0
     """Questions sent to the model."""
     failed: str = ""
+    steps: list[TraceStep] = field(default_factory=list[TraceStep])
+    """One step per question, with the start of the reply: the run's record keeps them
+    (ahead of the distiller agent's own steps), so what was asked and answered is audited."""
 
-    async def __call__(self, system: str, prompt: str) -> str | None:
-        """The model's reply text, or `None` when it could not be asked."""
+    async def __call__(self, system: str, prompt: str, *, tool: str, about: str) -> str | None:
+        """The model's reply text, or `None` when it could not be asked (`tool`, `about`:
+        how the question is named in the trace, e.g. `judge_compliance`, `<lesson> <run>`)."""
         if self.failed:
             return None
         self.calls += 1
+        start = time.monotonic()
         try:
             reply = await self.call_llm(
                 self.model, system, [{"role": "user", "content": prompt}], None
@@ -106,8 +113,15 @@ class ModelAsk:
         except LLMError as exc:
             self.failed = str(exc)
             _log.warning("distiller.model_question_failed", error=self.failed)
+            self._step(tool, about, start, error=self.failed)
             return None
-        return reply.content or ""
+        text = reply.content or ""
+        self._step(tool, f"{about} -> {text[:80]!r}", start)
+        return text
+
+    def _step(self, tool: str, args: str, start: float, error: str = "") -> None:
+        ms = int((time.monotonic() - start) * 1000)
+        self.steps.append(TraceStep(tool=tool, args=args, ok=not error, ms=ms, error=error[:300]))
 
 
 def parse_judgment(reply: str | None) -> bool | None:
@@ -182,9 +196,10 @@ async def judge_compliance(
     that name nothing a trace could show (both arms: shown, and held out for the base
     rate). Every reply is cached in `effects.judgments`, an unusable one as unknown."""
     out = Judged()
+    spend = max(budget, 0) if ask is not None else 0
     blind = {x.id: x for x in book.lessons if not cues_of(x)}
-    if not blind:
-        return out
+    if not blind or (not spend and not effects.judgments):
+        return out  # nothing to judge, nothing to buy and nothing cached
     counted = set(effects.recent_run_ids)
     wanted: list[tuple[Lesson, RunRecord]] = []
     for record in records:
@@ -202,12 +217,17 @@ async def judge_compliance(
                     out.answers[(lesson.id, record.run_id)] = cached
             else:
                 wanted.append((lesson, record))
-    wanted.sort(key=lambda pair: _closeness(effects.effect(pair[0].id)))  # stable: run order
-    for lesson, record in wanted[: max(budget, 0) if ask is not None else 0]:
+    if spend and len(wanted) > spend:
+        closeness = {x: _closeness(effects.effect(x)) for x in {p[0].id for p in wanted}}
+        wanted.sort(key=lambda pair: closeness[pair[0].id])  # stable: run order within
+    for lesson, record in wanted[:spend]:
         assert ask is not None
         if ask.failed:
             break
-        reply = await ask(JUDGE_INSTRUCTIONS, judge_prompt(lesson, record))
+        reply = await ask(
+            JUDGE_INSTRUCTIONS, judge_prompt(lesson, record),
+            tool="judge_compliance", about=f"{lesson.id} {record.run_id}",
+        )  # fmt: skip
         if reply is None:
             break  # the model failed: nothing bought, nothing cached
         answer = parse_judgment(reply)
@@ -236,7 +256,7 @@ class Acted:
     retired: list[RetiredLesson] = field(default_factory=list[RetiredLesson])
     """Lessons superseded by a reworded version (archived with the tick's commit)."""
     edits: list[Edit] = field(default_factory=list[Edit])
-    """The rewordings, as edits."""
+    """The narrowings and rewordings, as edits (the report's "Edits this tick")."""
     narrowed: dict[str, str] = field(default_factory=dict[str, str])
     """Lesson id -> why it was narrowed."""
     reworded: dict[str, str] = field(default_factory=dict[str, str])
@@ -294,6 +314,7 @@ def _plan(effects: EffectBook, measured: Measured, book: LessonBook, now: dateti
             reset_compliance(effects.effect(lesson_id))
             notes[lesson_id] = d.record(now, done=True, note=f"narrowed to {names}: {why}")
             acted.narrowed[lesson_id] = why
+            acted.edits.append(Edit("narrow", lesson_id, f"to {names}: {why}"))
         elif d.action == "reword" and lesson.state is LessonState.PROVEN:
             why = "proven to help as worded: flagged, not reworded"
             notes[lesson_id] = d.record(now, done=False, note=f"{d.reason} ({why})")
@@ -340,7 +361,11 @@ async def act_on_diagnoses(
             plan.notes[lesson.id] = d.record(now, done=False, note=f"{d.reason} ({why})")
             acted.flagged[lesson.id] = why
             continue
-        text = parse_rewording(await ask(REWORD_INSTRUCTIONS, reword_prompt(lesson, d.reason)))
+        reply = await ask(
+            REWORD_INSTRUCTIONS, reword_prompt(lesson, d.reason),
+            tool="reword_ignored", about=lesson.id,
+        )  # fmt: skip
+        text = parse_rewording(reply)
         try:
             if text is None:
                 raise EditRefused('the model\'s reply was not {"text": "..."}')
@@ -364,5 +389,5 @@ async def act_on_diagnoses(
     ]
     acted.book = measured.book.model_copy(update={"lessons": lessons})
     acted.retired = list(editor.retired)
-    acted.edits = list(editor.edits)
+    acted.edits += editor.edits
     return acted

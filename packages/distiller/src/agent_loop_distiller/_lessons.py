@@ -48,7 +48,8 @@ __all__ = [
     "prescriptive_problem",
 ]
 
-EditOp = Literal["add", "confirm", "merge", "reword", "retire"]
+EditOp = Literal["add", "confirm", "merge", "reword", "retire", "narrow"]
+"""The agent's edits, and `narrow` (the distiller acting on a diagnosis, `_judge`)."""
 
 _PR_URL = re.compile(r"/pull/(\d+)(?:[/?#]|$)")
 _ISSUE_URL = re.compile(r"/issues/(\d+)(?:[/?#]|$)")

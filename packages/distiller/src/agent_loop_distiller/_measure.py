@@ -38,7 +38,14 @@ from agent_loop_common.records import (
     TargetKind,
     WorkKind,
 )
-from agent_loop_distiller._diagnosis import Diagnosis, count_use, cues_of, diagnose, followed
+from agent_loop_distiller._diagnosis import (
+    Diagnosis,
+    count_use,
+    cues_of,
+    diagnose,
+    followed,
+    trace_text,
+)
 from agent_loop_distiller._digest import estimate_tokens
 from agent_loop_distiller._effect import (
     EffectBook,
@@ -134,11 +141,15 @@ class _Compliance:
         self.judgments = judgments
         self.counts: dict[str, LessonEffect] = {}
         """Lesson -> this tick's compliance counts (the other fields unused)."""
+        self._text = ("", "")
+        """(run id, its `trace_text`): the trace is rendered once per run, not per lesson."""
 
     def count(self, lesson_id: str, shown: bool, record: RunRecord, kind: str) -> None:
         cues = self.cues.get(lesson_id)
         if cues:
-            used: bool | None = followed(cues, record.trace)
+            if self._text[0] != record.run_id:
+                self._text = (record.run_id, trace_text(record.trace))
+            used: bool | None = followed(cues, self._text[1])
         elif not self.judgments:
             return
         else:

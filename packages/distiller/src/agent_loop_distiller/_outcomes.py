@@ -98,14 +98,18 @@ class PullOutcomes:
         """The parts lessons are measured on, each only once decided.
 
         A PR closed unmerged for a trusted reason (duplicate, superseded, not planned)
-        has no `merged` outcome: it was not the run's failure. A merge's `not_reverted`
-        is observed once a revert was seen or 30 days passed without one.
+        has no `merged` and no `no_unresolved_threads` outcome: it was not the run's
+        failure, and a review dropped with it says nothing; its first CI result and
+        review fixes still count (they judge the work before anyone decided). A merge's
+        `not_reverted` is observed once a revert was seen or 30 days passed without one.
         """
         decided = self.merged is not None
         merged = self.merged
-        if merged is False and self.close_reason is not None:
-            merged = False if self.close_reason.agent_failure else None
-        threads = self.unresolved_threads
+        excused = merged is False and self.close_reason is not None
+        if excused and self.close_reason is not None:
+            excused = not self.close_reason.agent_failure
+        merged = None if excused else merged
+        threads = None if excused else self.unresolved_threads
         ci = self.first_ci
         return {
             OutcomeMetric.MERGED: merged,
