@@ -93,6 +93,8 @@ class PullOutcomes:
     """The first CI result on the head the builder pushed (None: not looked at)."""
     reverted: bool | None = None
     """Reverted within 30 days of the merge (None: undecided, or not merged)."""
+    review_fixes: int = 0
+    """Reviewer runs that pushed a fix commit."""
 
     def binary(self) -> dict[OutcomeMetric, bool | None]:
         """The parts lessons are measured on, each only once decided.
@@ -113,7 +115,7 @@ class PullOutcomes:
         ci = self.first_ci
         return {
             OutcomeMetric.MERGED: merged,
-            OutcomeMetric.NO_REVIEW_FIX: (self.review_rounds == 0) if decided else None,
+            OutcomeMetric.NO_REVIEW_FIX: (self.review_fixes == 0) if decided else None,
             OutcomeMetric.NO_UNRESOLVED_THREADS: (threads == 0)
             if decided and threads is not None
             else None,
@@ -137,4 +139,5 @@ def pr_outcomes(grade: Grade) -> PullOutcomes:
         unresolved_threads=grade.unresolved_threads,
         first_ci=grade.first_ci,
         reverted=grade.reverted if merged else None,
+        review_fixes=len(grade.review_fix_run_ids),
     )
