@@ -25,7 +25,7 @@ from agent_loop_common.runtime import local_memory
 from agent_loop_common.runtime._reports import LOCAL_METADATA_ROOT
 from agent_loop_common.settings import load_settings
 from agent_loop_common.verify import VERIFIER_MARKER
-from agent_loop_testing import GitHubEmulator, ScriptedModel, call, turn
+from agent_loop_testing import GitHubEmulator, ScriptedModel, call, serve_for_cli, turn
 from agent_loop_testing.pytest_plugin import Install
 
 pytestmark = pytest.mark.slow
@@ -37,14 +37,7 @@ CORE = "def make_widget(name, colour='blue'):\n    return {'name': name, 'colour
 def served(
     monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path, emulator: GitHubEmulator
 ) -> Iterator[GitHubEmulator]:
-    for key in list(os.environ):
-        if key.startswith(("GITHUB_", "AGENT_LOOP_")) and key != "AGENT_LOOP_ALLOW_MODEL_REQUESTS":
-            monkeypatch.delenv(key)
-    with emulator.serve() as url:
-        monkeypatch.setenv("GITHUB_API_URL", url)
-        monkeypatch.setenv("GITHUB_TOKEN", emulator.bot_token)
-        monkeypatch.setenv("AGENT_LOOP_REPO", emulator.full_name)
-        monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path / "home"))
+    with serve_for_cli(monkeypatch, emulator, tmp_path / "home"):
         yield emulator
 
 

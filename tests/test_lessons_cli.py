@@ -149,6 +149,14 @@ def test_show_and_list_say_the_diagnosis(
     code, out = _cli(capsys, "list")
     assert "narrow (done)" in out
 
+    flagged = narrowed.model_copy(
+        update={"pinned": True, "diagnosis": diagnosis.model_copy(update={"done": False})}
+    )
+    (root / LESSONS_PATH).write_text(LessonBook(lessons=[flagged]).model_dump_json())
+    assert cli.main(["status"]) == 0
+    out = capsys.readouterr().out
+    assert "Lessons (1): 1 proving; 1 pinned; flagged for you: 1 narrow" in out
+
 
 def test_show_lists_the_effect_per_outcome(
     home: pathlib.Path, capsys: pytest.CaptureFixture[str]

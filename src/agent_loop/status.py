@@ -419,7 +419,8 @@ def metrics_table(metrics: Metrics) -> str:
 
 
 def lesson_counts(lessons: Sequence[Lesson]) -> str:
-    """`3 proving, 1 proven; 1 stale; 1 pinned`: the book summed up by state."""
+    """`3 proving, 1 proven; 1 stale; 1 pinned; flagged for you: 1 reword (...)`: the book
+    summed up by state, and the diagnoses' actions the distiller left to people."""
     states = Counter(x.state.value for x in lessons)
     parts = [", ".join(f"{n} {s}" for s, n in sorted(states.items()))]
     broken = sum(1 for x in lessons if x.citation_status is CitationStatus.BROKEN)
@@ -428,6 +429,14 @@ def lesson_counts(lessons: Sequence[Lesson]) -> str:
     pinned = sum(1 for x in lessons if x.pinned)
     if pinned:
         parts.append(f"{pinned} pinned")
+    flagged = Counter(
+        x.diagnosis.action
+        for x in lessons
+        if x.diagnosis is not None and x.diagnosis.action != "keep" and not x.diagnosis.done
+    )
+    if flagged:
+        what = ", ".join(f"{n} {action}" for action, n in sorted(flagged.items()))
+        parts.append(f"flagged for you: {what} (agent-loop lessons list)")
     return "; ".join(parts)
 
 

@@ -237,6 +237,31 @@ async def test_refs_are_atomic_compare_and_swap(emu: GitHubEmulator, gh: GitHub)
         await gh.update_ref("heads/claim/issue-1", main or "")
 
 
+async def test_a_watched_branch_and_file_history_cost_nothing_while_unmoved(
+    emu: GitHubEmulator,
+) -> None:
+    from agent_loop_common.github import ETagCache
+
+    gh = emulator_client(emu, etags=ETagCache())
+    assert await gh.branch_head("lessons") is None  # no branch yet: [] (not a 404)
+    assert await gh.branch_head("lessons") is None  # a free 304
+    emu.push("lessons-old", {"x.txt": "x"}, author="acme", message="a prefix, not the branch")
+    history = await gh.path_commits("README.md", None)
+    assert await gh.branch_head("lessons") is None
+    emu.clear_requests()
+    assert await gh.branch_head("lessons") is None
+    assert await gh.path_commits("README.md", None) == history
+    assert [r.status for r in emu.requests] == [304, 304]
+
+    head = emu.push("lessons", {"x.txt": "y"}, author="acme", message="lessons")
+    assert await gh.branch_head("lessons") == head
+    assert await gh.branch_head("refs-are-not-branches") is None
+    edit = emu.push("main", {"README.md": "changed\n"}, author="acme", message="edit")
+    newest, *_ = await gh.path_commits("README.md", None)
+    assert newest.sha == edit
+    assert gh.stats.not_modified == 3
+
+
 async def test_commits_trees_files_and_archive(emu: GitHubEmulator, gh: GitHub) -> None:
     main = emu.ref_sha("heads/main")
     assert main is not None

@@ -65,3 +65,16 @@ def test_the_tick_summary_and_records_import_without_flyte_or_githubkit() -> Non
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_the_etag_cache_is_usable_without_githubkit() -> None:
+    code = (
+        "import sys\n"
+        "from agent_loop_common.github import ETagCache, ReadLog\n"
+        "cache = ETagCache.load(ETagCache().dump())\n"
+        "print(sorted(m for m in ('flyte', 'githubkit') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.strip() == "[]"

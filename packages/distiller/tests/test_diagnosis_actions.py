@@ -159,6 +159,10 @@ async def test_an_ignored_lesson_is_reworded_into_a_new_version_and_a_pinned_one
     assert "pinned by the operator" in pinned.diagnosis.note
     assert result.acted.flagged[PINNED].startswith("pinned by the operator")
     assert [(e.op, e.lesson_id) for e in result.edits] == [("reword", new_id)]  # the report's
+    assert result.record is not None
+    assert [s.args.split(" -> ")[0] for s in result.record.trace if s.tool == "reword_ignored"] == [
+        IGNORED
+    ]
 
     # The new version is measured from zero: its first run is its first exposure.
     await write_record(
@@ -294,6 +298,12 @@ async def test_compliance_judgments_stay_within_the_budget_and_garbage_is_unknow
     model.assert_finished()  # 3 candidates, a budget of 2: exactly 2 judgments
     assert result.judged is not None
     assert (result.judged.asked, result.judged.unknown, result.judged.left) == (2, 1, 1)
+    assert result.record is not None  # the record keeps what was asked and answered
+    asked = [(s.tool, s.args) for s in result.record.trace if s.tool == "judge_compliance"]
+    assert asked == [
+        ("judge_compliance", f"{BLIND[2]} b-1 -> 'true'"),
+        ("judge_compliance", f"{BLIND[0]} b-1 -> 'Yes - \"true\", it did.'"),
+    ]
     effects = EffectBook.model_validate_json(
         (pathlib.Path(memory.remote_path(memory.keys.ledger)) / EFFECTS_PATH).read_text()
     )

@@ -29,7 +29,7 @@ from agent_loop_common.records import (
 )
 from agent_loop_common.repo import INSTRUCTION_FILES
 from agent_loop_common.settings import Settings
-from agent_loop_distiller import DistillerOptions
+from agent_loop_distiller import DistillerOptions, TickKind
 from agent_loop_distiller._effect import EffectBook, LessonEffect, MetricStats
 from agent_loop_distiller._publish import (
     SECTION_END,
@@ -335,3 +335,62 @@ async def test_a_strangers_edit_in_the_pull_request_is_ignored_and_overwritten(
         A: "Run make lint before committing.",
         B: "Keep fixtures in tests/data.",
     }
+
+
+async def test_an_idle_tick_folds_a_maintainers_edit_in_and_is_free_while_nothing_moved(
+    tick: Tick, seeded: GitHubEmulator, memory: MemoryLocation
+) -> None:
+    # No record anywhere: every tick below is idle but for the lessons.
+    first = await tick(lessons_pr=True)
+    assert first.lessons_pull is not None
+    assert first.lessons_pull.action == "opened"
+    await tick(lessons_pr=True)  # the open-issues listing still sees the new pull request
+    seeded.clear_requests()
+
+    quiet = await tick(lessons_pr=True)
+
+    assert quiet.kind is TickKind.IDLE
+    assert quiet.lessons_pull is None  # nothing moved: no claim, no read of the file
+    assert [(r.path.rsplit("/", 1)[-1], r.status) for r in seeded.requests] == [
+        ("issues", 304),
+        ("commits", 304),
+        (BRANCH, 304),
+    ]
+
+    text = _agents_md(seeded, BRANCH)
+    a_line, _ = _lines_of(text)
+    edited = text.replace(a_line, f"- [{A}] Run make lint (not flake8) before committing.")
+    seeded.push(BRANCH, {"AGENTS.md": edited}, author="maint", message="review: reword A")
+
+    woken = await tick(lessons_pr=True)
+
+    assert woken.kind is TickKind.BOOKKEEPING
+    by_id = {x.id: x for x in (await read_context(memory)).lessons.lessons}
+    assert by_id[A].text == "Run make lint (not flake8) before committing."
+    assert (by_id[A].author, by_id[A].author_login) == (LessonAuthor.MAINTAINER, "maint")
+    seeded.clear_requests()
+    assert (await tick(lessons_pr=True)).lessons_pull is None  # settled: free again
+    assert {r.status for r in seeded.requests} == {304}
+
+
+async def test_off_an_idle_tick_never_looks_at_the_lessons(
+    tick: Tick, seeded: GitHubEmulator
+) -> None:
+    await tick()
+    seeded.clear_requests()
+    result = await tick()
+    assert result.kind is TickKind.IDLE
+    assert [r.path.rsplit("/", 1)[-1] for r in seeded.requests] == ["issues"]
+
+
+async def test_github_failing_during_the_idle_look_leaves_the_tick_idle(
+    tick: Tick, seeded: GitHubEmulator
+) -> None:
+    await tick(lessons_pr=True)
+    await tick(lessons_pr=True)
+    seeded.inject_fault("GET", r"/git/matching-refs/", status=502, times=10)
+
+    result = await tick(lessons_pr=True)
+
+    assert result.kind is TickKind.IDLE
+    assert result.record is None

@@ -139,8 +139,13 @@ def test_the_pr_vector_counts_only_decided_parts() -> None:
         M.FIRST_CI_GREEN: None,
         M.NOT_REVERTED: None,
     }
-    duplicate = grade(state=GradeState.CLOSED_UNMERGED, close_reason=CloseReason.DUPLICATE)
-    assert pr_outcomes(duplicate).binary()[M.MERGED] is None
+    duplicate = grade(
+        state=GradeState.CLOSED_UNMERGED, close_reason=CloseReason.DUPLICATE,
+        unresolved_threads=1, first_ci="failed",
+    )  # fmt: skip
+    excused = pr_outcomes(duplicate).binary()
+    assert (excused[M.MERGED], excused[M.NO_UNRESOLVED_THREADS]) == (None, None)
+    assert (excused[M.FIRST_CI_GREEN], excused[M.NO_REVIEW_FIX]) == (False, True)
     silent = grade(state=GradeState.CLOSED_UNMERGED, close_reason=CloseReason.NO_REASON)
     assert pr_outcomes(silent).binary()[M.MERGED] is False
     merged = pr_outcomes(grade(unresolved_threads=2, first_ci="passed", reverted=True))

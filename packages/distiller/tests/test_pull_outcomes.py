@@ -17,8 +17,11 @@ from agent_loop_common.records import (
     Grade,
     GradeState,
     LessonExposure,
+    Outcome,
     OutcomeMetric,
+    Role,
     RunRecord,
+    TargetKind,
     WorkKind,
 )
 from agent_loop_distiller import EffectBook, TickKind
@@ -107,6 +110,12 @@ async def test_merged_pr_with_an_open_thread_a_failed_first_check_and_a_revert(
     )
     emulator.set_check_run(fixed, "ci", conclusion="success")
     await write_record(builder_run(make_record, "b-1", 1, pr_url(pr)))
+    # A reviewer run that only commented is a review round, not a fix.
+    await write_record(
+        make_record(
+            "r-1", role=Role.REVIEWER, kind=TargetKind.PR, number=pr, outcome=Outcome.COMMENTED
+        )
+    )
     install(finish_only())
     assert (await tick()).kind is TickKind.DISTILLED
     assert (await grades_of(memory))[pr].state is GradeState.OPEN
@@ -178,6 +187,12 @@ async def test_only_a_trusted_reason_excuses_a_closed_pr(
     install(finish_only())
     await tick()
 
+    await write_record(
+        make_record(
+            "r-2", role=Role.REVIEWER, kind=TargetKind.PR, number=blamed,
+            outcome=Outcome.PUSHED_FIX,
+        )
+    )  # fmt: skip
     emulator.add_comment(excused, "Duplicate of #9, closing.", author="maria")
     emulator.close_pull(excused, by="maria")
     emulator.add_comment(blamed, "This is a duplicate, close it!", author="sam")
@@ -201,6 +216,8 @@ async def test_only_a_trusted_reason_excuses_a_closed_pr(
     assert counts(effects, HELD)[M.MERGED] == [0, 0, 1, 0]
     assert M.MERGED not in effects.pull_folded["b-1"]
     assert M.FIRST_CI_GREEN not in counts(effects, SHOWN)
+    assert counts(effects, SHOWN)[M.NO_REVIEW_FIX] == [2, 1, 0, 0]  # the blamed PR was fixed
+    assert grades[blamed].review_fix_run_ids == ["r-2"]
 
     install(finish_only())
     await tick()

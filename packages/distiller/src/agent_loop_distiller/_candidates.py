@@ -2,8 +2,11 @@
 
 It collects unseen records and, only when there are none, asks GitHub with one
 conditional request whether any issue or PR opened or closed (a free `304` when not),
-regrading read-only when something did. Its answer: stop (idle, backed off) or claim.
-Under the claim the look's batch is reused unless another tick moved the ledger.
+regrading read-only when something did. With `AGENT_LOOP_LESSONS_PR=on`, a tick that
+would stop idle also asks (two more free `304`s when not) whether the lessons file or
+its pull request moved, so a maintainer's edit flows back without waiting for new work.
+Its answer: stop (idle, backed off) or claim. Under the claim the look's batch is
+reused unless another tick moved the ledger.
 """
 
 from __future__ import annotations
@@ -11,10 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+import structlog
+
 from agent_loop_common.claims import BackoffPolicy
+from agent_loop_common.github import GitHubError
 from agent_loop_common.memory import DistillerMemory, IngestBatch, IngestPolicy
 from agent_loop_common.runtime import RunScope, Runtime
 from agent_loop_distiller._grading import follow_up
+from agent_loop_distiller._publish import lessons_moved
 from agent_loop_distiller._select import (
     TickKind,
     failure_streak,
@@ -25,6 +32,8 @@ from agent_loop_distiller._select import (
 from agent_loop_distiller._state import DistillerOptions
 
 __all__ = ["Look", "backoff_of", "look", "retention_of", "under_claim"]
+
+_log = structlog.get_logger(__name__)
 
 
 def retention_of(runtime: Runtime) -> int:
@@ -54,6 +63,9 @@ class Look:
     memory: DistillerMemory
     batch: IngestBatch
     stop: TickKind | None
+    lessons_moved: bool = False
+    """The lessons file or its pull request changed while nothing else was new: the
+    tick goes on only to fold a person's edit in and keep the pull request in step."""
 
 
 async def look(runtime: Runtime, scope: RunScope, opts: DistillerOptions, now: datetime) -> Look:
@@ -63,12 +75,13 @@ async def look(runtime: Runtime, scope: RunScope, opts: DistillerOptions, now: d
     learn = learnable(batch.records)
     grades_changed = False
     if not learn and not batch.deferred:
-        # One conditional listing; only when GitHub changed, a read-only regrade.
+        # One conditional listing; only when GitHub changed, a read-only regrade (and a
+        # claim when a merge awaits its revert check: reverts are read under the claim).
         async with scope.stage("grade"):
             grading = await follow_up(
                 runtime.github, runtime.memory, [], now, retention_days=retention_of(runtime)
             )
-        grades_changed = bool(grading.changed)
+        grades_changed = bool(grading.changed) or grading.awaiting_revert
     stop = plan_peek(
         learn=len(learn),
         deferred=len(batch.deferred),
@@ -80,7 +93,24 @@ async def look(runtime: Runtime, scope: RunScope, opts: DistillerOptions, now: d
         else retry_at(failure_streak(batch.records), backoff_of(runtime, opts)),
         now=now,
     )
-    return Look(memory, batch, stop)
+    moved = False
+    if stop is TickKind.IDLE and runtime.settings.lessons_pr:
+        async with scope.stage("lessons_pr"):
+            moved = await _lessons_moved(runtime)
+        if moved:
+            stop = None
+    return Look(memory, batch, stop, lessons_moved=moved)
+
+
+async def _lessons_moved(runtime: Runtime) -> bool:
+    """`lessons_moved` for this repository; GitHub failing counts as not moved (the next
+    working tick folds any edit in, as it always reads the file)."""
+    settings = runtime.settings
+    try:
+        return await lessons_moved(runtime.github, settings.lessons_file, settings.branch_prefix)
+    except GitHubError as exc:
+        _log.warning("distiller.lessons_look_failed", error=str(exc))
+        return False
 
 
 async def under_claim(

@@ -173,6 +173,12 @@ class GradingResult:
     """False when grading stopped early: nothing new to grade and GitHub unchanged."""
 
     @property
+    def awaiting_revert(self) -> bool:
+        """Some merge's revert check is undecided: a tick that saw GitHub change (a
+        revert PR merged, say) should look under its claim, where reverts are read."""
+        return any(awaiting_revert(g) for g in self.current)
+
+    @property
     def decided(self) -> list[Grade]:
         """Changed grades that reached a decision (merged, closed, all sub-issues closed)."""
         return [g for g in self.changed if is_decided(g)]
@@ -225,6 +231,17 @@ def work_from_records(
     return work, rounds
 
 
+def fix_runs(records: Iterable[RunRecord]) -> list[str]:
+    """Reviewer runs that pushed a fix commit to a PR (the `no_review_fix` outcome)."""
+    return [
+        r.run_id
+        for r in records
+        if r.role is Role.REVIEWER
+        and r.outcome is Outcome.PUSHED_FIX
+        and r.target.kind is TargetKind.PR
+    ]
+
+
 def _same(a: Grade, b: Grade) -> bool:
     return a.model_dump(exclude={"graded_at"}) == b.model_dump(exclude={"graded_at"})
 
@@ -238,6 +255,7 @@ def regrade(
     now: datetime,
     commits: Sequence[PathCommit] | None = None,
     repo: str = "",
+    fix_run_ids: frozenset[str] = frozenset(),
 ) -> GradingResult:
     """New grades from what is stored, the new records and GitHub's answers. Pure.
 
@@ -252,6 +270,7 @@ def regrade(
         commits: The default branch's commits since the oldest merge whose revert is
             undecided (`None`: not listed this tick, reverts stay undecided).
         repo: `owner/name`, for `Reverts owner/name#N` messages.
+        fix_run_ids: The reviewer runs among `rounds` that pushed a fix commit.
     """
     grades: dict[str, Grade] = dict(stored)
     for item in work:
@@ -283,8 +302,13 @@ def regrade(
         if ref in grades:
             grade = grades[ref]
             ids = list(dict.fromkeys([*grade.review_run_ids, *run_ids]))
+            fixed = [*grade.review_fix_run_ids, *(i for i in run_ids if i in fix_run_ids)]
             grades[ref] = grade.model_copy(
-                update={"review_run_ids": ids, "review_rounds": max(grade.review_rounds, len(ids))}
+                update={
+                    "review_run_ids": ids,
+                    "review_rounds": max(grade.review_rounds, len(ids)),
+                    "review_fix_run_ids": list(dict.fromkeys(fixed)),
+                }
             )
     for ref, grade in grades.items():
         grades[ref] = _settle_revert(_follow(grade, open_numbers, fates), commits, now, repo)
@@ -434,7 +458,8 @@ async def follow_up(
     commits = None
     if trust is not None:
         commits = await _commits_to_check(github, stored.values(), fates.values())
-    result = regrade(stored, work, rounds, open_now, fates, now, commits, repo)
+    fixes = frozenset(fix_runs(records))
+    result = regrade(stored, work, rounds, open_now, fates, now, commits, repo, fixes)
     return GradingResult(
         changed=result.changed, current=result.current, listing_unchanged=unchanged
     )

@@ -93,23 +93,29 @@ class PullOutcomes:
     """The first CI result on the head the builder pushed (None: not looked at)."""
     reverted: bool | None = None
     """Reverted within 30 days of the merge (None: undecided, or not merged)."""
+    review_fixes: int = 0
+    """Reviewer runs that pushed a fix commit."""
 
     def binary(self) -> dict[OutcomeMetric, bool | None]:
         """The parts lessons are measured on, each only once decided.
 
         A PR closed unmerged for a trusted reason (duplicate, superseded, not planned)
-        has no `merged` outcome: it was not the run's failure. A merge's `not_reverted`
-        is observed once a revert was seen or 30 days passed without one.
+        has no `merged` and no `no_unresolved_threads` outcome: it was not the run's
+        failure, and a review dropped with it says nothing; its first CI result and
+        review fixes still count (they judge the work before anyone decided). A merge's
+        `not_reverted` is observed once a revert was seen or 30 days passed without one.
         """
         decided = self.merged is not None
         merged = self.merged
-        if merged is False and self.close_reason is not None:
-            merged = False if self.close_reason.agent_failure else None
-        threads = self.unresolved_threads
+        excused = merged is False and self.close_reason is not None
+        if excused and self.close_reason is not None:
+            excused = not self.close_reason.agent_failure
+        merged = None if excused else merged
+        threads = None if excused else self.unresolved_threads
         ci = self.first_ci
         return {
             OutcomeMetric.MERGED: merged,
-            OutcomeMetric.NO_REVIEW_FIX: (self.review_rounds == 0) if decided else None,
+            OutcomeMetric.NO_REVIEW_FIX: (self.review_fixes == 0) if decided else None,
             OutcomeMetric.NO_UNRESOLVED_THREADS: (threads == 0)
             if decided and threads is not None
             else None,
@@ -133,4 +139,5 @@ def pr_outcomes(grade: Grade) -> PullOutcomes:
         unresolved_threads=grade.unresolved_threads,
         first_ci=grade.first_ci,
         reverted=grade.reverted if merged else None,
+        review_fixes=len(grade.review_fix_run_ids),
     )

@@ -21,6 +21,8 @@ re-reads under the claim, grades, and then either
 - keeps the books (`BOOKKEEPING`): grades, rollups and ledger (and the digest when the
   grades it shows changed) are committed without a model call and without a record,
   so a tick that only folds the distiller's own records never wakes the next one.
+  A maintainer's edit of the lessons section (`AGENT_LOOP_LESSONS_PR=on`) is folded in
+  this way too, on a tick that found nothing else new but saw the lessons file move.
 
 `DistillerMemory.commit` saves lessons and digest, then grades, then rollups, and only
 then the ledger. The claim is renewed just before, so a tick that lost it commits nothing.
@@ -52,18 +54,20 @@ from agent_loop_common.records import (
 from agent_loop_common.runtime import RunScope, Runtime, preflight_model, run_scoped
 from agent_loop_common.settings import ConfigError
 from agent_loop_common.trust import Trust
+from agent_loop_distiller._act import act_on_diagnoses
 from agent_loop_distiller._attempt import distill
 from agent_loop_distiller._candidates import backoff_of, look, retention_of, under_claim
 from agent_loop_distiller._digest import render_digest
 from agent_loop_distiller._effect import EffectBook
 from agent_loop_distiller._errors import DistillationFailed, EditsRejected
 from agent_loop_distiller._grading import follow_up
-from agent_loop_distiller._judge import ModelAsk, act_on_diagnoses, judge_compliance
+from agent_loop_distiller._judge import ModelAsk, judge_compliance
 from agent_loop_distiller._lessons import Edit
 from agent_loop_distiller._measure import measure_effects
 from agent_loop_distiller._publish import (
     apply_flow_back,
     lessons_branch,
+    lessons_moved,
     read_flow_back,
     sync_lessons_pull,
 )
@@ -168,13 +172,15 @@ async def _flow_back(
     settings = runtime.settings
     retired: list[RetiredLesson] = []
     try:
-        head = out.lessons_base = await runtime.github.default_branch()
+        out.lessons_base = await runtime.github.default_branch()
         trust = Trust(
             runtime.github,
             minimum=settings.trusted_min_permission,
             agent_login=await runtime.claimer.agent_login(),
         )
-        for branch in (head.name, lessons_branch(settings.branch_prefix)):
+        # The default branch by omission (`None`): the same conditional listing as the
+        # look's `lessons_moved`, so an unchanged history is a free 304 here too.
+        for branch in (None, lessons_branch(settings.branch_prefix)):
             flow = await read_flow_back(runtime.github, trust, settings.lessons_file, branch)
             out.lessons_edits_ignored += [
                 x for x in flow.ignored if x not in out.lessons_edits_ignored
@@ -197,6 +203,11 @@ async def _sync_pull(runtime: Runtime, work: Work, out: TickResult) -> None:
             branch_prefix=runtime.settings.branch_prefix,
             base=out.lessons_base,
         )
+        if out.lessons_pull.action in ("opened", "updated"):
+            # This tick moved the lessons branch: look at it again now, so the next tick's
+            # conditional look answers 304 instead of waking for the tick's own write.
+            settings = runtime.settings
+            await lessons_moved(runtime.github, settings.lessons_file, settings.branch_prefix)
     except GitHubError as exc:
         _log.warning("distiller.lessons_pull_failed", error=str(exc))
 
@@ -255,10 +266,13 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
         )  # fmt: skip
     book = mark_citations(refresh_from_usage(context.lessons, records), records, now)
     book, retired = apply_operator_edits(book, await read_operator_edits(runtime.memory), now)
+    flowed = False
     if runtime.settings.lessons_pr:
         async with scope.stage("lessons_pr"):
+            unedited = book
             book, edited = await _flow_back(runtime, book, now, out)
         retired += edited
+        flowed = book != unedited
     max_age = opts.lesson_max_age or timedelta(days=retention_of(runtime))
     book, out.expired = expire_stale(book, now, max_age)
     retired += [expired_record(lesson, now, max_age) for lesson in out.expired]
@@ -299,6 +313,7 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
             edits = await _distill(runtime, scope, work, opts, now)
             out.edits = [*(out.acted.edits if out.acted else []), *edits]
         except DistillationFailed as exc:
+            scope.trace = [*(ask.steps if ask else []), *scope.trace]
             out.kind, out.note = TickKind.FAILED, str(exc)
             budget = runtime.usage.exceeded
             if budget:
@@ -308,8 +323,23 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
                 scope.finish(Outcome.REJECTED if rejected else Outcome.ERROR, str(exc))
             await gather_report(runtime, scope, opts, out, work, now, committed=False)
             return
-    elif grading.changed or batch.deferred or batch.buckets_scanned > opts.housekeeping_buckets:
+        scope.trace = [*(ask.steps if ask else []), *scope.trace]  # what the model was asked
+    elif (
+        grading.changed
+        or batch.deferred
+        or batch.buckets_scanned > opts.housekeeping_buckets
+        or flowed
+    ):
         out.kind = TickKind.BOOKKEEPING
+    elif seen.lessons_moved:
+        # Only the lessons file or its pull request moved, and nothing of it flows back
+        # (the agents' own write, or an edit by someone not trusted): keep the pull
+        # request in step with memory as it is, which puts an untrusted edit back.
+        out.kind, out.note = TickKind.IDLE, "lessons checked: nothing to fold in"
+        work.book = context.lessons
+        async with scope.stage("lessons_pr"):
+            await _sync_pull(runtime, work, out)
+        return
     else:
         out.kind, out.note = TickKind.IDLE, "nothing new under the claim"
         return

@@ -14,6 +14,11 @@ line they reworded rewords it. Both are recorded as the maintainer's (author
 Anyone else's edit is ignored, and the next pull request puts the lesson's text back.
 The pull request's own branch is read the same way (a reviewer's edit before the merge).
 
+On a tick with nothing else to do, `lessons_moved` asks first, with two conditional
+reads (free 304s while nothing changed): the history of the file on the default branch
+and the head of the lessons branch. Only when one changed does the tick claim and
+fold the edit in, so a maintainer's edit flows back without waiting for new work.
+
 Requests are few: one history listing of the file per branch and tick; when people changed the
 file since the agents' last commit to it, the file as they left it, and only when it has
 the section their permissions and the file before them; for the pull request, the base's
@@ -50,6 +55,7 @@ __all__ = [
     "PullSync",
     "apply_flow_back",
     "lessons_branch",
+    "lessons_moved",
     "parse_section",
     "published_lines",
     "read_flow_back",
@@ -226,9 +232,9 @@ def _text(raw: bytes | None) -> str | None:
     return None if raw is None else raw.decode("utf-8", "replace")
 
 
-async def read_flow_back(github: GitHub, trust: Trust, path: str, branch: str) -> FlowBack:
+async def read_flow_back(github: GitHub, trust: Trust, path: str, branch: str | None) -> FlowBack:
     """People's edits of the section on `branch` since the agents' last commit to it
-    (the default branch, or the lessons pull request's branch during its review).
+    (`None`: the default branch; or the lessons pull request's branch during its review).
 
     The newest commits of the file not by the agents' identity are the people's edits;
     they count only when every one is by a trusted person (a trusted person merging a
@@ -262,6 +268,23 @@ async def read_flow_back(github: GitHub, trust: Trust, path: str, branch: str) -
     if not before:
         return FlowBack()
     return FlowBack(login=people[0].author_login, before=before, after=after)
+
+
+async def lessons_moved(github: GitHub, path: str, branch_prefix: str) -> bool:
+    """Whether someone may have edited the lessons since the last tick looked: the file's
+    history on the default branch, or the head of the lessons pull request's branch,
+    changed.
+
+    Two conditional reads (the history listing is the one the flow-back sends), so while
+    nothing moved both are free 304s and an idle tick stays free. Anything but two 304s
+    (the first look, or an answer that changed) says "moved": the tick then claims and
+    folds the edit in, which costs requests only when there is something to read.
+    """
+    total, not_modified = github.stats.total, github.stats.not_modified
+    await github.path_commits(path, None, limit=_HISTORY)
+    await github.branch_head(lessons_branch(branch_prefix))
+    sent = github.stats.total - total
+    return github.stats.not_modified - not_modified != sent
 
 
 @dataclass(frozen=True)

@@ -86,8 +86,15 @@ def _diagnosis_figures(result: TickResult) -> dict[str, str]:
 
 
 def summarize_tick(result: TickResult) -> TickSummary:
-    """The task's output: the common summary, with the tick's kind and figures as details."""
+    """The task's output: the common summary, with the tick's kind and figures as details
+    (with `AGENT_LOOP_LESSONS_PR=on`, what the lessons pull request did, e.g. `opened #7`,
+    and whose edits of it were ignored)."""
     details = {"tick": result.kind.value}
+    pull = result.lessons_pull
+    if pull is not None:
+        details["lessons_pr"] = pull.action + (f" #{pull.number}" if pull.number else "")
+    if result.lessons_edits_ignored:
+        details["lessons_edits_ignored"] = ", ".join(result.lessons_edits_ignored)
     if result.record is not None:
         details["ingested"] = str(result.ingested)
         details["lessons"] = str(len(result.lessons.lessons)) if result.lessons else "0"

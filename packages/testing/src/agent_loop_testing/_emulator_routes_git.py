@@ -417,7 +417,11 @@ def list_commits(st: State, ctx: Ctx) -> Reply:
     if head is None:
         raise ApiError(404, f"No commit found for SHA: {ref}")
     path = (ctx.query.get("path") or "").strip("/")
-    shas = _path_history(st, head, path)
+    if path:
+        shas = _path_history(st, head, path)
+    else:  # the whole history, merges included, newest first (no simplification)
+        reachable = st.git.ancestors(head)
+        shas = sorted(reachable, key=lambda sha: (_commit_time(st, sha), sha), reverse=True)
     since = parse_since(ctx)
     if since is not None:
         shas = [sha for sha in shas if _commit_time(st, sha) >= since.timestamp()]

@@ -154,6 +154,22 @@ class GitOps(GraphQLBase):
             return None
         return resp.parsed_data.object_.sha
 
+    async def branch_head(self, branch: str) -> str | None:
+        """The head commit of `branch`, or None when there is no such branch.
+
+        A conditional read (the matching-refs listing, which answers `[]` rather than a
+        404 for a missing branch): asked again while the branch has not moved, GitHub
+        answers a free 304, so a tick can watch a branch at no cost (`get_ref`'s 404 for
+        a branch not made yet would be billed on every tick).
+        """
+        gh = await self._gh()
+        with translated():
+            resp = await gh.rest.git.async_list_matching_refs(
+                self._owner, self._name, _path(f"heads/{branch}")
+            )
+        wanted = f"refs/heads/{branch}"
+        return next((r.object_.sha for r in resp.parsed_data if r.ref == wanted), None)
+
     async def create_ref(self, ref: str, sha: str) -> None:
         """Create `refs/...` at `sha`; atomic, so exactly one racer wins.
 
@@ -209,8 +225,12 @@ class GitOps(GraphQLBase):
             resp = await gh.rest.git.async_get_commit(self._owner, self._name, sha)
         return conv.git_commit(resp.parsed_data)
 
-    async def path_commits(self, path: str, ref: str, *, limit: int = 10) -> list[PathCommit]:
-        """The newest commits of `ref` that changed `path`, newest first (one request).
+    async def path_commits(
+        self, path: str, ref: str | None, *, limit: int = 10
+    ) -> list[PathCommit]:
+        """The newest commits of `ref` (`None`: the default branch, without asking its
+        name) that changed `path`, newest first (one request, conditional: a repeated
+        listing that did not change is a free 304).
 
         GitHub's history simplification applies: a merge that took the file from one
         side is not listed, the commit that changed it on that side is.
@@ -218,7 +238,11 @@ class GitOps(GraphQLBase):
         gh = await self._gh()
         with translated():
             resp = await gh.rest.repos.async_list_commits(
-                self._owner, self._name, sha=ref, path=path, per_page=max(1, min(limit, 100))
+                self._owner,
+                self._name,
+                sha=UNSET if ref is None else ref,
+                path=path,
+                per_page=max(1, min(limit, 100)),
             )
         return [conv.path_commit(c) for c in resp.parsed_data]
 

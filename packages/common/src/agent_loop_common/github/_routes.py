@@ -46,6 +46,7 @@ ROUTES: tuple[str, ...] = (
     f"{_R}/commits/{{ref+}}/check-runs",
     f"{_R}/commits/{{ref+}}/status",
     f"{_R}/git/ref/{{ref+}}",
+    f"{_R}/git/matching-refs/{{ref+}}",
     f"{_R}/git/refs",
     f"{_R}/git/refs/{{ref+}}",
     f"{_R}/git/commits",
@@ -145,7 +146,9 @@ _NOT_CONTENT = frozenset({"/graphql", "/app/installations/{installation_id}/acce
 # Reads that agents repeat from run to run: worth a conditional request (a 304 is free).
 # The identity (`/user`, or an App's `/app`, installation and bot user) is asked once
 # per run, and permissions once per person per run: as conditional reads, an idle tick
-# after the first costs no rate limit at all.
+# after the first costs no rate limit at all. A file's history (`/commits?path=`) and a
+# branch's head (`/git/matching-refs/heads/x`) are how the distiller notices an edit of
+# the lessons section, or of its pull request's branch, on an otherwise idle tick.
 POLLED_READS = frozenset(
     t.replace("+}", "}")
     for t in {
@@ -161,6 +164,7 @@ POLLED_READS = frozenset(
         f"{_R}/pulls/{{pull_number}}/reviews",
         f"{_R}/pulls/{{pull_number}}/comments",
         f"{_R}/commits",
+        f"{_R}/git/matching-refs/{{ref+}}",
         f"{_R}/commits/{{ref+}}/check-runs",
         f"{_R}/commits/{{ref+}}/status",
     }

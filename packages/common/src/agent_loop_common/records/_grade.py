@@ -111,3 +111,6 @@ class Grade(BaseModel):
     days passed without one (False), or not decided yet (`None`) (1.2)."""
     revert_sha: str = ""
     """The reverting commit, when one was found (1.2)."""
+    review_fix_run_ids: list[str] = Field(default_factory=list[str])
+    """The reviewer runs among `review_run_ids` that pushed a fix commit (1.2): the
+    `no_review_fix` outcome counts these, not comments."""
