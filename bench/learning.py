@@ -304,7 +304,8 @@ def main() -> None:
         decisions_table(args.series, args.horizon, args.holdout)
         null_table(args.series, args.horizon, args.holdout)
     histories = [int(x) for x in args.histories.split(",") if x.strip()]
-    tick_table(args.lessons, args.per_tick, histories, args.repeats)
+    if histories:
+        tick_table(args.lessons, args.per_tick, histories, args.repeats)
 
 
 if __name__ == "__main__":
