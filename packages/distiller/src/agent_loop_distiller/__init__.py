@@ -19,13 +19,15 @@ is the same): `_select` (pure: what a batch of records asks of a tick), `_candid
 tick, its memory commit last), `_report` (the report's data and HTML), `env`
 (Flyte), `__main__`; and the distiller's own domain: `_grading`, `_lessons`,
 `_upkeep`, `_digest`, `_state`, and the lessons' measurement: `_outcomes`, `_effect`,
-`_diagnosis`, `_measure`, `_judge` (the budgeted model questions acting on a diagnosis).
+`_diagnosis`, `_measure`, `_judge` (budgeted model judgments of compliance), `_act`
+(narrowing and rewording on a diagnosis).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agent_loop_distiller._act import Acted, act_on_diagnoses, parse_rewording
 from agent_loop_distiller._attempt import Distillation, distill
 from agent_loop_distiller._diagnosis import (
     Diagnosis,
@@ -60,13 +62,10 @@ from agent_loop_distiller._errors import (
 )
 from agent_loop_distiller._grading import GradingResult, follow_up, regrade
 from agent_loop_distiller._judge import (
-    Acted,
     Judged,
     ModelAsk,
-    act_on_diagnoses,
     judge_compliance,
     parse_judgment,
-    parse_rewording,
 )
 from agent_loop_distiller._lessons import (
     Edit,

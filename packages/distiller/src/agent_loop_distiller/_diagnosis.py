@@ -14,7 +14,7 @@ The distiller acts on it: a lesson decided `no_effect` or `harmful` retires with
 diagnosis as its reason (followed but useless, or ignored); one that is rarely relevant
 is narrowed to the work kinds where runs used it (`narrow_scope`, from the records
 alone); one that is shown but not followed more than when held out is reworded by the
-model into a new version (`_judge.act_on_diagnoses`). A pinned or maintainer-written
+model into a new version (`_act.act_on_diagnoses`). A pinned or maintainer-written
 lesson is never changed: its action is only flagged.
 """
 

@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 EditOp = Literal["add", "confirm", "merge", "reword", "retire", "narrow"]
-"""The agent's edits, and `narrow` (the distiller acting on a diagnosis, `_judge`)."""
+"""The agent's edits, and `narrow` (the distiller acting on a diagnosis, `_act`)."""
 
 _PR_URL = re.compile(r"/pull/(\d+)(?:[/?#]|$)")
 _ISSUE_URL = re.compile(r"/issues/(\d+)(?:[/?#]|$)")

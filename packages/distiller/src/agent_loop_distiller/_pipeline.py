@@ -54,13 +54,14 @@ from agent_loop_common.records import (
 from agent_loop_common.runtime import RunScope, Runtime, preflight_model, run_scoped
 from agent_loop_common.settings import ConfigError
 from agent_loop_common.trust import Trust
+from agent_loop_distiller._act import act_on_diagnoses
 from agent_loop_distiller._attempt import distill
 from agent_loop_distiller._candidates import backoff_of, look, retention_of, under_claim
 from agent_loop_distiller._digest import render_digest
 from agent_loop_distiller._effect import EffectBook
 from agent_loop_distiller._errors import DistillationFailed, EditsRejected
 from agent_loop_distiller._grading import follow_up
-from agent_loop_distiller._judge import ModelAsk, act_on_diagnoses, judge_compliance
+from agent_loop_distiller._judge import ModelAsk, judge_compliance
 from agent_loop_distiller._lessons import Edit
 from agent_loop_distiller._measure import measure_effects
 from agent_loop_distiller._publish import (

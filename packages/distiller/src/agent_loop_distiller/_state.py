@@ -16,9 +16,10 @@ from agent_loop_common.records import (
     RunRecord,
     Visibility,
 )
+from agent_loop_distiller._act import Acted
 from agent_loop_distiller._effect import EffectBook
 from agent_loop_distiller._grading import GradingResult
-from agent_loop_distiller._judge import Acted, Judged
+from agent_loop_distiller._judge import Judged
 from agent_loop_distiller._lessons import Edit, LessonLimits
 from agent_loop_distiller._measure import Measured
 from agent_loop_distiller._publish import PullSync
