@@ -410,6 +410,14 @@ def metrics_table(metrics: Metrics) -> str:
         ["graded PRs", str(m.graded_prs), f"{m.open_prs} still open"],
         ["merged", fmt_rate(m.merged_rate), "merged / decided (merged + closed)"],
         [
+            "merged unless excused",
+            fmt_rate(m.merged_unless_excused_rate),
+            "merged / decided, a maintainer's duplicate or superseded close left out",
+        ],
+        ["threads left open", fmt_rate(m.unresolved_threads_rate), "decided PRs"],
+        ["first CI green", fmt_rate(m.first_ci_green_rate), "PRs with a CI result"],
+        ["reverted in 30 days", fmt_rate(m.revert_rate), "merges decided"],
+        [
             "review rounds per PR",
             "-" if m.review_rounds_per_pr is None else f"{m.review_rounds_per_pr:.1f}",
             "graded PRs",

@@ -112,3 +112,44 @@ def test_new_fields_round_trip() -> None:
     assert LessonBook.model_validate_json(book.model_dump_json()) == book
     grade = pr_grade(5, GradeState.OPEN, 1)
     assert Grade.model_validate_json(grade.model_dump_json()) == grade
+
+
+def test_pr_outcome_figures_count_only_what_is_decided() -> None:
+    """Schema 1.2: threads, first CI, trusted close reasons and reverts become rates."""
+    from agent_loop_common.records import CloseReason
+
+    grades = [
+        pr_grade(2, GradeState.MERGED).model_copy(
+            update={"unresolved_threads": 1, "first_ci": "failed", "reverted": True}
+        ),
+        pr_grade(4, GradeState.MERGED).model_copy(
+            update={"unresolved_threads": 0, "first_ci": "passed", "reverted": None}
+        ),
+        pr_grade(6, GradeState.CLOSED_UNMERGED).model_copy(
+            update={"close_reason": CloseReason.DUPLICATE, "first_ci": "none"}
+        ),
+        pr_grade(8, GradeState.CLOSED_UNMERGED).model_copy(
+            update={"close_reason": CloseReason.NO_REASON, "unresolved_threads": 0}
+        ),
+        pr_grade(10, GradeState.OPEN),
+    ]
+    tally = tally_grades(grades)
+    assert (tally.closed_excused, tally.threads_checked, tally.left_unresolved) == (1, 3, 1)
+    assert (tally.ci_checked, tally.ci_green, tally.revert_decided, tally.reverted) == (2, 1, 1, 1)
+    metrics = compute_metrics([], grades)
+    assert metrics.merged_rate == 2 / 4
+    assert metrics.merged_unless_excused_rate == 2 / 3  # the duplicate is not a failure
+    assert metrics.unresolved_threads_rate == 1 / 3
+    assert metrics.first_ci_green_rate == 1 / 2
+    assert metrics.revert_rate == 1.0
+    old = Grade.model_validate_json(
+        '{"schema_version": "1.1", "target": {"kind": "pr", "number": 3}, "state": "merged",'
+        ' "graded_at": "2026-03-01T12:00:00Z"}'
+    )
+    assert (old.unresolved_threads, old.first_ci, old.reverted, old.exposures) == (
+        None,
+        None,
+        None,
+        [],
+    )
+    assert compute_metrics([], [old]).first_ci_green_rate is None

@@ -24,7 +24,7 @@ from agent_loop_common.records import (
     TargetKind,
     WorkKind,
 )
-from agent_loop_distiller import EffectBook, TickKind
+from agent_loop_distiller import EffectBook, TickKind, render_metrics
 from agent_loop_testing import GitHubEmulator, ScriptedModel, call, emulator_client, turn
 
 SHOWN, HELD = "acme/widgets#L-shown", "acme/widgets#L-held"
@@ -124,7 +124,12 @@ async def test_merged_pr_with_an_open_thread_a_failed_first_check_and_a_revert(
 
     merge = emulator.merge_pull(pr, by="maria")
     install(finish_only())
-    assert (await tick()).kind is TickKind.DISTILLED
+    merged_tick = await tick()
+    assert merged_tick.kind is TickKind.DISTILLED
+    assert merged_tick.report is not None
+    figures = render_metrics(merged_tick.report)
+    for figure in ("unresolved_threads_rate", "first_ci_green_rate", "revert_rate"):
+        assert figure in figures  # the Metrics tab's figures table lists them
     grade = (await grades_of(memory))[pr]
     assert (grade.state, grade.unresolved_threads, grade.first_ci) == (
         GradeState.MERGED,

@@ -62,6 +62,15 @@ class Metrics(BaseModel):
     """merged / (merged + closed_unmerged): share of decided PRs that were merged."""
     closed_unmerged_rate: float | None = _Rate
     """closed_unmerged / (merged + closed_unmerged); the two rates sum to 1."""
+    merged_unless_excused_rate: float | None = _Rate
+    """merged / (merged + closed unmerged without a trusted reason): the rate lessons are
+    measured on (a maintainer's duplicate or superseded close is not the agent's failure)."""
+    unresolved_threads_rate: float | None = _Rate
+    """left_unresolved / threads_checked: decided PRs with a review thread left open."""
+    first_ci_green_rate: float | None = _Rate
+    """ci_green / ci_checked: PRs whose first CI result (the builder's head) passed."""
+    revert_rate: float | None = _Rate
+    """reverted / revert_decided: merges reverted within 30 days, of those decided."""
     decompositions: NonNegativeInt = 0
     """Graded decompositions (builder runs that opened sub-issues)."""
     sub_issue_completion_rate: float | None = _Rate
@@ -94,6 +103,10 @@ def summarize(tally: Tally, grades: GradeTally | None = None) -> Metrics:
         open_prs=g.open,
         merged_rate=_ratio(g.merged, decided),
         closed_unmerged_rate=_ratio(g.closed_unmerged, decided),
+        merged_unless_excused_rate=_ratio(g.merged, decided - g.closed_excused),
+        unresolved_threads_rate=_ratio(g.left_unresolved, g.threads_checked),
+        first_ci_green_rate=_ratio(g.ci_green, g.ci_checked),
+        revert_rate=_ratio(g.reverted, g.revert_decided),
         decompositions=g.decompositions,
         sub_issue_completion_rate=_ratio(g.sub_issues_closed, g.sub_issues),
     )

@@ -142,6 +142,21 @@ class GradeTally(_Additive):
     """Sub-issues opened by those decompositions."""
     sub_issues_closed: NonNegativeInt = 0
     """Of those, the ones closed so far."""
+    closed_excused: NonNegativeInt = 0
+    """Of `closed_unmerged`, those a trusted person gave a reason (duplicate, superseded,
+    not planned): not the agent's failure."""
+    threads_checked: NonNegativeInt = 0
+    """Decided PRs whose review threads were read."""
+    left_unresolved: NonNegativeInt = 0
+    """Of those, PRs decided with a review thread left unresolved."""
+    ci_checked: NonNegativeInt = 0
+    """Decided PRs whose first head had a CI result (`passed` or `failed`)."""
+    ci_green: NonNegativeInt = 0
+    """Of those, the ones whose first CI result passed."""
+    revert_decided: NonNegativeInt = 0
+    """Merged PRs whose 30-day revert check is decided."""
+    reverted: NonNegativeInt = 0
+    """Of those, merges reverted on the default branch within 30 days."""
 
 
 def tally_grades(grades: Iterable[Grade]) -> GradeTally:
@@ -164,6 +179,17 @@ def tally_grades(grades: Iterable[Grade]) -> GradeTally:
                 counts["merged"] += 1
             case GradeState.CLOSED_UNMERGED:
                 counts["closed_unmerged"] += 1
+                reason = g.close_reason
+                counts["closed_excused"] += reason is not None and not reason.agent_failure
             case GradeState.OPEN:
                 counts["open"] += 1
+        if g.unresolved_threads is not None:
+            counts["threads_checked"] += 1
+            counts["left_unresolved"] += g.unresolved_threads > 0
+        if g.first_ci in ("passed", "failed"):
+            counts["ci_checked"] += 1
+            counts["ci_green"] += g.first_ci == "passed"
+        if g.state is GradeState.MERGED and g.reverted is not None:
+            counts["revert_decided"] += 1
+            counts["reverted"] += g.reverted
     return GradeTally.model_validate(counts)
