@@ -57,7 +57,8 @@ NEW_TEXT = "Run `make fmt` on every file you changed, then stage what it rewrote
 def _lesson(lesson_id: str, text: str, **extra: object) -> Lesson:
     return Lesson.model_validate(
         {"id": lesson_id, "text": text, "created_at": T0, "updated_at": T0, "repo": REPO,
-         "source_run_ids": ["old-run"], "hits": 3} | extra
+         "source_run_ids": ["old-run"], "hits": 3,
+         "last_seen_at": datetime.now(UTC)} | extra  # fresh: never expired for age
     )  # fmt: skip
 
 
@@ -363,3 +364,51 @@ def test_a_rewording_is_exactly_one_text_field() -> None:
     assert parse_rewording('{"text": "Run `tox`."}') == "Run `tox`."
     for bad in ('{"text": ""}', '{"text": "a", "id": "x"}', '["a"]', "Run `tox`.", None):
         assert parse_rewording(bad) is None
+
+
+async def test_the_agent_rewording_a_measured_lesson_makes_a_new_version(
+    tick: Tick, memory: MemoryLocation, install: Any, make_record: Any, write_record: Any
+) -> None:
+    measured, fresh = f"{REPO}#L-5e5e5e5e", f"{REPO}#L-6f6f6f6f"
+    _seed(
+        memory,
+        [_lesson(measured, "Run `tox` first."), _lesson(fresh, "Run `nox` first.")],
+        EffectBook(lessons={measured: _effect(measured)}),  # shown or held out in 40 runs
+    )
+    await write_record(make_record("b-1"))
+    model = install(
+        ScriptedModel(
+            routes={
+                DISTILLER_MARKER: [
+                    turn(
+                        tool_calls=[
+                            call(
+                                "reword_lesson",
+                                lesson_id=measured,
+                                text="Run `tox -e py311` before you submit.",
+                            ).expecting("as a new version", "measured afresh"),
+                            call(
+                                "reword_lesson",
+                                lesson_id=fresh,
+                                text="Run `nox -s tests` before you submit.",
+                            ).expecting(f"Reworded {fresh}."),
+                        ]
+                    ),
+                    turn(tool_calls=[call("finish", summary="Clearer.")]),
+                    turn("Done."),
+                ]
+            }
+        )
+    )
+
+    await tick()
+
+    model.assert_finished()
+    book = {x.id: x for x in (await read_context(memory)).lessons.lessons}
+    (successor,) = [x for x in book.values() if x.supersedes == [measured]]
+    assert successor.text == "Run `tox -e py311` before you submit."
+    assert measured not in book
+    assert book[fresh].text == "Run `nox -s tests` before you submit."  # never measured: in place
+    (gone,) = await read_retired(memory)
+    assert (gone.lesson.id, gone.kind, gone.replaced_by) == (measured, "superseded", [successor.id])
+    assert gone.reason.startswith("reworded: a new text is a new treatment")

@@ -78,7 +78,7 @@ def test_a_local_tick_rewords_flags_and_judges_within_its_budget(settings: Setti
     def lesson(lesson_id: str, text: str, **extra: Any) -> Lesson:
         return Lesson.model_validate(
             {"id": lesson_id, "text": text, "created_at": T0, "updated_at": T0, "repo": repo,
-             "source_run_ids": ["old"], **extra}
+             "source_run_ids": ["old"], "last_seen_at": datetime.now(UTC), **extra}
         )  # fmt: skip
 
     def effect(lesson_id: str, **counts: Any) -> LessonEffect:

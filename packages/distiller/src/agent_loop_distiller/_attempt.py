@@ -85,8 +85,10 @@ async def distill(
     prompt_chars: int = 60_000,
     repo: str = "",
     visibility: Visibility = "",
+    measured: frozenset[str] = frozenset(),
 ) -> Distillation:
-    """Let the agent edit `book` from the evidence, and accept or refuse the result.
+    """Let the agent edit `book` from the evidence, and accept or refuse the result
+    (`measured`: lessons whose effect is being measured, reworded as new versions).
 
     Raises:
         ModelFailed: the model call failed or the turn limit was reached.
@@ -100,6 +102,7 @@ async def distill(
         limits=limits or LessonLimits(),
         repo=repo,
         visibility=visibility,
+        measured=measured,
     )
     agent = Agent(
         name="distiller",

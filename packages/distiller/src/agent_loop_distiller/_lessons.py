@@ -174,6 +174,9 @@ class LessonEditor:
     """The book's repository: new ids carry it (`owner/name#L-1a2b3c4d`)."""
     visibility: Visibility = ""
     """That repository's visibility, recorded on new lessons."""
+    measured: frozenset[str] = frozenset()
+    """Lessons whose effect is being measured (runs showed them or held them out): a new
+    wording of one is a new version with a new id (`reword`), never an edit in place."""
     edits: list[Edit] = field(default_factory=list[Edit])
     retired: list[RetiredLesson] = field(default_factory=list[RetiredLesson])
     """Lessons this editing took out of the book (retired or merged), to archive."""
@@ -307,7 +310,9 @@ class LessonEditor:
 
     def reword(self, lesson_id_: str, text: str, cites: Sequence[str] | None = None) -> Lesson:
         """Change a lesson's wording (and, with `cites`, its citations: a stale lesson is
-        fixed this way and shown again); its id, hits and provenance stay."""
+        fixed this way and shown again); its hits and provenance stay. A new wording of a
+        lesson whose effect is being measured (`measured`) is a new treatment: it becomes
+        a new version with a new id, measured afresh, superseding the old one."""
         self._open()
         lesson = self._changeable(self._get(lesson_id_))
         clean = self._text(text)
@@ -322,6 +327,9 @@ class LessonEditor:
         }  # fmt: skip
         if cites is not None:
             update |= {"citation_status": CitationStatus.UNCHECKED, "stale_reason": ""}
+        if lesson.id in self.measured and clean.casefold() != lesson.text.casefold():
+            why = "reworded: a new text is a new treatment, its effect measured afresh"
+            return self._new_version(lesson, clean, why, clean, update)
         event = LessonEvent(at=self.now, op="fixed" if fixed else "reworded", detail=clean)
         updated = with_event(lesson, event, **update)
         self._lessons[lesson.id] = updated
@@ -359,10 +367,19 @@ class LessonEditor:
         if clean.casefold() == old.text.casefold():
             raise EditRefused(f"{old.id} already has exactly this text.")
         self._no_duplicate(clean)
+        return self._new_version(old, clean, f"reworded: ignored ({why})", why)
+
+    def _new_version(
+        self, old: Lesson, clean: str, reason: str, detail: str,
+        update: Mapping[str, object] | None = None,
+    ) -> Lesson:  # fmt: skip
+        """`old` replaced by a version worded `clean` (a new id, state `proving`, its
+        first event saying where it came from); `old` kept as superseded with `reason`."""
         new_id = self._new_id(clean, old.id)
-        event = LessonEvent(at=self.now, op="reworded", detail=f"from {old.id}: {why}")
+        event = LessonEvent(at=self.now, op="reworded", detail=f"from {old.id}: {detail}")
         successor = old.model_copy(
             update={
+                **(update or {}),
                 "id": new_id, "text": clean, "created_at": self.now, "updated_at": self.now,
                 "author": LessonAuthor.DISTILLER, "author_login": "", "repo": old.repo or self.repo,
                 "state": LessonState.PROVING, "supersedes": [old.id], "diagnosis": None,
@@ -373,10 +390,9 @@ class LessonEditor:
         self._lessons[new_id] = successor
         self.retired.append(
             RetiredLesson(
-                lesson=old, kind="superseded", reason=f"reworded: ignored ({why})",
-                replaced_by=[new_id], at=self.now,
+                lesson=old, kind="superseded", reason=reason, replaced_by=[new_id], at=self.now
             )
-        )  # fmt: skip
+        )
         self.edits.append(Edit("reword", new_id, f"{old.id} -> {clean}"))
         return successor
 

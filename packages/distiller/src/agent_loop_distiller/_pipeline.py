@@ -116,6 +116,9 @@ async def _distill(
                 prompt_chars=opts.prompt_chars,
                 repo=runtime.settings.repo,
                 visibility=work.visibility,
+                measured=frozenset(
+                    x for x, e in (work.effects or EffectBook()).lessons.items() if e.applicable
+                ),
             )
         except DistillationFailed as exc:
             scope.trace = exc.trace

@@ -136,11 +136,16 @@ def lesson_tools(editor: LessonEditor, records: Mapping[str, RunRecord]) -> list
         return f"Merged into {_shown(lesson)}. The book has {len(editor.lessons)} lesson(s)."
 
     async def reword_lesson(lesson_id: LessonId, text: LessonText, cites: NewCites = None) -> str:
-        """Change the wording of a lesson (clearer, more general), or fix a stale lesson's citations; its id and evidence stay."""
+        """Change the wording of a lesson (clearer, more general), or fix a stale lesson's citations; its evidence stays. A lesson whose effect is being measured gets a new id (a new wording is measured afresh)."""
         try:
             lesson = editor.reword(lesson_id, text, cites)
         except EditRefused as exc:
             return f"{REFUSAL_PREFIX}{exc}"
+        if lesson.supersedes and lesson.id != str(lesson_id).strip():
+            return (
+                f"Reworded {lesson.supersedes[0]} as a new version {lesson.id}: its effect "
+                "is measured afresh."
+            )
         return f"Reworded {lesson.id}."
 
     async def retire_lesson(lesson_id: LessonId, reason: Reason) -> str:
