@@ -193,3 +193,25 @@ async def test_a_claim_or_back_off_bounds_the_proof_by_its_end(
     assert proof.recheck_at == until  # not the hour a proof lasts otherwise
     assert proven(settings, now=until - timedelta(seconds=1))
     assert not proven(settings, now=until)  # the clock alone lifts it: decide again
+
+
+async def test_a_local_file_it_cannot_read_or_write_leaves_it_to_the_full_path(
+    served: tuple[GitHubEmulator, Settings],
+) -> None:
+    _, settings = served
+    await full_tick(settings)
+    assert proven(settings)
+    day = datetime.now(UTC).date()
+    counter = (
+        LocalKey.at(
+            local_raw_data_path(settings),
+            org=settings.flyte_org,
+            project=settings.flyte_project,
+            domain=settings.flyte_domain,
+            key=f"agent-loop-idle-builder-{day:%Y%m%d}",
+        ).folder
+        / IDLE_PATH
+    )
+    counter.unlink()
+    counter.mkdir()  # neither readable nor replaceable as a file
+    assert not proven(settings)

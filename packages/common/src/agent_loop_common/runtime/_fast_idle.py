@@ -76,7 +76,13 @@ def fast_idle_tick(
     token = _token(settings, role)
     if token is None:
         return None
-    moment = now or datetime.now(UTC)
+    try:
+        return _proven(settings, role, token, now or datetime.now(UTC))
+    except (OSError, ValueError):  # an unreadable or unwritable local file: decide in full
+        return None
+
+
+def _proven(settings: Settings, role: Role, token: str, moment: datetime) -> TickSummary | None:
     keys = Keys(settings.memory_key_prefix)
     proof = IdleProof.from_json(_key(settings, keys.idle_proof(role)).read_text(IDLE_PROOF_PATH))
     if (
