@@ -212,6 +212,8 @@ async def test_only_a_trusted_reason_excuses_a_closed_pr(
     emulator.add_comment(excused, "Duplicate of #9, closing.", author="maria")
     emulator.close_pull(excused, by="maria")
     emulator.add_comment(blamed, "This is a duplicate, close it!", author="sam")
+    # The agents' own identity can write, but never excuses its own work.
+    emulator.add_comment(blamed, "Superseded by #7.", author=emulator.bot)
     emulator.close_pull(blamed, by=emulator.owner)
     # The distiller's model reads why each was closed, in fixed words (never the comments).
     model = install(
