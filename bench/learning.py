@@ -14,7 +14,9 @@ showed.
 - Null: three lessons with no effect at all; a `proven` or `harmful` decision is wrong.
 - Tick cost: one distiller measurement (load the state, fold a tick's records, decide,
   save the state) with 200 lessons, after 1,000 / 10,000 / 100,000 runs of history:
-  the median time of 7 ticks per stage, and the peak memory (tracemalloc) of one.
+  the median time of 15 ticks per stage (wall, and the whole tick's CPU time), and the
+  peak memory (tracemalloc) of one more. Building 100,000 runs of history takes
+  minutes: `--histories 1000,10000` for a quicker look.
 
     uv run python bench/learning.py [--series 200] [--horizon 4000] [--holdout 0.2]
     uv run python bench/learning.py --skip-series [--histories 1000,10000,100000]
@@ -23,6 +25,7 @@ showed.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import time
@@ -161,25 +164,25 @@ def _load(raw: str) -> EffectBook:
     return EffectBook.model_validate_json(raw)
 
 
-def _save(old: str, state: EffectBook) -> str:
-    """As the distiller writes it (`write_doc`: the file there is checked, then replaced
-    by compact JSON)."""
-    _load(old)
+def _save(state: EffectBook) -> str:
+    """As the distiller writes it (`write_doc`: compact JSON; the file it replaces is the
+    one this tick read, so it is not parsed again)."""
     return state.model_dump_json()
 
 
-def _tick(raw: str, book: LessonBook, fresh: list[RunRecord]) -> tuple[float, float, float]:
+def _tick(raw: str, book: LessonBook, fresh: list[RunRecord]) -> tuple[float, ...]:
     """One measurement tick: load the state, fold the new records and decide, save.
 
-    Returns the three stages' times in ms."""
-    t0 = time.perf_counter()
+    Returns the three stages' wall times and the tick's CPU time, in ms (on a shared
+    machine the wall time includes waiting for a core; the CPU time does not)."""
+    c0, t0 = time.process_time(), time.perf_counter()
     loaded = _load(raw)
     t1 = time.perf_counter()
     measure_effects(loaded, book, fresh, T0)
     t2 = time.perf_counter()
-    _save(raw, loaded)
-    t3 = time.perf_counter()
-    return (t1 - t0) * 1000, (t2 - t1) * 1000, (t3 - t2) * 1000
+    _save(loaded)
+    t3, c3 = time.perf_counter(), time.process_time()
+    return (t1 - t0) * 1000, (t2 - t1) * 1000, (t3 - t2) * 1000, (c3 - c0) * 1000
 
 
 class _History:
@@ -242,32 +245,44 @@ class _History:
 
 
 def tick_table(lessons: int, per_tick: int, histories: list[int], repeats: int) -> None:
-    """Time and memory of one measurement tick at growing history (the state is bounded)."""
+    """Time and memory of one measurement tick at growing history (the state is bounded).
+
+    The states are built first; the timed ticks then take turns across the histories,
+    so a change in the machine's load falls on all of them alike."""
     print(f"\nOne distiller measurement: {lessons} lessons, {per_tick} new records, "
           f"the state loaded as `read_doc` does and saved as `write_doc` does "
-          f"(median of {repeats} ticks; peak memory of one more, traced)\n")  # fmt: skip
-    print("| runs of history | lessons ever written | state size (KiB) | load (ms) "
-          "| fold and decide (ms) | save (ms) | tick (ms) | peak memory (MiB) |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|")
+          f"(median of {repeats} ticks, taking turns across the histories; peak memory "
+          "of one more, traced)\n")  # fmt: skip
     rng = random.Random(7)
     past = _History(lessons, rng)
     kinds = list(WorkKind)
+    cases: list[tuple[int, int, str, LessonBook, list[RunRecord]]] = []
     for target in sorted(histories):
         past.advance(target - past.runs)
         book = past.book
         effects = {x.id: 0.0 for x in book.lessons}
         fresh = [_record(10_000_000 + i, "t", book, effects, rng, 0.2, kinds)
                  for i in range(per_tick)]  # fmt: skip
-        raw = past.state.model_dump_json()
-        stages = [_tick(raw, book, fresh) for _ in range(repeats)]
-        load, fold, save = (statistics.median(s[i] for s in stages) for i in range(3))
-        total = statistics.median(sum(s) for s in stages)
+        cases.append((past.runs, past.written, past.state.model_dump_json(), book, fresh))
+    print(f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores when timed)\n")
+    stages: list[list[tuple[float, ...]]] = [[] for _ in cases]
+    for _ in range(repeats):
+        for i, (_, _, raw, book, fresh) in enumerate(cases):
+            stages[i].append(_tick(raw, book, fresh))
+    print("| runs of history | lessons ever written | state size (KiB) | load (ms) "
+          "| fold and decide (ms) | save (ms) | tick (ms) | tick CPU (ms) "
+          "| peak memory (MiB) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
+    for (runs, written, raw, book, fresh), timed in zip(cases, stages, strict=True):
+        load, fold, save, cpu = (statistics.median(s[i] for s in timed) for i in range(4))
+        total = statistics.median(sum(s[:3]) for s in timed)
         tracemalloc.start()  # a separate tick: tracing slows every allocation down
         _tick(raw, book, fresh)
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-        print(f"| {past.runs:,} | {past.written:,} | {len(raw) / 1024:.0f} | {load:.1f} "
-              f"| {fold:.1f} | {save:.1f} | {total:.1f} | {peak / 2**20:.1f} |")  # fmt: skip
+        print(f"| {runs:,} | {written:,} | {len(raw) / 1024:.0f} | {load:.1f} "
+              f"| {fold:.1f} | {save:.1f} | {total:.1f} | {cpu:.1f} "
+              f"| {peak / 2**20:.1f} |")  # fmt: skip
 
 
 def main() -> None:
@@ -283,13 +298,14 @@ def main() -> None:
         default="1000,10000,100000",
         help="runs of history before the timed ticks (comma-separated)",
     )
-    parser.add_argument("--repeats", type=int, default=7, help="timed ticks per history")
+    parser.add_argument("--repeats", type=int, default=15, help="timed ticks per history")
     args = parser.parse_args()
     if not args.skip_series:
         decisions_table(args.series, args.horizon, args.holdout)
         null_table(args.series, args.horizon, args.holdout)
     histories = [int(x) for x in args.histories.split(",") if x.strip()]
-    tick_table(args.lessons, args.per_tick, histories, args.repeats)
+    if histories:
+        tick_table(args.lessons, args.per_tick, histories, args.repeats)
 
 
 if __name__ == "__main__":

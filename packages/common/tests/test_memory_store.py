@@ -394,6 +394,26 @@ async def test_effects_are_saved_compact_and_an_indented_file_still_reads(
     assert await again.read_effects(_State) == _State(counts={"L-1": [4]})
 
 
+@pytest.mark.parametrize("change", ["none", "corrupt_before_read", "corrupt_after_read"])
+async def test_effects_replace_a_good_file_unchecked_and_keep_a_corrupt_one_aside(
+    location: MemoryLocation, change: str
+) -> None:
+    """The file this pass read as good is replaced without parsing it again; any other
+    content (corrupt when read, or changed since) is checked and set aside if bad."""
+    store = append_store(location, location.keys.ledger)
+    text = "{not json" if change == "corrupt_before_read" else _State().model_dump_json()
+    await store.write_text.aio(EFFECTS_PATH, text)
+    await store.save.aio()
+    distiller = await DistillerMemory.open(location)
+    await distiller.read_effects(_State)
+    if change == "corrupt_after_read":
+        await distiller._ledger_store.write_text.aio(EFFECTS_PATH, "{torn")  # pyright: ignore[reportPrivateUsage]
+    await distiller.commit(await distiller.collect(NOW), effects=_State(counts={"L-1": [1]}))
+    ledger = await open_store(location, location.keys.ledger)
+    aside = list(ledger.list_paths("quarantine"))
+    assert len(aside) == (0 if change == "none" else 1)
+
+
 async def test_newer_major_ledger_is_not_overwritten(location: MemoryLocation) -> None:
     store = append_store(location, location.keys.ledger)
     await store.write_text.aio(LEDGER_PATH, json.dumps({"schema_version": "2.0", "cursor": 7}))

@@ -11,7 +11,13 @@ from typing import Any
 
 import pytest
 
-from agent_loop_common.memory import DistillerMemory, MemoryLocation, month_of, read_grades
+from agent_loop_common.memory import (
+    DistillerMemory,
+    MemoryLocation,
+    month_of,
+    read_context,
+    read_grades,
+)
 from agent_loop_common.records import (
     CloseReason,
     Grade,
@@ -161,6 +167,11 @@ async def test_merged_pr_with_an_open_thread_a_failed_first_check_and_a_revert(
     assert (await tick(clock=lambda: later)).kind is TickKind.DISTILLED
     grade = (await grades_of(memory))[pr]
     assert (grade.reverted, grade.revert_sha) == (True, revert)
+    digest = (await read_context(memory)).digest
+    assert (
+        f'PR #{pr} "Issue 1": merged after 1 review round; 1 review thread(s) left'
+        " unresolved; first CI failed; reverted on the default branch within 30 days"
+    ) in digest
     reverted = counts(await effects_of(memory), SHOWN)
     assert reverted[M.NOT_REVERTED] == [1, 0, 0, 0]
     assert counts(await effects_of(memory), HELD)[M.NOT_REVERTED] == [0, 0, 1, 0]
@@ -202,8 +213,30 @@ async def test_only_a_trusted_reason_excuses_a_closed_pr(
     emulator.close_pull(excused, by="maria")
     emulator.add_comment(blamed, "This is a duplicate, close it!", author="sam")
     emulator.close_pull(blamed, by=emulator.owner)
-    install(finish_only())
+    # The distiller's model reads why each was closed, in fixed words (never the comments).
+    model = install(
+        ScriptedModel(
+            [
+                turn(
+                    tool_calls=[call("finish", summary="Nothing.")],
+                    expect_in_messages=[
+                        f"PR #{excused} for issue #1 (builder run b-1): closed WITHOUT merging"
+                        " by a human after 0 review round(s); a maintainer closed it as"
+                        " duplicate (not the agent's failure)",
+                        f"PR #{blamed} for issue #2 (builder run b-2): closed WITHOUT merging"
+                        " by a human after 1 review round(s); no maintainer gave a reason"
+                        " (counted as the agent's failure)",
+                    ],
+                ),
+                turn("Done."),
+            ]
+        )
+    )
     await tick()
+    model.assert_finished()
+    digest = (await read_context(memory)).digest
+    assert "closed without merge; a maintainer closed it as duplicate" in digest
+    assert "close it!" not in digest  # the stranger's words never travel
 
     grades = await grades_of(memory)
     assert (grades[excused].closed_by, grades[excused].close_reason) == (

@@ -10,11 +10,12 @@ re-checks it with plain conditional requests.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from agent_loop_common.claims import BackoffMarker, new_run_id, render_backoff
 from agent_loop_common.memory import ReviewedMark, mark_reviewed
 from agent_loop_common.records import Role, RunRecord
 from agent_loop_common.runtime import (
@@ -116,3 +117,19 @@ async def test_new_feedback_makes_the_next_tick_a_full_one(
     assert proven(settings)
     CHANGES[change](emulator, pr, head)
     assert not proven(settings)
+
+
+async def test_a_back_off_bounds_the_proof_by_its_end(
+    served: tuple[GitHubEmulator, Settings, str],
+) -> None:
+    emulator, settings, head = served
+    pr = await open_reviewed_pull(emulator, settings, head)
+    until = (datetime.now(UTC) + timedelta(minutes=10)).replace(microsecond=0)
+    marker = render_backoff(BackoffMarker(attempts=1, until=until, run=new_run_id()))
+    emulator.add_comment(pr, f"Resting.\n{marker}", author=emulator.bot)
+    record, proof = await full_tick(settings)
+    assert record is None
+    assert proof is not None
+    assert proof.recheck_at == until  # not the hour a proof lasts otherwise
+    assert fast_idle_tick(settings, Role.REVIEWER, now=until - timedelta(seconds=1))
+    assert fast_idle_tick(settings, Role.REVIEWER, now=until) is None

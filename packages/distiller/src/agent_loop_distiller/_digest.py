@@ -14,6 +14,7 @@ from datetime import datetime
 
 from agent_loop_common.agents import strip_hidden
 from agent_loop_common.records import CitationStatus, Grade, GradeState, LessonBook, TargetKind
+from agent_loop_distiller._outcomes import pr_facts
 from agent_loop_distiller._upkeep import hits_of, rank_lessons
 
 __all__ = [
@@ -68,7 +69,8 @@ def work_line(grade: Grade) -> str:
             fate = "open"
     if grade.review_rounds:
         fate += f" after {_rounds(grade.review_rounds)}"
-    return f"- {issue}PR #{grade.target.number}{title}: {fate}"
+    facts = "".join(f"; {fact}" for fact in pr_facts(grade))
+    return f"- {issue}PR #{grade.target.number}{title}: {fate}{facts}"
 
 
 def _opened(grade: Grade) -> datetime:

@@ -22,7 +22,7 @@ from agent_loop_common.records import (
     RunRecord,
 )
 
-__all__ = ["PullOutcomes", "RunOutcomes", "outcomes_of", "pr_outcomes"]
+__all__ = ["PullOutcomes", "RunOutcomes", "outcomes_of", "pr_facts", "pr_outcomes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,3 +141,25 @@ def pr_outcomes(grade: Grade) -> PullOutcomes:
         reverted=grade.reverted if merged else None,
         review_fixes=len(grade.review_fix_run_ids),
     )
+
+
+def pr_facts(grade: Grade) -> list[str]:
+    """What the PR's decision left, in words for the digest and the distiller's prompt.
+
+    Only fixed phrases and numbers: the reason comes from a trusted person's label or
+    comment matched to a category, never from their text.
+    """
+    facts: list[str] = []
+    if grade.state is GradeState.CLOSED_UNMERGED and grade.close_reason is not None:
+        if grade.close_reason.agent_failure:
+            facts.append("no maintainer gave a reason (counted as the agent's failure)")
+        else:
+            reason = grade.close_reason.value.replace("_", " ")
+            facts.append(f"a maintainer closed it as {reason} (not the agent's failure)")
+    if grade.unresolved_threads:
+        facts.append(f"{grade.unresolved_threads} review thread(s) left unresolved")
+    if grade.first_ci in ("passed", "failed"):
+        facts.append(f"first CI {grade.first_ci}")
+    if grade.reverted:
+        facts.append("reverted on the default branch within 30 days")
+    return facts

@@ -26,6 +26,7 @@ from agent_loop_common.records import (
 )
 from agent_loop_distiller._diagnosis import cues_of
 from agent_loop_distiller._lessons import LessonLimits
+from agent_loop_distiller._outcomes import pr_facts
 from agent_loop_distiller._upkeep import hits_of, rank_lessons
 
 __all__ = [
@@ -132,9 +133,10 @@ def _grade_line(grade: Grade) -> str:
         )
     fate = "merged" if grade.state is GradeState.MERGED else "closed WITHOUT merging"
     issue = f" for issue #{grade.issue_number}" if grade.issue_number is not None else ""
+    facts = "".join(f"; {fact}" for fact in pr_facts(grade))
     return (
         f"- PR #{grade.target.number}{issue}{who}: {fate} by a human after "
-        f"{grade.review_rounds} review round(s)"
+        f"{grade.review_rounds} review round(s){facts}"
     )
 
 

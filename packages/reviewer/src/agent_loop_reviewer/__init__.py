@@ -32,7 +32,14 @@ from agent_loop_reviewer._feedback import (
 )
 from agent_loop_reviewer._pipeline import run_reviewer_tick, scout_pulls
 from agent_loop_reviewer._prompts import REVIEWER_MARKER, REVIEWER_NAME, reviewer_instructions
-from agent_loop_reviewer._select import Assessment, assess, blocked_by, is_open_agent_pull
+from agent_loop_reviewer._select import (
+    Assessment,
+    Block,
+    assess,
+    block_of,
+    blocked_by,
+    is_open_agent_pull,
+)
 from agent_loop_reviewer._texts import (
     PassHistory,
     PassMarker,
@@ -59,6 +66,7 @@ __all__ = [
     "REVIEWER_NAME",
     "WRITES",
     "Assessment",
+    "Block",
     "FeedbackItem",
     "FixCommit",
     "NoChangesNote",
@@ -70,6 +78,7 @@ __all__ = [
     "ReplyBatch",
     "ReplyPost",
     "assess",
+    "block_of",
     "blocked_by",
     "failing_checks",
     "is_open_agent_pull",

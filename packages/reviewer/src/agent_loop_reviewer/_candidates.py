@@ -24,7 +24,7 @@ from agent_loop_common.memory import ReviewedMark, read_reviewed
 from agent_loop_common.runtime import Runtime
 from agent_loop_common.trust import Trust, as_their_authors_left_them, comments_edited_by_untrusted
 from agent_loop_reviewer._feedback import PullSnapshot, failing_checks, people_feedback
-from agent_loop_reviewer._select import Assessment, assess, blocked_by, is_open_agent_pull
+from agent_loop_reviewer._select import Assessment, assess, block_of, is_open_agent_pull
 from agent_loop_reviewer._texts import pass_history
 
 __all__ = ["Candidate", "agent_pulls", "authors", "examine", "read_snapshot", "reread_after_claim"]
@@ -103,7 +103,7 @@ async def examine(
     as_left = await as_their_authors_left_them(
         rt.github, trust, snapshot.comments, authors={r for r in resetters if trust(r)}
     )
-    blocked = blocked_by(
+    blocked = block_of(
         replace(snapshot, comments=as_left),
         agent_login=agent_login,
         now=rt.clock(),
@@ -112,9 +112,9 @@ async def examine(
         retry_now=retry_now,
         retry_requested_at=commands.retry_requested_at,
     )
-    if blocked:  # a live claim or a back-off: lifted by the clock alone
-        rt.depends_on_time()
-        log.info("reviewer.pr_blocked", reason=blocked)
+    if blocked is not None:  # a live claim or a back-off: lifted by the clock alone
+        rt.depends_on_time(blocked.until)
+        log.info("reviewer.pr_blocked", reason=blocked.reason)
         return None
     mark = await read_reviewed(rt.memory, pull.number)
     same_head = mark is not None and mark.head_sha == pull.head_sha

@@ -33,7 +33,7 @@ from agent_loop_common.trust import is_agent_pull
 from agent_loop_reviewer._feedback import FeedbackItem, PullSnapshot, snapshot_time
 from agent_loop_reviewer._texts import PassHistory
 
-__all__ = ["Assessment", "assess", "blocked_by", "is_open_agent_pull"]
+__all__ = ["Assessment", "Block", "assess", "block_of", "blocked_by", "is_open_agent_pull"]
 
 
 def is_open_agent_pull(pull: PullRequest, *, agent_login: str, branch_prefix: str) -> bool:
@@ -41,6 +41,58 @@ def is_open_agent_pull(pull: PullRequest, *, agent_login: str, branch_prefix: st
     return pull.state == "open" and is_agent_pull(
         pull, agent_login=agent_login, branch_prefix=branch_prefix
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """Why a PR may not be worked on now, and when the clock alone lifts that."""
+
+    reason: str
+    until: datetime
+    """When the claim expires or the back-off ends."""
+
+
+def block_of(
+    snapshot: PullSnapshot,
+    *,
+    agent_login: str,
+    now: datetime,
+    own_run: str = "",
+    trusted: Callable[[str], bool] | None = None,
+    retry_now: bool = False,
+    retry_requested_at: datetime | None = None,
+) -> Block | None:
+    """What keeps the PR from being worked on now (`None` when nothing does): a live
+    claim or a back-off.
+
+    `now` is the runner's clock, the same clock that wrote the claim and backoff expiry
+    times being compared. A live claim of `own_run` (this run, after claiming) is no block.
+    Only `trusted` people's comments reset a back-off; `retry_now` (the operator's
+    `--retry-now`) ignores it, and so does a trusted `/agent-loop review` written after
+    the back-off (`retry_requested_at`).
+    """
+    claim = claim_state(snapshot.comments, agent_login=agent_login, now=now, kind=TargetKind.PR)
+    if claim.owner is not None and claim.owner.run != own_run:
+        return Block(f"claimed by run {claim.owner.run} ({claim.owner.role})", claim.owner.until)
+    if retry_now:
+        return None
+    backoff = backoff_state(
+        snapshot.comments,
+        issue_updated_at=snapshot.pull.updated_at,
+        agent_login=agent_login,
+        trusted=trusted,
+    )
+    requested = retry_requested_at is not None and (
+        backoff is None or retry_requested_at > backoff.recorded_at
+    )
+    if backoff is not None and backoff.active(now) and not requested:
+        number = snapshot.pull.number
+        return Block(
+            f"backed off: {backoff.describe()}; to retry it now: "
+            f"agent-loop run reviewer --pr {number} --retry-now",
+            backoff.until,
+        )
+    return None
 
 
 def blocked_by(
@@ -53,35 +105,17 @@ def blocked_by(
     retry_now: bool = False,
     retry_requested_at: datetime | None = None,
 ) -> str:
-    """Why the PR may not be worked on now ("" when it may): a live claim or a backoff.
-
-    `now` is the runner's clock, the same clock that wrote the claim and backoff expiry
-    times being compared. A live claim of `own_run` (this run, after claiming) is no block.
-    Only `trusted` people's comments reset a back-off; `retry_now` (the operator's
-    `--retry-now`) ignores it, and so does a trusted `/agent-loop review` written after
-    the back-off (`retry_requested_at`).
-    """
-    claim = claim_state(snapshot.comments, agent_login=agent_login, now=now, kind=TargetKind.PR)
-    if claim.owner is not None and claim.owner.run != own_run:
-        return f"claimed by run {claim.owner.run} ({claim.owner.role})"
-    if retry_now:
-        return ""
-    backoff = backoff_state(
-        snapshot.comments,
-        issue_updated_at=snapshot.pull.updated_at,
+    """Why the PR may not be worked on now ("" when it may): `block_of`'s reason."""
+    block = block_of(
+        snapshot,
         agent_login=agent_login,
+        now=now,
+        own_run=own_run,
         trusted=trusted,
+        retry_now=retry_now,
+        retry_requested_at=retry_requested_at,
     )
-    requested = retry_requested_at is not None and (
-        backoff is None or retry_requested_at > backoff.recorded_at
-    )
-    if backoff is not None and backoff.active(now) and not requested:
-        number = snapshot.pull.number
-        return (
-            f"backed off: {backoff.describe()}; to retry it now: "
-            f"agent-loop run reviewer --pr {number} --retry-now"
-        )
-    return ""
+    return block.reason if block is not None else ""
 
 
 @dataclass(frozen=True, slots=True)

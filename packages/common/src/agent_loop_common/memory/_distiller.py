@@ -114,6 +114,8 @@ class DistillerMemory:
         self.policy = policy
         self.ledger = ledger
         self._ledger_store = ledger_store
+        self._seen: dict[str, str] = {}
+        """Ledger-key documents this handle read or wrote, as text (see `write_doc`)."""
         self._context_store: MemoryStore | None = None
 
     @classmethod
@@ -134,7 +136,7 @@ class DistillerMemory:
     async def read_effects(self, model: type[M]) -> M | None:
         """The lesson-effect state (`ledger/effects.json`, in the already downloaded
         ledger key), as `model`; `None` before the first measurement."""
-        return await read_doc(self._ledger_store, EFFECTS_PATH, model)
+        return await read_doc(self._ledger_store, EFFECTS_PATH, model, seen=self._seen)
 
     async def collect(self, now: datetime | None = None) -> IngestBatch:
         """Read every record not yet ingested, from the watermark's bucket up to now."""
@@ -268,7 +270,14 @@ class DistillerMemory:
             await write_grades(self.location, grade_list)
         await fold_into_rollups(self.location, batch.records, batch.idle)
         if effects is not None:
-            await write_doc(self._ledger_store, EFFECTS_PATH, effects, actor=_ACTOR, indent=None)
+            await write_doc(
+                self._ledger_store,
+                EFFECTS_PATH,
+                effects,
+                actor=_ACTOR,
+                indent=None,
+                seen=self._seen,
+            )
             await save_store(self.location, self._ledger_store)
         if batch.ledger.model_dump(exclude={"updated_at"}) != self.ledger.model_dump(
             exclude={"updated_at"}

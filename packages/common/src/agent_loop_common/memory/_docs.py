@@ -28,8 +28,13 @@ QUARANTINE_PREFIX = "quarantine/"
 M = TypeVar("M", bound=BaseModel)
 
 
-async def read_doc(store: MemoryStore, path: str, model: type[M]) -> M | None:
+async def read_doc(
+    store: MemoryStore, path: str, model: type[M], *, seen: dict[str, str] | None = None
+) -> M | None:
     """Read `path` as `model`; `None` when the file does not exist or is corrupt.
+
+    `seen`: the caller's record of the good documents it read (path -> text), which lets
+    `write_doc` skip checking a document it replaces when it is still exactly that.
 
     Raises:
         NewerSchemaError: A newer major version wrote it (never downgrade it).
@@ -38,12 +43,15 @@ async def read_doc(store: MemoryStore, path: str, model: type[M]) -> M | None:
     if not text.strip():
         return None
     try:
-        return _parse(store.key, path, text, model)
+        doc = _parse(store.key, path, text, model)
     except NewerSchemaError:
         raise
     except StoredSchemaError as exc:
         report_problem(f"memory document {exc} is corrupt; it was ignored (kept, set aside)")
         return None
+    if seen is not None:
+        seen[path] = text
+    return doc
 
 
 def _parse(key: str, path: str, text: str, model: type[M]) -> M:
@@ -84,16 +92,23 @@ def _first_line(text: str) -> str:
 
 
 async def write_doc(
-    store: MemoryStore, path: str, doc: BaseModel, *, actor: str, indent: int | None = 2
+    store: MemoryStore,
+    path: str,
+    doc: BaseModel,
+    *,
+    actor: str,
+    indent: int | None = 2,
+    seen: dict[str, str] | None = None,
 ) -> None:
     """Write `doc` as indented JSON (readable in the store, diffable in reviews);
     `indent=None` for machine state nobody reads by hand (half the bytes to parse).
 
     A corrupt document already at `path` is first copied to `quarantine/<path>.<time>`,
-    so what it held is never lost.
+    so what it held is never lost. A document this pass read as good (`seen`, filled by
+    `read_doc`) and still unchanged is not parsed again.
     """
     old = await store.read_text.aio(path, default="")
-    if old.strip():
+    if old.strip() and (seen is None or seen.get(path) != old):
         try:
             _parse(store.key, path, old, type(doc))
         except NewerSchemaError:
@@ -103,4 +118,7 @@ async def write_doc(
             aside = f"{QUARANTINE_PREFIX}{path}.{stamp}"
             await store.write_text.aio(aside, old, actor=actor)
             report_problem(f"memory document {store.key}:{path} was corrupt: set aside as {aside}")
-    await store.write_text.aio(path, doc.model_dump_json(indent=indent), actor=actor)
+    text = doc.model_dump_json(indent=indent)
+    await store.write_text.aio(path, text, actor=actor)
+    if seen is not None:
+        seen[path] = text
