@@ -6,7 +6,10 @@ start (so the ETag cache comes from memory), and prints a Markdown table: reques
 304 answers among them, and the routes. Steps: an agent PR first graded while open; the
 same PR found merged (threads, first CI, merge commit, revert listing); another closed
 unmerged after comments by two people and a label; a later tick with nothing changed
-while the merge awaits its revert check; the tick after a revert landed.
+while the merge awaits its revert check; the tick after a revert landed. Then the time
+the measurement spends on the PR-level feed (`fold_pull_outcomes`) per tick, for
+grading windows of 1,000 and 5,000 decided PRs with 20 lessons each: the tick that
+folds them all, and a later tick that finds nothing new (what every tick pays).
 
 Run with `uv run --frozen python bench/grading_requests.py`.
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -23,6 +27,8 @@ from pathlib import Path
 from agent_loop_common.memory import write_grades
 from agent_loop_common.records import (
     Attempt,
+    Grade,
+    GradeState,
     LessonExposure,
     Links,
     Outcome,
@@ -33,7 +39,8 @@ from agent_loop_common.records import (
 )
 from agent_loop_common.runtime import Runtime
 from agent_loop_common.trust import Trust
-from agent_loop_distiller import follow_up
+from agent_loop_distiller import EffectBook, EffectPolicy, follow_up
+from agent_loop_distiller._measure import fold_pull_outcomes
 from agent_loop_testing import GitHubEmulator, emulator_runtime, emulator_settings
 
 Step = Callable[[Runtime], Awaitable[None]]
@@ -123,5 +130,40 @@ async def main() -> None:
         print(f"| {label} | {total} | {free} | {shown} |")
 
 
+def _window(n: int, lessons: int) -> list[Grade]:
+    exposures = [
+        LessonExposure(lesson_id=f"L-{i}", applicable=True, shown=i % 5 != 0,
+                       held_out=i % 5 == 0, holdout=0.2)
+        for i in range(lessons)
+    ]  # fmt: skip
+    now = datetime.now(UTC)
+    return [
+        Grade(
+            target=Target(kind=TargetKind.PR, number=k), state=GradeState.MERGED,
+            graded_at=now, run_id=f"b-{k}", repo="acme/widgets", exposures=exposures,
+            unresolved_threads=k % 3, first_ci="passed" if k % 2 else "failed",
+            reverted=k % 7 == 0,
+        )
+        for k in range(1, n + 1)
+    ]  # fmt: skip
+
+
+def fold_times() -> None:
+    print()
+    print("| decided PRs in the window | lessons each | first fold (ms) | later tick (ms) |")
+    print("|---|---|---|---|")
+    for n in (1_000, 5_000):
+        grades = _window(n, 20)
+        effects = EffectBook()
+        start = time.perf_counter()
+        fold_pull_outcomes(effects, {}, grades, EffectPolicy())
+        first = (time.perf_counter() - start) * 1000
+        start = time.perf_counter()
+        fold_pull_outcomes(effects, {}, grades, EffectPolicy())
+        later = (time.perf_counter() - start) * 1000
+        print(f"| {n:,} | 20 | {first:.1f} | {later:.1f} |")
+
+
 if __name__ == "__main__":
     asyncio.run(main())
+    fold_times()

@@ -37,7 +37,9 @@ from agent_loop_distiller import (
     DISTILLER_MARKER,
     JUDGE_MARKER,
     REWORD_MARKER,
+    EditRefused,
     EffectBook,
+    LessonEditor,
     LessonEffect,
     ModelAsk,
     judge_compliance,
@@ -123,7 +125,10 @@ async def test_an_ignored_lesson_is_reworded_into_a_new_version_and_a_pinned_one
         ScriptedModel(
             routes={
                 REWORD_MARKER: [
-                    turn(f'{{"text": "{NEW_TEXT}"}}', expect_in_messages=[text, "not followed"])
+                    turn(
+                        f'{{"text": "{NEW_TEXT}"}}',
+                        expect_in_messages=[text, "not followed", "Keep naming", "`make fmt`"],
+                    )
                 ],
                 DISTILLER_MARKER: _distiller_finishes(),
             },
@@ -412,3 +417,27 @@ async def test_the_agent_rewording_a_measured_lesson_makes_a_new_version(
     (gone,) = await read_retired(memory)
     assert (gone.lesson.id, gone.kind, gone.replaced_by) == (measured, "superseded", [successor.id])
     assert gone.reason.startswith("reworded: a new text is a new treatment")
+
+
+@pytest.mark.parametrize(
+    ("text", "refused"),
+    [
+        ("Run `make fmt` on the files you changed.", ""),
+        ("Run `make lint` on the files you changed.", "keep naming what the lesson names"),
+        ("Never skip `make fmt`.", "say what to do instead"),
+        ("Format the files you changed with make fmt.", "in backticks"),
+        ("Formatting matters: `make fmt` exists.", "already has exactly this text"),
+    ],
+)
+def test_a_new_version_must_be_prescriptive_and_keep_naming_what_the_lesson_names(
+    text: str, refused: str
+) -> None:
+    old = _lesson(IGNORED, "Formatting matters: `make fmt` exists.")
+    editor = LessonEditor(book=LessonBook(lessons=[old]), evidence={}, now=T0, repo=REPO)
+    if not refused:
+        new = editor.supersede(IGNORED, text, "ignored")
+        assert (new.supersedes, new.text) == ([IGNORED], text)
+        return
+    with pytest.raises(EditRefused, match=refused):
+        editor.supersede(IGNORED, text, "ignored")
+    assert [x.id for x in editor.lessons] == [IGNORED]

@@ -159,7 +159,7 @@ def test_the_pr_vector_counts_only_decided_parts() -> None:
 def test_each_run_and_metric_is_folded_once_and_marks_leave_with_the_window() -> None:
     effects = EffectBook()
     policy = EffectPolicy()
-    merged = grade(unresolved_threads=0)
+    merged = grade(unresolved_threads=0, merge_sha="a" * 40)
     assert fold_pull_outcomes(effects, {}, [merged], policy) == {"L"}
     assert fold_pull_outcomes(effects, {}, [merged], policy) == set()
     stats = effects.lessons["L"].metrics
@@ -169,5 +169,24 @@ def test_each_run_and_metric_is_folded_once_and_marks_leave_with_the_window() ->
     assert stats[M.NOT_REVERTED].strata["acme/widgets|unknown"] == [1, 1, 0, 0]
     assert stats[M.MERGED].strata["acme/widgets|unknown"] == [1, 1, 0, 0]
     assert effects.lessons["L"].applicable == 0  # the run is counted by its record
+    assert len(effects.pull_folded["b-7"]) == 5  # settled, first CI unknown included
     fold_pull_outcomes(effects, {}, [], policy)  # the grade left the window
     assert effects.pull_folded == {}
+
+
+def test_not_reverted_is_decided_only_after_30_days_without_a_revert() -> None:
+    from agent_loop_distiller import regrade
+
+    merged = grade(merge_sha="a" * 40, merged_at=T0)
+    stored = {merged.target.ref: merged}
+
+    def settled(now: datetime, commits: list[PathCommit] | None) -> Grade:
+        result = regrade(stored, [], {}, set(), {}, now, commits, "acme/widgets")
+        return {g.target.ref: g for g in result.current}[merged.target.ref]
+
+    assert settled(T0 + timedelta(days=10), []).reverted is None
+    assert settled(T0 + timedelta(days=31), None).reverted is None  # not listed this tick
+    assert settled(T0 + timedelta(days=31), []).reverted is False
+    revert = commit("r", f"This reverts commit {'a' * 40}.", T0 + timedelta(days=29))
+    found = settled(T0 + timedelta(days=31), [revert])
+    assert (found.reverted, found.revert_sha) == (True, "r")

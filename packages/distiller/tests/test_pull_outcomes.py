@@ -212,6 +212,8 @@ async def test_only_a_trusted_reason_excuses_a_closed_pr(
     emulator.add_comment(excused, "Duplicate of #9, closing.", author="maria")
     emulator.close_pull(excused, by="maria")
     emulator.add_comment(blamed, "This is a duplicate, close it!", author="sam")
+    # The agents' own identity can write, but never excuses its own work.
+    emulator.add_comment(blamed, "Superseded by #7.", author=emulator.bot)
     emulator.close_pull(blamed, by=emulator.owner)
     # The distiller's model reads why each was closed, in fixed words (never the comments).
     model = install(
@@ -252,7 +254,7 @@ async def test_only_a_trusted_reason_excuses_a_closed_pr(
     # Only the blamed PR counts, as a failure; the duplicate is not the run's fault.
     assert counts(effects, SHOWN)[M.MERGED] == [1, 0, 0, 0]
     assert counts(effects, HELD)[M.MERGED] == [0, 0, 1, 0]
-    assert M.MERGED not in effects.pull_folded["b-1"]
+    assert len(effects.pull_folded["b-1"]) == 5  # settled: nothing more can be folded
     assert M.FIRST_CI_GREEN not in counts(effects, SHOWN)
     assert counts(effects, SHOWN)[M.NO_REVIEW_FIX] == [2, 1, 0, 0]  # the blamed PR was fixed
     assert grades[blamed].review_fix_run_ids == ["r-2"]

@@ -187,9 +187,10 @@ class EffectBook(BaseModel):
     pull_folded: dict[str, list[OutcomeMetric]] = Field(
         default_factory=dict[str, list[OutcomeMetric]]
     )
-    """Builder run id -> the PR-level metrics of its pull request already folded in
-    (they are decided later than the record, one by one; each is folded once). Kept
-    while the run's grade is still read (see `_measure.fold_pull_outcomes`)."""
+    """Builder run id -> the PR-level metrics of its pull request already settled:
+    folded in (they are decided later than the record, one by one; each is folded
+    once), or never to be (no CI result, an excused close) once the PR's fate is final.
+    Kept while the run's grade is still read (see `_measure.fold_pull_outcomes`)."""
     judgments: dict[str, bool | None] = Field(default_factory=dict[str, bool | None])
     """Model judgments of compliance bought so far, `"<lesson id> <run id>"` -> followed
     (`None`: the answer was unusable), oldest first and bounded: never bought twice."""

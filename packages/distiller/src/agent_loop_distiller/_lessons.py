@@ -33,6 +33,7 @@ from agent_loop_common.records import (
     RunRecord,
     Visibility,
 )
+from agent_loop_distiller._diagnosis import cues_of
 from agent_loop_distiller._errors import EditRefused
 from agent_loop_distiller._upkeep import hits_of, rank_lessons, seen_at, with_event
 
@@ -355,7 +356,8 @@ class LessonEditor:
 
     def supersede(self, lesson_id_: str, text: str, why: str) -> Lesson:
         """Replace an ignored lesson by a new version worded `text` (the distiller acting on
-        its diagnosis). The version gets a new id, so its effect is measured afresh (a
+        its diagnosis): prescriptive, and still naming one of the things the old one named
+        (`cues_of`). The version gets a new id, so its effect is measured afresh (a
         different text is a different treatment); it keeps the old one's scope, citations
         and provenance, and says where it came from (`supersedes`, its first event). The
         old lesson is kept, superseded, with `why` and a link to its successor."""
@@ -364,6 +366,13 @@ class LessonEditor:
         clean = self._text(text)
         if problem := prescriptive_problem(clean):
             raise EditRefused(problem)
+        named = cues_of(old)
+        if named and not any(cue in clean.casefold() for cue in named):
+            # The new wording keeps the lesson's meaning: untrusted model text may not
+            # swap what the lesson is about for something it invented.
+            raise EditRefused(
+                "keep naming what the lesson names (one of: " + ", ".join(named) + ")."
+            )
         if clean.casefold() == old.text.casefold():
             raise EditRefused(f"{old.id} already has exactly this text.")
         self._no_duplicate(clean)

@@ -29,6 +29,7 @@ from datetime import datetime
 
 from agent_loop_common.records import (
     Grade,
+    GradeState,
     Lesson,
     LessonBook,
     LessonState,
@@ -58,7 +59,7 @@ from agent_loop_distiller._effect import (
     graded_of,
     remember_runs,
 )
-from agent_loop_distiller._outcomes import outcomes_of, pr_outcomes
+from agent_loop_distiller._outcomes import PR_METRICS, outcomes_of, pr_outcomes
 
 __all__ = ["Measured", "fold_pull_outcomes", "measure_effects", "stratum_of"]
 
@@ -88,6 +89,13 @@ def _stratum(repo: str, kind: WorkKind | None) -> str:
     return f"{repo or '-'}|{kind.value if kind is not None else 'unknown'}"
 
 
+def _settled(grade: Grade) -> bool:
+    """Decided, and a merge's revert check decided too (or impossible: no merge sha)."""
+    if grade.state is GradeState.OPEN:
+        return False
+    return grade.state is not GradeState.MERGED or grade.reverted is not None or not grade.merge_sha
+
+
 def fold_pull_outcomes(
     effects: EffectBook,
     lessons: dict[str, Lesson],
@@ -107,14 +115,23 @@ def fold_pull_outcomes(
             continue
         live.add(grade.run_id)
         done = effects.pull_folded.get(grade.run_id, [])
+        if len(done) == len(PR_METRICS):
+            continue  # every PR-level outcome of the run is settled: nothing to compute
         new = {
             metric: y
             for metric, y in pr_outcomes(grade).binary().items()
             if y is not None and metric not in done
         }
+        if _settled(grade):
+            # Nothing more can be decided (the first decision is final): the metrics
+            # left undecided (no CI, an excused close) are marked settled too.
+            effects.pull_folded[grade.run_id] = [
+                *done, *new, *(m for m in PR_METRICS if m not in done and m not in new)
+            ]  # fmt: skip
+        elif new:
+            effects.pull_folded[grade.run_id] = [*done, *new]
         if not new:
             continue
-        effects.pull_folded[grade.run_id] = [*done, *new]
         graded = graded_of(new)
         stratum = _stratum(grade.repo, grade.work_kind)
         for e in grade.exposures:

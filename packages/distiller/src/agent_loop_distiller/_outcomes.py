@@ -22,7 +22,25 @@ from agent_loop_common.records import (
     RunRecord,
 )
 
-__all__ = ["PullOutcomes", "RunOutcomes", "outcomes_of", "pr_facts", "pr_outcomes"]
+__all__ = [
+    "PR_METRICS",
+    "PullOutcomes",
+    "RunOutcomes",
+    "outcomes_of",
+    "pr_facts",
+    "pr_outcomes",
+]
+
+PR_METRICS = frozenset(
+    {
+        OutcomeMetric.MERGED,
+        OutcomeMetric.NO_REVIEW_FIX,
+        OutcomeMetric.NO_UNRESOLVED_THREADS,
+        OutcomeMetric.FIRST_CI_GREEN,
+        OutcomeMetric.NOT_REVERTED,
+    }
+)
+"""The outcomes a run's pull request decides later (`PullOutcomes.binary`)."""
 
 
 @dataclass(frozen=True, slots=True)

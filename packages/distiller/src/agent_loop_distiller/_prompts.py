@@ -24,6 +24,7 @@ from agent_loop_common.records import (
     RunRecord,
     TargetKind,
 )
+from agent_loop_distiller._diagnosis import cues_of
 from agent_loop_distiller._lessons import LessonLimits
 from agent_loop_distiller._outcomes import pr_facts
 from agent_loop_distiller._upkeep import hits_of, rank_lessons
@@ -248,6 +249,11 @@ def reword_prompt(lesson: Lesson, why: str) -> str:
     parts = ["## The lesson", fence_untrusted(f"lesson {lesson.id}", lesson.text, 1_000)]
     if lesson.citations:
         parts.append("It cites: " + ", ".join(c.label() for c in lesson.citations))
+    named = cues_of(lesson)
+    if named:
+        parts.append(
+            "Keep naming at least one of what it names: " + ", ".join(f"`{cue}`" for cue in named)
+        )
     parts.append(f"## What the measurements say\n{why}")
     parts.append('Reply with {"text": "..."} only.')
     return "\n".join(parts)
