@@ -167,20 +167,16 @@ async def _visibility(runtime: Runtime) -> Visibility:
 
 
 async def _flow_back(
-    runtime: Runtime, book: LessonBook, now: datetime, out: TickResult
+    runtime: Runtime, trust: Trust, book: LessonBook, now: datetime, out: TickResult
 ) -> tuple[LessonBook, list[RetiredLesson]]:
     """A trusted person's edits of the lessons section, folded in (`AGENT_LOOP_LESSONS_PR=on`
     only): on the default branch (merged lessons) and on the pull request's own branch
-    (a review edit before the merge). GitHub failing leaves the book as it was."""
+    (a review edit before the merge). `trust` is the tick's (the grading's permission
+    look-ups are reused). GitHub failing leaves the book as it was."""
     settings = runtime.settings
     retired: list[RetiredLesson] = []
     try:
         out.lessons_base = await runtime.github.default_branch()
-        trust = Trust(
-            runtime.github,
-            minimum=settings.trusted_min_permission,
-            agent_login=await runtime.claimer.agent_login(),
-        )
         # The default branch by omission (`None`): the same conditional listing as the
         # look's `lessons_moved`, so an unchanged history is a free 304 here too.
         for branch in (None, lessons_branch(settings.branch_prefix)):
@@ -273,7 +269,7 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
     if runtime.settings.lessons_pr:
         async with scope.stage("lessons_pr"):
             unedited = book
-            book, edited = await _flow_back(runtime, book, now, out)
+            book, edited = await _flow_back(runtime, trust, book, now, out)
         retired += edited
         flowed = book != unedited
     max_age = opts.lesson_max_age or timedelta(days=retention_of(runtime))
