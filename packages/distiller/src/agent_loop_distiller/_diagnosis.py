@@ -34,7 +34,7 @@ from agent_loop_common.records import (
     TraceStep,
     WorkKind,
 )
-from agent_loop_distiller._effect import EffectEstimate, LessonEffect, estimate_effect
+from agent_loop_distiller._effect import EffectEstimate, LessonEffect, target_estimate
 
 __all__ = [
     "MIN_CHECKED_RUNS",
@@ -177,11 +177,9 @@ def _share(part: int, whole: int) -> float | None:
 
 def diagnose(effect: LessonEffect, lesson: Lesson | None = None) -> Diagnosis:
     """The lesson's diagnosis and the action it calls for."""
-    stats = effect.metrics.get(effect.metric)
-    est = estimate_effect(stats, effect.metric) if stats is not None else None
+    est = target_estimate(effect)
     compliance = _share(effect.complied, effect.compliance_checked)
-    # States written before `held_checked` was kept checked every held-out run.
-    held = effect.held_checked if effect.held_checked or effect.judged else effect.held_out
+    held = effect.held_compared
     base = _share(effect.followed_when_held, held) if effect.compliance_checked else None
     applicability = _share(effect.applicable, effect.candidates)
     draft = Diagnosis(

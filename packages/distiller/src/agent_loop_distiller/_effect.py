@@ -60,6 +60,7 @@ __all__ = [
     "graded_of",
     "observe",
     "remember_runs",
+    "target_estimate",
 ]
 
 _STRATA_LIMIT = 64
@@ -170,6 +171,12 @@ class LessonEffect:
     """Applicable runs observed when the state last changed (0: never)."""
     retired: RetiredLesson | None = None
     """Set once the lesson left the book for its effect, with the reason (kept)."""
+
+    @property
+    def held_compared(self) -> int:
+        """Held-out runs the base compliance rate is over: those checked, or every
+        held-out run in states written before `held_checked` was kept."""
+        return self.held_checked if self.held_checked or self.judged else self.held_out
 
 
 class EffectBook(BaseModel):
@@ -428,6 +435,12 @@ def estimate_effect(stats: MetricStats, metric: OutcomeMetric) -> EffectEstimate
         sum(c[0] for c in usable),
         sum(c[2] for c in usable),
     )
+
+
+def target_estimate(effect: LessonEffect) -> EffectEstimate | None:
+    """The effect on the metric the lesson is decided on (`estimate_effect`)."""
+    stats = effect.metrics.get(effect.metric)
+    return estimate_effect(stats, effect.metric) if stats is not None else None
 
 
 def forget_departed(book: EffectBook, live: Container[str], keep: int = 50) -> list[str]:

@@ -46,7 +46,7 @@ from agent_loop_common.records import (
     with_event,
 )
 from agent_loop_common.trust import Trust
-from agent_loop_distiller._effect import EffectBook, estimate_effect
+from agent_loop_distiller._effect import EffectBook, target_estimate
 
 __all__ = [
     "SECTION_END",
@@ -91,8 +91,7 @@ def _evidence(lesson: Lesson, effects: EffectBook) -> str:
     parts = [lesson.state.value]
     effect = effects.lessons.get(lesson.id)
     if effect is not None:
-        stats = effect.metrics.get(effect.metric)
-        estimate = estimate_effect(stats, effect.metric) if stats is not None else None
+        estimate = target_estimate(effect)
         if estimate is not None:
             parts.append(
                 f"{estimate.metric.value} {estimate.effect:+.2f} "

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent_loop_common.records import CitationStatus, Lesson, RunRecord
-from agent_loop_distiller._effect import EffectBook, LessonEffect, estimate_effect, estimates_of
+from agent_loop_distiller._effect import EffectBook, LessonEffect, estimates_of, target_estimate
 from agent_loop_distiller._report._data import ReportData
 from agent_loop_distiller._report._html import esc, fmt_int, fmt_time, link, section, table
 from agent_loop_distiller._upkeep import rank_lessons
@@ -91,13 +91,12 @@ def effect_cells(measured: LessonEffect | None) -> list[str]:
     """
     if measured is None:
         return ['<span class="muted">not measured yet</span>', "–", "–"]
-    stats = measured.metrics.get(measured.metric)
-    estimate = estimate_effect(stats, measured.metric) if stats is not None else None
+    estimate = target_estimate(measured)
     if estimate is None:
         effect = f'<span class="muted">{esc(measured.metric.value)}: both arms not seen yet</span>'
     else:
         effect = esc(estimate.text())
-    held = measured.held_checked if measured.held_checked or measured.judged else measured.held_out
+    held = measured.held_compared
     if measured.compliance_checked:
         text = (
             f"{measured.complied} of {measured.compliance_checked} shown runs"
