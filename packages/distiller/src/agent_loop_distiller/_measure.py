@@ -51,7 +51,6 @@ from agent_loop_distiller._digest import estimate_tokens
 from agent_loop_distiller._effect import (
     EffectBook,
     EffectPolicy,
-    LessonEffect,
     Run,
     decide,
     fold,
@@ -149,15 +148,17 @@ def fold_pull_outcomes(
 
 
 class _Compliance:
-    """Compliance counts of one tick: from the trace for the lessons that name something
-    to check, from the model's judgments (when one was bought) for those that do not."""
+    """Counts one tick's compliance into the lessons' effect state: from the trace for
+    the lessons that name something to check, from the model's judgments (when one was
+    bought) for those that do not."""
 
-    def __init__(self, book: LessonBook, judgments: Mapping[tuple[str, str], bool]) -> None:
+    def __init__(
+        self, effects: EffectBook, book: LessonBook, judgments: Mapping[tuple[str, str], bool]
+    ) -> None:
+        self.effects = effects
         self.cues = {x.id: c for x in book.lessons if (c := cues_of(x))}
         self.tokens = {x.id: estimate_tokens(x.text) + 4 for x in book.lessons}
         self.judgments = judgments
-        self.counts: dict[str, LessonEffect] = {}
-        """Lesson -> this tick's compliance counts (the other fields unused)."""
         self._text = ("", "")
         """(run id, its `trace_text`): the trace is rendered once per run, not per lesson."""
 
@@ -172,24 +173,7 @@ class _Compliance:
         else:
             used = self.judgments.get((lesson_id, record.run_id))
         if used is not None:
-            tally = self.counts.get(lesson_id)
-            if tally is None:
-                tally = self.counts[lesson_id] = LessonEffect(lesson_id=lesson_id)
-            count_use(tally, kind, shown, used, by_model=not cues)
-
-    def add_to(self, effect: LessonEffect) -> None:
-        c = self.counts.get(effect.lesson_id)
-        if c is None:
-            return
-        effect.compliance_checked += c.compliance_checked
-        effect.complied += c.complied
-        effect.held_checked += c.held_checked
-        effect.followed_when_held += c.followed_when_held
-        effect.judged += c.judged
-        for kind, (checked, used) in c.kind_use.items():
-            slot = effect.kind_use.setdefault(kind, [0, 0])
-            slot[0] += checked
-            slot[1] += used
+            count_use(self.effects.effect(lesson_id), kind, shown, used, by_model=not cues)
 
 
 def measure_effects(
@@ -214,7 +198,7 @@ def measure_effects(
     new_ids: list[str] = []
     candidates: dict[str, int] = {}
     runs: dict[str, list[Run]] = {}
-    compliance = _Compliance(book, judgments or {})
+    compliance = _Compliance(effects, book, judgments or {})
     for record in records:
         if record.role is Role.DISTILLER or not record.exposures or record.run_id in seen:
             continue
@@ -239,7 +223,6 @@ def measure_effects(
         shown_before = effect.shown
         fold(effect, runs.get(lesson_id, ()), rules)
         effect.tokens_shown += compliance.tokens.get(lesson_id, 0) * (effect.shown - shown_before)
-        compliance.add_to(effect)
     touched = set(candidates)
     if grades is not None:
         touched |= fold_pull_outcomes(effects, lessons, grades, rules)
