@@ -38,6 +38,7 @@ from agent_loop_distiller._effect import EffectEstimate, LessonEffect, target_es
 
 __all__ = [
     "MIN_CHECKED_RUNS",
+    "QUOTED",
     "Action",
     "Diagnosis",
     "count_use",
@@ -53,7 +54,9 @@ Action = DiagnosisAction
 JudgedBy = Literal["trace", "model", "trace+model", ""]
 """How compliance was decided: the tool trace, a model judgment, or both."""
 
-_QUOTED = re.compile(r"`([^`\n]{2,80})`")
+QUOTED = re.compile(r"`([^`\n]{2,80})`")
+"""A span a lesson names in backticks (a cue a trace can show; `prescriptive_problem`
+requires one)."""
 MIN_CHECKED_RUNS = 30
 """Runs before applicability or compliance is judged."""
 _RARE = 0.1
@@ -62,7 +65,7 @@ _RARE = 0.1
 
 def cues_of(lesson: Lesson) -> tuple[str, ...]:
     """What a run that follows the lesson would use: its quoted spans and citations."""
-    quoted = [m.group(1).strip() for m in _QUOTED.finditer(lesson.text)]
+    quoted = [m.group(1).strip() for m in QUOTED.finditer(lesson.text)]
     cited = [c.value.strip() for c in lesson.citations]
     return tuple(dict.fromkeys(c.casefold() for c in [*quoted, *cited] if c))
 

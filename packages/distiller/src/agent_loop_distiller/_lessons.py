@@ -33,7 +33,7 @@ from agent_loop_common.records import (
     RunRecord,
     Visibility,
 )
-from agent_loop_distiller._diagnosis import cues_of
+from agent_loop_distiller._diagnosis import QUOTED, cues_of
 from agent_loop_distiller._errors import EditRefused
 from agent_loop_distiller._upkeep import hits_of, rank_lessons, seen_at, with_event
 
@@ -133,7 +133,6 @@ def parse_citations(cites: Sequence[str]) -> list[Citation]:
     return out
 
 
-_QUOTED = re.compile(r"`[^`\n]{2,80}`")
 _NEGATIVE = re.compile(r"^\W*(never|don'?t|do not|avoid|no)\b", re.IGNORECASE)
 
 
@@ -145,7 +144,7 @@ def prescriptive_problem(text: str) -> str | None:
             "say what to do instead of what not to do (a lesson starting with "
             "'never' or 'do not' is rarely followed)."
         )
-    if not _QUOTED.search(text):
+    if not QUOTED.search(text):
         return "name the command, file or API to use in backticks, e.g. `make lint`."
     return None
 
