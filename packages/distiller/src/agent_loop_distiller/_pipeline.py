@@ -35,7 +35,7 @@ from datetime import datetime, timedelta
 
 import structlog
 
-from agent_loop_common.github import GitHubError
+from agent_loop_common.github import BranchHead, GitHubError
 from agent_loop_common.memory import (
     MemoryLocation,
     archive_lessons,
@@ -157,8 +157,11 @@ def _model_ask(runtime: Runtime) -> ModelAsk | None:
     return ModelAsk(runtime.call_llm("agent"), runtime.agent_model())
 
 
-async def _visibility(runtime: Runtime) -> Visibility:
-    """The repository's visibility, recorded on its lessons (unknown if GitHub says no)."""
+async def _visibility(runtime: Runtime, base: BranchHead | None) -> Visibility:
+    """The repository's visibility, recorded on its lessons (unknown if GitHub says no);
+    `base`: the default branch as the tick already read it, which says it (no request)."""
+    if base is not None:
+        return "private" if base.private else "public"
     try:
         return "private" if (await runtime.github.repository()).private else "public"
     except GitHubError as exc:
@@ -275,7 +278,7 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
     max_age = opts.lesson_max_age or timedelta(days=retention_of(runtime))
     book, out.expired = expire_stale(book, now, max_age)
     retired += [expired_record(lesson, now, max_age) for lesson in out.expired]
-    visibility = await _visibility(runtime)
+    visibility = await _visibility(runtime, out.lessons_base)
     book = stamp_origin(book, runtime.settings.repo, visibility)
     retry = (
         None
