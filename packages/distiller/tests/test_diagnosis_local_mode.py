@@ -47,7 +47,7 @@ from agent_loop_distiller import (
     LessonEffect,
 )
 from agent_loop_distiller.env import distiller_tick
-from agent_loop_testing import GitHubEmulator, ScriptedModel, call, turn
+from agent_loop_testing import GitHubEmulator, ScriptedModel, call, serve_for_cli, turn
 
 pytestmark = pytest.mark.slow
 
@@ -59,13 +59,13 @@ NEW_TEXT = "Run `make fmt` on the files you changed before you stage them."
 def settings(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> Generator[Settings]:
     emulator = GitHubEmulator()
     emulator.seed_files({"README.md": "# widgets\n"})
-    with emulator.serve() as base_url:
-        monkeypatch.setenv("GITHUB_API_URL", base_url)
-        monkeypatch.setenv("GITHUB_TOKEN", emulator.bot_token)
-        monkeypatch.setenv("AGENT_LOOP_REPO", emulator.full_name)
-        monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path / "home"))
-        monkeypatch.setenv("AGENT_LOOP_RECORD_RETENTION_DAYS", "2")
-        monkeypatch.setenv("AGENT_LOOP_COMPLIANCE_JUDGMENTS", "1")
+    with serve_for_cli(
+        monkeypatch,
+        emulator,
+        tmp_path / "home",
+        AGENT_LOOP_RECORD_RETENTION_DAYS="2",
+        AGENT_LOOP_COMPLIANCE_JUDGMENTS="1",
+    ):
         yield load_settings()
 
 
