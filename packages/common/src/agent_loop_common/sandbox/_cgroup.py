@@ -50,8 +50,6 @@ JOIN_SCRIPT = (
 """`sh -c JOIN_SCRIPT sh DIR... -- ARGV...`: join each group, then run `ARGV`. Fixed
 text; the folders and the command are arguments, never part of the script."""
 
-_ROOT = Path("/sys/fs/cgroup")
-
 
 @dataclass(frozen=True)
 class CgroupSupport:
