@@ -177,10 +177,13 @@ class ETagTransport(httpx.AsyncBaseTransport):
         """What this transport's requests were (see `ReadLog`)."""
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        response = await self._handle(request)
         key = str(request.url)
-        etag = response.headers.get("etag")
         polled = self._router.is_polled(request.method, self._router.route(request))
+        if polled:
+            response = await self._polled(request, key)
+        else:
+            response = await self._inner.handle_async_request(request)
+        etag = response.headers.get("etag")
         if polled and response.status_code == 200 and etag:
             headers = tuple((h, request.headers[h]) for h in REREAD_HEADERS if h in request.headers)
             self.log.polled[key] = PolledRead(key, etag, headers)
@@ -189,10 +192,8 @@ class ETagTransport(httpx.AsyncBaseTransport):
             self.log.other.append(f"{request.method} {key}")
         return response
 
-    async def _handle(self, request: httpx.Request) -> httpx.Response:
-        if not self._router.is_polled(request.method, self._router.route(request)):
-            return await self._inner.handle_async_request(request)
-        key = str(request.url)
+    async def _polled(self, request: httpx.Request, key: str) -> httpx.Response:
+        """A polled read (`key`: its URL): conditional, a 304 served from the cache."""
         cached = self._cache.get(key)
         if cached is not None and "if-none-match" not in request.headers:
             request.headers["If-None-Match"] = cached[0]
