@@ -40,6 +40,7 @@ from agent_loop_testing import (
     serve_for_cli,
     subtract_try,
     turn,
+    write_memory_file,
 )
 
 pytestmark = pytest.mark.slow
@@ -99,9 +100,7 @@ def _seed(loop: CliLoop) -> MemoryLocation:
         ]
     )
     memory = local_memory(loop.settings)
-    root = pathlib.Path(memory.remote_path(memory.keys.context))
-    (root / LESSONS_PATH).parent.mkdir(parents=True, exist_ok=True)
-    (root / LESSONS_PATH).write_text(book.model_dump_json())
+    write_memory_file(memory, memory.keys.context, LESSONS_PATH, book.model_dump_json())
     stats = MetricStats(strata={f"{repo}|bugfix": [40, 28, 12, 4]})
     effect = LessonEffect(
         lesson_id=a,
@@ -110,9 +109,8 @@ def _seed(loop: CliLoop) -> MemoryLocation:
         metrics={OutcomeMetric.FIRST_TRY_TESTS: stats},
         state=LessonState.PROVEN,
     )
-    ledger = pathlib.Path(memory.remote_path(memory.keys.ledger))
-    (ledger / EFFECTS_PATH).parent.mkdir(parents=True, exist_ok=True)
-    (ledger / EFFECTS_PATH).write_text(EffectBook(lessons={a: effect}).model_dump_json())
+    effects = EffectBook(lessons={a: effect})
+    write_memory_file(memory, memory.keys.ledger, EFFECTS_PATH, effects.model_dump_json())
     return memory
 
 

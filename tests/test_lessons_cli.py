@@ -30,6 +30,7 @@ from agent_loop_common.records import (
 )
 from agent_loop_common.runtime import local_memory
 from agent_loop_common.settings import load_settings
+from agent_loop_testing import write_memory_file
 
 NOW = datetime.now(UTC)
 
@@ -52,11 +53,10 @@ def home(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> pathlib.Pat
             citation_status=CitationStatus.BROKEN,
         ),
     ]
-    root = pathlib.Path(location.remote_path(location.keys.context))
-    (root / LESSONS_PATH).parent.mkdir(parents=True)
-    (root / LESSONS_PATH).write_text(LessonBook(lessons=lessons).model_dump_json())
+    book = LessonBook(lessons=lessons)
+    write_memory_file(location, location.keys.context, LESSONS_PATH, book.model_dump_json())
     digest = "".join(f"- [{x.id}] (all) {x.text}\n" for x in lessons)
-    (root / DIGEST_PATH).write_text(digest)
+    write_memory_file(location, location.keys.context, DIGEST_PATH, digest)
     return tmp_path / "home"
 
 
@@ -131,8 +131,8 @@ def test_show_and_list_say_the_diagnosis(
         id="acme/api#L-cccc", text="The endpoints are in `docs/api.md`.", created_at=NOW,
         updated_at=NOW, kinds=[WorkKind.DOCS], diagnosis=diagnosis,
     )  # fmt: skip
-    root = pathlib.Path(location.remote_path(location.keys.context))
-    (root / LESSONS_PATH).write_text(LessonBook(lessons=[narrowed]).model_dump_json())
+    book = LessonBook(lessons=[narrowed])
+    write_memory_file(location, location.keys.context, LESSONS_PATH, book.model_dump_json())
 
     code, out = _cli(capsys, "show", "L-cccc")
     assert code == 0
@@ -152,7 +152,8 @@ def test_show_and_list_say_the_diagnosis(
     flagged = narrowed.model_copy(
         update={"pinned": True, "diagnosis": diagnosis.model_copy(update={"done": False})}
     )
-    (root / LESSONS_PATH).write_text(LessonBook(lessons=[flagged]).model_dump_json())
+    book = LessonBook(lessons=[flagged])
+    write_memory_file(location, location.keys.context, LESSONS_PATH, book.model_dump_json())
     assert cli.main(["status"]) == 0
     out = capsys.readouterr().out
     assert "Lessons (1): 1 proving; 1 pinned; flagged for you: 1 narrow" in out
@@ -176,11 +177,8 @@ def test_show_lists_the_effect_per_outcome(
             OutcomeMetric.MERGED: MetricStats(strata={"acme/api|bug": [8, 6, 4, 1]}),
         },
     )
-    ledger = pathlib.Path(location.remote_path(location.keys.ledger))
-    (ledger / EFFECTS_PATH).parent.mkdir(parents=True, exist_ok=True)
-    (ledger / EFFECTS_PATH).write_text(
-        EffectBook(lessons={measured.lesson_id: measured}).model_dump_json()
-    )
+    effects = EffectBook(lessons={measured.lesson_id: measured})
+    write_memory_file(location, location.keys.ledger, EFFECTS_PATH, effects.model_dump_json())
     code, out = _cli(capsys, "show", "L-aaaa")
     assert code == 0
     (line,) = [x for x in out.splitlines() if x.startswith("effects: ")]

@@ -36,7 +36,14 @@ from agent_loop_common.records import (
 from agent_loop_common.runtime import local_memory, use_model
 from agent_loop_common.settings import load_settings
 from agent_loop_distiller import DISTILLER_MARKER
-from agent_loop_testing import CliLoop, GitHubEmulator, GitHubHost, InstantModel, serve_for_cli
+from agent_loop_testing import (
+    CliLoop,
+    GitHubEmulator,
+    GitHubHost,
+    InstantModel,
+    serve_for_cli,
+    write_memory_file,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -77,10 +84,8 @@ class Recorder(InstantModel):
 
 def _seed_book(location: MemoryLocation, book: LessonBook, digest: str) -> None:
     """Write the context key as the distiller leaves it (local-mode store layout)."""
-    root = pathlib.Path(location.remote_path(location.keys.context))
-    (root / LESSONS_PATH).parent.mkdir(parents=True, exist_ok=True)
-    (root / LESSONS_PATH).write_text(book.model_dump_json())
-    (root / DIGEST_PATH).write_text(digest)
+    write_memory_file(location, location.keys.context, LESSONS_PATH, book.model_dump_json())
+    write_memory_file(location, location.keys.context, DIGEST_PATH, digest)
 
 
 def _record(location: MemoryLocation, run_id: str) -> RunRecord:

@@ -70,6 +70,18 @@ def proven(settings: Settings, *, now: datetime | None = None) -> bool:
     return fast_idle_tick(settings, Role.BUILDER, now=now) is not None
 
 
+def idle_counter(settings: Settings) -> LocalKey:
+    """Today's idle-run counter of the builder, in the local memory the ticks use."""
+    day = datetime.now(UTC).date()
+    return LocalKey.at(
+        local_raw_data_path(settings),
+        org=settings.flyte_org,
+        project=settings.flyte_project,
+        domain=settings.flyte_domain,
+        key=f"agent-loop-idle-builder-{day:%Y%m%d}",
+    )
+
+
 async def test_an_unchanged_repository_is_proven_idle_with_free_requests(
     served: tuple[GitHubEmulator, Settings],
 ) -> None:
@@ -90,15 +102,7 @@ async def test_an_unchanged_repository_is_proven_idle_with_free_requests(
     assert (summary.role, summary.outcome, summary.note) == (Role.BUILDER, "idle", NOTE)
     assert emulator.rate_limit_remaining(emulator.bot) == used  # 304s are not billed
     assert proven(settings)
-    day = datetime.now(UTC).date()
-    counter = LocalKey.at(
-        local_raw_data_path(settings),
-        org=settings.flyte_org,
-        project=settings.flyte_project,
-        domain=settings.flyte_domain,
-        key=f"agent-loop-idle-builder-{day:%Y%m%d}",
-    )
-    counted = IdleCount.model_validate_json(counter.read_text(IDLE_PATH) or "")
+    counted = IdleCount.model_validate_json(idle_counter(settings).read_text(IDLE_PATH) or "")
     assert counted.count == 3  # the full tick, then two proven ones
 
 
@@ -201,17 +205,7 @@ async def test_a_local_file_it_cannot_read_or_write_leaves_it_to_the_full_path(
     _, settings = served
     await full_tick(settings)
     assert proven(settings)
-    day = datetime.now(UTC).date()
-    counter = (
-        LocalKey.at(
-            local_raw_data_path(settings),
-            org=settings.flyte_org,
-            project=settings.flyte_project,
-            domain=settings.flyte_domain,
-            key=f"agent-loop-idle-builder-{day:%Y%m%d}",
-        ).folder
-        / IDLE_PATH
-    )
+    counter = idle_counter(settings).folder / IDLE_PATH
     counter.unlink()
     counter.mkdir()  # neither readable nor replaceable as a file
     assert not proven(settings)

@@ -46,7 +46,7 @@ from agent_loop_distiller import (
     parse_judgment,
     parse_rewording,
 )
-from agent_loop_testing import ScriptedModel, call, turn
+from agent_loop_testing import ScriptedModel, call, turn, write_memory_file
 
 from .conftest import Tick
 
@@ -66,12 +66,9 @@ def _lesson(lesson_id: str, text: str, **extra: object) -> Lesson:
 
 def _seed(memory: MemoryLocation, lessons: Sequence[Lesson], effects: EffectBook) -> None:
     """The book and the effect state as an earlier distiller tick left them."""
-    context = pathlib.Path(memory.remote_path(memory.keys.context))
-    (context / LESSONS_PATH).parent.mkdir(parents=True, exist_ok=True)
-    (context / LESSONS_PATH).write_text(LessonBook(lessons=list(lessons)).model_dump_json())
-    ledger = pathlib.Path(memory.remote_path(memory.keys.ledger))
-    (ledger / EFFECTS_PATH).parent.mkdir(parents=True, exist_ok=True)
-    (ledger / EFFECTS_PATH).write_text(effects.model_dump_json())
+    book = LessonBook(lessons=list(lessons))
+    write_memory_file(memory, memory.keys.context, LESSONS_PATH, book.model_dump_json())
+    write_memory_file(memory, memory.keys.ledger, EFFECTS_PATH, effects.model_dump_json())
 
 
 def _effect(lesson_id: str, **counts: Any) -> LessonEffect:

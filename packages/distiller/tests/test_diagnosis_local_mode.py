@@ -47,7 +47,14 @@ from agent_loop_distiller import (
     LessonEffect,
 )
 from agent_loop_distiller.env import distiller_tick
-from agent_loop_testing import GitHubEmulator, ScriptedModel, call, turn
+from agent_loop_testing import (
+    GitHubEmulator,
+    ScriptedModel,
+    call,
+    serve_for_cli,
+    turn,
+    write_memory_file,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -59,13 +66,13 @@ NEW_TEXT = "Run `make fmt` on the files you changed before you stage them."
 def settings(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> Generator[Settings]:
     emulator = GitHubEmulator()
     emulator.seed_files({"README.md": "# widgets\n"})
-    with emulator.serve() as base_url:
-        monkeypatch.setenv("GITHUB_API_URL", base_url)
-        monkeypatch.setenv("GITHUB_TOKEN", emulator.bot_token)
-        monkeypatch.setenv("AGENT_LOOP_REPO", emulator.full_name)
-        monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path / "home"))
-        monkeypatch.setenv("AGENT_LOOP_RECORD_RETENTION_DAYS", "2")
-        monkeypatch.setenv("AGENT_LOOP_COMPLIANCE_JUDGMENTS", "1")
+    with serve_for_cli(
+        monkeypatch,
+        emulator,
+        tmp_path / "home",
+        AGENT_LOOP_RECORD_RETENTION_DAYS="2",
+        AGENT_LOOP_COMPLIANCE_JUDGMENTS="1",
+    ):
         yield load_settings()
 
 
@@ -98,12 +105,8 @@ def test_a_local_tick_rewords_flags_and_judges_within_its_budget(settings: Setti
         lessons={ignored: effect(ignored, **ignored_counts),
                  pinned: effect(pinned, **ignored_counts)}
     )  # fmt: skip
-    context = pathlib.Path(location.remote_path(location.keys.context))
-    (context / LESSONS_PATH).parent.mkdir(parents=True, exist_ok=True)
-    (context / LESSONS_PATH).write_text(book.model_dump_json())
-    ledger = pathlib.Path(location.remote_path(location.keys.ledger))
-    (ledger / EFFECTS_PATH).parent.mkdir(parents=True, exist_ok=True)
-    (ledger / EFFECTS_PATH).write_text(effects.model_dump_json())
+    write_memory_file(location, location.keys.context, LESSONS_PATH, book.model_dump_json())
+    write_memory_file(location, location.keys.ledger, EFFECTS_PATH, effects.model_dump_json())
     finished = datetime.now(UTC) - timedelta(minutes=3)
     shown = [x.id for x in book.lessons]
     record = RunRecord(
@@ -150,6 +153,7 @@ def test_a_local_tick_rewords_flags_and_judges_within_its_budget(settings: Setti
     flagged = lessons[pinned].diagnosis
     assert flagged is not None
     assert (flagged.action, flagged.done) == ("reword", False)
+    ledger = pathlib.Path(location.remote_path(location.keys.ledger))
     saved = EffectBook.model_validate_json((ledger / EFFECTS_PATH).read_text())
     assert list(saved.judgments.values()) == [False]
     assert successor.id not in saved.lessons  # measured from its first own exposure on

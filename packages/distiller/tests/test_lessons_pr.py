@@ -8,7 +8,6 @@ or deletion of a line back into memory, as theirs, while a stranger's is ignored
 
 from __future__ import annotations
 
-import pathlib
 from datetime import UTC, datetime
 
 import pytest
@@ -40,7 +39,7 @@ from agent_loop_distiller._publish import (
     render_section,
     splice_section,
 )
-from agent_loop_testing import GitHubEmulator
+from agent_loop_testing import GitHubEmulator, write_memory_file
 
 from .conftest import Tick
 
@@ -75,9 +74,7 @@ def _seed(memory: MemoryLocation) -> None:
             _lesson(C, "Not proven yet: never shown.", LessonState.PROVING),
         ]
     )
-    root = pathlib.Path(memory.remote_path(memory.keys.context))
-    (root / LESSONS_PATH).parent.mkdir(parents=True, exist_ok=True)
-    (root / LESSONS_PATH).write_text(book.model_dump_json())
+    write_memory_file(memory, memory.keys.context, LESSONS_PATH, book.model_dump_json())
     stats = MetricStats(strata={"acme/widgets|bugfix": [40, 28, 12, 4]})
     effects = EffectBook(
         lessons={
@@ -90,9 +87,7 @@ def _seed(memory: MemoryLocation) -> None:
             )
         }
     )
-    ledger = pathlib.Path(memory.remote_path(memory.keys.ledger))
-    (ledger / EFFECTS_PATH).parent.mkdir(parents=True, exist_ok=True)
-    (ledger / EFFECTS_PATH).write_text(effects.model_dump_json())
+    write_memory_file(memory, memory.keys.ledger, EFFECTS_PATH, effects.model_dump_json())
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from agent_loop_common.runtime import (
 from agent_loop_common.settings import Settings, load_settings
 from agent_loop_distiller import estimate_tokens, run_once
 from agent_loop_distiller.env import distiller_tick
-from agent_loop_testing import GitHubEmulator, ScriptedModel, call, turn
+from agent_loop_testing import GitHubEmulator, ScriptedModel, call, serve_for_cli, turn
 
 pytestmark = pytest.mark.slow
 
@@ -36,13 +36,13 @@ EVIL = "<script>alert('title')</script>"
 def served(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> Generator[GitHubEmulator]:
     emulator = GitHubEmulator()
     emulator.seed_files({"README.md": "# widgets\n"})
-    with emulator.serve() as base_url:
-        monkeypatch.setenv("GITHUB_API_URL", base_url)
-        monkeypatch.setenv("GITHUB_TOKEN", emulator.bot_token)
-        monkeypatch.setenv("AGENT_LOOP_REPO", emulator.full_name)
-        monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path / "home"))
-        monkeypatch.setenv("AGENT_LOOP_RECORD_RETENTION_DAYS", "2")
-        monkeypatch.setenv("AGENT_LOOP_DIGEST_TOKEN_BUDGET", "300")
+    with serve_for_cli(
+        monkeypatch,
+        emulator,
+        tmp_path / "home",
+        AGENT_LOOP_RECORD_RETENTION_DAYS="2",
+        AGENT_LOOP_DIGEST_TOKEN_BUDGET="300",
+    ):
         yield emulator
 
 

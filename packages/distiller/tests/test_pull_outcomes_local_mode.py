@@ -38,7 +38,7 @@ from agent_loop_common.runtime import local_memory, run_tick, use_model
 from agent_loop_common.settings import Settings, load_settings
 from agent_loop_distiller import DISTILLER_MARKER, EffectBook
 from agent_loop_distiller.env import distiller_tick
-from agent_loop_testing import GitHubEmulator, ScriptedModel, call, turn
+from agent_loop_testing import GitHubEmulator, ScriptedModel, call, serve_for_cli, turn
 
 pytestmark = pytest.mark.slow
 
@@ -58,12 +58,9 @@ def emulator() -> GitHubEmulator:
 def settings(
     emulator: GitHubEmulator, monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
 ) -> Generator[Settings]:
-    with emulator.serve() as base_url:
-        monkeypatch.setenv("GITHUB_API_URL", base_url)
-        monkeypatch.setenv("GITHUB_TOKEN", emulator.bot_token)
-        monkeypatch.setenv("AGENT_LOOP_REPO", emulator.full_name)
-        monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path / "home"))
-        monkeypatch.setenv("AGENT_LOOP_RECORD_RETENTION_DAYS", "2")
+    with serve_for_cli(
+        monkeypatch, emulator, tmp_path / "home", AGENT_LOOP_RECORD_RETENTION_DAYS="2"
+    ):
         yield load_settings()
 
 

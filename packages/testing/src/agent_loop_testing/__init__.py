@@ -1,9 +1,9 @@
 """Test doubles shared by every package: GitHub emulator, scripted model (in process, or
 served as an OpenAI-compatible API: `serve_chat_model`), network guard, and the harness
 wiring them to a run (`emulator_settings`, `emulator_runtime`, `ModelSlot`,
-`stored_record`, `quiet_logs`), and the end-to-end harness driving `agent-loop run`
-against the served emulator (`serve_for_cli`, `CliLoop`, the calc sample: `CALC_REPO`,
-`CALC_ISSUE`, `subtract_try`, ...).
+`stored_record`, `write_memory_file`, `quiet_logs`), and the end-to-end harness driving
+`agent-loop run` against the served emulator (`serve_for_cli`, `CliLoop`, the calc
+sample: `CALC_REPO`, `CALC_ISSUE`, `subtract_try`, ...).
 
 The GitHub emulator's names (dulwich, starlette, uvicorn) and the harness (which exists
 to drive it, and imports the runtime) are imported on first use, so loading the pytest
@@ -66,6 +66,7 @@ if TYPE_CHECKING:
         emulator_settings,
         quiet_logs,
         stored_record,
+        write_memory_file,
     )
     from agent_loop_testing._instant import InstantModel
 
@@ -107,6 +108,7 @@ _LAZY = {
     "emulator_settings": "agent_loop_testing._harness",
     "quiet_logs": "agent_loop_testing._harness",
     "stored_record": "agent_loop_testing._harness",
+    "write_memory_file": "agent_loop_testing._harness",
 }
 
 
@@ -168,4 +170,5 @@ __all__ = [
     "submit_subtract",
     "subtract_try",
     "turn",
+    "write_memory_file",
 ]

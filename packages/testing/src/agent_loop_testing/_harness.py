@@ -44,7 +44,14 @@ from agent_loop_testing._scripted import ScriptedModel
 if TYPE_CHECKING:
     from agent_loop_testing._emulator import GitHubEmulator
 
-__all__ = ["ModelSlot", "emulator_runtime", "emulator_settings", "quiet_logs", "stored_record"]
+__all__ = [
+    "ModelSlot",
+    "emulator_runtime",
+    "emulator_settings",
+    "quiet_logs",
+    "stored_record",
+    "write_memory_file",
+]
 
 _Model = TypeVar("_Model", bound=LLMCallable)
 
@@ -157,6 +164,15 @@ def stored_record(
             raise LookupError(f"run {run_id!r} is in {len(found)} runs buckets under {stores}")
         path = found[0]
     return RunRecord.model_validate(json.loads(path.read_text()))
+
+
+def write_memory_file(location: MemoryLocation, key: str, path: str, text: str) -> None:
+    """Put `text` at `path` of memory key `key` under a local `location.root`, as a store
+    leaves it on disk: what an earlier tick wrote (`LESSONS_PATH` of `keys.context`,
+    `EFFECTS_PATH` of `keys.ledger`), without a store round trip."""
+    file = pathlib.Path(location.remote_path(key)) / path
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_text(text)
 
 
 @contextmanager
