@@ -12,8 +12,8 @@ from agent_loop_common.sandbox._reports import (
     MAX_NAMES,
     failing_name,
     name_key,
-    parse_junit,
     parse_pytest_summary,
+    read_junit,
 )
 
 
@@ -140,7 +140,7 @@ JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 def test_junit_reports_give_counts_names_and_outcomes(tmp_path: Path) -> None:
     report = tmp_path / "junit.xml"
     report.write_text(JUNIT)
-    counts = parse_junit(report)
+    counts = read_junit(report).counts
     assert counts is not None
     assert (counts.passed, counts.failed, counts.errors, counts.skipped) == (2, 1, 1, 1)
     assert counts.failing == ("tests.test_a::test_bad", "tests.test_a.TestB::test_setup[p]")
@@ -168,8 +168,8 @@ def test_junit_reports_give_counts_names_and_outcomes(tmp_path: Path) -> None:
 def test_unusable_junit_reports_are_ignored(tmp_path: Path, text: str) -> None:
     report = tmp_path / "junit.xml"
     report.write_text(text)
-    assert parse_junit(report) is None
-    assert parse_junit(tmp_path / "missing.xml") is None
+    assert read_junit(report).counts is None
+    assert read_junit(tmp_path / "missing.xml").counts is None
 
 
 def test_counts_and_excerpts_are_plain_values() -> None:

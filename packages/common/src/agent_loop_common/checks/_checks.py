@@ -44,9 +44,9 @@ from agent_loop_common.sandbox import (
     baseline_key,
     compare,
     default_python_setup,
-    dependency_digest,
     extract_tarball,
     flag_test_tampering,
+    folder_dependency_digest,
     parse_command,
     resolve_test_command,
     validate_extra_args,
@@ -176,12 +176,7 @@ class Checks:
         if self.default_setup is None or self.envs is None:
             return None
         if self._reuse is None:
-
-            def read(name: str) -> bytes | None:
-                path = tree / name
-                return path.read_bytes() if path.is_file() and not path.is_symlink() else None
-
-            digest = await asyncio.to_thread(dependency_digest, read)
+            digest = await asyncio.to_thread(folder_dependency_digest, tree)
             key = hashlib.sha256(
                 "\0".join((self.tree.sha, digest, *self.default_setup.setup)).encode()
             ).hexdigest()

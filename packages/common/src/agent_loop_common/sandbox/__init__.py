@@ -74,6 +74,7 @@ from agent_loop_common.sandbox._pysetup import (
     agents_md_setup_command,
     default_python_setup,
     dependency_digest,
+    folder_dependency_digest,
 )
 from agent_loop_common.sandbox._result import (
     LimitName,
@@ -150,6 +151,7 @@ __all__ = [
     "extract_tarball",
     "flag_test_tampering",
     "flyte_task_spec",
+    "folder_dependency_digest",
     "limits_from_settings",
     "open_sandbox",
     "parse_command",

@@ -28,7 +28,7 @@ from agent_loop_common.sandbox._evidence import evidence_disagreements
 from agent_loop_common.sandbox._limits import SandboxLimits
 from agent_loop_common.sandbox._paths import ProtectedPaths
 from agent_loop_common.sandbox._process import ProcessOutcome
-from agent_loop_common.sandbox._pysetup import EnvReuse, dependency_digest
+from agent_loop_common.sandbox._pysetup import EnvReuse, folder_dependency_digest
 from agent_loop_common.sandbox._reports import read_junit
 from agent_loop_common.sandbox._result import LimitName, OutputExcerpt, RunResult, TestCounts
 from agent_loop_common.sandbox._tree import Workspace, safe_relpath
@@ -298,11 +298,7 @@ class Sandbox(ABC):
 
 
 def _same_dependencies(workspace: Workspace, reuse: EnvReuse) -> bool:
-    def read(name: str) -> bytes | None:
-        path = workspace.repo / name
-        return path.read_bytes() if path.is_file() and not path.is_symlink() else None
-
-    return dependency_digest(read) == reuse.digest
+    return folder_dependency_digest(workspace.repo) == reuse.digest
 
 
 def _restore_env(workspace: Workspace, reuse: EnvReuse, owner: tuple[int, int] | None) -> bool:

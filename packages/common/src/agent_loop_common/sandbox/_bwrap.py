@@ -362,29 +362,25 @@ class BwrapSandbox(Sandbox):
         missing = await asyncio.to_thread(self._missing_tool)
         if missing is not None:
             return False, missing
-        empty = Path(await asyncio.to_thread(_empty_dir, self.work_root))
-        try:
-            started = time.perf_counter()
-            result = await self.run(empty, ["true"], time_limit=20)
-            elapsed = time.perf_counter() - started
-        finally:
-            await asyncio.to_thread(shutil.rmtree, empty, True)
+        result, elapsed = await self._run_true(network=False)
         if result.ok:
             return True, f"ran `true` in {elapsed * 1000:.0f} ms"
-        detail = (result.error or result.output.text).strip().splitlines()
-        return False, f"`true` failed in bubblewrap: {detail[-1] if detail else result.summary()}"
+        return False, f"`true` failed in bubblewrap: {_last_line(result)}"
 
     async def probe_setup_network(self) -> str | None:
         """Run `true` with the setup step's network: `None` when it works, else why not."""
+        result, _ = await self._run_true(network=True)
+        return None if result.ok else _last_line(result)
+
+    async def _run_true(self, *, network: bool) -> tuple[RunResult, float]:
+        """`true` run on an empty folder in this sandbox, and the seconds it took."""
         empty = Path(await asyncio.to_thread(_empty_dir, self.work_root))
         try:
-            result = await self.run(empty, ["true"], network=True, time_limit=20)
+            started = time.perf_counter()
+            result = await self.run(empty, ["true"], network=network, time_limit=20)
+            return result, time.perf_counter() - started
         finally:
             await asyncio.to_thread(shutil.rmtree, empty, True)
-        if result.ok:
-            return None
-        detail = (result.error or result.output.text).strip().splitlines()
-        return detail[-1] if detail else result.summary()
 
     def _missing_tool(self) -> str | None:
         if shutil.which(self.bwrap) is None:
@@ -398,3 +394,9 @@ class BwrapSandbox(Sandbox):
 
 def _empty_dir(parent: Path | None) -> str:
     return tempfile.mkdtemp(prefix="agent-loop-probe-", dir=parent)
+
+
+def _last_line(result: RunResult) -> str:
+    """The last line of a failed run's error or output (its summary when both are empty)."""
+    detail = (result.error or result.output.text).strip().splitlines()
+    return detail[-1] if detail else result.summary()

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from agent_loop_common.sandbox._tree import pid_alive
+
 __all__ = [
     "JOIN_SCRIPT",
     "CgroupSupport",
@@ -47,8 +49,6 @@ JOIN_SCRIPT = (
 )
 """`sh -c JOIN_SCRIPT sh DIR... -- ARGV...`: join each group, then run `ARGV`. Fixed
 text; the folders and the command are arguments, never part of the script."""
-
-_ROOT = Path("/sys/fs/cgroup")
 
 
 @dataclass(frozen=True)
@@ -135,12 +135,7 @@ def sweep_stale_cgroups(parents: tuple[Path, ...]) -> int:
             match = _GROUP.match(entry.name)
             if match is None or int(match.group("pid")) == os.getpid():
                 continue
-            try:
-                os.kill(int(match.group("pid")), 0)
-                continue  # alive
-            except ProcessLookupError:
-                pass
-            except PermissionError:
+            if pid_alive(int(match.group("pid"))):
                 continue
             with contextlib.suppress(OSError):
                 os.rmdir(entry.path)

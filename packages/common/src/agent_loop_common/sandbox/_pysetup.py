@@ -37,6 +37,7 @@ __all__ = [
     "agents_md_setup_command",
     "default_python_setup",
     "dependency_digest",
+    "folder_dependency_digest",
 ]
 
 VENV_DIR = ".sandbox-venv"
@@ -196,3 +197,14 @@ def dependency_digest(read: Callable[[str], bytes | None]) -> str:
             name.encode() + (b"\0-" if data is None else b"\0+" + hashlib.sha256(data).digest())
         )
     return digest.hexdigest()
+
+
+def folder_dependency_digest(root: Path) -> str:
+    """`dependency_digest` of the dependency files at the top of the folder `root` (a
+    symbolic link counts as missing: it could name any host file)."""
+
+    def read(name: str) -> bytes | None:
+        path = root / name
+        return path.read_bytes() if path.is_file() and not path.is_symlink() else None
+
+    return dependency_digest(read)

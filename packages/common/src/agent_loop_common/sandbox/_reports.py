@@ -31,7 +31,6 @@ __all__ = [
     "JunitRead",
     "failing_name",
     "name_key",
-    "parse_junit",
     "parse_pytest_summary",
     "read_junit",
 ]
@@ -246,8 +245,3 @@ def _stream(handle: BinaryIO) -> JunitRead:
             source="junit",
         )
     )
-
-
-def parse_junit(path: Path) -> TestCounts | None:
-    """`read_junit(path).counts`: the report's counts, or `None` when it is unusable."""
-    return read_junit(path).counts

@@ -45,6 +45,7 @@ __all__ = [
     "Workspace",
     "apply_changes",
     "extract_tarball",
+    "pid_alive",
     "safe_relpath",
     "sweep_stale_workspaces",
     "write_tree",
@@ -201,7 +202,8 @@ _swept: set[str] = set()
 _swept_lock = threading.Lock()
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` exists (one of another user's counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -236,7 +238,7 @@ def sweep_stale_workspaces(parent: Path | None = None, *, older_than: float = ST
             age = now - entry.stat(follow_symlinks=False).st_mtime
         except OSError:
             continue
-        if pid == os.getpid() or _alive(pid) or age < older_than:
+        if pid == os.getpid() or pid_alive(pid) or age < older_than:
             continue
         Workspace(Path(entry.path)).cleanup()
         removed += 1
