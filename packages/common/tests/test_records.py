@@ -91,7 +91,7 @@ def full_record() -> RunRecord:
 
 
 EXPECTED_JSON: dict[str, Any] = {
-    "schema_version": "1.4",
+    "schema_version": "1.5",
     "run_id": "b-20260301-abc",
     "role": "builder",
     "agent_id": "builder@v3",
@@ -155,6 +155,8 @@ EXPECTED_JSON: dict[str, Any] = {
         "tamper_flags": [],
         "inconsistent": [],
         "runs": 3,
+        "per_process_limits": False,
+        "oom_kills": 0,
     },
 }
 

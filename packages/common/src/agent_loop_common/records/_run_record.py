@@ -28,7 +28,7 @@ from agent_loop_common.records._parts import (
 
 __all__ = ["SCHEMA_VERSION", "RunId", "RunRecord"]
 
-SCHEMA_VERSION = "1.4"
+SCHEMA_VERSION = "1.5"
 """The version this code writes. Bump the minor for added optional fields, the major for
 anything an older reader would misread (removed/renamed fields, new enum members)."""
 
