@@ -6,7 +6,7 @@ agent-loop run builder [--issue N] [--json] [--home DIR] [--remote [--config FIL
 agent-loop run reviewer [--pr N] ...               one tick on your repository
 agent-loop run distiller ...
 agent-loop status [--home DIR] [--limit N]         runs, metrics, lessons
-agent-loop deploy builder|reviewer|distiller|gateway [--dry-run] [--config FILE]
+agent-loop deploy builder|reviewer|distiller|gateway|eval [--dry-run] [--config FILE]
 agent-loop serve [--host H] [--port P]             the webhook gateway, runs in local mode
 agent-loop sandbox check|run [--dir PATH] [-- CMD ...]   the agents' test sandbox
 agent-loop --version
@@ -200,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"{CONFIG_TEMPLATE} (a copy with your endpoint), AGENT_LOOP_FLYTE_CONFIG or "
         "FLYTECTL_CONFIG.",
     )
-    deploy.add_argument("agent", choices=(*AGENTS, "gateway"))
+    deploy.add_argument("agent", choices=(*AGENTS, "gateway", "eval"))
     deploy.add_argument(
         "--dry-run", action="store_true", help="validate offline and show what would be deployed"
     )
