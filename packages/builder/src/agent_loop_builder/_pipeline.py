@@ -33,6 +33,13 @@ _log = structlog.get_logger(__name__)
 _CLAIM_RACES = 3
 """Eligible issues tried per tick when other runs win the claim race."""
 
+_REFUSED_OUTCOMES = {
+    RefusalCode.BACKED_OFF: Outcome.BACKED_OFF,
+    RefusalCode.MISSING: Outcome.PREFLIGHT_FAILED,
+}
+"""The outcome of a requested issue that was refused, when not `skipped`: an issue that
+does not exist was never reached (`preflight_failed`: the CLI exits non-zero)."""
+
 
 async def run_builder_tick(
     runtime: Runtime,
@@ -113,8 +120,9 @@ async def _tick(
         reason = str(refusal) if refusal else f"#{target} was not worked on"
         # No title: the issue may be untrusted, and records reach the distiller's model.
         scope.target = Target(kind=TargetKind.ISSUE, number=target)
-        backed_off = refusal is not None and refusal.code is RefusalCode.BACKED_OFF
-        scope.finish(Outcome.BACKED_OFF if backed_off else Outcome.SKIPPED, reason)
+        code = refusal.code if refusal is not None else None
+        outcome = _REFUSED_OUTCOMES.get(code, Outcome.SKIPPED) if code else Outcome.SKIPPED
+        scope.finish(outcome, reason)
     for refusal in finder.refused.values():
         if refusal.timed:  # an idle decision that holds only until the clock lifts it
             rt.depends_on_time(refusal.until)

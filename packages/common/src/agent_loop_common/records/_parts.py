@@ -73,6 +73,14 @@ class Outcome(StrEnum):
     """The claim expired or was taken over before the run could apply its work."""
     BUDGET_EXCEEDED = "budget_exceeded"
     """A per-run token or cost budget stopped the loop."""
+    INTERRUPTED = "interrupted"
+    """The operator stopped the run (SIGINT, SIGTERM) at a safe point; its claim was
+    released (schema 2.0). Neither a success nor the agent's error: it is left out of
+    the success, error and verification rates."""
+    PREFLIGHT_FAILED = "preflight_failed"
+    """The run never reached its target (schema 2.0): the repository, the token, the
+    requested issue or PR, the model endpoint or the sandbox failed before anything was
+    claimed. Counted apart, never in the rates (`RunRecord.error` says what to fix)."""
 
 
 class Target(BaseModel):

@@ -27,6 +27,7 @@ from agent_loop_common.github import (
 )
 from agent_loop_common.llm import Budget, UsageMeter, prefetch_litellm
 from agent_loop_common.memory import MemoryLocation, read_etag_state, write_etag_state
+from agent_loop_common.model_keys import remember_model_keys
 from agent_loop_common.records import Role
 from agent_loop_common.runtime._models import installed_model, model_for, model_label
 from agent_loop_common.runtime._pause import Pause
@@ -158,6 +159,7 @@ async def open_runtime(
             hand): its facade refuses every request (`OfflineTransport`), and the role's
             ETag cache is neither read nor saved.
     """
+    remember_model_keys((settings.model, settings.verifier_model))
     memory = MemoryLocation.from_settings(settings, memory_root)
     etag_state = None if offline else await read_etag_state(memory, role)
     etags = ETagCache.load(etag_state) if etag_state is not None else ETagCache()

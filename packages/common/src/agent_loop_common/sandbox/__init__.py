@@ -76,6 +76,7 @@ from agent_loop_common.sandbox._pysetup import (
     dependency_digest,
     folder_dependency_digest,
 )
+from agent_loop_common.sandbox._reports import name_key
 from agent_loop_common.sandbox._result import (
     LimitName,
     OutputExcerpt,
@@ -92,7 +93,12 @@ from agent_loop_common.sandbox._select import (
     sandbox_facts,
     selected_backend,
 )
-from agent_loop_common.sandbox._tamper import TamperFlag, TamperKind, flag_test_tampering
+from agent_loop_common.sandbox._tamper import (
+    TamperFlag,
+    TamperKind,
+    flag_test_tampering,
+    is_test_file,
+)
 from agent_loop_common.sandbox._tree import apply_changes, extract_tarball, write_tree
 from agent_loop_common.sandbox._verdict import TestVerdict, VerdictStatus, compare
 
@@ -152,7 +158,9 @@ __all__ = [
     "flag_test_tampering",
     "flyte_task_spec",
     "folder_dependency_digest",
+    "is_test_file",
     "limits_from_settings",
+    "name_key",
     "open_sandbox",
     "parse_command",
     "resolve_test_command",
