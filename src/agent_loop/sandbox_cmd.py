@@ -126,10 +126,15 @@ async def _check(settings: Settings) -> int:
     chosen = selected_backend(checks, settings.sandbox)
     if chosen is None:
         print(f"\nAGENT_LOOP_SANDBOX={settings.sandbox}: no sandbox can run tests here.")
-        print(
-            "Install bubblewrap (apt-get install -y bubblewrap), or set AGENT_LOOP_SANDBOX=docker "
-            "with a Docker engine, or AGENT_LOOP_SANDBOX=off (pull requests become drafts)."
-        )
+        remedies = [c for c in checks if c.remedy]
+        for c in remedies:
+            print(f"{c.backend}: {c.reason}.\n{c.remedy}")
+        if not remedies:
+            print(
+                "Install bubblewrap (apt-get install -y bubblewrap), or set "
+                "AGENT_LOOP_SANDBOX=docker with a Docker engine, or AGENT_LOOP_SANDBOX=off "
+                "(pull requests become drafts)."
+            )
         return EXIT_USAGE
     print(f"\nAGENT_LOOP_SANDBOX={settings.sandbox}: the agents run tests in {chosen}.")
     return 0

@@ -29,6 +29,11 @@ from agent_loop_testing._scripted import (
 )
 
 if TYPE_CHECKING:
+    from agent_loop_testing._cgroupfs import (
+        proc_without_cgroup,
+        read_only_cgroupfs,
+        read_only_cgroupfs_works,
+    )
     from agent_loop_testing._chat_server import serve_chat_model
     from agent_loop_testing._e2e import (
         CALC,
@@ -86,6 +91,9 @@ _LAZY = {
     "submit_subtract": "agent_loop_testing._e2e",
     "subtract_try": "agent_loop_testing._e2e",
     "serve_chat_model": "agent_loop_testing._chat_server",
+    "proc_without_cgroup": "agent_loop_testing._cgroupfs",
+    "read_only_cgroupfs": "agent_loop_testing._cgroupfs",
+    "read_only_cgroupfs_works": "agent_loop_testing._cgroupfs",
     "GitHubEmulator": "agent_loop_testing._emulator",
     "Fault": "agent_loop_testing._emulator_faults",
     "LoggedRequest": "agent_loop_testing._emulator_faults",
@@ -161,7 +169,10 @@ __all__ = [
     "instant_retry",
     "is_loopback_address",
     "is_valid_ref_name",
+    "proc_without_cgroup",
     "quiet_logs",
+    "read_only_cgroupfs",
+    "read_only_cgroupfs_works",
     "serve_asgi",
     "serve_chat_model",
     "serve_for_cli",

@@ -87,6 +87,7 @@ from agent_loop_common.sandbox._result import (
 from agent_loop_common.sandbox._select import (
     BackendCheck,
     SandboxChoice,
+    cgroup_required,
     check_backends,
     limits_from_settings,
     open_sandbox,
@@ -148,6 +149,7 @@ __all__ = [
     "baseline_key",
     "build_container_task",
     "bwrap_argv",
+    "cgroup_required",
     "check_backends",
     "compare",
     "default_python_setup",
