@@ -9,10 +9,7 @@ snapshot's commit can reach a model or a tool.
 
 from __future__ import annotations
 
-import asyncio
-import subprocess
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
@@ -70,7 +67,7 @@ def _verdicts(*verified: bool) -> list[Turn]:
 
 
 async def test_a_replay_builds_verifies_and_sends_github_nothing(
-    emulator: GitHubEmulator, settings: Settings, memory_root: str, install: Install, tmp_path: Path
+    emulator: GitHubEmulator, settings: Settings, memory_root: str, install: Install
 ) -> None:
     snapshot = await _base_snapshot(emulator)
     model = install(ScriptedModel(_implement(), routes={VERIFIER_MARKER: _verdicts(True)}))
@@ -91,15 +88,6 @@ async def test_a_replay_builds_verifies_and_sends_github_nothing(
     assert replay.tests.status == "not_run"  # the sandbox is off in these settings
     everything = str([(c.system, c.messages) for c in model.calls])
     assert LATER not in everything
-    # The diff is a real patch of the base.
-    work = tmp_path / "work"
-    for path in await snapshot.paths():
-        (work / path).parent.mkdir(parents=True, exist_ok=True)
-        (work / path).write_bytes(await snapshot.read(path) or b"")
-    await asyncio.to_thread(
-        subprocess.run, ["git", "apply"], input=replay.diff.encode(), cwd=work, check=True
-    )
-    assert (work / "src/widgets/core.py").read_text() == CORE
 
 
 async def test_a_rejected_decomposed_or_failed_replay_produces_no_change(
@@ -117,7 +105,6 @@ async def test_a_rejected_decomposed_or_failed_replay_produces_no_change(
     assert rejected.outcome == "rejected"
     assert rejected.tries == 2
     assert rejected.files == {}
-    assert rejected.diff == ""
     assert "checked 1" in rejected.reason
 
     split = [

@@ -37,7 +37,7 @@ from agent_loop_common.llm import BudgetExceeded
 from agent_loop_common.records import Attempt, TestEvidence
 from agent_loop_common.repo import RepoSnapshot
 from agent_loop_common.runtime import RunScope, Runtime, preflight_model
-from agent_loop_common.staging import ChangePlan, change_diff
+from agent_loop_common.staging import ChangePlan
 
 __all__ = ["ReplayAsk", "ReplayOutcome", "ReplayedBuild", "replay_build"]
 
@@ -71,9 +71,8 @@ class ReplayedBuild(BaseModel):
     reason: str = ""
     """Why nothing was produced (the decline, the last notes, the error)."""
     files: dict[str, str | None] = Field(default_factory=dict[str, str | None])
-    """The verified change: path -> full new content, `None` for a deletion."""
-    diff: str = ""
-    """The verified change as a git diff against the base (`git apply` takes it)."""
+    """The verified change: path -> full new content, `None` for a deletion (as a diff
+    against the base: the benchmark's `diff_files` of the snapshot and these)."""
     tries: int = 0
     """Tries made (the attempt loop's)."""
     attempts: list[Attempt] = Field(default_factory=list[Attempt])
@@ -125,17 +124,13 @@ async def replay_build(runtime: Runtime, ask: ReplayAsk, snapshot: RepoSnapshot)
     if runtime.usage.exceeded and outcome != "error":
         outcome, reason = "budget_exceeded", runtime.usage.exceeded
     files: dict[str, str | None] = {}
-    diff = ""
-    if outcome == "change" and isinstance(result, Verified):
-        assert isinstance(result.plan, ChangePlan)
+    if isinstance(result, Verified) and isinstance(result.plan, ChangePlan):
         files = dict(result.plan.files)
-        diff = await _diff(snapshot, files)
     usage = runtime.usage
     return ReplayedBuild(
         outcome=outcome,
         reason=reason,
         files=files,
-        diff=diff,
         tries=len(scope.attempts),
         attempts=scope.attempts,
         tests=scope.tests,
@@ -161,10 +156,3 @@ def _ended(result: AttemptResult) -> tuple[ReplayOutcome, str]:
         case Rejected(notes=notes, turn_limit=turn_limit):
             why = "the last try ran out of turns" if turn_limit else "no try was verified"
             return "rejected", f"{why}: {notes}"
-
-
-async def _diff(snapshot: RepoSnapshot, files: dict[str, str | None]) -> str:
-    tree = await snapshot.tree()
-    modes = {e.path: e.mode for e in tree.entries if e.path in files}
-    originals = {path: await snapshot.read(path) for path in files}
-    return change_diff(originals, files, modes=modes)

@@ -29,7 +29,6 @@ from agent_loop_common.staging._change_tools import (
     fix_tools,
     implementation_tools,
 )
-from agent_loop_common.staging._diff import change_diff
 from agent_loop_common.staging._errors import PlanError, PolicyViolation, StagingError
 from agent_loop_common.staging._fields import REFUSAL_PREFIX, StagingTool
 from agent_loop_common.staging._issue_tools import decomposition_tools
@@ -77,7 +76,6 @@ __all__ = [
     "StagingPolicy",
     "StagingTool",
     "ancestors",
-    "change_diff",
     "change_tools",
     "decomposition_tools",
     "directory_lookup",
