@@ -74,6 +74,7 @@ if TYPE_CHECKING:
         write_memory_file,
     )
     from agent_loop_testing._instant import InstantModel
+    from agent_loop_testing._zero_config import ZERO_CONFIG_CALC, wheelhouse
 
 _LAZY = {
     "CALC": "agent_loop_testing._e2e",
@@ -91,6 +92,8 @@ _LAZY = {
     "submit_subtract": "agent_loop_testing._e2e",
     "subtract_try": "agent_loop_testing._e2e",
     "serve_chat_model": "agent_loop_testing._chat_server",
+    "ZERO_CONFIG_CALC": "agent_loop_testing._zero_config",
+    "wheelhouse": "agent_loop_testing._zero_config",
     "proc_without_cgroup": "agent_loop_testing._cgroupfs",
     "read_only_cgroupfs": "agent_loop_testing._cgroupfs",
     "read_only_cgroupfs_works": "agent_loop_testing._cgroupfs",
@@ -139,6 +142,7 @@ __all__ = [
     "TESTS",
     "TESTS_SUB",
     "VERIFIED",
+    "ZERO_CONFIG_CALC",
     "CliLoop",
     "CommitView",
     "Delivery",
@@ -181,5 +185,6 @@ __all__ = [
     "submit_subtract",
     "subtract_try",
     "turn",
+    "wheelhouse",
     "write_memory_file",
 ]
