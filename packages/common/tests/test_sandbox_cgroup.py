@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
+from agent_loop_common.checks import CheckReport
 from agent_loop_common.sandbox import (
     BwrapSandbox,
     ProtectedPaths,
@@ -87,6 +88,18 @@ async def test_children_killed_by_the_oom_killer_are_recorded_and_never_a_pass(
     verdict = compare(base, result)
     assert verdict.status == "failed"
     assert any("memory" in reason for reason in verdict.reasons), verdict.reasons
+    # What the pull request and the run record keep of it.
+    report = CheckReport(
+        command=None,
+        setup=None,
+        backend="bwrap",
+        isolated=True,
+        verdict=verdict,
+        base=base,
+        after=result,
+    )
+    assert report.rejects
+    assert report.evidence(runs=2).oom_kills == result.oom_kills
 
 
 @needs_bwrap

@@ -77,6 +77,7 @@ if TYPE_CHECKING:
     from agent_loop_testing._instant import InstantModel
     from agent_loop_testing._per_issue import ModelPerIssue
     from agent_loop_testing._recording_sandbox import RecordingSandbox, SandboxCall
+    from agent_loop_testing._zero_config import ZERO_CONFIG_CALC, wheelhouse
 
 _LAZY = {
     "CalcFix": "agent_loop_testing._calc_history",
@@ -100,6 +101,8 @@ _LAZY = {
     "submit_subtract": "agent_loop_testing._e2e",
     "subtract_try": "agent_loop_testing._e2e",
     "serve_chat_model": "agent_loop_testing._chat_server",
+    "ZERO_CONFIG_CALC": "agent_loop_testing._zero_config",
+    "wheelhouse": "agent_loop_testing._zero_config",
     "proc_without_cgroup": "agent_loop_testing._cgroupfs",
     "read_only_cgroupfs": "agent_loop_testing._cgroupfs",
     "read_only_cgroupfs_works": "agent_loop_testing._cgroupfs",
@@ -148,6 +151,7 @@ __all__ = [
     "TESTS",
     "TESTS_SUB",
     "VERIFIED",
+    "ZERO_CONFIG_CALC",
     "CalcFix",
     "CalcHistory",
     "CliLoop",
@@ -196,5 +200,6 @@ __all__ = [
     "submit_subtract",
     "subtract_try",
     "turn",
+    "wheelhouse",
     "write_memory_file",
 ]

@@ -82,6 +82,7 @@ from agent_loop_common.sandbox._setup_net import (
     NAMESERVER,
     SetupNetwork,
     host_addresses,
+    ipv6_enabled,
     route_batch,
 )
 from agent_loop_common.sandbox._tree import Workspace
@@ -318,7 +319,9 @@ class BwrapSandbox(Sandbox):
                     notes=tuple(notes),
                 )
             batch = workspace.etc / "routes"
-            batch.write_text(route_batch(await asyncio.to_thread(host_addresses, net.ip)))
+            # The host's addresses now, for this run: one it gained since is dropped too.
+            own = await asyncio.to_thread(host_addresses, net.ip)
+            batch.write_text(route_batch(own, ipv6=ipv6_enabled()))
             command = [*net.prefix(batch), *command]
             on_start, stop = net.attach()
         group = await asyncio.to_thread(self._new_cgroup)

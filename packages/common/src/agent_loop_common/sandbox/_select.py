@@ -304,7 +304,8 @@ async def sandbox_facts(settings: Settings) -> list[str]:
         if refused is not None
         else "bwrap setup steps: a network namespace of their own (slirp4netns): the "
         "internet, but not the host's loopback, abstract sockets, private, shared or "
-        "link-local ranges (169.254.169.254), nor the host's own addresses"
+        "link-local ranges, the cloud platform addresses (169.254.169.254, 168.63.129.16, "
+        "fd00:ec2::254, ...), nor the host's own addresses (read again for every run)"
     )
     groups = await asyncio.to_thread(bwrap.cgroups)
     cgroup = f"cgroup v{groups.version}" if groups.version is not None else None
