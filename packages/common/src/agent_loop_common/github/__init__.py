@@ -57,6 +57,7 @@ if TYPE_CHECKING:
         TreeEntry,
         User,
     )
+    from agent_loop_common.github._offline import GitHubOffline, OfflineTransport
     from agent_loop_common.github._pace import WritePacing
     from agent_loop_common.github._ratelimit import RateBudget, RateReserve, rate_budget_of
     from agent_loop_common.github._retry import GitHubRetryPolicy
@@ -80,6 +81,7 @@ __all__ = [
     "GitCommit",
     "GitHub",
     "GitHubError",
+    "GitHubOffline",
     "GitHubRetryPolicy",
     "GitHubUnavailable",
     "GitTree",
@@ -89,6 +91,7 @@ __all__ = [
     "NewBranch",
     "NotFastForward",
     "NotFound",
+    "OfflineTransport",
     "PathCommit",
     "PolledRead",
     "PullFile",
