@@ -37,7 +37,7 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
-from agent_loop import claims_cmd, emulator_cmd, lessons_cmd, sandbox_cmd
+from agent_loop import claims_cmd, emulator_cmd, eval_cmd, lessons_cmd, sandbox_cmd
 from agent_loop.agents import AGENTS, TARGETS, AgentName, run_agent_once
 
 if TYPE_CHECKING:
@@ -230,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     sandbox_cmd.add_parser(commands)
     emulator_cmd.add_parser(commands)
     lessons_cmd.add_parser(commands)
+    eval_cmd.add_parser(commands)
     claims_cmd.add_parser(commands)
     return parser
 
@@ -294,7 +295,8 @@ def _command(args: argparse.Namespace) -> int:
     from agent_loop_common.settings import ConfigError
 
     level = cast(str | None, args.log_level)
-    quiet_by_default = command in ("demo", "status", "sandbox", "emulator", "lessons", "claims")
+    quiet = ("demo", "status", "sandbox", "emulator", "lessons", "eval", "claims")
+    quiet_by_default = command in quiet
     configure_cli_logging("console", level or ("WARNING" if quiet_by_default else "INFO"))
     try:
         if command == "demo":
@@ -311,6 +313,8 @@ def _command(args: argparse.Namespace) -> int:
             return emulator_cmd.main(args)
         if command == "lessons":
             return lessons_cmd.main(args)
+        if command == "eval":
+            return eval_cmd.main(args)
         if command == "claims":
             return claims_cmd.main(args)
         return _deploy(args)

@@ -91,7 +91,7 @@ def full_record() -> RunRecord:
 
 
 EXPECTED_JSON: dict[str, Any] = {
-    "schema_version": "2.0",
+    "schema_version": "2.1",
     "run_id": "b-20260301-abc",
     "role": "builder",
     "agent_id": "builder@v3",
@@ -155,6 +155,8 @@ EXPECTED_JSON: dict[str, Any] = {
         "tamper_flags": [],
         "inconsistent": [],
         "runs": 3,
+        "per_process_limits": False,
+        "oom_kills": 0,
     },
 }
 
@@ -324,7 +326,8 @@ def test_schema_2_outcomes_are_read_and_every_1_x_record_still_is(outcome: str) 
     parsed = parse_record(json.dumps(new))
     assert isinstance(parsed, ParsedRecord)
     assert parsed.record.outcome.value == outcome
-    assert parsed.record.schema_version == SCHEMA_VERSION == "2.0"
+    assert parsed.record.schema_version == SCHEMA_VERSION
+    assert SCHEMA_VERSION.startswith("2.")
     old = {**full_record().model_dump(mode="json"), "schema_version": "1.4"}
     parsed_old = parse_record(json.dumps(old))
     assert isinstance(parsed_old, ParsedRecord)

@@ -176,6 +176,12 @@ class TestEvidence(BaseModel):
     report); such a try is rejected as inconsistent evidence."""
     runs: NonNegativeInt = 0
     """Commands run in the sandbox by the run: baselines, checks of tries, `run_tests`."""
+    per_process_limits: bool = False
+    """No control group bounded the sandbox as a whole: the memory and process limits held
+    per process only (`AGENT_LOOP_SANDBOX_REQUIRE_CGROUP` off on a host without one)."""
+    oom_kills: NonNegativeInt = 0
+    """Processes the kernel's OOM killer killed in the change's run (its setup included),
+    read from the sandbox's control group after every run; any makes the run fail."""
 
 
 class Usage(BaseModel):
