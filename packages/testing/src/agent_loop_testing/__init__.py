@@ -30,6 +30,7 @@ from agent_loop_testing._scripted import (
 )
 
 if TYPE_CHECKING:
+    from agent_loop_testing._calc_history import CalcFix, CalcHistory, seed_calc_history
     from agent_loop_testing._cgroupfs import (
         proc_without_cgroup,
         read_only_cgroupfs,
@@ -74,21 +75,30 @@ if TYPE_CHECKING:
         stored_record,
         write_memory_file,
     )
+    from agent_loop_testing._held import HeldCall
     from agent_loop_testing._instant import InstantModel
     from agent_loop_testing._messages_server import (
         MessagesServer,
         serve_messages_model,
         to_call_llm_shape,
     )
+    from agent_loop_testing._per_issue import ModelPerIssue
     from agent_loop_testing._prompt_cache import (
         CacheCharge,
         SimulatedPromptCache,
         approx_tokens,
         request_blocks,
     )
+    from agent_loop_testing._recording_sandbox import RecordingSandbox, SandboxCall
     from agent_loop_testing._zero_config import ZERO_CONFIG_CALC, wheelhouse
 
 _LAZY = {
+    "CalcFix": "agent_loop_testing._calc_history",
+    "CalcHistory": "agent_loop_testing._calc_history",
+    "seed_calc_history": "agent_loop_testing._calc_history",
+    "ModelPerIssue": "agent_loop_testing._per_issue",
+    "RecordingSandbox": "agent_loop_testing._recording_sandbox",
+    "SandboxCall": "agent_loop_testing._recording_sandbox",
     "CALC": "agent_loop_testing._e2e",
     "CALC_ISSUE": "agent_loop_testing._e2e",
     "CALC_PYPROJECT": "agent_loop_testing._e2e",
@@ -121,6 +131,7 @@ _LAZY = {
     "SimulatedPromptCache": "agent_loop_testing._prompt_cache",
     "approx_tokens": "agent_loop_testing._prompt_cache",
     "request_blocks": "agent_loop_testing._prompt_cache",
+    "HeldCall": "agent_loop_testing._held",
     "is_valid_ref_name": "agent_loop_testing._emulator_refname",
     "SchemaMismatch": "agent_loop_testing._emulator_schema",
     "assert_matches_schema": "agent_loop_testing._emulator_schema",
@@ -163,6 +174,8 @@ __all__ = [
     "VERIFIED",
     "ZERO_CONFIG_CALC",
     "CacheCharge",
+    "CalcFix",
+    "CalcHistory",
     "CliLoop",
     "CommitView",
     "Delivery",
@@ -172,12 +185,16 @@ __all__ = [
     "Fault",
     "GitHubEmulator",
     "GitHubHost",
+    "HeldCall",
     "InstantModel",
     "LoggedRequest",
     "MessagesServer",
+    "ModelPerIssue",
     "ModelSlot",
     "NetworkAccessDenied",
     "RecordedCall",
+    "RecordingSandbox",
+    "SandboxCall",
     "SchemaMismatch",
     "ScriptMismatch",
     "ScriptedCall",
@@ -201,6 +218,7 @@ __all__ = [
     "read_only_cgroupfs",
     "read_only_cgroupfs_works",
     "request_blocks",
+    "seed_calc_history",
     "serve_asgi",
     "serve_chat_model",
     "serve_for_cli",
