@@ -52,8 +52,9 @@ from agent_loop_common.sandbox import (
     validate_extra_args,
     with_junit_report,
 )
+from agent_loop_common.settings import Settings
 
-__all__ = ["Checks", "open_checks"]
+__all__ = ["Checks", "open_checks", "open_sandbox_checks"]
 
 _DETECTED_FROM = (
     "AGENTS.md",
@@ -311,8 +312,29 @@ async def open_checks(
         ConfigError: No sandbox works here (the claim's preflight normally said so first).
         CommandRejected: `AGENT_LOOP_SETUP_COMMAND` uses shell syntax (refused at load).
     """
-    settings = runtime.settings
     sandbox = await runtime.sandbox()
+    async with open_sandbox_checks(
+        runtime.settings, sandbox, tree=tree, config=config, baselines=runtime.baselines
+    ) as checks:
+        yield checks
+
+
+@asynccontextmanager
+async def open_sandbox_checks(
+    settings: Settings,
+    sandbox: Sandbox,
+    *,
+    tree: RepoSnapshot,
+    config: RepoSnapshot,
+    baselines: BaselineStore,
+) -> AsyncGenerator[Checks]:
+    """`open_checks` outside a run: the same command, setup and environment cache from
+    `settings` and the `config` commit, in a sandbox the caller opened (the eval checks
+    mined pull requests this way, with no claim, memory or model).
+
+    Raises:
+        CommandRejected: `AGENT_LOOP_SETUP_COMMAND` uses shell syntax (refused at load).
+    """
     command: TestCommand | None = None
     note = ""
     files: dict[str, str] = {}
@@ -354,7 +376,7 @@ async def open_checks(
         tree=tree,
         command=command,
         setup=setup,
-        baselines=runtime.baselines,
+        baselines=baselines,
         max_tool_runs=settings.max_test_runs,
         note=note,
         watch=installed.watch if (installed := installed_sandbox()) is not None else None,
