@@ -9,6 +9,8 @@ agent-loop status [--home DIR] [--limit N]         runs, metrics, lessons
 agent-loop deploy builder|reviewer|distiller|gateway|eval [--dry-run] [--config FILE]
 agent-loop serve [--host H] [--port P]             the webhook gateway, runs in local mode
 agent-loop sandbox check|run [--dir PATH] [-- CMD ...]   the agents' test sandbox
+agent-loop eval mine [--repo OWNER/NAME] [--since DATE] [--limit N] [--out FILE]
+                                                   benchmark instances from merged PRs
 agent-loop --version
 ```
 
@@ -32,7 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
-from agent_loop import emulator_cmd, lessons_cmd, sandbox_cmd
+from agent_loop import emulator_cmd, eval_cmd, lessons_cmd, sandbox_cmd
 from agent_loop.agents import AGENTS, TARGETS, AgentName, run_agent_once
 
 if TYPE_CHECKING:
@@ -225,6 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     sandbox_cmd.add_parser(commands)
     emulator_cmd.add_parser(commands)
     lessons_cmd.add_parser(commands)
+    eval_cmd.add_parser(commands)
     return parser
 
 
@@ -288,7 +291,7 @@ def _command(args: argparse.Namespace) -> int:
     from agent_loop_common.settings import ConfigError
 
     level = cast(str | None, args.log_level)
-    quiet_by_default = command in ("demo", "status", "sandbox", "emulator", "lessons")
+    quiet_by_default = command in ("demo", "status", "sandbox", "emulator", "lessons", "eval")
     configure_cli_logging("console", level or ("WARNING" if quiet_by_default else "INFO"))
     try:
         if command == "demo":
@@ -305,6 +308,8 @@ def _command(args: argparse.Namespace) -> int:
             return emulator_cmd.main(args)
         if command == "lessons":
             return lessons_cmd.main(args)
+        if command == "eval":
+            return eval_cmd.main(args)
         return _deploy(args)
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)

@@ -14,11 +14,14 @@ outcomes = outcomes_of(instance.FAIL_TO_PASS, result.counts.outcomes)
 
 Modules, by concern: `_instance` (the model and its JSON lines), `_patches` (git-format
 diffs of file maps, applied in pure Python), `_testids` (JUnit names and pytest node
-ids), `env` (Flyte).
+ids), `_mine` (`Miner`: merged pull requests to instances), `_mined` (skip reasons and
+the sidecar of skipped pull requests), `_issues` (the linked issues' trust and text),
+`_classify` (FAIL_TO_PASS and PASS_TO_PASS from runs before and after), `env` (Flyte).
 """
 
 from __future__ import annotations
 
+from agent_loop_eval._classify import Classified, classify
 from agent_loop_eval._instance import (
     Instance,
     InstanceFileError,
@@ -27,6 +30,15 @@ from agent_loop_eval._instance import (
     iter_instances,
     read_instances,
     write_instances,
+)
+from agent_loop_eval._mine import Mined, MineLimits, Miner
+from agent_loop_eval._mined import (
+    SkippedPull,
+    SkipReason,
+    append_skipped,
+    known_pulls,
+    read_skipped,
+    skipped_path,
 )
 from agent_loop_eval._patches import (
     BinaryChange,
@@ -45,17 +57,26 @@ from agent_loop_eval._testids import node_id, node_outcomes, outcomes_of
 
 __all__ = [
     "BinaryChange",
+    "Classified",
     "FilePatch",
     "Hunk",
     "Instance",
     "InstanceFileError",
+    "MineLimits",
+    "Mined",
+    "Miner",
     "PatchError",
+    "SkipReason",
+    "SkippedPull",
+    "append_skipped",
     "apply_patch",
+    "classify",
     "diff_files",
     "instance_id",
     "instance_line",
     "is_test_path",
     "iter_instances",
+    "known_pulls",
     "node_id",
     "node_outcomes",
     "outcomes_of",
@@ -63,6 +84,8 @@ __all__ = [
     "patch_paths",
     "patched_files",
     "read_instances",
+    "read_skipped",
+    "skipped_path",
     "split_test_paths",
     "write_instances",
 ]

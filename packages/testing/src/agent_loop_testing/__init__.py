@@ -48,6 +48,13 @@ if TYPE_CHECKING:
     )
     from agent_loop_testing._emulator import GitHubEmulator
     from agent_loop_testing._emulator_faults import Fault, LoggedRequest
+    from agent_loop_testing._emulator_history import (
+        History,
+        HistoryIssue,
+        HistoryMerge,
+        HistoryPull,
+        HistoryStep,
+    )
     from agent_loop_testing._emulator_host import GitHubHost
     from agent_loop_testing._emulator_refname import is_valid_ref_name
     from agent_loop_testing._emulator_schema import SchemaMismatch, assert_matches_schema
@@ -90,6 +97,11 @@ _LAZY = {
     "Fault": "agent_loop_testing._emulator_faults",
     "LoggedRequest": "agent_loop_testing._emulator_faults",
     "GitHubHost": "agent_loop_testing._emulator_host",
+    "History": "agent_loop_testing._emulator_history",
+    "HistoryIssue": "agent_loop_testing._emulator_history",
+    "HistoryMerge": "agent_loop_testing._emulator_history",
+    "HistoryPull": "agent_loop_testing._emulator_history",
+    "HistoryStep": "agent_loop_testing._emulator_history",
     "InstantModel": "agent_loop_testing._instant",
     "is_valid_ref_name": "agent_loop_testing._emulator_refname",
     "SchemaMismatch": "agent_loop_testing._emulator_schema",
@@ -140,6 +152,11 @@ __all__ = [
     "Fault",
     "GitHubEmulator",
     "GitHubHost",
+    "History",
+    "HistoryIssue",
+    "HistoryMerge",
+    "HistoryPull",
+    "HistoryStep",
     "InstantModel",
     "LoggedRequest",
     "ModelSlot",

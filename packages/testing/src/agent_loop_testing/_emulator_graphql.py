@@ -18,6 +18,8 @@ Issue, PullRequest, IssueComment, PullRequestReviewComment {
 type Ref { name prefix target: Commit }   type Commit { oid abbreviatedOid message tree { oid } }
 PullRequest also: reviewThreads(first: Int) { totalCount nodes { id isResolved resolvedBy } }
                   commits(first: Int) { totalCount nodes { commit: Commit } }  mergeCommit: Commit
+                  closingIssuesReferences(first: Int) { totalCount nodes { Issue } }
+Issue and PullRequest also: repository: Repository
 Repository also: isPrivate diskUsage
 ```
 
@@ -55,7 +57,7 @@ from agent_loop_testing._emulator_graphql_parse import (
     Var,
 )
 from agent_loop_testing._emulator_http import Ctx, Reply, Route
-from agent_loop_testing._emulator_ops_pulls import pull_commits
+from agent_loop_testing._emulator_ops_pulls import closing_issues, pull_commits
 from agent_loop_testing._emulator_render import Json, node_id, ts
 from agent_loop_testing._emulator_state import (
     CommentRec,
@@ -136,6 +138,7 @@ _ISSUE_FIELDS = {
     **_content_fields(_issue_kind),
     "number": FieldNodeDef("scalar", lambda st, o, a: cast("IssueRec", o).number),
     "title": FieldNodeDef("scalar", lambda st, o, a: cast("IssueRec", o).title),
+    "repository": FieldNodeDef("Repository", lambda st, o, a: ("Repository", st)),
 }
 
 
@@ -248,6 +251,10 @@ def _pull_commits(st: State, obj: object, args: Mapping[str, object]) -> tuple[l
     return _first(list[object](pull_commits(st, pull)), args)
 
 
+def _closing_issues(st: State, obj: object, args: Mapping[str, object]) -> tuple[list[object], int]:
+    return _first(list[object](closing_issues(st, cast("IssueRec", obj))), args)
+
+
 def _merge_commit(st: State, obj: object, args: Mapping[str, object]) -> object:
     pull = cast("IssueRec", obj).pull
     sha = pull.merge_commit_sha if pull is not None else None
@@ -344,7 +351,13 @@ _SCHEMA: dict[str, dict[str, FieldNodeDef]] = {
             _FIRST,
         ),
         "mergeCommit": FieldNodeDef("Commit", _merge_commit),
+        "closingIssuesReferences": FieldNodeDef(
+            "IssueConnection",
+            lambda st, o, a: ("IssueConnection", _closing_issues(st, o, a)),
+            _FIRST,
+        ),
     },
+    "IssueConnection": _connection("Issue"),
     "PullRequestReviewThreadConnection": _connection("PullRequestReviewThread"),
     "PullRequestReviewThread": {
         "id": FieldNodeDef("scalar", lambda st, o, a: node_id("PRRT", _thread(o).id)),
