@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from agent_loop_common.sandbox import DisabledSandbox, PlainSubprocessSandbox, SandboxLimits
-from agent_loop_eval import Miner, MineLimits, SkipReason
+from agent_loop_eval import MineLimits, Miner, SkipReason
 from agent_loop_testing import (
     GitHubEmulator,
     HistoryIssue,
