@@ -15,7 +15,9 @@ agent-loop --version
 ```
 
 Exit codes: 0 done (also an idle tick), 1 the tick ended in outcome `error` (or a deploy
-failed), 2 bad usage, configuration or preflight: nothing was attempted. A configuration
+failed), 2 bad usage, configuration or preflight: nothing was attempted (also a tick
+that ended `preflight_failed`: a wrong repository, a refused token, a missing issue or
+PR, an unreachable model). A configuration
 problem prints the settings' own message (each variable, what is wrong, what it is for)
 and never a traceback: a person fixing their environment needs the variable's name. A
 remote run or a deploy without a Flyte config naming a cluster is such a problem too:
@@ -497,7 +499,9 @@ def _run_tick(
         print(summary.model_dump_json())
     else:
         _print_summary(agent, summary, sys.stdout)
-    return EXIT_FAILED if summary.failed else 0
+    if summary.failed:
+        return EXIT_FAILED
+    return EXIT_CONFIG if summary.preflight_failed else 0
 
 
 @contextmanager

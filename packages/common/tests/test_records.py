@@ -91,7 +91,7 @@ def full_record() -> RunRecord:
 
 
 EXPECTED_JSON: dict[str, Any] = {
-    "schema_version": "1.4",
+    "schema_version": "2.1",
     "run_id": "b-20260301-abc",
     "role": "builder",
     "agent_id": "builder@v3",
@@ -155,6 +155,8 @@ EXPECTED_JSON: dict[str, Any] = {
         "tamper_flags": [],
         "inconsistent": [],
         "runs": 3,
+        "per_process_limits": False,
+        "oom_kills": 0,
     },
 }
 
@@ -257,7 +259,7 @@ def test_newer_minor_with_unknown_fields_is_read_by_this_reader() -> None:
     assert "sandbox" not in parsed.record.model_dump()
 
 
-@pytest.mark.parametrize("version", ["2.0", "10.1", "v2", "x"])
+@pytest.mark.parametrize("version", ["3.0", "10.1", "v2", "x"])
 def test_unknown_major_is_classified_not_parsed(version: str) -> None:
     data = {**full_record().model_dump(mode="json"), "schema_version": version, "role": "triager"}
     assert parse_record(json.dumps(data)) == UnknownMajor(
@@ -316,3 +318,17 @@ def test_loading_records_parses_no_source() -> None:
     # (`use_attribute_docstrings` reads every model's source file, on every tick).
     assert RunRecord.model_fields["run_id"].description is None
     assert field_docs(RunRecord)["run_id"]
+
+
+@pytest.mark.parametrize("outcome", ["interrupted", "preflight_failed"])
+def test_schema_2_outcomes_are_read_and_every_1_x_record_still_is(outcome: str) -> None:
+    new = {**full_record().model_dump(mode="json"), "outcome": outcome}
+    parsed = parse_record(json.dumps(new))
+    assert isinstance(parsed, ParsedRecord)
+    assert parsed.record.outcome.value == outcome
+    assert parsed.record.schema_version == SCHEMA_VERSION
+    assert SCHEMA_VERSION.startswith("2.")
+    old = {**full_record().model_dump(mode="json"), "schema_version": "1.4"}
+    parsed_old = parse_record(json.dumps(old))
+    assert isinstance(parsed_old, ParsedRecord)
+    assert parsed_old.record.schema_version == "1.4"

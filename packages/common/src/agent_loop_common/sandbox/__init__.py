@@ -68,13 +68,16 @@ from agent_loop_common.sandbox._flyte import (
 from agent_loop_common.sandbox._limits import SandboxLimits
 from agent_loop_common.sandbox._paths import ProtectedPaths
 from agent_loop_common.sandbox._plain import PLAIN_BACKEND, PlainSubprocessSandbox
+from agent_loop_common.sandbox._plan import NO_TEST_COMMAND, TestPlan, plan_tests
 from agent_loop_common.sandbox._pysetup import (
+    ENVS_FOLDER,
     VENV_DIR,
     DefaultSetup,
     EnvReuse,
     agents_md_setup_command,
     default_python_setup,
     dependency_digest,
+    env_reuse,
     folder_dependency_digest,
 )
 from agent_loop_common.sandbox._reports import name_key
@@ -88,6 +91,7 @@ from agent_loop_common.sandbox._result import (
 from agent_loop_common.sandbox._select import (
     BackendCheck,
     SandboxChoice,
+    cgroup_required,
     check_backends,
     limits_from_settings,
     open_sandbox,
@@ -106,8 +110,10 @@ from agent_loop_common.sandbox._verdict import TestVerdict, VerdictStatus, compa
 __all__ = [
     "BWRAP_BACKEND",
     "DOCKER_BACKEND",
+    "ENVS_FOLDER",
     "FLYTE_BACKEND",
     "JUNIT_PLACEHOLDER",
+    "NO_TEST_COMMAND",
     "OFF_BACKEND",
     "PLAIN_BACKEND",
     "VENV_DIR",
@@ -141,6 +147,7 @@ __all__ = [
     "TestCommand",
     "TestCounts",
     "TestOutcome",
+    "TestPlan",
     "TestVerdict",
     "TreeError",
     "VerdictStatus",
@@ -149,12 +156,14 @@ __all__ = [
     "baseline_key",
     "build_container_task",
     "bwrap_argv",
+    "cgroup_required",
     "check_backends",
     "compare",
     "default_python_setup",
     "dependency_digest",
     "detect_test_command",
     "docker_argv",
+    "env_reuse",
     "extract_tarball",
     "flag_test_tampering",
     "flyte_task_spec",
@@ -164,6 +173,7 @@ __all__ = [
     "name_key",
     "open_sandbox",
     "parse_command",
+    "plan_tests",
     "resolve_test_command",
     "runs_pytest",
     "sandbox_facts",
