@@ -94,7 +94,9 @@ def summarize_tick(result: TickResult) -> TickSummary:
     if pull is not None:
         details["lessons_pr"] = pull.action + (f" #{pull.number}" if pull.number else "")
     if result.lessons_edits_ignored:
-        details["lessons_edits_ignored"] = ", ".join(result.lessons_edits_ignored)
+        details["lessons_edits_ignored"] = "; ".join(
+            x.describe() for x in result.lessons_edits_ignored
+        )
     if result.record is not None:
         details["ingested"] = str(result.ingested)
         details["lessons"] = str(len(result.lessons.lessons)) if result.lessons else "0"
