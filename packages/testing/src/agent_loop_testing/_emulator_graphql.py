@@ -18,18 +18,14 @@ Issue, PullRequest, IssueComment, PullRequestReviewComment {
 type Ref { name prefix target: Commit }   type Commit { oid abbreviatedOid message tree { oid } }
 PullRequest also: reviewThreads(first: Int) { totalCount nodes { id isResolved resolvedBy } }
                   commits(first: Int) { totalCount nodes { commit: Commit } }  mergeCommit: Commit
-<<<<<<< HEAD
                   closingIssuesReferences(first: Int) { totalCount nodes { Issue } }
-Issue and PullRequest also: repository: Repository
-Repository also: isPrivate diskUsage
-=======
                   merged mergedAt mergedBy { login } baseRefName headRefName state
+Issue and PullRequest also: repository: Repository
 Repository also: isPrivate diskUsage  object(oid: GitObjectID): GitObject (a commit)
 Commit also: associatedPullRequests(first: Int) { totalCount nodes: PullRequest }
              signature: GitSignature (a GpgSignature, null when unsigned)
 GitSignature { email isValid state signer { login } wasSignedByGitHub signature payload
                verifiedAt }   GpgSignature also: keyId
->>>>>>> main
 ```
 
 Answers have GitHub's shape: `{"data": ...}`, with `NOT_FOUND` errors (and a `null`)
@@ -66,11 +62,7 @@ from agent_loop_testing._emulator_graphql_parse import (
     Var,
 )
 from agent_loop_testing._emulator_http import Ctx, Reply, Route
-<<<<<<< HEAD
-from agent_loop_testing._emulator_ops_pulls import closing_issues, pull_commits
-=======
-from agent_loop_testing._emulator_ops_pulls import associated_pulls, pull_commits
->>>>>>> main
+from agent_loop_testing._emulator_ops_pulls import associated_pulls, closing_issues, pull_commits
 from agent_loop_testing._emulator_render import Json, node_id, ts
 from agent_loop_testing._emulator_signing import Verification, key_of, verify
 from agent_loop_testing._emulator_state import (
@@ -434,13 +426,11 @@ _SCHEMA: dict[str, dict[str, FieldNodeDef]] = {
             _FIRST,
         ),
         "mergeCommit": FieldNodeDef("Commit", _merge_commit),
-<<<<<<< HEAD
         "closingIssuesReferences": FieldNodeDef(
             "IssueConnection",
             lambda st, o, a: ("IssueConnection", _closing_issues(st, o, a)),
             _FIRST,
         ),
-=======
         "merged": FieldNodeDef("scalar", lambda st, o, a: _pull_rec(o).merged_at is not None),
         "mergedAt": FieldNodeDef(
             "scalar",
@@ -450,7 +440,6 @@ _SCHEMA: dict[str, dict[str, FieldNodeDef]] = {
         "baseRefName": FieldNodeDef("scalar", lambda st, o, a: _pull_rec(o).base_ref),
         "headRefName": FieldNodeDef("scalar", lambda st, o, a: _pull_rec(o).head_ref),
         "state": FieldNodeDef("scalar", lambda st, o, a: _pull_state(o)),
->>>>>>> main
     },
     "IssueConnection": _connection("Issue"),
     "PullRequestReviewThreadConnection": _connection("PullRequestReviewThread"),
