@@ -29,6 +29,7 @@ from agent_loop_testing._scripted import (
 )
 
 if TYPE_CHECKING:
+    from agent_loop_testing._calc_history import CalcFix, CalcHistory, seed_calc_history
     from agent_loop_testing._cgroupfs import (
         proc_without_cgroup,
         read_only_cgroupfs,
@@ -81,9 +82,17 @@ if TYPE_CHECKING:
         write_memory_file,
     )
     from agent_loop_testing._instant import InstantModel
+    from agent_loop_testing._per_issue import ModelPerIssue
+    from agent_loop_testing._recording_sandbox import RecordingSandbox, SandboxCall
     from agent_loop_testing._zero_config import ZERO_CONFIG_CALC, wheelhouse
 
 _LAZY = {
+    "CalcFix": "agent_loop_testing._calc_history",
+    "CalcHistory": "agent_loop_testing._calc_history",
+    "seed_calc_history": "agent_loop_testing._calc_history",
+    "ModelPerIssue": "agent_loop_testing._per_issue",
+    "RecordingSandbox": "agent_loop_testing._recording_sandbox",
+    "SandboxCall": "agent_loop_testing._recording_sandbox",
     "CALC": "agent_loop_testing._e2e",
     "CALC_ISSUE": "agent_loop_testing._e2e",
     "CALC_PYPROJECT": "agent_loop_testing._e2e",
@@ -155,6 +164,8 @@ __all__ = [
     "TESTS_SUB",
     "VERIFIED",
     "ZERO_CONFIG_CALC",
+    "CalcFix",
+    "CalcHistory",
     "CliLoop",
     "CommitView",
     "Delivery",
@@ -171,9 +182,12 @@ __all__ = [
     "HistoryStep",
     "InstantModel",
     "LoggedRequest",
+    "ModelPerIssue",
     "ModelSlot",
     "NetworkAccessDenied",
     "RecordedCall",
+    "RecordingSandbox",
+    "SandboxCall",
     "SchemaMismatch",
     "ScriptMismatch",
     "ScriptedCall",
@@ -194,6 +208,7 @@ __all__ = [
     "quiet_logs",
     "read_only_cgroupfs",
     "read_only_cgroupfs_works",
+    "seed_calc_history",
     "serve_asgi",
     "serve_chat_model",
     "serve_for_cli",
