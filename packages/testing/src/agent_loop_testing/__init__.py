@@ -81,6 +81,7 @@ if TYPE_CHECKING:
         stored_record,
         write_memory_file,
     )
+    from agent_loop_testing._held import HeldCall
     from agent_loop_testing._instant import InstantModel
     from agent_loop_testing._per_issue import ModelPerIssue
     from agent_loop_testing._recording_sandbox import RecordingSandbox, SandboxCall
@@ -123,6 +124,7 @@ _LAZY = {
     "HistoryPull": "agent_loop_testing._emulator_history",
     "HistoryStep": "agent_loop_testing._emulator_history",
     "InstantModel": "agent_loop_testing._instant",
+    "HeldCall": "agent_loop_testing._held",
     "is_valid_ref_name": "agent_loop_testing._emulator_refname",
     "SchemaMismatch": "agent_loop_testing._emulator_schema",
     "assert_matches_schema": "agent_loop_testing._emulator_schema",
@@ -175,11 +177,15 @@ __all__ = [
     "Fault",
     "GitHubEmulator",
     "GitHubHost",
+<<<<<<< HEAD
     "History",
     "HistoryIssue",
     "HistoryMerge",
     "HistoryPull",
     "HistoryStep",
+=======
+    "HeldCall",
+>>>>>>> main
     "InstantModel",
     "LoggedRequest",
     "ModelPerIssue",
