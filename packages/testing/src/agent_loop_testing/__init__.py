@@ -177,15 +177,12 @@ __all__ = [
     "Fault",
     "GitHubEmulator",
     "GitHubHost",
-<<<<<<< HEAD
+    "HeldCall",
     "History",
     "HistoryIssue",
     "HistoryMerge",
     "HistoryPull",
     "HistoryStep",
-=======
-    "HeldCall",
->>>>>>> main
     "InstantModel",
     "LoggedRequest",
     "ModelPerIssue",
