@@ -247,7 +247,7 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
     async with scope.stage("claim"):
         # The claim guards memory, which bookkeeping writes without a model: the model is
         # checked only before the distiller agent runs.
-        claim = await runtime.claimer.claim(TargetKind.REPO, CLAIM_KEY)
+        claim = await scope.take(TargetKind.REPO, CLAIM_KEY, heartbeat=False)
     if claim is None:
         out.kind, out.note = TickKind.BUSY, "another distiller run holds the claim"
         return
@@ -347,6 +347,7 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
         return
     work.digest = render_digest(work.book, grading.current, runtime.settings.digest_token_budget)
     async with scope.stage("commit"):
+        scope.commit()  # memory saves in order, then the lessons PR: a stop waits for the end
         wrote_context = await _commit(runtime, work)
     if runtime.settings.lessons_pr:
         async with scope.stage("lessons_pr"):
@@ -378,7 +379,12 @@ async def run_distiller_tick(
         await _body(runtime, scope, opts, out)
 
     out.record = await run_scoped(runtime, body)
-    if out.record is not None and out.record.outcome is not Outcome.DISTILLED:
+    if out.record is not None and out.record.outcome is Outcome.INTERRUPTED:
+        out.kind, out.note = TickKind.INTERRUPTED, out.record.error
+    elif out.record is None and runtime.interrupted is not None:
+        out.kind = TickKind.INTERRUPTED
+        out.note = f"stopped by the operator ({runtime.interrupted.name}) before it claimed"
+    elif out.record is not None and out.record.outcome is not Outcome.DISTILLED:
         out.kind = TickKind.FAILED
         out.note = out.note or out.record.error
     if out.report is not None and out.record is not None:

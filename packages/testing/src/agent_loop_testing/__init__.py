@@ -74,6 +74,7 @@ if TYPE_CHECKING:
         stored_record,
         write_memory_file,
     )
+    from agent_loop_testing._held import HeldCall
     from agent_loop_testing._instant import InstantModel
     from agent_loop_testing._per_issue import ModelPerIssue
     from agent_loop_testing._recording_sandbox import RecordingSandbox, SandboxCall
@@ -111,6 +112,7 @@ _LAZY = {
     "LoggedRequest": "agent_loop_testing._emulator_faults",
     "GitHubHost": "agent_loop_testing._emulator_host",
     "InstantModel": "agent_loop_testing._instant",
+    "HeldCall": "agent_loop_testing._held",
     "is_valid_ref_name": "agent_loop_testing._emulator_refname",
     "SchemaMismatch": "agent_loop_testing._emulator_schema",
     "assert_matches_schema": "agent_loop_testing._emulator_schema",
@@ -163,6 +165,7 @@ __all__ = [
     "Fault",
     "GitHubEmulator",
     "GitHubHost",
+    "HeldCall",
     "InstantModel",
     "LoggedRequest",
     "ModelPerIssue",
