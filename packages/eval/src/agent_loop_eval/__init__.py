@@ -10,6 +10,8 @@ on each and scores it with the hidden tests. Files are SWE-bench's format both w
 instances = read_instances(Path("instances.jsonl"))   # ours, or a SWE-bench file
 changes = apply_patch(base_files, instance.test_patch) # path -> text (None: deleted)
 outcomes = outcomes_of(instance.FAIL_TO_PASS, result.counts.outcomes)
+result = await evaluate(instance, settings, lessons=LessonChoice.parse("on"))  # one instance
+comparison = compare_results(read_results(Path("a")), read_results(Path("b")))
 ```
 
 Modules, by concern: `_instance` (the model and its JSON lines), `_patches` (git-format
