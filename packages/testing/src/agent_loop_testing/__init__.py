@@ -55,6 +55,13 @@ if TYPE_CHECKING:
     )
     from agent_loop_testing._emulator import GitHubEmulator
     from agent_loop_testing._emulator_faults import Fault, LoggedRequest
+    from agent_loop_testing._emulator_history import (
+        History,
+        HistoryIssue,
+        HistoryMerge,
+        HistoryPull,
+        HistoryStep,
+    )
     from agent_loop_testing._emulator_host import GitHubHost
     from agent_loop_testing._emulator_refname import is_valid_ref_name
     from agent_loop_testing._emulator_schema import SchemaMismatch, assert_matches_schema
@@ -123,6 +130,11 @@ _LAZY = {
     "Fault": "agent_loop_testing._emulator_faults",
     "LoggedRequest": "agent_loop_testing._emulator_faults",
     "GitHubHost": "agent_loop_testing._emulator_host",
+    "History": "agent_loop_testing._emulator_history",
+    "HistoryIssue": "agent_loop_testing._emulator_history",
+    "HistoryMerge": "agent_loop_testing._emulator_history",
+    "HistoryPull": "agent_loop_testing._emulator_history",
+    "HistoryStep": "agent_loop_testing._emulator_history",
     "InstantModel": "agent_loop_testing._instant",
     "MessagesServer": "agent_loop_testing._messages_server",
     "serve_messages_model": "agent_loop_testing._messages_server",
@@ -186,6 +198,11 @@ __all__ = [
     "GitHubEmulator",
     "GitHubHost",
     "HeldCall",
+    "History",
+    "HistoryIssue",
+    "HistoryMerge",
+    "HistoryPull",
+    "HistoryStep",
     "InstantModel",
     "LoggedRequest",
     "MessagesServer",
