@@ -91,7 +91,7 @@ def full_record() -> RunRecord:
 
 
 EXPECTED_JSON: dict[str, Any] = {
-    "schema_version": "1.4",
+    "schema_version": "2.0",
     "run_id": "b-20260301-abc",
     "role": "builder",
     "agent_id": "builder@v3",
@@ -154,6 +154,9 @@ EXPECTED_JSON: dict[str, Any] = {
         "failing": [],
         "tamper_flags": [],
         "inconsistent": [],
+        "not_shown_fixed": [],
+        "tampered": [],
+        "guard_failing": [],
         "runs": 3,
     },
 }
@@ -257,7 +260,7 @@ def test_newer_minor_with_unknown_fields_is_read_by_this_reader() -> None:
     assert "sandbox" not in parsed.record.model_dump()
 
 
-@pytest.mark.parametrize("version", ["2.0", "10.1", "v2", "x"])
+@pytest.mark.parametrize("version", ["3.0", "10.1", "v2", "x"])
 def test_unknown_major_is_classified_not_parsed(version: str) -> None:
     data = {**full_record().model_dump(mode="json"), "schema_version": version, "role": "triager"}
     assert parse_record(json.dumps(data)) == UnknownMajor(
@@ -278,6 +281,35 @@ def test_invalid_input_is_classified_never_raised(raw: str, reason: str) -> None
     parsed = parse_record(raw)
     assert isinstance(parsed, InvalidRecord)
     assert reason in parsed.reason
+
+
+def test_a_tampered_verdict_is_schema_2_and_1x_records_still_read() -> None:
+    """2.0 added `tampered` to the tests' status (a new enum member, so a new major: a
+    1.x reader leaves these records for a newer one); every 1.x record reads as before."""
+    tampered = full_record().model_copy(
+        update={
+            "tests": TestEvidence(
+                status="tampered",
+                tampered=["src/calc.py: walks every live object (gc.get_objects) (line 3)"],
+                guard_failing=["tests/test_calc.py::test_subtract"],
+            )
+        }
+    )
+    parsed = parse_record(tampered.model_dump_json())
+    assert isinstance(parsed, ParsedRecord)
+    assert parsed.record.schema_version == "2.0"
+    assert parsed.record.tests is not None
+    assert parsed.record.tests.status == "tampered"
+    older = {**EXPECTED_JSON, "schema_version": "1.4"}
+    older["tests"] = {
+        k: v
+        for k, v in EXPECTED_JSON["tests"].items()
+        if k not in ("not_shown_fixed", "tampered", "guard_failing")
+    }
+    parsed_older = parse_record(json.dumps(older))
+    assert isinstance(parsed_older, ParsedRecord)
+    assert parsed_older.record.tests is not None
+    assert parsed_older.record.tests.tampered == []
 
 
 def test_new_enum_member_in_same_major_is_invalid_not_guessed() -> None:

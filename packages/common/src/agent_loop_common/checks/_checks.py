@@ -49,8 +49,10 @@ from agent_loop_common.sandbox import (
     folder_dependency_digest,
     parse_command,
     resolve_test_command,
+    scan_test_machinery,
     validate_extra_args,
     with_junit_report,
+    with_pytest_guard,
 )
 
 __all__ = ["Checks", "open_checks"]
@@ -59,6 +61,9 @@ _DETECTED_FROM = (
     "AGENTS.md",
     "pyproject.toml",
     "pytest.ini",
+    ".pytest.ini",
+    "pytest.toml",
+    ".pytest.toml",
     "setup.cfg",
     "tox.ini",
     "conftest.py",
@@ -220,7 +225,7 @@ class Checks:
             files: The change: path -> full new content, `None` to delete.
         """
         base_texts = await self.tree.originals(sorted(files))
-        flags = flag_test_tampering(files, base_texts)
+        flags = flag_test_tampering(files, base_texts) + scan_test_machinery(files, base_texts)
         if not self.enabled or self.command is None:
             report = self._report(flags=flags)
         else:
@@ -349,6 +354,10 @@ async def open_checks(
         default = default_python_setup(files, command, pip_options)
         if default is not None:
             setup, command = default.setup, default.command
+    if command is not None:
+        # pytest loads the sandbox's guard first: code that steers the run from inside
+        # (a plugin registered from product code, a flipped report) is recorded.
+        command = with_pytest_guard(command)
     checks = Checks(
         sandbox=sandbox,
         tree=tree,

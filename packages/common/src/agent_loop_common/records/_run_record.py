@@ -28,9 +28,11 @@ from agent_loop_common.records._parts import (
 
 __all__ = ["SCHEMA_VERSION", "RunId", "RunRecord"]
 
-SCHEMA_VERSION = "1.4"
+SCHEMA_VERSION = "2.0"
 """The version this code writes. Bump the minor for added optional fields, the major for
-anything an older reader would misread (removed/renamed fields, new enum members)."""
+anything an older reader would misread (removed/renamed fields, new enum members).
+2.0: `TestEvidence.status` can be `tampered` (with `tampered`, `not_shown_fixed` and
+`guard_failing`); every 1.x record reads as before (`KNOWN_MAJORS`)."""
 
 RunId = Annotated[
     str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", strict=True)

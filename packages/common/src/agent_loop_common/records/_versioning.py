@@ -30,8 +30,9 @@ __all__ = [
     "parse_record",
 ]
 
-KNOWN_MAJORS: frozenset[int] = frozenset({int(SCHEMA_VERSION.split(".")[0])})
-"""Major versions this reader understands."""
+KNOWN_MAJORS: frozenset[int] = frozenset({1, int(SCHEMA_VERSION.split(".")[0])})
+"""Major versions this reader understands: 2.0 only added `tampered` to the tests'
+status, so every 1.x record is read as it was written."""
 
 
 @dataclass(frozen=True, slots=True)

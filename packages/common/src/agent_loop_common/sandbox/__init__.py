@@ -14,8 +14,10 @@ base = await cache.get_or_run(
     lambda: sandbox.run(base_tree, command.argv, setup=setup),
 )
 after = await sandbox.run(base_tree, command.argv, setup=setup, changes=staged_files)
-verdict = compare(base, after)                  # passed / failed / not_run, with evidence
-flags = flag_test_tampering(staged_files, base_contents)
+verdict = compare(base, after)                  # passed / failed / tampered / no_evidence / not_run
+flags = flag_test_tampering(staged_files, base_contents) + scan_test_machinery(
+    staged_files, base_contents
+)                                               # test_machinery flags: `tampered`
 ```
 
 A tree comes from a tarball (`extract_tarball`, GitHub's top folder stripped) or from
@@ -44,6 +46,7 @@ from agent_loop_common.sandbox._detect import (
     detect_test_command,
     resolve_test_command,
     with_junit_report,
+    with_pytest_guard,
 )
 from agent_loop_common.sandbox._docker import (
     DOCKER_BACKEND,
@@ -64,7 +67,9 @@ from agent_loop_common.sandbox._flyte import (
     build_container_task,
     flyte_task_spec,
 )
+from agent_loop_common.sandbox._guard import GUARD_PLACEHOLDER, without_guard
 from agent_loop_common.sandbox._limits import SandboxLimits
+from agent_loop_common.sandbox._machinery import scan_test_machinery
 from agent_loop_common.sandbox._paths import ProtectedPaths
 from agent_loop_common.sandbox._plain import PLAIN_BACKEND, PlainSubprocessSandbox
 from agent_loop_common.sandbox._pysetup import (
@@ -77,6 +82,7 @@ from agent_loop_common.sandbox._pysetup import (
     folder_dependency_digest,
 )
 from agent_loop_common.sandbox._result import (
+    GuardFinding,
     LimitName,
     OutputExcerpt,
     RunResult,
@@ -100,6 +106,7 @@ __all__ = [
     "BWRAP_BACKEND",
     "DOCKER_BACKEND",
     "FLYTE_BACKEND",
+    "GUARD_PLACEHOLDER",
     "JUNIT_PLACEHOLDER",
     "OFF_BACKEND",
     "PLAIN_BACKEND",
@@ -119,6 +126,7 @@ __all__ = [
     "EnvReuse",
     "FlyteSandbox",
     "FlyteTestSpec",
+    "GuardFinding",
     "LimitName",
     "OutputExcerpt",
     "PlainSubprocessSandbox",
@@ -157,8 +165,11 @@ __all__ = [
     "parse_command",
     "resolve_test_command",
     "sandbox_facts",
+    "scan_test_machinery",
     "selected_backend",
     "validate_extra_args",
     "with_junit_report",
+    "with_pytest_guard",
+    "without_guard",
     "write_tree",
 ]

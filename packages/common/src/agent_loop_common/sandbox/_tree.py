@@ -277,6 +277,10 @@ class Workspace:
         self.out = root / "out"
         self.shm = root / "shm"
         self.etc = root / "etc"
+        self.guard = root / "guard"
+        """The pytest guard's read-only folder (made only for a guarded run)."""
+        self.guard_module: str | None = None
+        """The run's guard module name, once the guard is installed (`_guard`)."""
 
     @property
     def junit(self) -> Path:
