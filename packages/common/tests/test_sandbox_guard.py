@@ -43,6 +43,7 @@ from agent_loop_common.sandbox._guard import (
     guard_findings,
     install_guard,
     read_guard_report,
+    read_guard_reports,
 )
 
 LIMITS = SandboxLimits(wall_seconds=60, memory_mb=1024, max_processes=64, max_file_mb=32)
@@ -214,6 +215,31 @@ def test_the_report_is_read_as_hostile_input(tmp_path: Path) -> None:
     assert reading.exitstatus == 1
     assert reading.findings == (GuardFinding(kind="plugin_registered", detail="d", where="a.py:3"),)
     assert reading.failing == ("t.py::a", "5", "t.py::b")
+
+
+def test_pytest_xdist_workers_reports_are_read_with_the_main_ones(tmp_path: Path) -> None:
+    """Workers import the code under test and make the reports: what they saw counts."""
+    name = "_agent_loop_guard_0123456789abcdef"
+    main = {"state": "finished", "findings": [], "failed": 0, "failing": [], "exitstatus": 0}
+    flipped = {
+        **main,
+        "findings": [{"kind": "report_changed", "detail": "changed ... (src/a.py:3)"}],
+        "failed": 1,
+        "failing": ["t.py::x"],
+    }
+    (tmp_path / f"{name}.json").write_text(json.dumps(main))
+    (tmp_path / f"{name}.worker-gw0.json").write_text(json.dumps(flipped))
+    (tmp_path / f"{name}.worker-gw1.json").write_text(json.dumps({"state": "loaded"}))
+    reading = read_guard_reports(tmp_path, name)
+    assert reading.finished
+    assert reading.failed == 1
+    assert reading.failing == ("t.py::x",)
+    assert [f.detail for f in reading.findings] == [
+        "changed ... (src/a.py:3)",
+        "the pytest guard's final check never ran in worker-gw1",
+    ]
+    details = [f.detail for f in guard_findings(_result(0), reading)]
+    assert "saw 1 failed report(s) made by pytest, but the command exited 0" in details
 
 
 def test_findings_the_base_has_too_are_not_held_against_the_change() -> None:

@@ -29,7 +29,7 @@ from agent_loop_common.sandbox._guard import (
     guard_findings,
     has_guard_placeholder,
     install_guard,
-    read_guard_report,
+    read_guard_reports,
 )
 from agent_loop_common.sandbox._limits import SandboxLimits
 from agent_loop_common.sandbox._paths import ProtectedPaths
@@ -365,9 +365,7 @@ async def _with_report(result: RunResult, workspace: Workspace, argv: Sequence[s
         merged = merged.model_copy(update={"disagreements": disagreements})
     if workspace.guard_module is None:
         return merged
-    reading = await asyncio.to_thread(
-        read_guard_report, workspace.out / f"{workspace.guard_module}.json"
-    )
+    reading = await asyncio.to_thread(read_guard_reports, workspace.out, workspace.guard_module)
     return merged.model_copy(
         update={
             "guarded": True,

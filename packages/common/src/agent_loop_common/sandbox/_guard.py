@@ -45,6 +45,7 @@ __all__ = [
     "has_guard_placeholder",
     "install_guard",
     "read_guard_report",
+    "read_guard_reports",
     "without_guard",
 ]
 
@@ -54,6 +55,8 @@ GUARD_DIR = "/sandbox/guard"
 """Where the guard's folder is shown to the command (bubblewrap, docker)."""
 GUARD_PREFIX = "_agent_loop_guard_"
 MAX_GUARD_REPORT_BYTES = 1024 * 1024
+MAX_WORKER_REPORTS = 64
+"""pytest-xdist workers whose reports are read (each writes `<name>.worker-<id>.json`)."""
 _SOURCE = Path(__file__).with_name("_pytest_guard.py")
 
 
@@ -144,6 +147,49 @@ def read_guard_report(path: Path) -> GuardReading:
     if not isinstance(data, dict):
         return GuardReading(found=True, problem="the guard's report is not a JSON object")
     return _reading(cast("dict[str, Any]", data))
+
+
+def read_guard_reports(out: Path, name: str) -> GuardReading:
+    """The main process's report and those of its pytest-xdist workers, as one reading.
+
+    Workers import the code under test and make the reports, so what they saw counts:
+    their findings are added, a worker that never finished is a finding of its own, and
+    the failures are the most that any one side saw (the main process sees the workers'
+    reports again). Blocking.
+    """
+    main = read_guard_report(out / f"{name}.json")
+    workers = sorted(out.glob(f"{name}.worker-*.json"))[:MAX_WORKER_REPORTS]
+    if not main.found or main.problem or not workers:
+        return main
+    findings = list(main.findings)
+    failing = list(main.failing)
+    worker_failed = 0
+    for path in workers:
+        worker = read_guard_report(path)
+        label = path.name.removeprefix(f"{name}.").removesuffix(".json")
+        if worker.problem:
+            findings.append(GuardFinding(kind="report", detail=f"{label}: {worker.problem}"))
+            continue
+        if not worker.finished:
+            findings.append(
+                GuardFinding(
+                    kind="unfinished",
+                    detail=f"the pytest guard's final check never ran in {label}",
+                    subject=label,
+                )
+            )
+        findings += worker.findings
+        failing += [n for n in worker.failing if n not in failing]
+        worker_failed += worker.failed
+    return GuardReading(
+        found=True,
+        finished=main.finished,
+        findings=tuple({f.key: f for f in findings}.values()),
+        failed=max(main.failed, worker_failed),
+        failing=tuple(failing[:200]),
+        exitstatus=main.exitstatus,
+        errors=main.errors,
+    )
 
 
 def _text(value: object, limit: int = 300) -> str:

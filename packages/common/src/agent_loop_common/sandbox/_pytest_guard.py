@@ -34,6 +34,7 @@ itself a finding.
 # the standard library only, no annotations evaluated at run time.
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import json
 import os
@@ -74,11 +75,12 @@ class _State:
         self.logged: set[int] = set()
         self.snapshot: dict[tuple[str, str, str], Any] = {}
         self.relay: Any = None
+        self.config_hook: Any = None
         self.callers: dict[str, Any] = {}
         self.kinds: dict[str, str] = {}
         self.pytest_dirs: tuple[str, ...] = ()
         self.stdlib_dirs: tuple[str, ...] = ()
-        self.entry = ""
+        self.entries: set[str] = set()
         self.exitstatus: Any = None
         self.finished = False
 
@@ -147,7 +149,7 @@ def _kind(filename: str) -> str:
             kind = "guard"
         elif rel in _S.changed:
             kind = "other"  # the change's own files are never trusted, tests included
-        elif _under(real, _S.pytest_dirs) or real == _S.entry:
+        elif _under(real, _S.pytest_dirs) or real in _S.entries:
             kind = "pytest"
         elif real in _S.trusted_files or _under(real, tuple(_S.trusted_dirs)) or _is_test_file(rel):
             kind = "trusted"
@@ -167,11 +169,11 @@ def _origin(frame: Any) -> tuple[bool, str]:
 
     Walk out of the stack: the guard's, pytest's and the standard library's own frames
     are passed over; the first other frame decides (a declared plugin or an untouched
-    test file is trusted, anything else is not). A stack with no such frame is pytest's
-    own work when it starts at pytest's entry point (`python -m pytest`, the `pytest`
-    script); otherwise (a thread, a callback) nobody can vouch for it.
+    test file is trusted, anything else is not). Reaching pytest's entry point (the
+    module-level code of `pytest/__main__.py`, the `pytest` script, or a pytest-xdist
+    worker's `xdist/remote.py`) first means it is pytest's own work; a stack that never
+    reaches it (a thread, a callback) has nobody to vouch for it.
     """
-    bottom = ""
     while frame is not None:
         code = frame.f_code
         kind = _kind(code.co_filename)
@@ -179,11 +181,9 @@ def _origin(frame: Any) -> tuple[bool, str]:
             return True, f"{_rel(code.co_filename)}:{frame.f_lineno}"
         if kind == "other":
             return False, f"{_rel(code.co_filename)}:{frame.f_lineno}"
-        if kind == "pytest":
-            bottom = code.co_name
+        if code.co_name == "<module>" and _real(code.co_filename) in _S.entries:
+            return True, ""
         frame = frame.f_back
-    if bottom == "<module>":  # pytest/__main__.py or the `pytest` script started it all
-        return True, ""
     return False, "(no caller outside pytest: a thread or a callback)"
 
 
@@ -229,7 +229,7 @@ def _error(where: str, exc: BaseException) -> None:
 
 
 def _write(state: str) -> None:
-    if not _S.report_path or _is_worker():
+    if not _S.report_path:
         return
     failing = [_nodeid(entry[0]) for entry in _S.failed_reports.values() if _still_failed(entry)]
     data = {
@@ -251,15 +251,17 @@ def _write(state: str) -> None:
         _error("write", exc)
 
 
+def _worker_id() -> str:
+    """The pytest-xdist worker this process is (`gw0`), or `""` for the main process."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return "".join(ch for ch in worker if ch.isalnum() or ch in "-_")[:20]
+
+
 def _int_or_none(value: Any) -> int | None:
     try:
         return int(value)
     except (TypeError, ValueError):
         return None
-
-
-def _is_worker() -> bool:
-    return _S.config is not None and hasattr(_S.config, "workerinput")
 
 
 def _nodeid(report: Any) -> str:
@@ -272,11 +274,29 @@ def _nodeid(report: Any) -> str:
 # ---------------------------------------------------------------- start-up
 
 
+def _xdist_dir() -> str:
+    """pytest-xdist's installed folder (never one inside the repository), or `""`."""
+    try:
+        spec = importlib.util.find_spec("xdist")
+    except (ImportError, ValueError):
+        return ""
+    origin = getattr(spec, "origin", None)
+    if not origin:
+        return ""
+    folder = os.path.dirname(_real(origin))
+    root = _real(_S.root)
+    return "" if folder == root or folder.startswith(root + os.sep) else folder
+
+
 def _start(manager: Any) -> None:
     _S.started = True
     junit = os.environ.get("SANDBOX_JUNIT", "")
     if junit:
-        _S.report_path = os.path.join(os.path.dirname(junit), _NAME + ".json")
+        # pytest-xdist's workers import the code under test and make the reports: each
+        # writes its own report next to the main process's.
+        worker = _worker_id()
+        suffix = f".worker-{worker}" if worker else ""
+        _S.report_path = os.path.join(os.path.dirname(junit), f"{_NAME}{suffix}.json")
     try:
         with open(os.path.join(_HERE, _NAME + ".json"), encoding="utf-8") as handle:
             settings = json.load(handle)
@@ -297,9 +317,21 @@ def _start(manager: Any) -> None:
     _S.stdlib_dirs = tuple(
         dict.fromkeys(_real(paths[k]) for k in ("stdlib", "platstdlib") if paths.get(k))
     )
-    _S.entry = _real(sys.argv[0]) if sys.argv and sys.argv[0] else ""
-    if _S.entry and _rel(_S.entry) in _S.changed:
-        _S.entry = ""
+    script = _real(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    if script and _rel(script) not in _S.changed:
+        _S.entries.add(script)
+    main = getattr(sys.modules.get("pytest.__main__"), "__file__", None)
+    pytest_init = getattr(sys.modules.get("pytest"), "__file__", None)
+    if main or pytest_init:
+        _S.entries.add(
+            _real(main or os.path.join(os.path.dirname(pytest_init or ""), "__main__.py"))
+        )
+    xdist = _xdist_dir() if _worker_id() else ""
+    if xdist:
+        # A pytest-xdist worker is started by xdist itself: its code drives the run (its
+        # module `xdist/remote.py`, sent by execnet, is the worker's entry point).
+        _S.pytest_dirs = (*_S.pytest_dirs, xdist)
+        _S.entries.add(os.path.join(xdist, "remote.py"))
     _watch_reports()
     _watch_session()
     _S.relay = getattr(manager, "hook", None)
@@ -483,6 +515,8 @@ def pytest_plugin_registered(plugin: Any, manager: Any) -> None:
 def pytest_configure(config: Any) -> None:
     """Remember the configuration (a run the guard did not start from is recorded)."""
     _S.config = config
+    # pytest 8 wraps the relay for its config (`PathAwareHookProxy`): remember which.
+    _S.config_hook = getattr(config, "hook", None)
     if not _S.started:
         _start(config.pluginmanager)
 
@@ -641,7 +675,7 @@ def _check_hooks() -> None:
     if manager is None:
         return
     relay = getattr(manager, "hook", None)
-    if relay is not _S.relay or getattr(_S.config, "hook", relay) is not relay:
+    if relay is not _S.relay or getattr(_S.config, "hook", None) is not _S.config_hook:
         _found("hook_replaced", "replaced pytest's hook relay (pluginmanager.hook)", "", "hook")
         return
     for name, caller in _members(relay).items():

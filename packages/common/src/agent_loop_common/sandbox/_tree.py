@@ -11,6 +11,7 @@ nothing else the command may see:
   shm/    the command's /dev/shm
   out/    where the command may write a JUnit report ($SANDBOX_JUNIT)
   etc/    generated passwd, group and hosts files
+  guard/  the pytest guard, read-only (a guarded pytest run only: `_guard`)
 ```
 
 The original tree is only ever read. All writes into the copy are checked against
