@@ -239,6 +239,8 @@ def test_a_change_that_reaches_into_the_runner_is_tampered_in_every_view() -> No
             note="the sandbox is off",
         )
         assert alone.status == "tampered"
+        assert alone.ran == (verdict is not None)
+        assert "src/calc.py: walks every live object" in alone.markdown()
     # a hard-rule failure is still a failure (rejected by code), the finding in its notes
     failed = CheckReport(
         command=None,

@@ -27,6 +27,7 @@ from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Literal
 
 import httpx
 
@@ -42,6 +43,7 @@ from agent_loop_testing._emulator_faults import (
 from agent_loop_testing._emulator_git import MODE_EXEC, MODE_FILE, TreeWrite
 from agent_loop_testing._emulator_inspect import EmulatorInspection
 from agent_loop_testing._emulator_server import serve_app
+from agent_loop_testing._emulator_signing import armored, key_id
 from agent_loop_testing._emulator_state import PERMISSIONS, AppRec, State, UserRec
 from agent_loop_testing._emulator_webhooks import Delivery, WebhookSender
 
@@ -50,12 +52,21 @@ __all__ = ["GitHubEmulator"]
 _START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
+def _real_time() -> datetime:
+    return datetime.now(UTC)
+
+
 class GitHubEmulator(EmulatorInspection):
     """One emulated repository with its users, issues, PRs, checks and git objects.
 
     Every write moves the emulated clock one second from `start`, and ids come from one
     counter, so runs are reproducible. The owner (admin) and the agents' bot identity
     (`agent-loop[bot]`, type Bot, write) exist from the start.
+
+    For a person trying the agents out (`agent-loop emulator serve`), `clock="real"`
+    stamps each write with the real time (from now, whole seconds) and
+    `random_tokens=True` gives every user a random token, different at every start
+    (a predictable owner's token would let any web page the person opens act as them).
     """
 
     def __init__(
@@ -69,8 +80,15 @@ class GitHubEmulator(EmulatorInspection):
         rate_limit: int = 5000,
         bot_login: str = "agent-loop[bot]",
         rate_limiter: RateLimiter | None = None,
+        clock: Literal["emulated", "real"] = "emulated",
+        random_tokens: bool = False,
     ) -> None:
+        if clock == "real":
+            start = datetime.now(UTC).replace(microsecond=0)
         st = State(owner, name, default_branch, page_size_default, start, created_at=start)
+        if clock == "real":
+            st.clock = _real_time
+        st.random_tokens = random_tokens
         st.repo_id = st.new_id()
         self._st = st
         self._faults = FaultBook()
@@ -122,7 +140,7 @@ class GitHubEmulator(EmulatorInspection):
             st = self._st
             user = UserRec(login, st.new_id(), type, permission, st.now)
             st.users[login] = user
-            token = f"ghp_emulator{user.id:06d}{login.replace('[bot]', 'bot')}"
+            token = st.new_token("ghp_", f"emulator{user.id:06d}{login.replace('[bot]', 'bot')}")
             st.tokens[token] = login
             return token
 
@@ -173,6 +191,9 @@ class GitHubEmulator(EmulatorInspection):
         author: str,
         message: str,
         modes: Mapping[str, int] | None = None,
+        *,
+        committer: str | None = None,
+        signed_by: str | None = None,
     ) -> str:
         with self._st.lock:
             st = self._st
@@ -191,13 +212,14 @@ class GitHubEmulator(EmulatorInspection):
                 )
             tree = git.write_tree(git.commit_tree(parent) if parent else None, writes)
             st.tick()
-            who = st.identity(author)
+            signature = None if signed_by is None else armored(key_id(st.user(signed_by)))
             sha = git.add_commit(
                 tree=tree,
                 parents=[parent] if parent else [],
                 message=message,
-                author=who,
-                committer=who,
+                author=st.identity(author),
+                committer=st.identity(committer or author),
+                signature=signature,
             )
             git.refs[f"refs/heads/{branch}"] = sha
             return sha
@@ -226,11 +248,27 @@ class GitHubEmulator(EmulatorInspection):
         )
 
     def push(
-        self, branch: str, files: Mapping[str, str | bytes | None], *, author: str, message: str
+        self,
+        branch: str,
+        files: Mapping[str, str | bytes | None],
+        *,
+        author: str,
+        message: str,
+        committer: str | None = None,
+        signed_by: str | None = None,
     ) -> str:
-        """A person's push: one commit on `branch` (created from the default branch if
-        missing); a `None` content deletes the file. Returns the new commit sha."""
-        return self._commit_files(branch, files, author, message)
+        """A push: one commit on `branch` (created from the default branch if missing); a
+        `None` content deletes the file. Returns the new commit sha.
+
+        `author` and `committer` (default: the author) are the commit's fields, which
+        whoever creates a commit writes freely: `author="maint"` is a commit that merely
+        claims maint's email, as anyone with push access can make. `signed_by` signs it
+        with that user's registered key; GitHub verifies it only when the committer is
+        that user (`_emulator_signing`). Who pushed is recorded nowhere, as on GitHub.
+        """
+        return self._commit_files(
+            branch, files, author, message, committer=committer, signed_by=signed_by
+        )
 
     # ------------------------------------------------------------------ conversation
     def add_issue(
@@ -477,8 +515,11 @@ class GitHubEmulator(EmulatorInspection):
 
     @contextmanager
     def serve(self, port: int = 0) -> Generator[str]:
-        """Serve over HTTP on 127.0.0.1 (`port`, 0: an ephemeral one); yields the base URL."""
-        with serve_app(self._app.app, self._app.closing, port=port) as url:
+        """Serve over HTTP on 127.0.0.1 (`port`, 0: an ephemeral one); yields the base URL.
+
+        Requests must address the loopback port (`Host` of 127.0.0.1, localhost or
+        [::1] with the port); any other host answers 421 (DNS rebinding)."""
+        with serve_app(self._app.app, self._app.closing, port=port, check_host=True) as url:
             previous = self._hooks.base_url, self._hooks.web_url
             self._hooks.base_url = self._hooks.web_url = url
             try:

@@ -71,6 +71,30 @@ class CheckReport:
     note: str = ""
     """Why no tests ran (the sandbox is off, no test command was found)."""
 
+    def _runs(self) -> list[RunResult]:
+        """The base and change runs, with the setup run of each."""
+        runs = [r for r in (self.base, self.after) if r is not None]
+        return runs + [r.setup for r in runs if r.setup is not None]
+
+    @property
+    def per_process_limits(self) -> str:
+        """The note saying no control group bounded a run as a whole (`""` when one did)."""
+        for run in self._runs():
+            if run.per_process_limits:
+                return next(
+                    (n for n in run.notes if n.startswith("limits per process:")),
+                    "limits per process: no control group bounded this sandbox as a whole",
+                )
+        return ""
+
+    @property
+    def oom_kills(self) -> int:
+        """Processes the kernel killed for memory in the change's run (its setup included)."""
+        run = self.after
+        if run is None:
+            return 0
+        return run.oom_kills + (run.setup.oom_kills if run.setup is not None else 0)
+
     @property
     def tampered(self) -> tuple[str, ...]:
         """Why the tests' results cannot be trusted: what the scan of the change found
@@ -84,13 +108,17 @@ class CheckReport:
         """`passed`, `failed`, `tampered` (the change's code reaches into the test runner),
         `no_evidence` (ran, proves nothing), or `not_run`. A hard-rule failure stays
         `failed`; anything else with a finding is `tampered`, never `passed`."""
-        if self.verdict is not None:
-            status = self.verdict.status
-        else:
-            status = "no_evidence" if self.base is not None else "not_run"
+        status = self._run_status
         if status != "failed" and self.tampered:
             return "tampered"
         return status
+
+    @property
+    def _run_status(self) -> VerdictStatus:
+        """What the runs alone say, before the scan of the change is counted."""
+        if self.verdict is not None:
+            return self.verdict.status
+        return "no_evidence" if self.base is not None else "not_run"
 
     @property
     def judged(self) -> bool:
@@ -117,7 +145,7 @@ class CheckReport:
     @property
     def ran(self) -> bool:
         """Whether the tests ran on the change."""
-        return self.status != "not_run"
+        return self._run_status != "not_run"
 
     @property
     def summary(self) -> str:
@@ -304,6 +332,8 @@ class CheckReport:
         if self.setup:
             lines.append(f"- Setup: {public_text(self.setup_text(), limit=300)}")
         lines.append(f"- Result: {public_text(self.summary, limit=300)}")
+        if self.per_process_limits:
+            lines.append(f"- Limits: {public_text(self.per_process_limits, limit=400)}")
         if self.judged:
             lines += self._guard_line()
         if not self.judged:
@@ -345,6 +375,8 @@ class CheckReport:
                 f"- Reported: {public_text(self.summary, limit=300)} (not evidence: the "
                 "change's code ran in the reporting process)"
             )
+            if self.per_process_limits:
+                lines.append(f"- Limits: {public_text(self.per_process_limits, limit=400)}")
         verdict = self.verdict
         if verdict is not None and verdict.guard_failing:
             lines.append(
@@ -406,4 +438,6 @@ class CheckReport:
             tampered=list(self.tampered),
             guard_failing=list(verdict.guard_failing) if verdict else [],
             runs=runs,
+            per_process_limits=bool(self.per_process_limits),
+            oom_kills=self.oom_kills,
         )

@@ -37,12 +37,14 @@ if TYPE_CHECKING:
         BranchHead,
         CheckRun,
         Comment,
+        CommitProvenance,
         CommitStatus,
         Edit,
         GitCommit,
         GitTree,
         Issue,
         IssueEvent,
+        MergedPull,
         NewBranch,
         PathCommit,
         PullFile,
@@ -55,6 +57,7 @@ if TYPE_CHECKING:
         TreeEntry,
         User,
     )
+    from agent_loop_common.github._offline import GitHubOffline, OfflineTransport
     from agent_loop_common.github._pace import WritePacing
     from agent_loop_common.github._ratelimit import RateBudget, RateReserve, rate_budget_of
     from agent_loop_common.github._retry import GitHubRetryPolicy
@@ -70,6 +73,7 @@ __all__ = [
     "BranchHead",
     "CheckRun",
     "Comment",
+    "CommitProvenance",
     "CommitStatus",
     "Conflict",
     "ETagCache",
@@ -77,14 +81,17 @@ __all__ = [
     "GitCommit",
     "GitHub",
     "GitHubError",
+    "GitHubOffline",
     "GitHubRetryPolicy",
     "GitHubUnavailable",
     "GitTree",
     "Issue",
     "IssueEvent",
+    "MergedPull",
     "NewBranch",
     "NotFastForward",
     "NotFound",
+    "OfflineTransport",
     "PathCommit",
     "PolledRead",
     "PullFile",

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from agent_loop_common.records._run_record import SCHEMA_VERSION, RunId, RunRecord
     from agent_loop_common.records._versioning import (
         KNOWN_MAJORS,
+        RECORD_MAJORS,
         InvalidRecord,
         ParsedRecord,
         RecordParse,
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
 __all__ = [
     "KNOWN_MAJORS",
     "MAX_LESSON_EVENTS",
+    "RECORD_MAJORS",
     "SCHEMA_VERSION",
     "Attempt",
     "CheckResult",

@@ -1,6 +1,7 @@
 """`RunRecord`: the one durable account of a pipeline run.
 
-One record per run that claimed something (idle runs only bump a counter, see
+One record per run that claimed something, or that failed before it could reach its
+target (outcome `preflight_failed`); idle runs only bump a counter (see
 `agent_loop_common.memory`). Records are append-only: written once by the run, read by
 the distiller, never rewritten, so a reader never needs to preserve fields it does not
 know.
@@ -28,11 +29,16 @@ from agent_loop_common.records._parts import (
 
 __all__ = ["SCHEMA_VERSION", "RunId", "RunRecord"]
 
-SCHEMA_VERSION = "2.0"
+SCHEMA_VERSION = "3.0"
 """The version this code writes. Bump the minor for added optional fields, the major for
 anything an older reader would misread (removed/renamed fields, new enum members).
-2.0: `TestEvidence.status` can be `tampered` (with `tampered`, `not_shown_fixed` and
-`guard_failing`); every 1.x record reads as before (`KNOWN_MAJORS`)."""
+
+2.0 added the outcomes `interrupted` and `preflight_failed`: a 1.x reader defers such
+records as an unknown major instead of failing to validate them; 2.x reads every 1.x
+record unchanged. 2.1 added `tests.per_process_limits` and `tests.oom_kills`. 3.0 added
+the tests' status `tampered` (with `tests.tampered`, `tests.not_shown_fixed` and
+`tests.guard_failing`): a 2.x reader defers such records; 3.x reads every 1.x and 2.x
+record unchanged."""
 
 RunId = Annotated[
     str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", strict=True)

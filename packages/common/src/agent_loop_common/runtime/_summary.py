@@ -18,6 +18,7 @@ from agent_loop_common.records import Outcome, Role
 
 if TYPE_CHECKING:  # the idle tick's lean path imports this module: no githubkit, no Flyte
     from agent_loop_common.records import RunRecord
+    from agent_loop_common.runtime._interrupt import Interrupt
     from agent_loop_common.runtime._pause import Pause
     from agent_loop_common.settings import Settings
 
@@ -131,6 +132,19 @@ class TickSummary(BaseModel):
         return self.outcome == Outcome.ERROR or any(r.failed for r in self.runs)
 
     @property
+    def preflight_failed(self) -> bool:
+        """The run (or any run of the tick) never reached its target: a wrong repository,
+        a refused token, a missing issue or PR, an unreachable model (the CLI exits 2)."""
+        return self.outcome == Outcome.PREFLIGHT_FAILED or any(
+            r.preflight_failed for r in self.runs
+        )
+
+    @property
+    def interrupted(self) -> bool:
+        """The operator stopped the run (or a run of the tick) at a safe point."""
+        return self.outcome == Outcome.INTERRUPTED or any(r.interrupted for r in self.runs)
+
+    @property
     def links(self) -> list[str]:
         """URLs of what the tick made or updated (PR first, then issues)."""
         return [u for u in (self.pr_url, *self.issue_urls) if u]
@@ -163,9 +177,18 @@ def summarize(
     note: str = "",
     details: Mapping[str, str] | None = None,
     paused: Pause | None = None,
+    interrupted: Interrupt | None = None,
 ) -> TickSummary:
-    """The one summary of a tick: of its record, paused (with why and until when), or
-    idle (with the agent's `idle` note)."""
+    """The one summary of a tick: of its record, paused (with why and until when),
+    interrupted before it claimed anything, or idle (with the agent's `idle` note)."""
+    if record is None and interrupted is not None:
+        return TickSummary(
+            role=role,
+            outcome=Outcome.INTERRUPTED,
+            note=f"stopped by the operator ({interrupted.name}) before it claimed anything: "
+            "nothing to release, no run record",
+            details=dict(details or {}),
+        )
     if record is None and paused is not None:
         extra = {"resumes_after": paused.until.isoformat()} if paused.until else {}
         return TickSummary(
@@ -188,7 +211,7 @@ def summarize_many(role: Role, results: Sequence[TickSummary], *, idle: str) -> 
     if not worked:  # nothing was worked: the reserve's reason, else an idle tick
         held = next((r for r in results if r.paused), None)
         return held if held is not None else summarize(role, None, idle=idle)
-    lead = next((r for r in worked if not r.failed), worked[0])
+    lead = next((r for r in worked if not (r.failed or r.preflight_failed)), worked[0])
     made = ", ".join(f"{r.repo} {r.target_label}: {r.outcome}" for r in worked)
     runs = "1 run" if len(worked) == 1 else f"{len(worked)} runs"
     return lead.model_copy(
