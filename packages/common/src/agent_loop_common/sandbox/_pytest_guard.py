@@ -78,6 +78,7 @@ class _State:
         self.config_hook: Any = None
         self.callers: dict[str, Any] = {}
         self.kinds: dict[str, str] = {}
+        self.reals: dict[str, str] = {}
         self.pytest_dirs: tuple[str, ...] = ()
         self.stdlib_dirs: tuple[str, ...] = ()
         self.entries: set[str] = set()
@@ -106,10 +107,16 @@ def _members(obj: Any) -> dict[str, Any]:
 
 
 def _real(path: str) -> str:
+    """`os.path.realpath`, remembered (it costs system calls, and stacks repeat)."""
+    known = _S.reals.get(path)
+    if known is not None:
+        return known
     try:
-        return os.path.realpath(path)
+        real = os.path.realpath(path)
     except (OSError, ValueError):
-        return path
+        real = path
+    _S.reals[path] = real
+    return real
 
 
 def _rel(path: str) -> str:
