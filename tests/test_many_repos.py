@@ -59,7 +59,7 @@ def _tick(capsys: pytest.CaptureFixture[str]) -> TickSummary:
     code = cli.main(["run", "builder", "--json"])
     out, err = capsys.readouterr()
     assert code in (0, 1), err
-    return TickSummary.model_validate_json(out[out.index("{") :])
+    return TickSummary.model_validate_json(out.strip().splitlines()[-1])  # after the events
 
 
 def _runs(summary: TickSummary) -> list[TickSummary]:

@@ -87,11 +87,12 @@ def full_record() -> RunRecord:
             fail_to_pass=["test_a.py::test_new"],
             runs=3,
         ),
+        diff="diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n",
     )
 
 
 EXPECTED_JSON: dict[str, Any] = {
-    "schema_version": "1.4",
+    "schema_version": "1.5",
     "run_id": "b-20260301-abc",
     "role": "builder",
     "agent_id": "builder@v3",
@@ -129,7 +130,9 @@ EXPECTED_JSON: dict[str, Any] = {
     "usage": {"tokens_in": 1500, "tokens_out": 500, "llm_calls": 9, "cost_usd": 0.0123},
     "github": {"requests": 14, "not_modified": 3, "by_route": {"GET /repos/{owner}/{repo}": 2}},
     "stage_seconds": {"claim": 0.4, "build": 180.5},
-    "trace": [{"tool": "read_file", "args": "a.py", "ok": True, "ms": 12, "error": ""}],
+    "trace": [
+        {"tool": "read_file", "args": "a.py", "ok": True, "ms": 12, "error": "", "agent": ""}
+    ],
     "links": {"pr_url": "https://github.com/o/r/pull/13", "issue_urls": []},
     "error": "",
     "lesson_ids": ["L-1"],
@@ -156,6 +159,7 @@ EXPECTED_JSON: dict[str, Any] = {
         "inconsistent": [],
         "runs": 3,
     },
+    "diff": "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n",
 }
 
 
@@ -283,7 +287,7 @@ def test_invalid_input_is_classified_never_raised(raw: str, reason: str) -> None
 def test_new_enum_member_in_same_major_is_invalid_not_guessed() -> None:
     data = {
         **full_record().model_dump(mode="json"),
-        "schema_version": "1.4",
+        "schema_version": "1.5",
         "outcome": "escalated",
     }
     parsed = parse_record(json.dumps(data))

@@ -26,11 +26,15 @@ from agent_loop_common.records._parts import (
     Usage,
 )
 
-__all__ = ["SCHEMA_VERSION", "RunId", "RunRecord"]
+__all__ = ["DIFF_CHARS", "SCHEMA_VERSION", "RunId", "RunRecord"]
 
-SCHEMA_VERSION = "1.4"
+SCHEMA_VERSION = "1.5"
 """The version this code writes. Bump the minor for added optional fields, the major for
 anything an older reader would misread (removed/renamed fields, new enum members)."""
+
+DIFF_CHARS = 16_000
+"""Longest `RunRecord.diff` kept: a record is read by every status and distiller pass, so
+a huge change keeps its first part and says how much was left out."""
 
 RunId = Annotated[
     str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", strict=True)
@@ -103,6 +107,12 @@ class RunRecord(BaseModel):
     """What the repository's tests said about the change (1.2): command and its source,
     backend, base and after summaries, fail-to-pass tests, tampering flags. `None` when
     the run checked no change (a decomposition, a decline, an idle or failed run)."""
+    diff: str = ""
+    """The change the run proposed, as a unified diff against its base (1.5): the last
+    change a try submitted (the accepted one, when a try was accepted), whether or not
+    it was committed, cut to `DIFF_CHARS` characters with a note of what was left out.
+    Empty when the run proposed no change (a decomposition, a decline, an earlier
+    record)."""
 
     @property
     def duration_seconds(self) -> float:

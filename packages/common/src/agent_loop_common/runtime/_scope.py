@@ -30,6 +30,7 @@ from agent_loop_common.memory import (
     count_paused_run,
     write_run_record,
 )
+from agent_loop_common.progress import emit, run_progress
 from agent_loop_common.records import (
     Attempt,
     GitHubUsage,
@@ -95,6 +96,8 @@ class RunScope:
     """What the repository's tests said about the last change the run checked."""
     pause: Pause | None = None
     """Set when the rate-limit reserve stopped the run before it claimed anything."""
+    diff: str = ""
+    """The last change the run proposed, as a capped unified diff (`RunRecord.diff`)."""
 
     @asynccontextmanager
     async def stage(self, name: str) -> AsyncGenerator[None]:
@@ -134,7 +137,7 @@ class RunScope:
         self.attempts.append(attempt)
         return attempt
 
-    async def claim(self, kind: TargetKind, key: int | str) -> Claim | None:
+    async def claim(self, kind: TargetKind, key: int | str, *, title: str = "") -> Claim | None:
         """Claim a target, after proving the run could finish its work.
 
         First the GitHub budget: at the rate-limit reserve nothing new is claimed
@@ -143,7 +146,8 @@ class RunScope:
         tests. Having work, the run starts loading the model library in the background
         (`Runtime.warm_model`). A missing key, an unknown model or no working sandbox stops the run with
         nothing public written; a tick that finds no work needs neither and is not
-        stopped by them.
+        stopped by them. A won claim is the run's first progress event (`run.claimed`,
+        with `title`).
         """
         check_reserve(
             self.runtime.github.rate_budget, RateReserve.from_settings(self.runtime.settings)
@@ -155,6 +159,9 @@ class RunScope:
         claim = await self.runtime.claimer.claim(kind, key)
         if claim is not None:
             self._beats[claim.target] = asyncio.create_task(self._heartbeat(claim.target))
+            progress = self.runtime.progress
+            progress.target = _target_label(kind, key)
+            emit("run.claimed", title=title)
         return claim
 
     async def _heartbeat(self, target: ClaimTarget) -> None:
@@ -299,6 +306,7 @@ class RunScope:
             backoff_until=self.backoff_until,
             problems=self.problems,
             tests=self.tests,
+            diff=self.diff,
         )
 
 
@@ -318,12 +326,13 @@ async def run_scoped(
         `runtime.paused` says whether the rate-limit reserve held it back).
     """
     scope = RunScope(runtime=runtime, started_at=runtime.clock())
-    with collecting_problems() as problems:
-        await _run_body(runtime, scope, body)
-    scope.problems.extend(p for p in problems if p not in scope.problems)
-    if runtime.usage.exceeded and scope.outcome not in (Outcome.ERROR, None):
-        scope.finish(Outcome.BUDGET_EXCEEDED, runtime.usage.exceeded)
-    return await _persist(runtime, scope)
+    with run_progress(runtime.progress):
+        with collecting_problems() as problems:
+            await _run_body(runtime, scope, body)
+        scope.problems.extend(p for p in problems if p not in scope.problems)
+        if runtime.usage.exceeded and scope.outcome not in (Outcome.ERROR, None):
+            scope.finish(Outcome.BUDGET_EXCEEDED, runtime.usage.exceeded)
+        return await _persist(runtime, scope)
 
 
 async def record_failure(runtime: Runtime, exc: Exception) -> RunRecord:
@@ -333,7 +342,8 @@ async def record_failure(runtime: Runtime, exc: Exception) -> RunRecord:
     reason = operator_fault(exc)
     scope.fault = "operator" if reason is not None else "work"
     scope.finish(Outcome.ERROR, f"{type(exc).__name__}: {exc}")
-    record = await _persist(runtime, scope)
+    with run_progress(runtime.progress):
+        record = await _persist(runtime, scope)
     assert record is not None  # an error is always recorded
     return record
 
@@ -406,6 +416,16 @@ async def _persist(runtime: Runtime, scope: RunScope) -> RunRecord | None:
         scope.target = Target(kind=TargetKind.REPO, title=f"{runtime.role.value} tick")
     record = scope.record()
     await write_run_record(runtime.memory, record, now=runtime.clock())
+    emit(
+        "run.ended",
+        outcome=record.outcome.value,
+        tokens=record.usage.tokens,
+        cost_usd=record.usage.cost_usd,
+        llm_calls=record.usage.llm_calls,
+        seconds=round(runtime.progress.seconds, 2),
+        links=[u for u in (record.links.pr_url, *record.links.issue_urls) if u],
+        error=record.error[:300],
+    )
     _log.info(
         "run.recorded",
         role=runtime.role.value,
@@ -414,6 +434,13 @@ async def _persist(runtime: Runtime, scope: RunScope) -> RunRecord | None:
         target=f"{record.target.kind.value}#{record.target.number}",
     )
     return record
+
+
+def _target_label(kind: TargetKind, key: int | str) -> str:
+    """`issue #5`, `PR #7`, `repo`: the target as a progress line names it."""
+    if kind is TargetKind.REPO:
+        return "repo"
+    return f"{'PR' if kind is TargetKind.PR else kind.value} #{key}"
 
 
 class _GuardedWriter:
