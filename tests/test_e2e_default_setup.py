@@ -6,27 +6,19 @@ tests run in the real bubblewrap sandbox on the default setup (a private environ
 built in the copy with `python3 -m venv` + pip), its pull request is ready with counts
 and says which setup ran, and a later try and tick reuse the built environment.
 
-Hermetic: pip never reaches an index. The test's wheelhouse is built from this
-workspace's installed distributions (pytest and its dependencies, zipped as wheels), shown
-read-only to the sandbox (`AGENT_LOOP_SANDBOX_READONLY_PATHS`) and named with
-`AGENT_LOOP_PIP_OPTIONS=--no-index --find-links <wheelhouse>`; the sample builds with an
-in-tree PEP 517 backend, so no build tool is downloaded either.
+Hermetic: pip never reaches an index (`agent_loop_testing.wheelhouse`: this workspace's
+pytest and its dependencies zipped as wheels, shown read-only to the sandbox and named
+with `AGENT_LOOP_PIP_OPTIONS=--no-index --find-links <wheelhouse>`); the sample
+(`ZERO_CONFIG_CALC`) builds with an in-tree PEP 517 backend.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import pathlib
-import shutil
-import tempfile
-import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from importlib import metadata
 
 import pytest
-from packaging.requirements import Requirement
 
 from agent_loop import cli
 from agent_loop_common.records import Role
@@ -34,9 +26,9 @@ from agent_loop_common.sandbox import BwrapSandbox, _select
 from agent_loop_common.verify import VERIFIER_MARKER
 from agent_loop_testing import (
     CALC,
-    CALC_REPO,
     CALC_SUB,
     VERIFIED,
+    ZERO_CONFIG_CALC,
     CliLoop,
     GitHubEmulator,
     ScriptedModel,
@@ -44,6 +36,7 @@ from agent_loop_testing import (
     serve_for_cli,
     subtract_try,
     turn,
+    wheelhouse,
 )
 
 pytestmark = [
@@ -53,97 +46,17 @@ pytestmark = [
     ),
 ]
 
-# No `[tool.pytest]` `pythonpath`: `src/calc.py` imports only once the project is installed.
-PYPROJECT = """[build-system]
-requires = []
-build-backend = "sample_backend"
-backend-path = ["_build"]
-
-[project]
-name = "calc"
-version = "0.1.0"
-
-[project.optional-dependencies]
-test = ["pytest"]
-"""
-# A minimal in-tree PEP 517/660 backend: an editable wheel is a `.pth` naming `src`.
-BACKEND = """import base64, hashlib, os, zipfile
-
-DIST = "calc-0.1.0.dist-info"
-METADATA = (
-    "Metadata-Version: 2.1\\nName: calc\\nVersion: 0.1.0\\n"
-    "Provides-Extra: test\\nRequires-Dist: pytest; extra == \\"test\\"\\n"
-)
-WHEEL = "Wheel-Version: 1.0\\nGenerator: sample\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"
-
-
-def _wheel(directory, files):
-    name = "calc-0.1.0-py3-none-any.whl"
-    files = {**files, DIST + "/METADATA": METADATA, DIST + "/WHEEL": WHEEL}
-    record = []
-    with zipfile.ZipFile(os.path.join(directory, name), "w") as wheel:
-        for path, text in files.items():
-            data = text.encode()
-            wheel.writestr(path, data)
-            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
-            record.append(f"{path},sha256={digest.decode()},{len(data)}")
-        record.append(DIST + "/RECORD,,")
-        wheel.writestr(DIST + "/RECORD", "\\n".join(record) + "\\n")
-    return name
-
-
-def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
-    return _wheel(wheel_directory, {"calc.pth": os.path.abspath("src") + "\\n"})
-
-
-def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    with open(os.path.join("src", "calc.py")) as source:
-        return _wheel(wheel_directory, {"calc.py": source.read()})
-"""
 CALC_WRONG = CALC + "\n\ndef subtract(a, b):\n    return b - a\n"
 SETUP_LINE = (
     "- Setup: default Python environment (.sandbox-venv: uv when on the sandbox's PATH, "
     "else python3 -m venv + pip; install -e .[test] --no-index --find-links "
 )
-_SKIP = {"INSTALLER", "REQUESTED", "direct_url.json", "RECORD", "uv_cache.json"}
-
-
-def _wheel_from_installed(name: str, directory: pathlib.Path) -> None:
-    """A wheel of the installed pure-Python distribution `name` (its files, a fresh RECORD)."""
-    dist = metadata.distribution(name)
-    files = [f for f in dist.files or () if not f.as_posix().startswith("..")]
-    info = next(f.as_posix().split("/")[0] for f in files if ".dist-info/" in f.as_posix())
-    stem = info.removesuffix(".dist-info")
-    record: list[str] = []
-    with zipfile.ZipFile(directory / f"{stem}-py3-none-any.whl", "w") as wheel:
-        for file in files:
-            path = file.as_posix()
-            if "__pycache__" in path or (path.startswith(info) and file.name in _SKIP):
-                continue
-            data = pathlib.Path(str(dist.locate_file(file))).read_bytes()
-            wheel.writestr(path, data)
-            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
-            record.append(f"{path},sha256={digest.decode()},{len(data)}")
-        record.append(f"{info}/RECORD,,")
-        wheel.writestr(f"{info}/RECORD", "\n".join(record) + "\n")
 
 
 @pytest.fixture(scope="module")
-def wheelhouse() -> Iterator[pathlib.Path]:
-    # Readable by the sandbox's user (pytest's own temp folders are private to this one).
-    directory = pathlib.Path(tempfile.mkdtemp(prefix="agent-loop-wheelhouse-"))
-    directory.chmod(0o755)
-    # pytest and what it needs on this platform (the sandbox's python3 is this machine's).
-    requirements = [Requirement(r) for r in metadata.distribution("pytest").requires or ()]
-    needed = {"pytest"} | {
-        r.name for r in requirements if r.marker is None or r.marker.evaluate({"extra": ""})
-    }
-    for name in sorted(needed):
-        _wheel_from_installed(name, directory)
-    for wheel in directory.iterdir():
-        wheel.chmod(0o644)
-    yield directory
-    shutil.rmtree(directory, ignore_errors=True)
+def wheels() -> Iterator[pathlib.Path]:
+    with wheelhouse() as directory:
+        yield directory
 
 
 @dataclass
@@ -163,14 +76,12 @@ class Loop(CliLoop):
 def loop(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: pathlib.Path,
-    wheelhouse: pathlib.Path,
+    wheels: pathlib.Path,
     capsys: pytest.CaptureFixture[str],
 ) -> Iterator[Loop]:
     _select.clear_probe_cache()
     emulator = GitHubEmulator()
-    emulator.seed_files(
-        {**CALC_REPO, "pyproject.toml": PYPROJECT, "_build/sample_backend.py": BACKEND}
-    )
+    emulator.seed_files(ZERO_CONFIG_CALC)
     executed: list[tuple[str, ...]] = []
     real_execute = BwrapSandbox._execute  # pyright: ignore[reportPrivateUsage]
 
@@ -185,8 +96,8 @@ def loop(
         tmp_path / "home",
         AGENT_LOOP_SANDBOX="bwrap",
         AGENT_LOOP_SANDBOX_TIMEOUT_SECONDS="300",
-        AGENT_LOOP_SANDBOX_READONLY_PATHS=str(wheelhouse),
-        AGENT_LOOP_PIP_OPTIONS=f"--no-index --find-links {wheelhouse}",
+        AGENT_LOOP_SANDBOX_READONLY_PATHS=str(wheels),
+        AGENT_LOOP_PIP_OPTIONS=f"--no-index --find-links {wheels}",
     ):
         yield Loop(emulator, cli.main, capsys, executed=executed)
     _select.clear_probe_cache()

@@ -257,3 +257,20 @@ def test_check_tries_the_setup_network(
     )
     _, out, _ = _run(["sandbox", "check"], capsys)
     assert "bwrap setup steps: cannot run here, the setup step's network needs slirp4netns" in out
+
+
+@needs_bwrap
+def test_a_run_that_exits_0_but_is_not_a_pass_exits_1(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The hard rules a tick applies: a printed failure under exit 0 is no pass."""
+    script = "print('1 failed, 1 passed in 0.10s')"
+    code, out, _ = _run(
+        ["sandbox", "run", "--dir", str(folder), "--", "python3", "-c", script], capsys
+    )
+    assert code == 1
+    assert "-- bwrap: exit 0: 1 failed, 1 passed" in out
+    assert (
+        "-- verdict: failed: inconsistent evidence: the command exited 0 but a printed "
+        "test summary reports 1 failing"
+    ) in out

@@ -83,9 +83,9 @@ def _exports(proc: subprocess.Popen[str], deadline: float) -> Iterator[tuple[str
         line = proc.stdout.readline()
         if not line:
             break
-        name, _, value = shlex.split(line.removeprefix("export "))[0].partition("=")
+        name, _, value = shlex.split(line.removeprefix("export "), comments=True)[0].partition("=")
         yield name, value
-        if name == "AGENT_LOOP_WEBHOOK_SECRET":  # the last of them
+        if name == "EMULATOR_STRANGER_TOKEN":  # the last of them
             return
     raise AssertionError(f"the emulator printed no exports: {proc.stderr and proc.stderr.read()}")
 

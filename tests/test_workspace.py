@@ -41,6 +41,12 @@ def test_the_gateway_and_the_agents_never_import_each_other() -> None:
         assert "agent_loop_gateway" not in _imported_modules(ROOT / "packages" / agent / "src")
 
 
+def test_no_agent_and_not_the_gateway_imports_the_eval() -> None:
+    """The distiller replays lessons by calling the eval's Flyte task by name."""
+    for member in (*AGENTS, "gateway", "common"):
+        assert "agent_loop_eval" not in _imported_modules(ROOT / "packages" / member / "src")
+
+
 def _pyproject(member_dir: pathlib.Path) -> dict[str, Any]:
     return tomllib.loads((member_dir / "pyproject.toml").read_text(encoding="utf-8"))
 
@@ -50,7 +56,7 @@ def test_the_test_doubles_are_a_member_of_their_own_for_tests_and_the_cli_only()
     them (dev group), the CLI's demo runs on them, and no deployed package imports them."""
     assert not (ROOT / "packages/common/src/agent_loop_common/testing").exists()
     assert (ROOT / "packages/testing/src/agent_loop_testing/__init__.py").exists()
-    for member in ("common", *AGENTS, "gateway"):
+    for member in ("common", *AGENTS, "gateway", "eval"):
         data = _pyproject(ROOT / "packages" / member)
         assert "agent-loop-testing" in data["dependency-groups"]["dev"], member
         assert not any("testing" in d for d in data["project"]["dependencies"]), member
@@ -76,7 +82,7 @@ def test_common_defines_no_task_environment() -> None:
 
 
 def test_each_agent_defines_its_own_task_environment() -> None:
-    for agent in AGENTS:
+    for agent in (*AGENTS, "eval"):
         env_py = ROOT / "packages" / agent / "src" / f"agent_loop_{agent}" / "env.py"
         assert _calls_task_environment(env_py), agent
 

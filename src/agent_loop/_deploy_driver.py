@@ -12,7 +12,8 @@ a package `__init__` that imports its own env module would otherwise load it und
 names and the deploy fails. Workspace members other than the agent and `common` are taken
 off `sys.path`, so an import of another agent fails here as it would in the image.
 
-Input: one JSON argument (`root`, `agent`, `src_dirs` (the agent's, then common's),
+Input: one JSON argument (`root`, `agent`, `src_dirs` (the agent's, then those of the
+members it builds on, then common's),
 `hide` (other members' source dirs, e.g. editable installs), `config`, `mode`, `version`,
 `report`). Output: a JSON report at `report`. An `AppEnvironment` (the gateway) is
 described like a task environment, with its service settings under `app` and its

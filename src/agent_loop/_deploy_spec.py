@@ -8,9 +8,12 @@ version derived from all of that. `check_spec` lists what breaks independent dep
 another agent, tests, the test doubles (`agent-loop-testing`) or any file outside the
 agent and `common` in the bundle, a trigger that does not serialize, an image that is not
 the agent's own or that installs test-only packages it does not declare itself. An app (the gateway) has no trigger; it must be one
-`AppEnvironment` with a server and no tasks.
+`AppEnvironment` with a server and no tasks. A worker (the eval) is a `TaskEnvironment`
+whose tasks are called by name, never on a schedule: a trigger on it is a finding. It
+may bundle the public code of another member it builds on (the eval replays the
+builder's pipeline: `BUNDLED_WITH`).
 
-The builder and the reviewer run the repository's tests. Deployed, they do so in the
+The builder, the reviewer and the eval run the repository's tests. Deployed, they do so in the
 tests' own environment (`agent-loop-tests`, `AGENT_LOOP_SANDBOX=flyte`, the deploy's
 default: `deploy_environ`): its image is the configured sandbox image with nothing
 installed on top, its task has the configured resources and no secrets, and it receives
@@ -33,9 +36,11 @@ from agent_loop_common.sandbox import FlyteTestSpec
 __all__ = [
     "AGENTS",
     "APPS",
+    "BUNDLED_WITH",
     "DEPLOYABLES",
     "SANDBOX_VAR",
     "TESTING_AGENTS",
+    "WORKERS",
     "DeploySpec",
     "Workspace",
     "check_spec",
@@ -49,11 +54,21 @@ AGENTS = ("builder", "reviewer", "distiller")
 APPS = ("gateway",)
 """The app packages: each an `AppEnvironment` (a service), with no task and no trigger."""
 
-DEPLOYABLES = (*AGENTS, *APPS)
+WORKERS = ("eval",)
+"""The worker packages: a `TaskEnvironment` whose tasks are called by name (the eval's
+per-instance tasks), with no trigger."""
+
+DEPLOYABLES = (*AGENTS, *APPS, *WORKERS)
 """Every member deployed on its own: its env, image, lock and code bundle."""
 
-TESTING_AGENTS = ("builder", "reviewer")
-"""The agents that run the repository's tests (in a sandbox) before they write."""
+BUNDLED_WITH: dict[str, tuple[str, ...]] = {"eval": ("builder",)}
+"""Members whose code a deployable's bundle holds besides its own and `common`: the eval
+replays the builder's pipeline (through the builder's public API; the builder's own
+environment is never imported, so it is not deployed with the eval)."""
+
+TESTING_AGENTS = ("builder", "reviewer", "eval")
+"""The deployables that run the repository's tests (in a sandbox): before they write,
+or (the eval) to validate and score instances."""
 
 SANDBOX_VAR = "AGENT_LOOP_SANDBOX"
 DEPLOYED_SANDBOX = "flyte"
@@ -83,6 +98,8 @@ class Workspace:
     """The test doubles' member (emulator, scripted model): never in a deploy."""
     members: str = "packages"
     distribution_prefix: str = "agent-loop-"
+    bundled_with: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: BUNDLED_WITH)
+    """Other members whose code a deployable's bundle may hold (see `BUNDLED_WITH`)."""
 
     def package_dir(self, member: str) -> pathlib.Path:
         return self.root / self.members / member
@@ -97,9 +114,14 @@ class Workspace:
     def distribution(self, member: str) -> str:
         return f"{self.distribution_prefix}{member}"
 
+    def bundled_members(self, agent: str) -> tuple[str, ...]:
+        """The members whose code `agent`'s deploy loads: itself first, then any it builds
+        on (`bundled_with`), then `common`."""
+        return (agent, *self.bundled_with.get(agent, ()), self.common)
+
     def allowed_prefixes(self, agent: str) -> tuple[str, ...]:
-        """Root-relative prefixes a bundled file of `agent` may start with."""
-        return tuple(f"{self.members}/{m}/src/" for m in (agent, self.common))
+        """Root-relative prefixes a bundled file of `agent` may start with (its own first)."""
+        return tuple(f"{self.members}/{m}/src/" for m in self.bundled_members(agent))
 
     def check_agent(self, agent: str) -> None:
         if agent not in self.agents:
@@ -180,7 +202,8 @@ class DeploySpec:
 
 def _file_findings(ws: Workspace, agent: str, paths: list[str], what: str) -> list[str]:
     allowed = ws.allowed_prefixes(agent)
-    others = {f"{ws.members}/{a}/": a for a in ws.agents if a != agent}
+    bundled = ws.bundled_members(agent)
+    others = {f"{ws.members}/{a}/": a for a in ws.agents if a not in bundled}
     doubles = f"{ws.members}/{ws.testing}/"
     findings: list[str] = []
     for path in paths:
@@ -192,7 +215,7 @@ def _file_findings(ws: Workspace, agent: str, paths: list[str], what: str) -> li
         elif is_test_path(path):
             findings.append(f"{what} {path}: test code")
         elif not path.startswith(allowed):
-            findings.append(f"{what} {path}: outside {agent} and {ws.common}")
+            findings.append(f"{what} {path}: outside {' and '.join(ws.bundled_members(agent))}")
     return findings
 
 
@@ -352,11 +375,19 @@ def check_spec(
             triggers += len(task["triggers"])
     if agent in APPS:
         findings += _app_findings(report["envs"])
+    elif agent in WORKERS:
+        findings += [
+            f"task {task}: a trigger on a worker, whose tasks run only when called by name"
+            for task, declared in spec.triggers.items()
+            if declared
+        ]
     elif not triggers and not failed_import and not _trigger_errors(report):
         findings.append("no task declares a trigger: the agent would never run on its own")
     dry_run = report.get("dry_run")
     bundled = dry_run is not None and sorted(dry_run["bundle_members"]) == sorted(spec.bundle)
-    if dry_run is not None and not bundled and not failed_import:
+    # A worker whose own environment has no task yet ships no code bundle at all.
+    ships_code = any(e["tasks"] for e in report["envs"] if e["name"] == agent)
+    if dry_run is not None and not bundled and not failed_import and ships_code:
         findings.append("the dry-run's code bundle differs from the listed bundle files")
     if report.get("error"):
         findings.append(f"deploy failed: {report['error']}")

@@ -7,14 +7,16 @@ agent-loop run reviewer [--pr N] ...               one tick on your repository
 agent-loop run distiller ...
 agent-loop status [--home DIR] [--limit N]         runs, metrics, lessons
 agent-loop show RUN_ID [--home DIR | --remote]     one run: trace, diff, tests, cost
-agent-loop deploy builder|reviewer|distiller|gateway [--dry-run] [--config FILE]
+agent-loop deploy builder|reviewer|distiller|gateway|eval [--dry-run] [--config FILE]
 agent-loop serve [--host H] [--port P]             the webhook gateway, runs in local mode
 agent-loop sandbox check|run [--dir PATH] [-- CMD ...]   the agents' test sandbox
 agent-loop --version
 ```
 
 Exit codes: 0 done (also an idle tick), 1 the tick ended in outcome `error` (or a deploy
-failed), 2 bad usage, configuration or preflight: nothing was attempted. A configuration
+failed), 2 bad usage, configuration or preflight: nothing was attempted (also a tick
+that ended `preflight_failed`: a wrong repository, a refused token, a missing issue or
+PR, an unreachable model). A configuration
 problem prints the settings' own message (each variable, what is wrong, what it is for)
 and never a traceback: a person fixing their environment needs the variable's name. A
 remote run or a deploy without a Flyte config naming a cluster is such a problem too:
@@ -208,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"{CONFIG_TEMPLATE} (a copy with your endpoint), AGENT_LOOP_FLYTE_CONFIG or "
         "FLYTECTL_CONFIG.",
     )
-    deploy.add_argument("agent", choices=(*AGENTS, "gateway"))
+    deploy.add_argument("agent", choices=(*AGENTS, "gateway", "eval"))
     deploy.add_argument(
         "--dry-run", action="store_true", help="validate offline and show what would be deployed"
     )
@@ -512,7 +514,9 @@ def _run_tick(
         print("Run again with --log-level DEBUG for the full trace.", file=sys.stderr)
         return EXIT_FAILED
     print_end(agent, summary, mode, time.monotonic() - started, full=_print_summary)
-    return EXIT_FAILED if summary.failed else 0
+    if summary.failed:
+        return EXIT_FAILED
+    return EXIT_CONFIG if summary.preflight_failed else 0
 
 
 def live_mode(args: argparse.Namespace) -> LiveMode:

@@ -3,12 +3,15 @@
 Each agent package deploys alone: its `TaskEnvironment`, tasks and cron trigger, its
 own image (from `packages/<agent>/requirements.lock.txt`), and a code bundle holding only
 that agent and `common`, versioned by a hash of the bundled files and the env spec. The
-gateway deploys the same way as an app (`AppEnvironment`: a service, no trigger). The
+gateway deploys the same way as an app (`AppEnvironment`: a service, no trigger), the
+eval as a worker (tasks called by name, no trigger; its bundle also holds the builder,
+whose pipeline it replays). The
 package is loaded in a fresh interpreter (`_deploy_driver`), so nothing this CLI
 imported ends up in the bundle. See docs/deploy.md.
 
     agent-loop deploy builder --dry-run        # offline: validate and serialize
     agent-loop deploy gateway --dry-run
+    agent-loop deploy eval --dry-run
     agent-loop deploy builder --config c.yaml  # build the image, upload, register
     python -m agent_loop.deploy validate       # CI: every agent, plus stale locks
     python -m agent_loop.deploy lock           # rewrite the exported locks
@@ -38,6 +41,7 @@ from agent_loop._deploy_spec import (
     DEPLOYABLES,
     SANDBOX_VAR,
     TESTING_AGENTS,
+    WORKERS,
     DeploySpec,
     Workspace,
     check_spec,
@@ -52,6 +56,7 @@ __all__ = [
     "DEPLOYABLES",
     "OFFLINE_CONFIG",
     "ROOT",
+    "WORKERS",
     "DeployError",
     "DeploySpec",
     "DriverError",
@@ -107,7 +112,7 @@ class Validation:
 def _hidden_dirs(ws: Workspace, agent: str) -> list[str]:
     """Source dirs on `sys.path` the agent must not see: other members, the test doubles,
     the root CLI."""
-    keep = {ws.src_dir(agent), ws.src_dir(ws.common)}
+    keep = {ws.src_dir(member) for member in ws.bundled_members(agent)}
     roots = {ws.root, ROOT}
     names = (*ws.agents, ws.common, ws.testing)
     members = [r / ws.members / m / "src" for r in roots for m in names]
@@ -128,7 +133,7 @@ def _run_driver(
         args = {
             "root": str(ws.root),
             "agent": agent,
-            "src_dirs": [str(ws.src_dir(agent)), str(ws.src_dir(ws.common))],
+            "src_dirs": [str(ws.src_dir(member)) for member in ws.bundled_members(agent)],
             "hide": _hidden_dirs(ws, agent),
             "config": str(config) if config else None,
             "mode": mode,

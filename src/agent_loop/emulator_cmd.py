@@ -1,14 +1,26 @@
-"""`agent-loop emulator serve`: a GitHub on this machine to try the agents against.
+"""`agent-loop emulator serve` and `act`: a GitHub on this machine to try the agents against.
 
 ```text
 agent-loop emulator serve [--port N] [--seed demo|empty|FILE] [--webhook URL [--webhook-secret S]]
+agent-loop emulator act --as owner|writer|stranger|bot issue|comment|review|approve|merge ...
 ```
 
-It serves the GitHub emulator the tests and the demo use (REST, the GraphQL corner the
-agents query, git archive downloads, webhooks) on 127.0.0.1, seeds one repository, and
-prints the settings to export in another shell, so `agent-loop run builder`, `serve`
-and `status` work against it step by step (README: "Try it against a local GitHub").
-It runs until interrupted (Ctrl-C, SIGTERM); its state lives in memory and goes with it.
+`serve` serves the GitHub emulator the tests and the demo use (REST, the GraphQL corner
+the agents query, git archive downloads, webhooks, and a read-only web page behind every
+`html_url`) on 127.0.0.1, seeds one repository, and prints the settings to export in
+another shell, so `agent-loop run builder`, `serve` and `status` work against it step by
+step (README: "Try it against a local GitHub"; docs/try-it.md walks the whole loop). It
+runs until interrupted (Ctrl-C, SIGTERM); its state lives in memory and goes with it.
+
+Besides the agents' bot it holds three people, each with a token printed among the
+exports: the owner (`EMULATOR_OWNER_TOKEN`, admin), a writer (`EMULATOR_WRITER_TOKEN`,
+write access: trusted like a maintainer by default) and a stranger
+(`EMULATOR_STRANGER_TOKEN`, read access: anyone on a public repository, whose issues
+the agents must not work on). `act` (`emulator_act`) plays any of them over the REST
+API. It is a local service for trying things out: the clock is the real one, every
+token is random and new at each start (printed once, here), and a request whose `Host`
+is not the loopback address it listens on is refused (a web page cannot reach it
+through DNS rebinding).
 
 Seeds:
 
@@ -35,17 +47,51 @@ import signal
 import sys
 import threading
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from agent_loop_testing import GitHubEmulator
 
-__all__ = ["SEEDS", "add_parser", "exports", "load_seed", "main"]
+__all__ = [
+    "PEOPLE",
+    "SEEDS",
+    "Person",
+    "add_parser",
+    "build_emulator",
+    "exports",
+    "load_seed",
+    "login_of",
+    "main",
+]
 
 EXIT_USAGE = 2
 SEEDS = ("demo", "empty")
 """The built-in seeds; anything else names a JSON file."""
+
+
+@dataclass(frozen=True)
+class Person:
+    """Someone `act --as` can be: a login, a repository role, the variable of a token."""
+
+    login: str
+    """The GitHub login (`owner`: the repository's owner, filled in per seed)."""
+    permission: str
+    """Their role on the repository (`admin`, `write`, `read`)."""
+    token_variable: str
+    """Where `serve` prints their token and `act` reads it."""
+
+
+PEOPLE: dict[str, Person] = {
+    "owner": Person("", "admin", "EMULATOR_OWNER_TOKEN"),
+    "writer": Person("writer", "write", "EMULATOR_WRITER_TOKEN"),
+    "stranger": Person("stranger", "read", "EMULATOR_STRANGER_TOKEN"),
+    "bot": Person("", "write", "GITHUB_TOKEN"),
+}
+"""`act --as` names: the owner (admin), a writer, a stranger (read access only, as
+anyone has on a public repository) and the agents' own bot (its token is the agents'
+`GITHUB_TOKEN`)."""
 
 
 class SeedError(ValueError):
@@ -71,7 +117,9 @@ def add_parser(commands: Any) -> None:
         help="serve the emulator on 127.0.0.1 until interrupted",
         description=(
             "Serve the GitHub emulator on 127.0.0.1 with one seeded repository, print the "
-            "settings to export in another shell, and run until Ctrl-C."
+            "settings to export in another shell (the agents' and a token for the owner, a "
+            "writer and a stranger, new at every start), and run until Ctrl-C. For trying "
+            "things out: it answers to 127.0.0.1, localhost and [::1] only."
         ),
     )
     serve.add_argument(
@@ -92,6 +140,9 @@ def add_parser(commands: Any) -> None:
         metavar="SECRET",
         help="signing secret of --webhook (default: AGENT_LOOP_WEBHOOK_SECRET, else a new one)",
     )
+    from agent_loop import emulator_act
+
+    emulator_act.add_parser(actions)
 
 
 def load_seed(seed: str) -> tuple[str, dict[str, str], list[dict[str, Any]]]:
@@ -142,10 +193,42 @@ def _parse_seed(seed: str, data: object) -> tuple[str, dict[str, str], list[dict
     return repo, cast(dict[str, str], files), cast(list[dict[str, Any]], issues)
 
 
+def build_emulator(
+    repo: str, files: dict[str, str], issues: list[dict[str, Any]]
+) -> tuple[GitHubEmulator, list[int]]:
+    """The emulator `serve` serves: the real clock, random tokens, the people of
+    `PEOPLE`, the seed's files and issues (filed by the owner). Returns it and the
+    issues' numbers."""
+    from agent_loop_testing import GitHubEmulator
+
+    owner, name = repo.split("/")
+    emulator = GitHubEmulator(owner, name, clock="real", random_tokens=True)
+    for person in PEOPLE.values():
+        if person.login and person.login != owner:
+            emulator.add_user(person.login, permission=person.permission)
+    emulator.seed_files(files, message="seed")
+    numbers = [
+        emulator.add_issue(i["title"], str(i.get("body", "")), labels=list(i.get("labels", [])))
+        for i in issues
+    ]
+    return emulator, numbers
+
+
+def login_of(emulator: GitHubEmulator, role: str) -> str:
+    """The login behind an `act --as` name on this emulator."""
+    if role == "owner":
+        return emulator.owner
+    if role == "bot":
+        return emulator.bot_login
+    return PEOPLE[role].login
+
+
 def exports(
     emulator: GitHubEmulator, url: str, *, webhook_secret: str | None, seed: str
 ) -> list[str]:
-    """The `export NAME=value` lines another shell needs to work on the emulator."""
+    """The `export NAME=value` lines another shell needs to work on the emulator: the
+    agents' settings, then the people's tokens (`PEOPLE`): the owner, a writer, a
+    stranger (always the last line)."""
     values = {
         "GITHUB_API_URL": url,
         "GITHUB_TOKEN": emulator.bot_token,
@@ -158,13 +241,28 @@ def exports(
         values["AGENT_LOOP_TEST_COMMAND"] = demo_test_command()
     if webhook_secret is not None:
         values["AGENT_LOOP_WEBHOOK_SECRET"] = webhook_secret
-    return [f"export {name}={shlex.quote(value)}" for name, value in values.items()]
+    lines = [f"export {name}={shlex.quote(value)}" for name, value in values.items()]
+    for role in ("owner", "writer", "stranger"):
+        person, login = PEOPLE[role], login_of(emulator, role)
+        token = emulator.token_for(login)
+        lines.append(
+            f"export {person.token_variable}={shlex.quote(token)}"
+            f"  # @{login}, {person.permission}: agent-loop emulator act --as {role}"
+        )
+    return lines
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run `agent-loop emulator serve`; returns the exit code (0 once interrupted)."""
-    from agent_loop_testing import GitHubEmulator
+    """Run `agent-loop emulator serve` or `act`; returns the exit code (`serve`: 0 once
+    interrupted)."""
+    if cast(str, args.emulator_command) == "act":
+        from agent_loop import emulator_act
 
+        return emulator_act.main(args)
+    return _serve(args)
+
+
+def _serve(args: argparse.Namespace) -> int:
     seed = cast(str, args.seed)
     try:
         repo, files, issues = load_seed(seed)
@@ -173,13 +271,7 @@ def main(args: argparse.Namespace) -> int:
     port = cast(int, args.port)
     if not 0 <= port <= 65535:
         return _fail(f"--port {port}: expected 0 to 65535")
-    owner, name = repo.split("/")
-    emulator = GitHubEmulator(owner, name)
-    emulator.seed_files(files, message="seed")
-    numbers = [
-        emulator.add_issue(i["title"], str(i.get("body", "")), labels=list(i.get("labels", [])))
-        for i in issues
-    ]
+    emulator, numbers = build_emulator(repo, files, issues)
     webhook = cast(str | None, args.webhook)
     secret = None
     if webhook is not None:
@@ -205,9 +297,17 @@ def main(args: argparse.Namespace) -> int:
         lines = exports(emulator, url, webhook_secret=secret, seed=seed)
         shown = ", ".join(f"#{n}" for n in numbers) or "no issue"
         _say(f"agent-loop emulator: GitHub at {url} with {repo} ({shown}); Ctrl-C stops it")
+        _say(f"agent-loop emulator: open {url}/{repo} in a browser to follow along")
         if webhook is not None:
             _say(f"agent-loop emulator: webhooks to {webhook}")
-        _say("Export these in another shell, then run agent-loop there:")
+        _say(
+            "For trying things out only: the tokens below are new at every start and shown "
+            "once; requests must name 127.0.0.1, localhost or [::1] as their host."
+        )
+        _say(
+            "Export these in another shell, then run agent-loop there (GITHUB_TOKEN is the "
+            f"agents' own, @{emulator.bot_login}; the EMULATOR_*_TOKEN are the people's):"
+        )
         for line in lines:
             print(line, flush=True)
         stop.wait()

@@ -9,11 +9,14 @@ agent-loop sandbox run [--dir PATH] [--network] [--time-limit S] [--json] [-- CM
 `.git` and host-built environments (`.venv`, `venv`, `.tox`, `.nox`) with a note saying
 so, and runs the command in the sandbox `AGENT_LOOP_SANDBOX` selects, with the same limits and
 environment the agents use; the folder itself is never modified. Without a command it
-runs what an agent would: `AGENT_LOOP_SETUP_COMMAND` (with the network), then
-`AGENT_LOOP_TEST_COMMAND` or the command detected from the folder's files. The exit
-code is the command's own (124 when it timed out, 127 when it could not start), or 2
-for bad usage or when no sandbox works here. Neither subcommand needs GitHub
-credentials.
+runs what an agent's tick would, from the same plan (`sandbox.plan_tests`): the setup
+(`AGENT_LOOP_SETUP_COMMAND`, `AGENTS.md`'s `Setup command:`, or the default Python
+setup in `.sandbox-venv`, kept in the same cache under `AGENT_LOOP_HOME/sandbox-envs`),
+then the test command (set or detected, with a JUnit report for pytest), and prints the
+setup line and the hard rules' verdict on that run. The exit code is the command's own
+(124 when it timed out, 127 when it could not start, the setup's when it failed, 1 when
+it exited 0 but the verdict is not `passed`), or 2 for bad usage or when no sandbox
+works here. Neither subcommand needs GitHub credentials.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:  # imported when a subcommand runs: `agent-loop --help` stays fast
-    from agent_loop_common.sandbox import RunResult, TestCommand
+    from agent_loop_common.sandbox import EnvReuse, RunResult, TestPlan, TestVerdict
     from agent_loop_common.settings import Settings
 
 __all__ = ["EXIT_TIMED_OUT", "add_parser", "main"]
@@ -38,6 +41,9 @@ EXIT_TIMED_OUT = 124
 """The command was killed at its time limit (as `timeout(1)` reports it)."""
 EXIT_NOT_STARTED = 127
 """The command could not start (not found in the sandbox)."""
+EXIT_NOT_PASSED = 1
+"""The command exited 0 but the hard rules do not call the run a pass (a process killed
+for memory, evidence that contradicts itself, no test ran)."""
 _DETECT_MAX_BYTES = 256_000
 
 
@@ -126,10 +132,15 @@ async def _check(settings: Settings) -> int:
     chosen = selected_backend(checks, settings.sandbox)
     if chosen is None:
         print(f"\nAGENT_LOOP_SANDBOX={settings.sandbox}: no sandbox can run tests here.")
-        print(
-            "Install bubblewrap (apt-get install -y bubblewrap), or set AGENT_LOOP_SANDBOX=docker "
-            "with a Docker engine, or AGENT_LOOP_SANDBOX=off (pull requests become drafts)."
-        )
+        remedies = [c for c in checks if c.remedy]
+        for c in remedies:
+            print(f"{c.backend}: {c.reason}.\n{c.remedy}")
+        if not remedies:
+            print(
+                "Install bubblewrap (apt-get install -y bubblewrap), or set "
+                "AGENT_LOOP_SANDBOX=docker with a Docker engine, or AGENT_LOOP_SANDBOX=off "
+                "(pull requests become drafts)."
+            )
         return EXIT_USAGE
     print(f"\nAGENT_LOOP_SANDBOX={settings.sandbox}: the agents run tests in {chosen}.")
     return 0
@@ -155,33 +166,33 @@ def _fail(message: str) -> int:
 
 async def _run(settings: Settings, folder: Path, args: argparse.Namespace) -> int:
     from agent_loop_common.sandbox import (
+        ENVS_FOLDER,
         CommandRejected,
         SandboxError,
         SandboxUnavailable,
+        compare,
+        env_reuse,
         open_sandbox,
-        parse_command,
-        resolve_test_command,
+        plan_tests,
     )
 
     cmd = list(cast(list[str], args.cmd))
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
-    setup: tuple[str, ...] | None = None
+    plan: TestPlan | None = None
     try:
         if cmd:
             argv = tuple(cmd)
             what = "the command"
         else:
-            found: TestCommand | None = resolve_test_command(settings.test_command, _reader(folder))
-            if found is None:
+            plan = plan_tests(settings, _reader(folder))
+            if plan.command is None:
                 return _fail(
                     "no command given and none detected in "
                     f"{folder} (set AGENT_LOOP_TEST_COMMAND or pass -- CMD)"
                 )
-            argv = found.argv
-            what = f"the test command {found.describe()}"
-            if settings.setup_command:
-                setup = parse_command(settings.setup_command, what="AGENT_LOOP_SETUP_COMMAND")
+            argv = plan.command.argv
+            what = f"the test command {plan.command.describe()}"
         sandbox = await open_sandbox(settings)
     except (CommandRejected, SandboxUnavailable) as exc:
         return _fail(str(exc))
@@ -189,26 +200,39 @@ async def _run(settings: Settings, folder: Path, args: argparse.Namespace) -> in
         return _fail("AGENT_LOOP_SANDBOX=off: the sandbox is off, nothing runs")
     if not args.json:
         print(f"agent-loop sandbox: running {what} in {sandbox.describe()} on a copy of {folder}")
+        if plan is not None and plan.setup:
+            print(f"-- setup: {plan.setup_text()}")
         sys.stdout.flush()
     skipped = _not_copied(folder)
+    reuse: EnvReuse | None = None
+    if plan is not None and plan.default_setup is not None:
+        # The tick's cache, keyed by this folder instead of a commit: never shared with one.
+        store = (settings.home / ENVS_FOLDER).resolve()
+        reuse = env_reuse(store, f"folder:{folder}", folder, plan.default_setup.setup)
     try:
         result = await sandbox.run(
             folder,
             argv,
             network=bool(args.network),
             time_limit=cast(float | None, args.time_limit),
-            setup=setup,
+            setup=plan.setup if plan is not None else None,
             skip=[name for name in skipped if name != ".git"],
+            operator_command=plan is None
+            or plan.command is None
+            or plan.command.source == "setting",
+            operator_setup=plan is None or not plan.setup_from_repo,
+            reuse=reuse,
         )
     except SandboxError as exc:
         return _fail(str(exc))
     notes = tuple(f"not copied: {name} ({why})" for name, why in skipped.items())
     result = result.model_copy(update={"notes": (*notes, *result.notes)})
+    verdict = compare(None, result)
     if args.json:
         print(json.dumps(result.model_dump(mode="json"), sort_keys=True))
     else:
-        _print_result(result)
-    return _exit_code(result)
+        _print_result(result, verdict)
+    return _exit_code(result, verdict)
 
 
 def _not_copied(folder: Path) -> dict[str, str]:
@@ -227,10 +251,23 @@ def _not_copied(folder: Path) -> dict[str, str]:
     return skipped
 
 
-def _print_result(result: RunResult) -> None:
+def _verdict_line(verdict: TestVerdict) -> str:
+    """The hard rules' verdict on this run alone, as a tick would judge it (no base)."""
+    if verdict.status == "failed":
+        return "failed: " + "; ".join(verdict.reasons)
+    if verdict.status == "no_evidence":
+        return f"no evidence: {verdict.no_verdict}"
+    if verdict.status == "not_run":
+        return verdict.summary
+    return "passed (this run alone: a tick also compares it with the base commit's run)"
+
+
+def _print_result(result: RunResult, verdict: TestVerdict) -> None:
     if result.setup is not None:
-        print(f"-- setup: {' '.join(result.setup.argv)}")
-        print(result.setup.output.text, end="" if result.setup.output.text.endswith("\n") else "\n")
+        text = result.setup.output.text
+        if text:
+            print(text, end="" if text.endswith("\n") else "\n")
+        print(f"-- setup: {result.setup.summary()}")
     text = result.output.text
     if text:
         print(text, end="" if text.endswith("\n") else "\n")
@@ -239,13 +276,16 @@ def _print_result(result: RunResult) -> None:
         print("-- failing: " + ", ".join(result.tests.failing[:20]))
     if result.error:
         print(f"-- {result.error}")
+    print(f"-- verdict: {_verdict_line(verdict)}")
     for note in result.notes:
         print(f"-- note: {note}")
 
 
-def _exit_code(result: RunResult) -> int:
+def _exit_code(result: RunResult, verdict: TestVerdict) -> int:
     if result.timed_out:
         return EXIT_TIMED_OUT
     if result.exit_code is None:
         return EXIT_NOT_STARTED if result.setup is None else (result.setup.exit_code or 1)
+    if result.exit_code == 0 and verdict.status != "passed":
+        return EXIT_NOT_PASSED
     return result.exit_code if 0 <= result.exit_code <= 255 else 1

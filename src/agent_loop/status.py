@@ -57,6 +57,7 @@ from agent_loop_common.records import (
     Grade,
     Lesson,
     LessonBook,
+    Outcome,
     ParsedRecord,
     Role,
     RunRecord,
@@ -145,6 +146,18 @@ class MemorySnapshot:
             r for r in latest.values() if r.backoff_until is not None and r.backoff_until > self.now
         ]
         return sorted(found, key=lambda r: r.backoff_until or self.now)
+
+    @property
+    def runs(self) -> list[RunRecord]:
+        """The records of runs that reached their target, newest first."""
+        return [r for r in self.records if r.outcome is not Outcome.PREFLIGHT_FAILED]
+
+    @property
+    def preflight_failures(self) -> list[RunRecord]:
+        """The records of runs that never reached their target (a wrong repository, a
+        refused token, a missing issue, an unreachable model), newest first: shown
+        apart, counted in no rate."""
+        return [r for r in self.records if r.outcome is Outcome.PREFLIGHT_FAILED]
 
     @property
     def metrics(self) -> Metrics:
@@ -389,7 +402,13 @@ def metrics_table(metrics: Metrics) -> str:
     """Headline metrics, each with what it is computed over."""
     m = metrics
     rows = [
-        ["runs recorded", str(m.runs), "runs that claimed something"],
+        ["runs recorded", str(m.runs), "runs that reached their target (claimed it)"],
+        ["interrupted", str(m.interrupted), "runs stopped by the operator: in no rate"],
+        [
+            "preflight failures",
+            str(m.preflight_failures),
+            "never reached a target (not runs): in no rate",
+        ],
         ["PRs opened", str(m.opened_prs), "builder runs that opened a PR"],
         ["success rate", fmt_rate(m.success_rate), "delivered / runs that did the work"],
         ["verified", fmt_rate(m.verification_rate), "some try passed / runs with tries"],
@@ -398,7 +417,7 @@ def metrics_table(metrics: Metrics) -> str:
             fmt_rate(m.first_try_verification_rate),
             "try 1 passed / runs with tries",
         ],
-        ["error rate", fmt_rate(m.error_rate), "errors / runs"],
+        ["error rate", fmt_rate(m.error_rate), "errors / runs not interrupted"],
         ["tokens", f"{m.tokens:,}", "all roles, prompt + completion"],
         ["cost", fmt_money(m.cost_usd), "estimated, all roles"],
         ["cost per PR", fmt_money(m.cost_per_opened_pr), "all roles / PRs opened"],
@@ -475,6 +494,27 @@ def _paused_lines(snapshot: MemorySnapshot) -> list[str]:
     return lines
 
 
+def _preflight_lines(failures: Sequence[RunRecord], limit: int) -> list[str]:
+    """Runs that never reached their target: apart from the runs, in no rate, each with
+    what to fix (the error names the setting)."""
+    if not failures:
+        return []
+    lines = [
+        "",
+        f"Failed before reaching a target ({len(failures)}): not runs of the agents, in no rate",
+    ]
+    for r in failures[: min(limit, 5)]:
+        where = f"{terminal_safe(r.repo)} " if r.repo else ""
+        what = "" if r.target.kind is TargetKind.REPO else f"{_target(r)} "
+        lines.append(
+            f"  {fmt_time(r.finished_at)}  {r.role.value}  {where}{what}"
+            f"{clip(terminal_safe(r.error), 160)}"
+        )
+    if len(failures) > 5:
+        lines.append(f"  ... and {len(failures) - 5} earlier (agent-loop status --json)")
+    return lines
+
+
 def render_status(snapshot: MemorySnapshot, *, limit: int = 15) -> str:
     """The whole `agent-loop status` page, safe to print to a terminal."""
     return terminal_safe(_render(snapshot, limit))
@@ -488,9 +528,11 @@ def _render(snapshot: MemorySnapshot, limit: int) -> str:
             "Run one with `agent-loop run builder` (or try `agent-loop demo`)."
         )
     out: list[str] = [f"Memory: {where}", ""]
-    shown = min(limit, len(snapshot.records))
-    out.append(f"Recent runs ({shown} of {len(snapshot.records)})")
-    out.append(runs_by_repo(snapshot.records, limit) if snapshot.records else "  (none)")
+    runs = snapshot.runs
+    shown = min(limit, len(runs))
+    out.append(f"Recent runs ({shown} of {len(runs)})")
+    out.append(runs_by_repo(runs, limit) if runs else "  (none)")
+    out += _preflight_lines(snapshot.preflight_failures, limit)
     if snapshot.unreadable:
         out.append(
             f"  {snapshot.unreadable} record file(s) are invalid or of a newer schema: kept, not shown."
@@ -518,7 +560,7 @@ def _render(snapshot: MemorySnapshot, limit: int) -> str:
     if snapshot.problems:
         out += ["", f"Memory problems ({len(snapshot.problems)}): read as absent, kept for you"]
         out += [f"  - {problem}" for problem in snapshot.problems]
-    tests = evidence_table(snapshot.records, limit)
+    tests = evidence_table(runs, limit)
     if tests:
         out += ["", "Tests of the recent changes (run in the sandbox, judged by code)", tests]
     out += ["", "Metrics", metrics_table(snapshot.metrics), ""]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from agent_loop_common.records import (
+    SCHEMA_VERSION,
     Lesson,
     LessonBook,
     LessonExposure,
@@ -62,4 +63,4 @@ def test_a_record_keeps_its_exposures_and_kind() -> None:
     assert again == record
     assert again.exposures[0].held_out
     assert not again.exposures[0].shown
-    assert again.schema_version == "1.4"
+    assert again.schema_version == SCHEMA_VERSION

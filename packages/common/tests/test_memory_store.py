@@ -237,7 +237,7 @@ async def test_newer_minor_is_read_and_unknown_major_is_counted_not_dropped(
     }
     major2 = {
         **make_record("new-major").model_dump(mode="json"),
-        "schema_version": "2.0",
+        "schema_version": "3.0",
         "role": "triager",
     }
     await store.write_text.aio(run_path("new-minor"), json.dumps(newer))
@@ -248,7 +248,7 @@ async def test_newer_minor_is_read_and_unknown_major_is_counted_not_dropped(
     batch = await distiller.collect(NOW + timedelta(hours=2))
     assert [(r.run_id, r.schema_version) for r in batch.records] == [("new-minor", "1.9")]
     assert [(d.run_id, d.reason, d.schema_version) for d in batch.deferred] == [
-        ("new-major", "unknown_major", "2.0")
+        ("new-major", "unknown_major", "3.0")
     ]
     await distiller.commit(batch)
 

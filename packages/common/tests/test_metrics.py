@@ -186,3 +186,27 @@ def test_rollup_day_is_the_utc_day_of_finish() -> None:
     late = T0.replace(hour=23, minute=30)
     record = rec(Outcome.ERROR, finished=late.astimezone(ZoneInfo("Asia/Tokyo")))
     assert set(fold_records({}, [record])) == {date(2026, 3, 1)}
+
+
+def test_interrupted_and_preflight_failed_runs_change_no_rate() -> None:
+    worked = [
+        rec(Outcome.OPENED_PR, tries=(True,)),
+        rec(Outcome.REJECTED, tries=(False, False)),
+        rec(Outcome.ERROR),
+        rec(Outcome.SKIPPED),
+    ]
+    bad_input = [
+        rec(Outcome.PREFLIGHT_FAILED),
+        rec(Outcome.PREFLIGHT_FAILED),
+        rec(Outcome.INTERRUPTED, tries=(False,)),
+        rec(Outcome.INTERRUPTED),
+    ]
+    before, after = compute_metrics(worked), compute_metrics([*worked, *bad_input])
+    rates = [k for k in Metrics.model_fields if k.endswith("_rate")]
+    assert {k: getattr(after, k) for k in rates} == {k: getattr(before, k) for k in rates}
+    assert (before.success_rate, before.error_rate) == (pytest.approx(1 / 3), pytest.approx(1 / 4))
+    assert after.runs == before.runs + 2  # interrupted runs reached their target
+    assert (after.interrupted, after.preflight_failures) == (2, 2)
+    tally = tally_records(bad_input)
+    assert (tally.runs, tally.worked, tally.errors, tally.with_attempts) == (2, 0, 0, 0)
+    assert tally.attempts == 1  # the tries spent still count as spent

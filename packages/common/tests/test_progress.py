@@ -91,8 +91,8 @@ def test_each_event_reads_as_one_line_the_demo_and_run_print() -> None:
         _line("agent.step", agent="builder", tool="stage_file", ok=False, error="Refused: .git")
         == "builder   stage_file failed: Refused: .git"
     )
-    assert _line("agent.step", agent="builder", tool="llm", ok=False, error="429").endswith(
-        "model call failed: 429"
+    assert _line("agent.step", agent="builder", tool="llm", ok=False, error="429") == (
+        "builder   model call failed: 429"
     )
     assert (
         _line("change.proposed", files=["a.py (+2 -1)", "b.py (+1 -0)"])

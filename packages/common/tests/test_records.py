@@ -92,7 +92,7 @@ def full_record() -> RunRecord:
 
 
 EXPECTED_JSON: dict[str, Any] = {
-    "schema_version": "1.5",
+    "schema_version": "2.2",
     "run_id": "b-20260301-abc",
     "role": "builder",
     "agent_id": "builder@v3",
@@ -158,6 +158,8 @@ EXPECTED_JSON: dict[str, Any] = {
         "tamper_flags": [],
         "inconsistent": [],
         "runs": 3,
+        "per_process_limits": False,
+        "oom_kills": 0,
     },
     "diff": "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n",
 }
@@ -214,7 +216,7 @@ def test_every_field_is_documented() -> None:
 
 
 def test_trace_step_keeps_the_agreed_field_names() -> None:
-    assert list(TraceStep.model_fields) == ["tool", "args", "ok", "ms", "error"]
+    assert list(TraceStep.model_fields) == ["tool", "args", "ok", "ms", "error", "agent"]
 
 
 def test_round_trip_and_derived_properties() -> None:
@@ -261,7 +263,7 @@ def test_newer_minor_with_unknown_fields_is_read_by_this_reader() -> None:
     assert "sandbox" not in parsed.record.model_dump()
 
 
-@pytest.mark.parametrize("version", ["2.0", "10.1", "v2", "x"])
+@pytest.mark.parametrize("version", ["3.0", "10.1", "v2", "x"])
 def test_unknown_major_is_classified_not_parsed(version: str) -> None:
     data = {**full_record().model_dump(mode="json"), "schema_version": version, "role": "triager"}
     assert parse_record(json.dumps(data)) == UnknownMajor(
@@ -320,3 +322,17 @@ def test_loading_records_parses_no_source() -> None:
     # (`use_attribute_docstrings` reads every model's source file, on every tick).
     assert RunRecord.model_fields["run_id"].description is None
     assert field_docs(RunRecord)["run_id"]
+
+
+@pytest.mark.parametrize("outcome", ["interrupted", "preflight_failed"])
+def test_schema_2_outcomes_are_read_and_every_1_x_record_still_is(outcome: str) -> None:
+    new = {**full_record().model_dump(mode="json"), "outcome": outcome}
+    parsed = parse_record(json.dumps(new))
+    assert isinstance(parsed, ParsedRecord)
+    assert parsed.record.outcome.value == outcome
+    assert parsed.record.schema_version == SCHEMA_VERSION
+    assert SCHEMA_VERSION.startswith("2.")
+    old = {**full_record().model_dump(mode="json"), "schema_version": "1.4"}
+    parsed_old = parse_record(json.dumps(old))
+    assert isinstance(parsed_old, ParsedRecord)
+    assert parsed_old.record.schema_version == "1.4"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent_loop_common.repo import RepoSnapshot
+from agent_loop_common.repo import RepoSnapshot, repo_tools
 from agent_loop_testing import GitHubEmulator, emulator_client
 
 
@@ -57,3 +57,38 @@ async def test_without_a_size_the_tree_is_read_from_github() -> None:
         routes = gh.stats.by_route()
     assert "GET /repos/{owner}/{repo}/git/trees/{tree_sha}" in routes
     assert "GET /repos/{owner}/{repo}/tarball/{ref}" not in routes
+
+
+async def test_a_snapshot_built_from_a_tarball_never_asks_github(tmp_path: Path) -> None:
+    """`from_archive`: the listing, every file (binary and large ones too), the search and
+    the sandbox's tarball come from the bytes in hand; the snapshot has no facade to ask."""
+    big = "x = 1\n" * 200_000  # above the search index's 512 kB per file
+    emu = GitHubEmulator()
+    sha = emu.seed_files(
+        {
+            "src/app.py": "def f():\n    return 'needle'\n",
+            "data/logo.bin": b"\x89PNG\x00\xff",
+            "big.py": big,
+        }
+    )
+    async with emulator_client(emu) as gh:
+        archive = await gh.download_archive(sha)
+        tree_from_api = await gh.read_tree(sha)
+    emu.clear_requests()
+
+    snapshot = RepoSnapshot.from_archive(archive, sha, sha[:7], label=f"base commit {sha[:7]}")
+    assert snapshot.github is None
+    assert snapshot.offline
+    assert await snapshot.paths() == ["big.py", "data/logo.bin", "src/app.py"]
+    assert await snapshot.read("data/logo.bin") == b"\x89PNG\x00\xff"
+    assert await snapshot.text("big.py") == big
+    assert await snapshot.read("missing.py") is None
+    assert not await snapshot.exists("missing.py")
+    assert await snapshot.archive() == archive
+    blobs = {(e.path, e.sha) for e in (await snapshot.tree()).entries if e.type == "blob"}
+    assert blobs == {(e.path, e.sha) for e in tree_from_api.entries if e.type == "blob"}
+    tools = {tool.__name__: tool for tool in repo_tools(snapshot)}
+    assert "src/app.py" in await tools["search_code"]("needle")
+    assert "return 'needle'" in await tools["read_file"]("src/app.py")
+    assert "src/app.py" in await tools["list_files"]("")
+    assert emu.requests == []

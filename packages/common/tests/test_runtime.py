@@ -118,3 +118,20 @@ def test_run_task_runs_in_local_mode_under_the_home(settings: Settings) -> None:
     assert run_task(settings, _probe, x=21) == {"x": 42}
     assert local_raw_data_path(settings).is_dir()
     assert local_memory(settings).root == str(local_raw_data_path(settings))
+
+
+async def test_an_offline_runtime_sends_github_nothing(
+    settings: Settings, memory_root: str
+) -> None:
+    """`open_runtime(offline=True)` (the benchmark's replay): every request its facade
+    would send is refused in process and counted with no status; no ETag state is kept."""
+    from agent_loop_common.github import GitHubOffline
+    from agent_loop_common.runtime import open_runtime
+
+    async with open_runtime(settings, Role.BUILDER, memory_root=memory_root, offline=True) as rt:
+        with pytest.raises(GitHubOffline, match=r"GET /repos/.*/issues was refused"):
+            await rt.github.list_issues()
+        with pytest.raises(GitHubOffline):
+            await rt.claimer.claim("issue", 1)
+        assert rt.github.stats.total == 2
+        assert all(statuses == {0: 1} for statuses in rt.github.stats.by_route().values())

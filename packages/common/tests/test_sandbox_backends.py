@@ -142,7 +142,7 @@ def test_the_setup_network_script_and_routes() -> None:
         route_batch,
     )
 
-    batch = route_batch(["192.0.2.2", "198.18.0.100", "not-an-address", "::1"])
+    batch = route_batch(["192.0.2.2", "198.18.0.100", "not-an-address", "::1"], ipv6=False)
     assert "route add blackhole 169.254.0.0/16\n" in batch
     assert "route add blackhole 127.0.0.0/8\n" in batch
     assert "route add blackhole 192.0.2.2/32\n" in batch

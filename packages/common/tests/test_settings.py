@@ -175,6 +175,7 @@ ALL_VARIABLES: list[tuple[str, str, str, object]] = [
     ("AGENT_LOOP_SANDBOX_MEMORY_MB", "2048", "sandbox_memory_mb", 2048),
     ("AGENT_LOOP_SANDBOX_MAX_PROCESSES", "128", "sandbox_max_processes", 128),
     ("AGENT_LOOP_SANDBOX_MAX_FILE_MB", "64", "sandbox_max_file_mb", 64),
+    ("AGENT_LOOP_SANDBOX_REQUIRE_CGROUP", "true", "sandbox_require_cgroup", True),
     ("AGENT_LOOP_LOG_FORMAT", "json", "log_format", "json"),
     ("AGENT_LOOP_LOG_LEVEL", "DEBUG", "log_level", "DEBUG"),
 ]

@@ -35,12 +35,12 @@ def test_one_idle_tick_from_the_command_line(
         monkeypatch.setenv("AGENT_LOOP_HOME", str(tmp_path / "home"))
         assert main([]) == 0
         assert json.loads(capsys.readouterr().out)["outcome"] == "idle"
-        assert main(["--pr", "999"]) == 0  # named, so not idle: says why (as the builder does)
+        # Named, so not idle: says why (as the builder does); a PR that is not there was
+        # never reached, which exits 2 (nothing was attempted).
+        assert main(["--pr", "999"]) == 2
     summary = json.loads(capsys.readouterr().out)
-    assert summary["outcome"] == "skipped"
-    assert (
-        summary["error"] == "PR #999 does not exist"
-    )  # where the builder says "#N does not exist"
+    assert summary["outcome"] == "preflight_failed"
+    assert summary["error"] == f"PR #999 does not exist in {emulator.full_name}"
 
 
 def test_the_environment_and_schedule() -> None:

@@ -10,19 +10,24 @@ claimed run leaves a `RunRecord`.
 summary = run_once(target=42)             # Flyte local mode, like `python -m agent_loop_builder`
 async with open_runtime(settings, Role.BUILDER, ...) as rt:
     record = await run_builder_tick(rt)   # the Flyte-free core (tests, scripts)
+async with open_runtime(settings, Role.BUILDER, offline=True) as rt:   # the benchmark's
+    replay = await replay_build(rt, ReplayAsk(number=7, statement=text), snapshot)
 ```
 
 Modules, by concern (the same names in every agent package): `_select` (pure
 eligibility rules), `_candidates` (what GitHub says about the open issues), `_prompts`,
-`_tools`, `_attempt` (the builder in the shared attempt loop), `_conclude` (what a
-result writes), `_writes` (the durable writes, declared once), `_texts` (what the
+`_tools`, `_attempt` (the builder in the shared attempt loop), `_build` (prepare and
+attempt, shared by a tick and a replay), `_replay` (one issue offline, for the
+benchmark), `_conclude` (what a result writes), `_writes` (the durable writes, declared once), `_texts` (what the
 builder posts), `_pipeline` (one tick), `env` (Flyte), `__main__`.
 """
 
 from __future__ import annotations
 
+from agent_loop_builder._build import LessonChoice
 from agent_loop_builder._pipeline import run_builder_tick, scout_issues
 from agent_loop_builder._prompts import BUILDER_MARKER, BUILDER_NAME
+from agent_loop_builder._replay import ReplayAsk, ReplayedBuild, ReplayOutcome, replay_build
 from agent_loop_builder._select import (
     Refusal,
     RefusalCode,
@@ -60,10 +65,14 @@ __all__ = [
     "BUILDER_NAME",
     "WRITES",
     "FiledIssues",
+    "LessonChoice",
     "OpenedPull",
     "PullRequestSpec",
     "Refusal",
     "RefusalCode",
+    "ReplayAsk",
+    "ReplayOutcome",
+    "ReplayedBuild",
     "SubIssuesSpec",
     "agent_pull_issues",
     "branch_issue",
@@ -76,6 +85,7 @@ __all__ = [
     "parse_sub_issue_marker",
     "post_feedback",
     "pr_body",
+    "replay_build",
     "run_builder_tick",
     "run_once",
     "scout_issues",

@@ -286,7 +286,9 @@ class IssueFinder:
             try:
                 issue = await self.github.get_issue(number)
             except NotFound:
-                refusal = Refusal(RefusalCode.MISSING, f"#{number} does not exist")
+                refusal = Refusal(
+                    RefusalCode.MISSING, f"issue #{number} does not exist in {self.settings.repo}"
+                )
                 self.refused[number] = refusal
                 return None, refusal
         return issue, await self.check(issue)

@@ -3,9 +3,9 @@
 Flyte-free, so plain async tests run it against the emulator; the scheduled task in
 `env.py` runs the same function with the durable writes. `run_scoped` guarantees the
 outer shape (claims released and a `RunRecord` written on every exit path, errors never
-escaping); this module fills in the body: find an eligible issue, claim it, prepare the
-build (with the maintainers' instructions and the run's test `Checks`, both from the
-base commit), run the shared attempt loop and `conclude`.
+escaping); this module fills in the body: find an eligible issue, claim it, read the base
+commit and the comments a model may see, and hand the issue to `build` (shared with the
+offline replay: instructions, lessons, checks, the attempt loop), then `conclude`.
 """
 
 from __future__ import annotations
@@ -15,18 +15,14 @@ from datetime import datetime
 
 import structlog
 
-from agent_loop_builder._attempt import BuildJob, BuildProposer
+from agent_loop_builder._build import BuildAsk, build
 from agent_loop_builder._candidates import IssueFinder
 from agent_loop_builder._conclude import HeldIssue, conclude
-from agent_loop_builder._prompts import build_prompt, render_context, render_issue
+from agent_loop_builder._prompts import render_issue
 from agent_loop_builder._select import Refusal, RefusalCode
-from agent_loop_common.attempts import attempt_loop
-from agent_loop_common.checks import open_checks
-from agent_loop_common.exposure import draw_lessons, work_kind_of
 from agent_loop_common.github import Comment, Issue
-from agent_loop_common.memory import MemoryLocation, read_context
-from agent_loop_common.records import Outcome, Role, RunRecord, Target, TargetKind
-from agent_loop_common.repo import RepoSnapshot, repository_instructions, stale_lessons
+from agent_loop_common.records import Outcome, RunRecord, Target, TargetKind
+from agent_loop_common.repo import RepoSnapshot
 from agent_loop_common.runtime import DirectWriter, RunScope, Runtime, Writer, run_scoped
 from agent_loop_common.trust import comments_edited_by_untrusted
 
@@ -36,6 +32,13 @@ _log = structlog.get_logger(__name__)
 
 _CLAIM_RACES = 3
 """Eligible issues tried per tick when other runs win the claim race."""
+
+_REFUSED_OUTCOMES = {
+    RefusalCode.BACKED_OFF: Outcome.BACKED_OFF,
+    RefusalCode.MISSING: Outcome.PREFLIGHT_FAILED,
+}
+"""The outcome of a requested issue that was refused, when not `skipped`: an issue that
+does not exist was never reached (`preflight_failed`: the CLI exits non-zero)."""
 
 
 async def run_builder_tick(
@@ -117,8 +120,9 @@ async def _tick(
         reason = str(refusal) if refusal else f"#{target} was not worked on"
         # No title: the issue may be untrusted, and records reach the distiller's model.
         scope.target = Target(kind=TargetKind.ISSUE, number=target)
-        backed_off = refusal is not None and refusal.code is RefusalCode.BACKED_OFF
-        scope.finish(Outcome.BACKED_OFF if backed_off else Outcome.SKIPPED, reason)
+        code = refusal.code if refusal is not None else None
+        outcome = _REFUSED_OUTCOMES.get(code, Outcome.SKIPPED) if code else Outcome.SKIPPED
+        scope.finish(outcome, reason)
     for refusal in finder.refused.values():
         if refusal.timed:  # an idle decision that holds only until the clock lifts it
             rt.depends_on_time(refusal.until)
@@ -135,7 +139,7 @@ async def _requested(finder: IssueFinder, number: int) -> AsyncIterator[Issue]:
 
 
 async def _build(held: HeldIssue, write: Writer) -> None:
-    """The claimed part of a tick: prepare the job, run the attempt loop, conclude."""
+    """The claimed part of a tick: read the base and the comments, build, conclude."""
     scope, issue = held.scope, held.issue
     rt = scope.runtime
     base = await rt.github.default_branch()  # its name and head in one request
@@ -149,32 +153,17 @@ async def _build(held: HeldIssue, write: Writer) -> None:
         disk_usage_kb=base.disk_usage_kb,
     )
     comments = await _trusted_comments(held)
-    issue_text = render_issue(issue, comments)
-    may_decompose = held.depth < rt.settings.max_decomposition_depth
-    rules = await repository_instructions(snapshot)
-    job = BuildJob(
+    ask = BuildAsk(
         number=issue.number,
-        prompt=build_prompt(
-            issue_block=issue_text,
-            context_block=await _context(scope, issue, snapshot, private=base.private),
-            number=issue.number,
-            tries=rt.settings.max_tries,
-            may_decompose=may_decompose,
-            instructions=rules.render(),
-        ),
-        issue_text=issue_text,
+        issue_text=render_issue(issue, comments),
         request=f"Title: {issue.title}\n\n{issue.body}",
         background="\n\n".join(f"Comment by @{c.user.login}:\n{c.body}" for c in comments),
-        snapshot=snapshot,
-        may_decompose=may_decompose,
+        labels=tuple(issue.labels),
+        may_decompose=held.depth < rt.settings.max_decomposition_depth,
+        private=base.private,
     )
-    async with open_checks(rt, tree=snapshot, config=snapshot) as checks:
-        result = await attempt_loop(
-            scope, BuildProposer(rt, job, checks), tries=rt.settings.max_tries, checks=checks
-        )
-        await conclude(
-            held, result, snapshot, scope.guarded(write), repository_id=base.repository_id
-        )
+    result = await build(scope, ask, snapshot)
+    await conclude(held, result, snapshot, scope.guarded(write), repository_id=base.repository_id)
 
 
 async def _trusted_comments(held: HeldIssue) -> list[Comment]:
@@ -190,41 +179,3 @@ async def _trusted_comments(held: HeldIssue) -> list[Comment]:
     people = [c for c in out if not trust.is_agent(c.user.login)]
     tainted = await comments_edited_by_untrusted(held.scope.runtime.github, trust, people)
     return [c for c in out if c.id not in tainted]
-
-
-async def _context(scope: RunScope, issue: Issue, snapshot: RepoSnapshot, *, private: bool) -> str:
-    """The budgeted digest and lessons; a memory failure costs the context, not the run.
-
-    Lessons whose citations are missing from the base commit are hidden and listed in
-    the record (`stale_lessons`) for the distiller to fix or retire. Each other
-    applicable lesson is drawn in or held out (`draw_lessons`); held-out and
-    inapplicable lessons leave both the lesson list and the digest, and the record keeps
-    every candidate's draw.
-    """
-    rt = scope.runtime
-    scope.work_kind = work_kind_of(issue.labels, role=Role.BUILDER)
-    try:
-        view = await read_context(
-            rt.memory,
-            shared=MemoryLocation.shared_from_settings(rt.settings, rt.memory.root),
-            share_from=rt.settings.share_lessons_from,
-            reader_public=not private,
-        )
-        scope.stale_lessons = await stale_lessons(snapshot, view.lessons.lessons)
-    except Exception as exc:
-        _log.warning("builder.context_unavailable", error=repr(exc))
-        return ""
-    view = view.without(stale.lesson_id for stale in scope.stale_lessons)
-    draw = draw_lessons(
-        view.lessons.lessons,
-        run_id=rt.run_id,
-        role=Role.BUILDER,
-        kind=scope.work_kind,
-        rate=rt.settings.lesson_holdout,
-    )
-    block, ids = render_context(
-        view.without(draw.hidden_ids), token_budget=rt.settings.digest_token_budget
-    )
-    scope.lesson_ids.extend(ids)
-    scope.exposures = draw.record(ids)
-    return block

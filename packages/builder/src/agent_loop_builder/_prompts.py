@@ -23,6 +23,7 @@ __all__ = [
     "builder_instructions",
     "render_context",
     "render_issue",
+    "render_problem",
     "retry_prompt",
 ]
 
@@ -98,6 +99,12 @@ def render_issue(issue: Issue, comments: Sequence[Comment]) -> str:
         parts.append(f"({len(comments) - len(shown)} earlier comment(s) not shown)")
     parts += [fence_untrusted(f"comment by @{c.user.login}", c.body, _COMMENT_CHARS) for c in shown]
     return "\n\n".join(parts)
+
+
+def render_problem(number: int, statement: str) -> str:
+    """A replayed issue's problem statement (its title and body as they were, in one
+    text, SWE-bench's `problem_statement`) as `render_issue` fences an issue."""
+    return fence_untrusted(f"issue #{number}", statement, _BODY_CHARS)
 
 
 def render_context(view: ContextView, *, token_budget: int) -> tuple[str, list[str]]:

@@ -9,7 +9,7 @@ key to inject as a secret, so this module imports nothing of the package at impo
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "key_override",
     "model_problems",
     "provider_of",
+    "remember_model_keys",
 ]
 
 PROVIDER_KEYS: dict[str, str] = {
@@ -66,6 +67,24 @@ def key_override(environ: Mapping[str, str] | None = None) -> str | None:
     if override.lower() == "none":
         return NO_KEY
     return env.get(override, "").strip() or None
+
+
+def remember_model_keys(models: Iterable[str], environ: Mapping[str, str] | None = None) -> None:
+    """Add the model keys this process holds to the live secrets redaction looks for.
+
+    Every provider variable of the table, `models`' own variables and the one
+    `AGENT_LOOP_MODEL_KEY_ENV` names: a key with no fixed shape (Mistral's, a proxy's)
+    is caught only as a live secret.
+    """
+    from agent_loop_common.redaction import LIVE_SECRETS
+
+    env = os.environ if environ is None else environ
+    names = {*PROVIDER_KEYS.values(), *(key_env(m) for m in models if m.strip())}
+    override = env.get(KEY_ENV_OVERRIDE, "").strip()
+    if override and override.lower() != "none":
+        names.add(override)
+    for name in sorted(names):
+        LIVE_SECRETS.add(env.get(name))
 
 
 def provider_of(model: str) -> str:

@@ -1,51 +1,190 @@
-"""`redact_secrets`: token-shaped strings out of any text that leaves the machine (pure).
+"""`redact_secrets`: secrets out of any text that leaves the machine.
+
+Two nets, applied together:
+
+- **Known shapes** (pure): every provider key and token whose format its issuer fixed,
+  matched by that format (a prefix and an alphabet), never by guessing from digits. A key
+  made of letters only is caught as surely as one full of digits.
+- **The live secrets** of this process (`LIVE_SECRETS`): the run's own GitHub token (a
+  personal token, or the installation token an App minted a minute ago) and the model
+  keys. A value with no fixed shape (a Mistral or Together key, a proxy's key) is caught
+  only here. Each is looked for as written, split by whitespace, quotes, `+` or commas
+  (`"ghp_ab" + "cd..."`, a token wrapped over lines), reversed, in hex, percent-encoded,
+  and in base64 (standard and URL-safe, at any of the three byte alignments), which
+  covers `base64(token)`, `Authorization: Basic base64("x-access-token:" + token)` and
+  any `user:token` pair, wrapped over lines or not.
+
+Not covered (a determined leak can always re-encode): other encodings (rot13, gzip,
+base32, an XOR), a secret cut into pieces printed apart with other text between them,
+fewer than all of its characters, and a key with no fixed shape that is not this
+process's live secret.
 
 A leaf module (it imports nothing of the project) so both the sandbox, whose output
 reaches the model, and `public_text`, which guards everything posted on GitHub, can use
-it without an import cycle.
+it without an import cycle. It is a second line of defence: the sandbox holds no secret.
 """
 
 from __future__ import annotations
 
+import base64
 import re
+import threading
+from urllib.parse import quote
 
-__all__ = ["REDACTED", "redact_secrets"]
+__all__ = ["LIVE_SECRETS", "REDACTED", "LiveSecrets", "redact_secrets"]
 
 REDACTED = "[redacted]"
-"""What a token-shaped string becomes in public text."""
+"""What a secret becomes in public text."""
 
-# Formats documented by their issuers; the lengths are minimums so a shortened or
-# future longer token is still caught, and the left boundary keeps words like
-# `task-force` or `disk-usage` intact.
-_SECRET = re.compile(
-    "|".join(
-        (
-            # PEM private keys, to their end (or the end of the text when cut)
-            r"-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----.*?"
-            r"(?:-----END[A-Z ]{0,40}PRIVATE KEY-----|\Z)",
-            r"(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{30,}",  # GitHub tokens
-            r"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{30,}",  # GitHub fine-grained tokens
-            r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?![0-9A-Z])",  # AWS key ids
-            # OpenAI, Anthropic, OpenRouter and most OpenAI-compatible providers
-            r"(?<![A-Za-z0-9_-])sk-(?=[A-Za-z0-9_-]{0,40}[0-9])"
-            r"(?:ant-|proj-|svcacct-|or-)?[A-Za-z0-9_-]{20,}",
-            r"(?<![A-Za-z0-9_])AIza[0-9A-Za-z_-]{35}",  # Google API keys
-            r"(?<![A-Za-z0-9_])xox[abposr]-[A-Za-z0-9-]{10,}",  # Slack
-            r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}",  # Hugging Face
-            r"(?<![A-Za-z0-9_])glpat-[A-Za-z0-9_-]{20,}",  # GitLab
-        )
+_B = r"(?<![A-Za-z0-9_])"
+"""A left boundary: a shape starts where a word does (`task-force` stays)."""
+_E = r"(?![A-Za-z0-9])"
+"""A right boundary for shapes of a fixed length."""
+
+_SHAPES: tuple[tuple[str, str], ...] = (
+    # (what, pattern). Lengths are the issuers' where fixed; minimums where a token has
+    # grown before (a future longer token is still caught).
+    (
+        "PEM private key (to its end, or the end of the text when cut)",
+        r"-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----.*?(?:-----END[A-Z ]{0,40}PRIVATE KEY-----|\Z)",
     ),
-    re.DOTALL,
+    ("GitHub token (ghp_, gho_, ghu_, ghs_, ghr_)", _B + r"gh[pousr]_[A-Za-z0-9]{30,}"),
+    ("GitHub fine-grained token", _B + r"github_pat_[A-Za-z0-9_]{30,}"),
+    (
+        "AWS access key id",
+        r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)"
+        r"[A-Z2-7]{16}" + _E,
+    ),
+    (
+        "AWS secret access key (named)",
+        r"(?i:aws_?secret_?access_?key|secretaccesskey)[\"'\s]*[:=][\"'\s]*"
+        r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])",
+    ),
+    (
+        "Anthropic key (sk-ant-api03-, admin01, oat01, ...)",
+        _B + r"sk-ant-[a-z]{2,6}\d{2}-[A-Za-z0-9_-]{20,}",
+    ),
+    (
+        "OpenAI project, service-account and admin key",
+        _B + r"sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}",
+    ),
+    ("OpenRouter key", _B + r"sk-or-v\d+-[A-Za-z0-9]{20,}"),
+    # OpenAI's legacy keys (48 letters and digits), DeepSeek's (32 hex) and most
+    # OpenAI-compatible servers: `sk-` and one unbroken run of letters and digits.
+    # `sk-learn-...` is not one: a word never runs 20 characters without a hyphen.
+    ("sk- key (OpenAI legacy, DeepSeek, compatible servers)", _B + r"sk-[A-Za-z0-9]{20,}" + _E),
+    ("Google API key", _B + r"AIza[0-9A-Za-z_-]{35}"),
+    ("Groq key", _B + r"gsk_[A-Za-z0-9]{40,}"),
+    ("xAI key", _B + r"xai-[A-Za-z0-9]{40,}"),
+    ("Perplexity key", _B + r"pplx-[A-Za-z0-9]{40,}"),
+    ("Together key (tgp_v1_)", _B + r"tgp_v\d+_[A-Za-z0-9_-]{30,}"),
+    ("Fireworks key", _B + r"fw_[A-Za-z0-9]{20,}"),
+    ("Replicate token", _B + r"r8_[A-Za-z0-9]{30,}"),
+    ("Hugging Face token", _B + r"(?:hf|api_org)_[A-Za-z0-9]{30,}"),
+    ("Slack token", _B + r"(?:xox[abposre]|xapp)-[A-Za-z0-9-]{10,}"),
+    ("GitLab token", _B + r"gl(?:pat|dt|rt|ptt|cbt)-[A-Za-z0-9_-]{20,}"),
+    ("npm token", _B + r"npm_[A-Za-z0-9]{36}" + _E),
+    ("PyPI token", _B + r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{40,}"),
+    ("Stripe secret key", _B + r"[rs]k_(?:live|test)_[A-Za-z0-9]{20,}"),
+    # A JSON Web Token (a GitHub App's JWT, an OAuth access token): three base64url parts.
+    ("JSON Web Token", _B + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
 )
+
+_KNOWN = re.compile("|".join(pattern for _, pattern in _SHAPES), re.DOTALL)
+
+_SPLIT_GAP = r"[\s\"'`+,\\]{0,6}"
+"""What may stand between two characters of a split secret: whitespace, quotes, `+`,
+commas and backslashes (string concatenation, wrapped lines, a list of pieces)."""
+_WRAP_GAP = r"\s{0,4}"
+"""What may stand between two characters of an encoded secret (a wrapped line)."""
+_MIN_LIVE = 12
+"""A live secret shorter than this is not looked for: it would match ordinary text."""
+
+
+def _spread(text: str, gap: str) -> str:
+    """A pattern matching `text` with up to a few `gap` characters between any two."""
+    return gap.join(re.escape(c) for c in text)
+
+
+def _base64_cores(secret: bytes) -> list[str]:
+    """The part of `secret`'s base64 that is the same wherever it sits in a longer text.
+
+    Base64 encodes groups of 3 bytes; a secret preceded by k bytes (k = 0, 1, 2 modulo 3)
+    shares its first group with them and its last with whatever follows. The characters
+    of the groups that hold only the secret's bytes are fixed for each k: those three
+    cores, standard and URL-safe, find the secret inside any base64 text.
+    """
+    cores: list[str] = []
+    for k in range(3):
+        encoded = base64.b64encode(b"\0" * k + secret).decode()
+        start = (0, 2, 3)[k]
+        end = 4 * ((len(secret) + k) // 3)
+        core = encoded[start:end]
+        if len(core) >= _MIN_LIVE:
+            cores.append(core)
+            cores.append(core.replace("+", "-").replace("/", "_"))
+    return cores
+
+
+def _live_patterns(secret: str) -> list[str]:
+    raw = secret.encode()
+    forms = {secret, secret[::-1], raw.hex(), raw.hex().upper(), quote(secret, safe="")}
+    patterns = [_spread(form, _SPLIT_GAP) for form in sorted(forms)]
+    patterns += [_spread(core, _WRAP_GAP) for core in sorted(set(_base64_cores(raw)))]
+    return patterns
+
+
+class LiveSecrets:
+    """The secrets this process holds, looked for in every redacted text.
+
+    Added where a secret enters the process (the GitHub facade's credentials, the model
+    keys read at the start of a run); never removed while the process runs, except by
+    `clear` in tests. Thread-safe: adding builds a new pattern, readers use the last one.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._secrets: frozenset[str] = frozenset()
+        self._pattern: re.Pattern[str] | None = None
+
+    def add(self, secret: str | None) -> None:
+        """Look for `secret` from now on (ignored when empty or too short to be one)."""
+        value = (secret or "").strip()
+        if len(value) < _MIN_LIVE or value in self._secrets:
+            return
+        with self._lock:
+            secrets = self._secrets | {value}
+            patterns = [
+                p for s in sorted(secrets, key=len, reverse=True) for p in _live_patterns(s)
+            ]
+            self._pattern = re.compile("|".join(f"(?:{p})" for p in patterns))
+            self._secrets = secrets
+
+    def clear(self) -> None:
+        """Forget every secret (tests only: a process keeps its secrets to the end)."""
+        with self._lock:
+            self._secrets, self._pattern = frozenset(), None
+
+    def __len__(self) -> int:
+        return len(self._secrets)
+
+    def redact(self, text: str) -> str:
+        """`text` with every form of a live secret replaced by `REDACTED`."""
+        pattern = self._pattern
+        return text if pattern is None else pattern.sub(REDACTED, text)
+
+
+LIVE_SECRETS = LiveSecrets()
+"""This process's live secrets (see `LiveSecrets`)."""
 
 
 def redact_secrets(text: str) -> str:
-    """`text` with every token-shaped string replaced by `REDACTED` (pure, idempotent).
+    """`text` with every secret replaced by `REDACTED` (idempotent).
 
-    Caught: GitHub tokens (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`, `github_pat_`), AWS
-    access key ids (`AKIA...`, `ASIA...`), model-provider keys (`sk-...`, `sk-ant-...`,
-    `sk-proj-...`), Google API keys, Slack, Hugging Face and GitLab tokens, and PEM
-    private key blocks. It is a second line of defence: the sandbox holds no secret, and
-    this catches one that reached a test's output or a model's words anyway.
+    Caught: the known shapes (GitHub, AWS, OpenAI `sk-`, `sk-proj-`,
+    `sk-svcacct-`, Anthropic `sk-ant-api03-`, Google `AIza`, Groq `gsk_`, xAI `xai-`,
+    Hugging Face `hf_`, Slack, GitLab, npm, PyPI, Stripe keys, JWTs and PEM private
+    keys), and this process's live secrets (`LIVE_SECRETS`) as written, split, reversed,
+    in hex, percent-encoded or in base64 (`x-access-token:<token>` basic auth included).
     """
-    return _SECRET.sub(REDACTED, text)
+    return _KNOWN.sub(REDACTED, LIVE_SECRETS.redact(text))

@@ -18,6 +18,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from agent_loop_common.claims import BackoffPolicy
+from agent_loop_common.metrics import UNCOUNTED_OUTCOMES
 from agent_loop_common.records import Outcome, Role, RunRecord
 
 __all__ = [
@@ -54,8 +55,15 @@ class TickKind(StrEnum):
 
 def learnable(records: Iterable[RunRecord]) -> list[RunRecord]:
     """Records the model learns from: every role's but the distiller's own, and none that
-    an operator's fault ended (a revoked token teaches nothing about the work)."""
-    return [r for r in records if r.role is not Role.DISTILLER and r.fault != "operator"]
+    an operator's fault or hand ended (a revoked token teaches nothing about the work, nor
+    does a run stopped with Ctrl-C or one that never reached its target)."""
+    return [
+        r
+        for r in records
+        if r.role is not Role.DISTILLER
+        and r.fault != "operator"
+        and r.outcome not in UNCOUNTED_OUTCOMES
+    ]
 
 
 def failure_streak(records: Iterable[RunRecord]) -> list[RunRecord]:

@@ -125,24 +125,26 @@ async def _tick(
             await _pass(scope, claim, candidate, agent_login, trust, write, retry_now=retry_now)
         return
     if only is not None:  # the operator named a PR: say why it was not worked on
-        reason = await _why_not_worked(rt, only, found=bool(pulls))
+        reason, missing = await _why_not_worked(rt, only, found=bool(pulls))
         # No title: the PR may be a stranger's, and records reach the distiller's model.
         scope.target = Target(kind=TargetKind.PR, number=only)
-        scope.finish(Outcome.SKIPPED, reason)
+        # A PR that does not exist was never reached: the CLI exits non-zero.
+        scope.finish(Outcome.PREFLIGHT_FAILED if missing else Outcome.SKIPPED, reason)
         _log.info("reviewer.refused", target=only, reason=reason)
         return
     _log.info("reviewer.idle", agent_prs=len(pulls))
 
 
-async def _why_not_worked(rt: Runtime, number: int, *, found: bool) -> str:
-    """Why a requested PR got no pass (one more read only when it was not an agent PR)."""
+async def _why_not_worked(rt: Runtime, number: int, *, found: bool) -> tuple[str, bool]:
+    """Why a requested PR got no pass, and whether it does not exist at all (one more
+    read only when it was not an agent PR)."""
     if found:
-        return f"PR #{number} needed no review pass now (or another run holds it)"
+        return f"PR #{number} needed no review pass now (or another run holds it)", False
     try:
         await rt.github.get_pull(number)
     except NotFound:
-        return f"PR #{number} does not exist"
-    return f"PR #{number} is not an open pull request of the agents"
+        return f"PR #{number} does not exist in {rt.settings.repo}", True
+    return f"PR #{number} is not an open pull request of the agents", False
 
 
 async def _pass(

@@ -29,6 +29,11 @@ from agent_loop_testing._scripted import (
 )
 
 if TYPE_CHECKING:
+    from agent_loop_testing._cgroupfs import (
+        proc_without_cgroup,
+        read_only_cgroupfs,
+        read_only_cgroupfs_works,
+    )
     from agent_loop_testing._chat_server import serve_chat_model
     from agent_loop_testing._e2e import (
         CALC,
@@ -69,6 +74,7 @@ if TYPE_CHECKING:
         write_memory_file,
     )
     from agent_loop_testing._instant import InstantModel
+    from agent_loop_testing._zero_config import ZERO_CONFIG_CALC, wheelhouse
 
 _LAZY = {
     "CALC": "agent_loop_testing._e2e",
@@ -86,6 +92,11 @@ _LAZY = {
     "submit_subtract": "agent_loop_testing._e2e",
     "subtract_try": "agent_loop_testing._e2e",
     "serve_chat_model": "agent_loop_testing._chat_server",
+    "ZERO_CONFIG_CALC": "agent_loop_testing._zero_config",
+    "wheelhouse": "agent_loop_testing._zero_config",
+    "proc_without_cgroup": "agent_loop_testing._cgroupfs",
+    "read_only_cgroupfs": "agent_loop_testing._cgroupfs",
+    "read_only_cgroupfs_works": "agent_loop_testing._cgroupfs",
     "GitHubEmulator": "agent_loop_testing._emulator",
     "Fault": "agent_loop_testing._emulator_faults",
     "LoggedRequest": "agent_loop_testing._emulator_faults",
@@ -131,6 +142,7 @@ __all__ = [
     "TESTS",
     "TESTS_SUB",
     "VERIFIED",
+    "ZERO_CONFIG_CALC",
     "CliLoop",
     "CommitView",
     "Delivery",
@@ -161,7 +173,10 @@ __all__ = [
     "instant_retry",
     "is_loopback_address",
     "is_valid_ref_name",
+    "proc_without_cgroup",
     "quiet_logs",
+    "read_only_cgroupfs",
+    "read_only_cgroupfs_works",
     "serve_asgi",
     "serve_chat_model",
     "serve_for_cli",
@@ -170,5 +185,6 @@ __all__ = [
     "submit_subtract",
     "subtract_try",
     "turn",
+    "wheelhouse",
     "write_memory_file",
 ]

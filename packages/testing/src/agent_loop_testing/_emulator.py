@@ -27,6 +27,7 @@ from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Literal
 
 import httpx
 
@@ -50,12 +51,21 @@ __all__ = ["GitHubEmulator"]
 _START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
+def _real_time() -> datetime:
+    return datetime.now(UTC)
+
+
 class GitHubEmulator(EmulatorInspection):
     """One emulated repository with its users, issues, PRs, checks and git objects.
 
     Every write moves the emulated clock one second from `start`, and ids come from one
     counter, so runs are reproducible. The owner (admin) and the agents' bot identity
     (`agent-loop[bot]`, type Bot, write) exist from the start.
+
+    For a person trying the agents out (`agent-loop emulator serve`), `clock="real"`
+    stamps each write with the real time (from now, whole seconds) and
+    `random_tokens=True` gives every user a random token, different at every start
+    (a predictable owner's token would let any web page the person opens act as them).
     """
 
     def __init__(
@@ -69,8 +79,15 @@ class GitHubEmulator(EmulatorInspection):
         rate_limit: int = 5000,
         bot_login: str = "agent-loop[bot]",
         rate_limiter: RateLimiter | None = None,
+        clock: Literal["emulated", "real"] = "emulated",
+        random_tokens: bool = False,
     ) -> None:
+        if clock == "real":
+            start = datetime.now(UTC).replace(microsecond=0)
         st = State(owner, name, default_branch, page_size_default, start, created_at=start)
+        if clock == "real":
+            st.clock = _real_time
+        st.random_tokens = random_tokens
         st.repo_id = st.new_id()
         self._st = st
         self._faults = FaultBook()
@@ -122,7 +139,7 @@ class GitHubEmulator(EmulatorInspection):
             st = self._st
             user = UserRec(login, st.new_id(), type, permission, st.now)
             st.users[login] = user
-            token = f"ghp_emulator{user.id:06d}{login.replace('[bot]', 'bot')}"
+            token = st.new_token("ghp_", f"emulator{user.id:06d}{login.replace('[bot]', 'bot')}")
             st.tokens[token] = login
             return token
 
@@ -477,8 +494,11 @@ class GitHubEmulator(EmulatorInspection):
 
     @contextmanager
     def serve(self, port: int = 0) -> Generator[str]:
-        """Serve over HTTP on 127.0.0.1 (`port`, 0: an ephemeral one); yields the base URL."""
-        with serve_app(self._app.app, self._app.closing, port=port) as url:
+        """Serve over HTTP on 127.0.0.1 (`port`, 0: an ephemeral one); yields the base URL.
+
+        Requests must address the loopback port (`Host` of 127.0.0.1, localhost or
+        [::1] with the port); any other host answers 421 (DNS rebinding)."""
+        with serve_app(self._app.app, self._app.closing, port=port, check_host=True) as url:
             previous = self._hooks.base_url, self._hooks.web_url
             self._hooks.base_url = self._hooks.web_url = url
             try:

@@ -1,7 +1,8 @@
 """The Starlette app: routing, auth, rate limits, ETags, faults and the request log.
 
 Every route is served twice, under `/` (api.github.com style) and under `/api/v3`
-(GitHub Enterprise Server style). Each request: injected fault (if one matches) ->
+(GitHub Enterprise Server style). The read-only web pages the `html_url`s point at
+(`_emulator_web`) are served beside them, outside the API's bookkeeping. Each request: injected fault (if one matches) ->
 authenticate -> rate limit -> handler under the state lock -> ETag / 304 -> headers ->
 log. A 304 does not use up the rate limit, as on GitHub.
 """
@@ -44,6 +45,7 @@ from agent_loop_testing._emulator_faults import (
 from agent_loop_testing._emulator_http import Ctx, Reply, Route
 from agent_loop_testing._emulator_render import Urls
 from agent_loop_testing._emulator_state import State
+from agent_loop_testing._emulator_web import web_routes
 
 __all__ = ["EmulatorApp"]
 
@@ -110,8 +112,18 @@ class EmulatorApp:
             )
             for r in _emulator_graphql.ROUTES
         ]
+        # The web pages (`html_url`s) sit under the API routes (`/user/repos` is an API
+        # route, not a repository page) and before the catch-all 404.
+        api, catch_all = routes[:-1], routes[-1]
         return Starlette(
-            routes=[*codeload, *ghes_graphql, Mount(GHES_PREFIX, routes=routes), *routes]
+            routes=[
+                *codeload,
+                *ghes_graphql,
+                Mount(GHES_PREFIX, routes=routes),
+                *api,
+                *web_routes(self.st),
+                catch_all,
+            ]
         )
 
     # ------------------------------------------------------------------ helpers

@@ -207,7 +207,7 @@ def create_token(st: State, ctx: Ctx) -> Reply:
     app = _app(ctx)
     if ctx.int_param("installation_id") != app.installation_id:
         raise ApiError(404, "Not Found")
-    token = f"ghs_emulator{st.new_id():06d}{app.installation_id}"
+    token = st.new_token("ghs_", f"emulator{st.new_id():06d}{app.installation_id}")
     st.tokens[token] = f"{app.slug}[bot]"
     st.installation_tokens.add(token)
     expires = datetime.now(UTC).replace(microsecond=0) + timedelta(hours=1)

@@ -5,7 +5,8 @@ to many through one base URL and one identity. The host routes each request by t
 repository in its path (`/repos/{owner}/{repo}/...`; GraphQL by the `owner` and `name`
 variables of its query, or the `branch.repositoryNameWithOwner` of a mutation's input,
 which also carries a `createRef` sent in the same document; a lone `createRef` names its
-repository only by node id and goes to the first) to that repository's emulator, and everything else (`/user`,
+repository only by node id and goes to the first; a web page by the `/{owner}/{repo}`
+its path starts with) to that repository's emulator, and everything else (`/user`,
 `/app`, `/user/repos`, `/installation/repositories`, a repository it does not hold) to
 the first one, whose answer for an unknown repository is GitHub's 404. Every
 repository has the same people and tokens (same logins, same tokens) and they share
@@ -39,6 +40,8 @@ __all__ = ["GitHubHost"]
 _REPO_PATH = re.compile(r"^(?:(?:/api/v3)?/repos|/_codeload)/([^/]+)/([^/]+)(?:/|$)")
 """A route naming its repository: the API's `/repos/{o}/{r}`, and the archive downloads
 its tarball redirects go to (`/_codeload/{o}/{r}`, codeload.github.com on GitHub)."""
+_WEB_PATH = re.compile(r"^/([^/]+)/([^/]+)(?:/(?:issues|pulls?|commit)(?:/|$)|/?$)")
+"""A web page of a repository (`html_url`s: `/{o}/{r}`, `/{o}/{r}/pull/N`, ...)."""
 _GRAPHQL_PATHS = ("/graphql", "/api/graphql")
 
 
@@ -123,6 +126,11 @@ class GitHubHost:
             target = self._emulators.get(f"{match.group(1)}/{match.group(2)}".lower(), self.primary)
             await target._app.app(scope, receive, send)  # pyright: ignore[reportPrivateUsage]
             return
+        web = _WEB_PATH.match(path)
+        if web is not None and f"{web.group(1)}/{web.group(2)}".lower() in self._emulators:
+            target = self._emulators[f"{web.group(1)}/{web.group(2)}".lower()]
+            await target._app.app(scope, receive, send)  # pyright: ignore[reportPrivateUsage]
+            return
         if path in _GRAPHQL_PATHS and scope["method"] == "POST":
             body = await _read_body(receive)
             target = self._graphql_target(body)
@@ -148,7 +156,7 @@ class GitHubHost:
     @contextmanager
     def serve(self) -> Generator[str]:
         """Serve every repository over HTTP on 127.0.0.1; yields the base URL."""
-        with serve_app(self, self._closing) as url:
+        with serve_app(self, self._closing, check_host=True) as url:
             yield url
 
 

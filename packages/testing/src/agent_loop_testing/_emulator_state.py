@@ -1,13 +1,19 @@
 """Everything the emulated GitHub remembers, as plain mutable records.
 
-Ids and timestamps are deterministic: one counter hands out every id, and the clock
-starts at a fixed instant and moves one second per write. Two runs of the same test
-therefore see byte-identical responses, which keeps snapshots and ETags stable.
+Ids and timestamps are deterministic by default: one counter hands out every id, and the
+clock starts at a fixed instant and moves one second per write. Two runs of the same test
+therefore see byte-identical responses, which keeps snapshots and ETags stable. A person
+trying the agents out (`agent-loop emulator serve`) needs the opposite: the real clock
+(`clock`, so "issue to PR" reads minutes, not months) and tokens nobody can guess
+(`random_tokens`, so a web page cannot act as the owner).
 """
 
 from __future__ import annotations
 
+import secrets
+import string
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -34,6 +40,8 @@ __all__ = [
     "StatusRec",
     "UserRec",
 ]
+
+_TOKEN_ALPHABET = string.ascii_letters + string.digits
 
 PERMISSIONS = ("none", "read", "triage", "write", "maintain", "admin")
 """Repository roles from weakest to strongest."""
@@ -222,6 +230,12 @@ class State:
     next_id: int = 1
     frozen: bool = False
     """Writes share one timestamp (GitHub's are whole seconds): see `same_second`."""
+    clock: Callable[[], datetime] | None = None
+    """The real clock, when the emulator follows it: each write is stamped with its time
+    (whole seconds, never before the previous write). None: one second per write."""
+    random_tokens: bool = False
+    """Tokens are random (a served emulator a person uses) instead of derived from the
+    user's id (reproducible tests)."""
     next_number: int = 1
     git: GitStore = field(default_factory=GitStore)
     lock: threading.RLock = field(default_factory=threading.RLock)
@@ -260,11 +274,23 @@ class State:
         return value
 
     def tick(self) -> datetime:
-        """Advance the clock one second and return the new time (one call per write);
-        inside `GitHubEmulator.same_second` the clock stands still."""
-        if not self.frozen:
+        """Advance the clock and return the new time (one call per write): one second, or
+        to the real time with `clock` (several writes in one second share it, as on
+        GitHub); inside `GitHubEmulator.same_second` the clock stands still."""
+        if self.frozen:
+            return self.now
+        if self.clock is not None:
+            self.now = max(self.now, self.clock().replace(microsecond=0))
+        else:
             self.now += timedelta(seconds=1)
         return self.now
+
+    def new_token(self, prefix: str, predictable: str) -> str:
+        """A token for a user or an installation: `prefix` and 36 random letters and
+        digits with `random_tokens` (GitHub's shape), else `prefix + predictable`."""
+        if self.random_tokens:
+            return prefix + "".join(secrets.choice(_TOKEN_ALPHABET) for _ in range(36))
+        return prefix + predictable
 
     def user(self, login: str) -> UserRec:
         """A known user; KeyError names the login when a test uses an unknown one."""

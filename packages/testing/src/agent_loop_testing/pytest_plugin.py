@@ -117,6 +117,18 @@ def _agent_loop_hermetic(request: pytest.FixtureRequest) -> Iterator[None]:
         yield
 
 
+@pytest.fixture(autouse=True)
+def _agent_loop_live_secrets() -> Iterator[None]:
+    """Forget the live secrets a test's runs registered (`redaction.LIVE_SECRETS`), so no
+    test's redaction depends on which tests ran before it in the process."""
+    yield
+    import sys
+
+    redaction = sys.modules.get("agent_loop_common.redaction")
+    if redaction is not None:
+        redaction.LIVE_SECRETS.clear()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "network: the test may open non-loopback connections (manual runs only)"

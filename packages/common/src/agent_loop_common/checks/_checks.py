@@ -21,7 +21,6 @@ progress (`tests.ran`, `by="check"`), as each `run_tests` call of an agent is.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import shutil
 import tempfile
 from collections.abc import AsyncGenerator, Mapping, Sequence
@@ -33,6 +32,8 @@ from agent_loop_common.progress import emit
 from agent_loop_common.repo import RepoSnapshot
 from agent_loop_common.runtime import Runtime
 from agent_loop_common.sandbox import (
+    ENVS_FOLDER,
+    NO_TEST_COMMAND,
     BaselineStore,
     CommandRejected,
     DefaultSetup,
@@ -42,17 +43,13 @@ from agent_loop_common.sandbox import (
     TamperFlag,
     TestCommand,
     TestVerdict,
-    agents_md_setup_command,
     baseline_key,
     compare,
-    default_python_setup,
+    env_reuse,
     extract_tarball,
     flag_test_tampering,
-    folder_dependency_digest,
-    parse_command,
-    resolve_test_command,
+    plan_tests,
     validate_extra_args,
-    with_junit_report,
 )
 
 __all__ = ["Checks", "open_checks"]
@@ -78,10 +75,8 @@ _DETECTED_FROM = (
 """The root files the test command and the default setup are detected from (only these
 are fetched, not the tree)."""
 
-NO_COMMAND = (
-    "no test command was found: set AGENT_LOOP_TEST_COMMAND, or name one in AGENTS.md "
-    "(`Test command: ...`) on the default branch"
-)
+NO_COMMAND = NO_TEST_COMMAND
+"""Why no tests run when no command was found (`sandbox.NO_TEST_COMMAND`)."""
 
 
 class Checks:
@@ -175,11 +170,9 @@ class Checks:
         if self.default_setup is None or self.envs is None:
             return None
         if self._reuse is None:
-            digest = await asyncio.to_thread(folder_dependency_digest, tree)
-            key = hashlib.sha256(
-                "\0".join((self.tree.sha, digest, *self.default_setup.setup)).encode()
-            ).hexdigest()
-            self._reuse = EnvReuse(store=self.envs / key[:32], digest=digest)
+            self._reuse = await asyncio.to_thread(
+                env_reuse, self.envs, self.tree.sha, tree, self.default_setup.setup
+            )
         return self._reuse
 
     async def baseline(self) -> RunResult | None:
@@ -318,53 +311,24 @@ async def open_checks(
     """
     settings = runtime.settings
     sandbox = await runtime.sandbox()
-    command: TestCommand | None = None
-    note = ""
-    files: dict[str, str] = {}
-    if not sandbox.enabled:
-        note = "the sandbox is off (`AGENT_LOOP_SANDBOX=off`)"
-    else:
-        if settings.test_command:
-            command = resolve_test_command(settings.test_command, {})
-        else:
-            files = await _detection_files(config)
-            command = resolve_test_command(None, files)
-        if command is None:
-            note = NO_COMMAND
-        elif settings.test_junit_report:
-            command = with_junit_report(command)
-    setup = (
-        parse_command(settings.setup_command, what="AGENT_LOOP_SETUP_COMMAND")
-        if settings.setup_command
-        else None
-    )
-    setup_from_repo = False
-    named = agents_md_setup_command(files["AGENTS.md"]) if "AGENTS.md" in files else None
-    if setup is None and named is not None:
-        # Chosen by the base commit's files: like its test command, it gets no host folder.
-        setup = parse_command(named, what="the setup command in AGENTS.md")
-        setup_from_repo = True
-    default: DefaultSetup | None = None
-    if sandbox.enabled and setup is None and not settings.test_command and command is not None:
-        pip_options = (
-            parse_command(settings.pip_options, what="AGENT_LOOP_PIP_OPTIONS")
-            if settings.pip_options
-            else ()
+    if sandbox.enabled:
+        files = {} if settings.test_command else await _detection_files(config)
+        plan = plan_tests(settings, files)
+    else:  # nothing runs: no command, and no default setup to build
+        plan = plan_tests(settings, {}).model_copy(
+            update={"command": None, "note": "the sandbox is off (`AGENT_LOOP_SANDBOX=off`)"}
         )
-        default = default_python_setup(files, command, pip_options)
-        if default is not None:
-            setup, command = default.setup, default.command
     checks = Checks(
         sandbox=sandbox,
         tree=tree,
-        command=command,
-        setup=setup,
+        command=plan.command,
+        setup=plan.setup,
         baselines=runtime.baselines,
         max_tool_runs=settings.max_test_runs,
-        note=note,
-        default_setup=default,
-        setup_from_repo=setup_from_repo,
-        envs=(settings.home / "sandbox-envs").resolve(),
+        note=plan.note,
+        default_setup=plan.default_setup,
+        setup_from_repo=plan.setup_from_repo,
+        envs=(settings.home / ENVS_FOLDER).resolve(),
     )
     try:
         yield checks

@@ -67,6 +67,30 @@ class CheckReport:
     note: str = ""
     """Why no tests ran (the sandbox is off, no test command was found)."""
 
+    def _runs(self) -> list[RunResult]:
+        """The base and change runs, with the setup run of each."""
+        runs = [r for r in (self.base, self.after) if r is not None]
+        return runs + [r.setup for r in runs if r.setup is not None]
+
+    @property
+    def per_process_limits(self) -> str:
+        """The note saying no control group bounded a run as a whole (`""` when one did)."""
+        for run in self._runs():
+            if run.per_process_limits:
+                return next(
+                    (n for n in run.notes if n.startswith("limits per process:")),
+                    "limits per process: no control group bounded this sandbox as a whole",
+                )
+        return ""
+
+    @property
+    def oom_kills(self) -> int:
+        """Processes the kernel killed for memory in the change's run (its setup included)."""
+        run = self.after
+        if run is None:
+            return 0
+        return run.oom_kills + (run.setup.oom_kills if run.setup is not None else 0)
+
     @property
     def status(self) -> VerdictStatus:
         """`passed`, `failed`, `no_evidence` (ran, proves nothing), or `not_run`."""
@@ -214,6 +238,8 @@ class CheckReport:
         if self.setup:
             lines.append(f"- Setup: {public_text(self.setup_text(), limit=300)}")
         lines.append(f"- Result: {public_text(self.summary, limit=300)}")
+        if self.per_process_limits:
+            lines.append(f"- Limits: {public_text(self.per_process_limits, limit=400)}")
         if not self.judged:
             lines.append("Verification was model-only; run the tests before merging.")
             lines += self._flag_markdown()
@@ -269,4 +295,6 @@ class CheckReport:
             tamper_flags=[f"{f.path}: {f.detail}" for f in self.flags],
             inconsistent=list(verdict.inconsistent) if verdict else [],
             runs=runs,
+            per_process_limits=bool(self.per_process_limits),
+            oom_kills=self.oom_kills,
         )

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
         TreeEntry,
         User,
     )
+    from agent_loop_common.github._offline import GitHubOffline, OfflineTransport
     from agent_loop_common.github._pace import WritePacing
     from agent_loop_common.github._ratelimit import RateBudget, RateReserve, rate_budget_of
     from agent_loop_common.github._retry import GitHubRetryPolicy
@@ -77,6 +78,7 @@ __all__ = [
     "GitCommit",
     "GitHub",
     "GitHubError",
+    "GitHubOffline",
     "GitHubRetryPolicy",
     "GitHubUnavailable",
     "GitTree",
@@ -85,6 +87,7 @@ __all__ = [
     "NewBranch",
     "NotFastForward",
     "NotFound",
+    "OfflineTransport",
     "PathCommit",
     "PolledRead",
     "PullFile",

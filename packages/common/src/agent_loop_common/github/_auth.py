@@ -12,7 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import httpx
 from githubkit import AppAuthStrategy, AppInstallationAuthStrategy, TokenAuthStrategy
+
+from agent_loop_common.redaction import LIVE_SECRETS
 
 if TYPE_CHECKING:
     from agent_loop_common.settings import Settings
@@ -27,6 +30,7 @@ class TokenAuth:
     def __post_init__(self) -> None:
         if not self.token.strip():
             raise ValueError("TokenAuth needs a non-empty token")
+        LIVE_SECRETS.add(self.token)
 
     def strategy(self) -> TokenAuthStrategy:
         """githubkit's strategy for this token."""
@@ -57,6 +61,29 @@ class AppAuth:
     def installation_strategy(self, installation_id: int) -> AppInstallationAuthStrategy:
         """Authenticates as the installation, refreshing its token before expiry."""
         return AppInstallationAuthStrategy(self.app_id, self.private_key, installation_id)
+
+
+class LiveTokenTransport(httpx.AsyncBaseTransport):
+    """Adds the credential each request carries to the live secrets (`LIVE_SECRETS`).
+
+    The one place that sees every token the facade uses: a personal token, and the
+    installation tokens (and JWTs) an App mints and renews during a run, which no setting
+    holds. From their first use on, redaction looks for them in every text.
+    """
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self._inner = inner
+        self._seen = ""
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        header = request.headers.get("authorization", "")
+        if header and header != self._seen:
+            self._seen = header
+            LIVE_SECRETS.add(header.partition(" ")[2])
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        """No-op: the facade closes the transport it created, once."""
 
 
 def github_auth(settings: Settings) -> TokenAuth | AppAuth:

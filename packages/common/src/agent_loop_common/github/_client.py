@@ -26,7 +26,7 @@ from githubkit import GitHub as GitHubKit
 from githubkit.cache import MemCacheStrategy
 
 from agent_loop_common.github import _convert as conv
-from agent_loop_common.github._auth import AppAuth, TokenAuth
+from agent_loop_common.github._auth import AppAuth, LiveTokenTransport, TokenAuth
 from agent_loop_common.github._base import translated
 from agent_loop_common.github._edits import EditOps
 from agent_loop_common.github._errors import AuthError
@@ -115,7 +115,8 @@ class GitHub(IssueOps, PullOps, GitOps, EditOps):
         self._owned: httpx.AsyncBaseTransport | None = None
         if transport is None:
             transport = self._owned = httpx.AsyncHTTPTransport(retries=0)
-        stack: httpx.AsyncBaseTransport = StatsTransport(transport, self.stats, router, self._gauge)
+        stack: httpx.AsyncBaseTransport = LiveTokenTransport(transport)
+        stack = StatsTransport(stack, self.stats, router, self._gauge)
         stack = PaceTransport(stack, self.pacing, router)
         stack = RetryTransport(stack, self.retry, router, attempt_timeout=timeout)
         self.reads = ReadLog()

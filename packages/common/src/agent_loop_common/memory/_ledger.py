@@ -23,7 +23,7 @@ from typing import Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, NonNegativeInt
 
 from agent_loop_common.memory._layout import bucket_of, buckets_between
-from agent_loop_common.records import KNOWN_MAJORS, major_of
+from agent_loop_common.records import RECORD_MAJORS, major_of
 
 __all__ = ["DeferredRecord", "IngestLedger", "IngestPolicy", "ScanPlan", "plan_scan"]
 
@@ -117,7 +117,7 @@ def plan_scan(ledger: IngestLedger, now: datetime, policy: IngestPolicy) -> Scan
     next_watermark = max(first, min(settled, last))
     retry: dict[str, set[str]] = {}
     for d in ledger.deferred:
-        if d.reason == "unknown_major" and major_of(d.schema_version) in KNOWN_MAJORS:
+        if d.reason == "unknown_major" and major_of(d.schema_version) in RECORD_MAJORS:
             retry.setdefault(d.bucket, set()).add(d.run_id)
     return ScanPlan(
         buckets=tuple(buckets_between(first, last)),

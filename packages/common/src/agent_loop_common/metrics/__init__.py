@@ -10,6 +10,7 @@ from agent_loop_common.metrics._summary import Metrics, compute_metrics, summari
 from agent_loop_common.metrics._tally import (
     IDLE_OUTCOMES,
     SUCCESS_OUTCOMES,
+    UNCOUNTED_OUTCOMES,
     GradeTally,
     Tally,
     tally_grades,
@@ -19,6 +20,7 @@ from agent_loop_common.metrics._tally import (
 __all__ = [
     "IDLE_OUTCOMES",
     "SUCCESS_OUTCOMES",
+    "UNCOUNTED_OUTCOMES",
     "DailyRollup",
     "GradeTally",
     "Metrics",

@@ -24,8 +24,9 @@ class DailyRollup(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
 
-    schema_version: str = "1.0"
-    """Same versioning rule as `RunRecord`."""
+    schema_version: str = "1.1"
+    """Same versioning rule as `RunRecord` (1.1: the tallies count `interrupted` and
+    `preflight_failed`)."""
     day: date
     """The UTC day of `RunRecord.finished_at`."""
     by_role: dict[Role, Tally] = Field(default_factory=dict[Role, Tally])

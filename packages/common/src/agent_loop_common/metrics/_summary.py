@@ -31,7 +31,8 @@ class Metrics(BaseModel):
     model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
 
     runs: NonNegativeInt
-    """Records in the window (runs that claimed something)."""
+    """Runs in the window that reached their target (claimed something), interrupted
+    ones included."""
     opened_prs: NonNegativeInt
     """Builder runs that opened a PR."""
     cost_usd: NonNegativeFloat
@@ -45,7 +46,13 @@ class Metrics(BaseModel):
     first_try_verification_rate: float | None = _Rate
     """first_try_verified / with_attempts: runs whose try 1 passed, over runs with any try."""
     error_rate: float | None = _Rate
-    """errors / runs: runs that ended in an unexpected error, over all runs."""
+    """errors / (runs - interrupted): runs that ended in an unexpected error, over the
+    runs the operator did not stop."""
+    interrupted: NonNegativeInt = 0
+    """Runs the operator stopped (SIGINT, SIGTERM): in `runs`, in no rate."""
+    preflight_failures: NonNegativeInt = 0
+    """Runs that never reached their target (a wrong repository, a refused token, a
+    missing issue, an unreachable model): not in `runs`, in no rate."""
     cost_per_opened_pr: float | None = None
     """cost_usd / opened_prs: the whole loop's cost (reviews included) per PR opened."""
     tokens_per_opened_pr: float | None = None
@@ -94,7 +101,9 @@ def summarize(tally: Tally, grades: GradeTally | None = None) -> Metrics:
         success_rate=_ratio(tally.successes, tally.worked),
         verification_rate=_ratio(tally.verified, tally.with_attempts),
         first_try_verification_rate=_ratio(tally.first_try_verified, tally.with_attempts),
-        error_rate=_ratio(tally.errors, tally.runs),
+        error_rate=_ratio(tally.errors, tally.runs - tally.interrupted),
+        interrupted=tally.interrupted,
+        preflight_failures=tally.preflight_failed,
         cost_per_opened_pr=_ratio(tally.cost_usd, tally.opened_prs),
         tokens_per_opened_pr=_ratio(tokens, tally.opened_prs),
         mean_issue_to_pr_seconds=_ratio(tally.issue_to_pr_seconds, tally.issue_to_pr_count),

@@ -17,6 +17,7 @@ from agent_loop_common.records import Grade, GradeState, Outcome, RunRecord, Tar
 __all__ = [
     "IDLE_OUTCOMES",
     "SUCCESS_OUTCOMES",
+    "UNCOUNTED_OUTCOMES",
     "GradeTally",
     "Tally",
     "tally_grades",
@@ -39,6 +40,11 @@ IDLE_OUTCOMES: frozenset[Outcome] = frozenset({Outcome.SKIPPED, Outcome.BACKED_O
 """Outcomes of runs that claimed a target but chose not to work on it. They are not in
 the success denominator: declining work is neither a success nor a failure."""
 
+UNCOUNTED_OUTCOMES: frozenset[Outcome] = frozenset({Outcome.INTERRUPTED, Outcome.PREFLIGHT_FAILED})
+"""Outcomes that say nothing about the agents' work, so no rate counts them: a run the
+operator stopped (`interrupted`: counted in `runs`, in no rate) and a run that never
+reached its target (`preflight_failed`: not even in `runs`, counted apart)."""
+
 
 class _Additive(BaseModel):
     """Counts that add field by field: the tally of the union of two disjoint sets."""
@@ -55,21 +61,29 @@ class Tally(_Additive):
     model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
 
     runs: NonNegativeInt = 0
-    """Records counted (runs that claimed something)."""
+    """Records of runs that reached their target (claimed something); `interrupted`
+    ones included, `preflight_failed` ones not."""
     worked: NonNegativeInt = 0
-    """Records whose outcome is not in `IDLE_OUTCOMES`."""
+    """Of `runs`, those whose outcome is neither in `IDLE_OUTCOMES` nor `interrupted`."""
     successes: NonNegativeInt = 0
     """Records whose outcome is in `SUCCESS_OUTCOMES`."""
     errors: NonNegativeInt = 0
     """Records with outcome `error`."""
     budget_exceeded: NonNegativeInt = 0
     """Records with outcome `budget_exceeded`."""
+    interrupted: NonNegativeInt = 0
+    """Of `runs`, those the operator stopped (outcome `interrupted`): in no rate."""
+    preflight_failed: NonNegativeInt = 0
+    """Records of runs that never reached their target (outcome `preflight_failed`): a
+    wrong repository, a refused token, a missing issue, an unreachable model. Not in
+    `runs` and in no rate; their GitHub requests still count in the sums below."""
     with_attempts: NonNegativeInt = 0
-    """Records with at least one try (the verification denominators)."""
+    """Records with at least one try (the verification denominators), interrupted runs
+    left out (their last try was cut short)."""
     verified: NonNegativeInt = 0
-    """Records where some try passed the verifier."""
+    """Of `with_attempts`, records where some try passed the verifier."""
     first_try_verified: NonNegativeInt = 0
-    """Records where try 1 passed the verifier."""
+    """Of `with_attempts`, records where try 1 passed the verifier."""
     attempts: NonNegativeInt = 0
     """Tries over all records."""
     opened_prs: NonNegativeInt = 0
@@ -97,7 +111,20 @@ def tally_records(records: Iterable[RunRecord]) -> Tally:
     counts = dict.fromkeys(Tally.model_fields, 0)
     sums: dict[str, float] = {"cost_usd": 0.0, "issue_to_pr_seconds": 0.0}
     for r in records:
+        counts["tokens_in"] += r.usage.tokens_in
+        counts["tokens_out"] += r.usage.tokens_out
+        counts["llm_calls"] += r.usage.llm_calls
+        counts["github_requests"] += r.github.requests
+        counts["github_not_modified"] += r.github.not_modified
+        sums["cost_usd"] += r.usage.cost_usd
+        if r.outcome is Outcome.PREFLIGHT_FAILED:
+            counts["preflight_failed"] += 1
+            continue
         counts["runs"] += 1
+        counts["attempts"] += len(r.attempts)
+        if r.outcome is Outcome.INTERRUPTED:
+            counts["interrupted"] += 1
+            continue
         counts["worked"] += r.outcome not in IDLE_OUTCOMES
         counts["successes"] += r.outcome in SUCCESS_OUTCOMES
         counts["errors"] += r.outcome is Outcome.ERROR
@@ -105,13 +132,6 @@ def tally_records(records: Iterable[RunRecord]) -> Tally:
         counts["with_attempts"] += bool(r.attempts)
         counts["verified"] += r.verified
         counts["first_try_verified"] += r.first_try_verified
-        counts["attempts"] += len(r.attempts)
-        counts["tokens_in"] += r.usage.tokens_in
-        counts["tokens_out"] += r.usage.tokens_out
-        counts["llm_calls"] += r.usage.llm_calls
-        counts["github_requests"] += r.github.requests
-        counts["github_not_modified"] += r.github.not_modified
-        sums["cost_usd"] += r.usage.cost_usd
         if r.outcome is Outcome.OPENED_PR:
             counts["opened_prs"] += 1
             created = r.target.created_at

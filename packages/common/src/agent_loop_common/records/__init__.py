@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from agent_loop_common.records._run_record import DIFF_CHARS, SCHEMA_VERSION, RunId, RunRecord
     from agent_loop_common.records._versioning import (
         KNOWN_MAJORS,
+        RECORD_MAJORS,
         InvalidRecord,
         ParsedRecord,
         RecordParse,
@@ -59,6 +60,7 @@ __all__ = [
     "DIFF_CHARS",
     "KNOWN_MAJORS",
     "MAX_LESSON_EVENTS",
+    "RECORD_MAJORS",
     "SCHEMA_VERSION",
     "Attempt",
     "CheckResult",

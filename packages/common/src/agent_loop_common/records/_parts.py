@@ -73,6 +73,14 @@ class Outcome(StrEnum):
     """The claim expired or was taken over before the run could apply its work."""
     BUDGET_EXCEEDED = "budget_exceeded"
     """A per-run token or cost budget stopped the loop."""
+    INTERRUPTED = "interrupted"
+    """The operator stopped the run (SIGINT, SIGTERM) at a safe point; its claim was
+    released (schema 2.0). Neither a success nor the agent's error: it is left out of
+    the success, error and verification rates."""
+    PREFLIGHT_FAILED = "preflight_failed"
+    """The run never reached its target (schema 2.0): the repository, the token, the
+    requested issue or PR, the model endpoint or the sandbox failed before anything was
+    claimed. Counted apart, never in the rates (`RunRecord.error` says what to fix)."""
 
 
 class Target(BaseModel):
@@ -168,6 +176,12 @@ class TestEvidence(BaseModel):
     report); such a try is rejected as inconsistent evidence."""
     runs: NonNegativeInt = 0
     """Commands run in the sandbox by the run: baselines, checks of tries, `run_tests`."""
+    per_process_limits: bool = False
+    """No control group bounded the sandbox as a whole: the memory and process limits held
+    per process only (`AGENT_LOOP_SANDBOX_REQUIRE_CGROUP` off on a host without one)."""
+    oom_kills: NonNegativeInt = 0
+    """Processes the kernel's OOM killer killed in the change's run (its setup included),
+    read from the sandbox's control group after every run; any makes the run fail."""
 
 
 class Usage(BaseModel):
@@ -219,7 +233,7 @@ class TraceStep(BaseModel):
     error: str = ""
     """Error text when `ok` is false."""
     agent: str = ""
-    """Who took the step (1.5): the run's role (`builder`, `reviewer`, `distiller`) or
+    """Who took the step (2.2): the run's role (`builder`, `reviewer`, `distiller`) or
     `verifier`; empty in older records."""
 
 

@@ -22,6 +22,7 @@ from agent_loop_common.records._run_record import SCHEMA_VERSION, RunRecord
 
 __all__ = [
     "KNOWN_MAJORS",
+    "RECORD_MAJORS",
     "InvalidRecord",
     "ParsedRecord",
     "RecordParse",
@@ -30,8 +31,13 @@ __all__ = [
     "parse_record",
 ]
 
-KNOWN_MAJORS: frozenset[int] = frozenset({int(SCHEMA_VERSION.split(".")[0])})
-"""Major versions this reader understands."""
+KNOWN_MAJORS: frozenset[int] = frozenset({1})
+"""Major versions of the single-writer documents (ledger, lessons, rollups, grades) this
+reader understands. Run records have their own: `RECORD_MAJORS`."""
+
+RECORD_MAJORS: frozenset[int] = frozenset({1, int(SCHEMA_VERSION.split(".")[0])})
+"""Major versions of run records this reader understands: 1, and 2, which only added
+the outcomes `interrupted` and `preflight_failed` (every 1.x record reads unchanged)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +87,7 @@ def parse_record(raw: str | bytes) -> RecordParse:
     if not isinstance(version, str):
         return InvalidRecord(reason="missing schema_version", run_id=run_id_text)
     major = major_of(version)
-    if major is None or major not in KNOWN_MAJORS:
+    if major is None or major not in RECORD_MAJORS:
         return UnknownMajor(schema_version=version, run_id=run_id_text)
     try:
         return ParsedRecord(RunRecord.model_validate(data))

@@ -2,6 +2,7 @@
 
 ```python
 snapshot = RepoSnapshot(github, base_sha, "main", label="base branch main")
+offline = RepoSnapshot.from_archive(tarball, base_sha, "1a2b3c4")   # no GitHub at all
 tools = repo_tools(snapshot, stage=stage)     # list_files, read_file, search_code
 rules = await repository_instructions(base, touched_paths)   # AGENTS.md & co., fenced
 ```
@@ -17,11 +18,12 @@ from agent_loop_common.repo._instructions import (
     RepoInstructions,
     repository_instructions,
 )
-from agent_loop_common.repo._snapshot import RepoSnapshot
+from agent_loop_common.repo._snapshot import OfflineSnapshot, RepoSnapshot
 from agent_loop_common.repo._tools import ReadLog, ReadTool, StagedFiles, ToolLimits, repo_tools
 
 __all__ = [
     "INSTRUCTION_FILES",
+    "OfflineSnapshot",
     "ReadLog",
     "ReadTool",
     "RepoInstructions",

@@ -14,6 +14,12 @@ instead of one contents request per file: a search costs the same in a repositor
 ten files or ten thousand, and stays far from the rate limit on a five-minute schedule.
 The same download is the tree the sandbox runs the tests on (`archive`), so a run that
 searches and tests fetches the commit once.
+
+A snapshot can also be built from a tarball already in hand (`RepoSnapshot.from_archive`):
+then it has no facade at all, and its listing, every file, the search index and the
+sandbox's tree come from those bytes alone. The benchmark (`agent-loop eval run`) works
+that way, so nothing it shows the model or runs can come from GitHub, and nothing from
+after the pinned commit can reach the run through a read.
 """
 
 from __future__ import annotations
@@ -25,18 +31,23 @@ import tarfile
 
 from agent_loop_common.github import GitHub, GitTree, TreeEntry
 
-__all__ = ["RepoSnapshot"]
+__all__ = ["OfflineSnapshot", "RepoSnapshot"]
 
 _SEARCH_MAX_FILE_BYTES = 512_000
 _ARCHIVE_READ_MAX_BYTES = 1_000_000
 """A commit whose files add up to at most this many bytes is read from its tarball."""
 
 
+class OfflineSnapshot(RuntimeError):
+    """A snapshot built from a tarball was asked for something only GitHub could give
+    (never expected: every read of such a snapshot is answered from its bytes)."""
+
+
 class RepoSnapshot:
     """Read-only view of one commit of the repository.
 
     Args:
-        github: The run's facade.
+        github: The run's facade; `None` only through `from_archive`.
         sha: The pinned commit.
         branch: The branch it was read from (the PR's base for the builder, the PR's
             head branch for the reviewer).
@@ -46,7 +57,7 @@ class RepoSnapshot:
 
     def __init__(
         self,
-        github: GitHub,
+        github: GitHub | None,
         sha: str,
         branch: str,
         *,
@@ -71,6 +82,40 @@ class RepoSnapshot:
         self._archive: bytes | None = None
         self._lock = asyncio.Lock()
         self._archive_lock = asyncio.Lock()
+        self._blobs: dict[str, bytes] | None = None
+        """Every file's bytes, when the snapshot was built from a tarball."""
+
+    @classmethod
+    def from_archive(
+        cls, archive: bytes, sha: str, branch: str, *, label: str = "", tree_sha: str = ""
+    ) -> RepoSnapshot:
+        """A snapshot of commit `sha` read from its tarball alone, never from GitHub.
+
+        Args:
+            archive: The commit's gzipped tarball as GitHub serves it (one top folder).
+            sha: The commit the tarball is of (baselines and evidence are keyed by it).
+            branch: How the commit is named in prompts (a branch, or a short sha).
+            label: How the tools name this commit to the model (as for the constructor).
+            tree_sha: The commit's tree sha, if known (a tarball does not carry it).
+
+        Raises:
+            tarfile.TarError: `archive` is not a readable tarball.
+        """
+        snapshot = cls(None, sha, branch, label=label, tree_sha=tree_sha)
+        snapshot._archive = archive
+        snapshot._tree = _archive_tree(archive, tree_sha)
+        snapshot._blobs = _all_files(archive)
+        return snapshot
+
+    @property
+    def offline(self) -> bool:
+        """Whether this snapshot reads from a tarball in hand only (`from_archive`)."""
+        return self._blobs is not None
+
+    def _github(self) -> GitHub:
+        if self.github is None:
+            raise OfflineSnapshot(f"the snapshot of {self.sha} reads its tarball only")
+        return self.github
 
     async def tree(self) -> GitTree:
         """The commit's whole tree, read once (a commit built on this one reuses it as
@@ -79,7 +124,7 @@ class RepoSnapshot:
             if self._known_small and self._tree_sha:
                 self._tree = _archive_tree(await self.archive(), self._tree_sha)
             else:
-                self._tree = await self.github.read_tree(self.sha, recursive=True)
+                self._tree = await self._github().read_tree(self.sha, recursive=True)
         return self._tree
 
     async def paths(self) -> list[str]:
@@ -101,6 +146,8 @@ class RepoSnapshot:
 
     async def read(self, path: str) -> bytes | None:
         """The bytes of `path`, or `None` when there is no such file."""
+        if self._blobs is not None:
+            return self._blobs.get(path)
         if path not in self._files:
             if self._index is None and await self._small():
                 await self.search_index()
@@ -109,7 +156,7 @@ class RepoSnapshot:
             elif not await self.exists(path):
                 self._files[path] = None
             else:
-                self._files[path] = await self.github.get_file(path, self.sha)
+                self._files[path] = await self._github().get_file(path, self.sha)
         return self._files[path]
 
     async def text(self, path: str) -> str | None:
@@ -140,7 +187,7 @@ class RepoSnapshot:
         """The commit's tarball (GitHub's), downloaded once per snapshot."""
         async with self._archive_lock:
             if self._archive is None:
-                self._archive = await self.github.download_archive(self.sha)
+                self._archive = await self._github().download_archive(self.sha)
         return self._archive
 
     async def search_index(self) -> dict[str, str]:
@@ -182,6 +229,22 @@ def _archive_tree(archive: bytes, tree_sha: str) -> GitTree:
         TreeEntry(path=folder, type="tree", sha="", size=None, mode="040000") for folder in folders
     )
     return GitTree(sha=tree_sha, entries=tuple(sorted(entries, key=lambda e: e.path)))
+
+
+def _all_files(archive: bytes) -> dict[str, bytes]:
+    """Every regular file's bytes, and a symlink's target as its content (what GitHub's
+    contents API answers for a link), by path below the tarball's top folder."""
+    out: dict[str, bytes] = {}
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:*") as tar:
+        for member in tar:
+            _, _, path = member.name.partition("/")
+            if not path:
+                continue
+            if member.issym():
+                out[path] = member.linkname.encode()
+            elif member.isfile() and (handle := tar.extractfile(member)) is not None:
+                out[path] = handle.read()
+    return out
 
 
 def _text_files(archive: bytes) -> dict[str, str]:

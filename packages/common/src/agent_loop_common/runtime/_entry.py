@@ -79,8 +79,10 @@ def run_entry(
         argv: The arguments (default: the process's).
 
     Returns:
-        0 after a tick (whatever its outcome), 2 on a configuration error (also one
-        found before the tick starts, e.g. `--remote` without a Flyte config).
+        0 after a tick that reached its target or found none (whatever its outcome), 2
+        on a configuration error (also one found before the tick starts, e.g.
+        `--remote` without a Flyte config) or a tick that never reached its target
+        (`preflight_failed`).
     """
     args = parser.parse_args(argv)
     try:
@@ -91,4 +93,4 @@ def run_entry(
         print(str(exc), file=sys.stderr)
         return 2
     print(summary.model_dump_json(indent=2))
-    return 0
+    return 2 if summary.preflight_failed else 0

@@ -18,9 +18,16 @@ import structlog
 from flyte.ai.agents import LLMCallable
 
 from agent_loop_common.claims import BackoffPolicy, Claimer, new_run_id
-from agent_loop_common.github import ETagCache, GitHub, GitHubRetryPolicy, github_auth
+from agent_loop_common.github import (
+    ETagCache,
+    GitHub,
+    GitHubRetryPolicy,
+    OfflineTransport,
+    github_auth,
+)
 from agent_loop_common.llm import Budget, UsageMeter, prefetch_litellm
 from agent_loop_common.memory import MemoryLocation, read_etag_state, write_etag_state
+from agent_loop_common.model_keys import remember_model_keys
 from agent_loop_common.progress import RunProgress
 from agent_loop_common.records import Role
 from agent_loop_common.runtime._models import installed_model, model_for, model_label
@@ -143,6 +150,7 @@ async def open_runtime(
     transport: httpx.AsyncBaseTransport | None = None,
     clock: Callable[[], datetime] | None = None,
     github_retry: GitHubRetryPolicy | None = None,
+    offline: bool = False,
 ) -> AsyncGenerator[Runtime]:
     """Build a run's effects; on exit persist the ETag cache (if it changed) and close.
 
@@ -155,10 +163,16 @@ async def open_runtime(
         transport: An httpx transport for GitHub (the emulator in-process); `None` for HTTP.
         clock: Time source; `datetime.now(UTC)` by default.
         github_retry: GitHub retry policy (tests pass one that does not sleep).
+        offline: The run sends GitHub nothing (the benchmark's replay on a snapshot in
+            hand): its facade refuses every request (`OfflineTransport`), and the role's
+            ETag cache is neither read nor saved.
     """
+    remember_model_keys((settings.model, settings.verifier_model))
     memory = MemoryLocation.from_settings(settings, memory_root)
-    etag_state = await read_etag_state(memory, role)
+    etag_state = None if offline else await read_etag_state(memory, role)
     etags = ETagCache.load(etag_state) if etag_state is not None else ETagCache()
+    if offline:
+        transport = OfflineTransport()
     github = GitHub(
         settings.repo,
         auth=github_auth(settings),

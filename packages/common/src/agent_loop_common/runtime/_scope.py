@@ -337,14 +337,15 @@ async def run_scoped(
 
 async def record_failure(runtime: Runtime, exc: Exception) -> RunRecord:
     """Record a run that failed before it could claim anything (a repository that
-    answers 404, a lost permission, a rate limit), the way `run_scoped` records one."""
+    answers 404, a lost permission, a rate limit), the way `run_scoped` records one:
+    outcome `preflight_failed`, target the repository."""
     scope = RunScope(runtime=runtime, started_at=runtime.clock())
     reason = operator_fault(exc)
     scope.fault = "operator" if reason is not None else "work"
     scope.finish(Outcome.ERROR, f"{type(exc).__name__}: {exc}")
     with run_progress(runtime.progress):
         record = await _persist(runtime, scope)
-    assert record is not None  # an error is always recorded
+    assert record is not None  # a failure is always recorded (`preflight_failed`)
     return record
 
 
@@ -393,7 +394,14 @@ async def _release_all(runtime: Runtime, scope: RunScope) -> None:
 
 
 _FAILED = frozenset(
-    {Outcome.ERROR, Outcome.BUDGET_EXCEEDED, Outcome.LOST_CLAIM, Outcome.REJECTED, Outcome.CONFLICT}
+    {
+        Outcome.ERROR,
+        Outcome.BUDGET_EXCEEDED,
+        Outcome.LOST_CLAIM,
+        Outcome.REJECTED,
+        Outcome.CONFLICT,
+        Outcome.INTERRUPTED,
+    }
 )
 """Outcomes whose release comment must not carry a success mark."""
 
@@ -407,13 +415,15 @@ async def _persist(runtime: Runtime, scope: RunScope) -> RunRecord | None:
         )
         return None
     if scope.target is None:
-        if scope.outcome is not Outcome.ERROR:
+        if scope.outcome not in (Outcome.ERROR, Outcome.PREFLIGHT_FAILED):
             await count_idle_run(runtime.memory, runtime.role, now=runtime.clock())
             return None
-        # It could not even look for work (credentials, network, corrupt state): that is
-        # an error a cron job must see, never an idle tick.
+        # It could not even look for work, or not reach what it found (credentials, a
+        # repository that is not there, the model endpoint, corrupt state): a failure a
+        # cron job must see, never an idle tick, and never one of the agents' runs.
         _log.error("run.failed_before_claim", role=runtime.role.value, error=scope.error)
         scope.target = Target(kind=TargetKind.REPO, title=f"{runtime.role.value} tick")
+        scope.finish(Outcome.PREFLIGHT_FAILED, scope.error)
     record = scope.record()
     await write_run_record(runtime.memory, record, now=runtime.clock())
     emit(

@@ -135,6 +135,19 @@ class TickSummary(BaseModel):
         return self.outcome == Outcome.ERROR or any(r.failed for r in self.runs)
 
     @property
+    def preflight_failed(self) -> bool:
+        """The run (or any run of the tick) never reached its target: a wrong repository,
+        a refused token, a missing issue or PR, an unreachable model (the CLI exits 2)."""
+        return self.outcome == Outcome.PREFLIGHT_FAILED or any(
+            r.preflight_failed for r in self.runs
+        )
+
+    @property
+    def interrupted(self) -> bool:
+        """The operator stopped the run (or a run of the tick) at a safe point."""
+        return self.outcome == Outcome.INTERRUPTED or any(r.interrupted for r in self.runs)
+
+    @property
     def links(self) -> list[str]:
         """URLs of what the tick made or updated (PR first, then issues)."""
         return [u for u in (self.pr_url, *self.issue_urls) if u]
@@ -192,7 +205,7 @@ def summarize_many(role: Role, results: Sequence[TickSummary], *, idle: str) -> 
     if not worked:  # nothing was worked: the reserve's reason, else an idle tick
         held = next((r for r in results if r.paused), None)
         return held if held is not None else summarize(role, None, idle=idle)
-    lead = next((r for r in worked if not r.failed), worked[0])
+    lead = next((r for r in worked if not (r.failed or r.preflight_failed)), worked[0])
     made = ", ".join(f"{r.repo} {r.target_label}: {r.outcome}" for r in worked)
     runs = "1 run" if len(worked) == 1 else f"{len(worked)} runs"
     return lead.model_copy(

@@ -67,15 +67,19 @@ from agent_loop_common.sandbox._flyte import (
 from agent_loop_common.sandbox._limits import SandboxLimits
 from agent_loop_common.sandbox._paths import ProtectedPaths
 from agent_loop_common.sandbox._plain import PLAIN_BACKEND, PlainSubprocessSandbox
+from agent_loop_common.sandbox._plan import NO_TEST_COMMAND, TestPlan, plan_tests
 from agent_loop_common.sandbox._pysetup import (
+    ENVS_FOLDER,
     VENV_DIR,
     DefaultSetup,
     EnvReuse,
     agents_md_setup_command,
     default_python_setup,
     dependency_digest,
+    env_reuse,
     folder_dependency_digest,
 )
+from agent_loop_common.sandbox._reports import name_key
 from agent_loop_common.sandbox._result import (
     LimitName,
     OutputExcerpt,
@@ -86,21 +90,29 @@ from agent_loop_common.sandbox._result import (
 from agent_loop_common.sandbox._select import (
     BackendCheck,
     SandboxChoice,
+    cgroup_required,
     check_backends,
     limits_from_settings,
     open_sandbox,
     sandbox_facts,
     selected_backend,
 )
-from agent_loop_common.sandbox._tamper import TamperFlag, TamperKind, flag_test_tampering
+from agent_loop_common.sandbox._tamper import (
+    TamperFlag,
+    TamperKind,
+    flag_test_tampering,
+    is_test_file,
+)
 from agent_loop_common.sandbox._tree import apply_changes, extract_tarball, write_tree
 from agent_loop_common.sandbox._verdict import TestVerdict, VerdictStatus, compare
 
 __all__ = [
     "BWRAP_BACKEND",
     "DOCKER_BACKEND",
+    "ENVS_FOLDER",
     "FLYTE_BACKEND",
     "JUNIT_PLACEHOLDER",
+    "NO_TEST_COMMAND",
     "OFF_BACKEND",
     "PLAIN_BACKEND",
     "VENV_DIR",
@@ -134,6 +146,7 @@ __all__ = [
     "TestCommand",
     "TestCounts",
     "TestOutcome",
+    "TestPlan",
     "TestVerdict",
     "TreeError",
     "VerdictStatus",
@@ -142,19 +155,24 @@ __all__ = [
     "baseline_key",
     "build_container_task",
     "bwrap_argv",
+    "cgroup_required",
     "check_backends",
     "compare",
     "default_python_setup",
     "dependency_digest",
     "detect_test_command",
     "docker_argv",
+    "env_reuse",
     "extract_tarball",
     "flag_test_tampering",
     "flyte_task_spec",
     "folder_dependency_digest",
+    "is_test_file",
     "limits_from_settings",
+    "name_key",
     "open_sandbox",
     "parse_command",
+    "plan_tests",
     "resolve_test_command",
     "sandbox_facts",
     "selected_backend",

@@ -20,6 +20,11 @@ What the command gets (built by the pure `bwrap_argv`):
 - rlimits set by `prlimit` inside the namespaces (address space, CPU seconds, file size,
   process count, no core files), and, where the host allows it, a control group of its
   own that bounds the memory and the process count of the whole sandbox (`_cgroup`).
+  Without one the run is refused when the control group is required
+  (`AGENT_LOOP_SANDBOX_REQUIRE_CGROUP`), and otherwise its result says the limits were
+  per process (`RunResult.per_process_limits` and a note). Every run reads its group's
+  OOM kill count: a worker killed for memory makes the run hit the `memory` limit even
+  when the command exits 0.
 
 **Why the command never runs as the host's root.** The kernel does not apply
 `RLIMIT_NPROC` to processes of host uid 0, even inside a user namespace, so a fork bomb
@@ -35,6 +40,7 @@ a mount namespace of its own and then drops to that uid.
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 import os
 import shutil
@@ -76,6 +82,7 @@ from agent_loop_common.sandbox._setup_net import (
     NAMESERVER,
     SetupNetwork,
     host_addresses,
+    ipv6_enabled,
     route_batch,
 )
 from agent_loop_common.sandbox._tree import Workspace
@@ -191,10 +198,13 @@ class BwrapSandbox(Sandbox):
         bwrap: str | None = None,
         prlimit: str | None = None,
         setpriv: str | None = None,
+        require_cgroup: bool = False,
     ) -> None:
         super().__init__(
             limits, protected=protected, readonly_paths=readonly_paths, work_root=work_root
         )
+        self.require_cgroup = require_cgroup
+        """Refuse to run a command no control group bounds (`AGENT_LOOP_SANDBOX_REQUIRE_CGROUP`)."""
         self.bwrap = bwrap or find_program("bwrap") or "bwrap"
         self.prlimit = prlimit or find_program("prlimit") or "/usr/bin/prlimit"
         self.setpriv = setpriv or find_program("setpriv") or "/usr/bin/setpriv"
@@ -309,13 +319,32 @@ class BwrapSandbox(Sandbox):
                     notes=tuple(notes),
                 )
             batch = workspace.etc / "routes"
-            batch.write_text(route_batch(await asyncio.to_thread(host_addresses, net.ip)))
+            # The host's addresses now, for this run: one it gained since is dropped too.
+            own = await asyncio.to_thread(host_addresses, net.ip)
+            batch.write_text(route_batch(own, ipv6=ipv6_enabled()))
             command = [*net.prefix(batch), *command]
             on_start, stop = net.attach()
         group = await asyncio.to_thread(self._new_cgroup)
+        per_process = group is None
         if group is not None:
             command = [*group.join_prefix(), *command]
+        else:
+            why = await asyncio.to_thread(self._no_cgroup_reason)
+            if self.require_cgroup:
+                return RunResult(
+                    backend=self.name,
+                    argv=argv,
+                    exit_code=127,
+                    network=network,
+                    error=(
+                        f"no control group can bound this sandbox as a whole ({why}), and "
+                        "AGENT_LOOP_SANDBOX_REQUIRE_CGROUP is on: nothing ran"
+                    ),
+                    notes=tuple(notes),
+                )
+            notes.append(self.limits.per_process_note(why))
         hit: LimitName | None = None
+        kills = 0
         try:
             outcome = await run_process(
                 command,
@@ -326,8 +355,10 @@ class BwrapSandbox(Sandbox):
                 on_start=on_start,
                 signal_from_status=True,
             )
-            if group is not None and outcome.exit_code != 0:
-                hit = await asyncio.to_thread(group.limit_hit)
+            if group is not None:
+                kills = await asyncio.to_thread(group.oom_kills)
+                if outcome.exit_code != 0:
+                    hit = await asyncio.to_thread(group.limit_hit)
         finally:
             if stop is not None:
                 await stop()
@@ -340,13 +371,22 @@ class BwrapSandbox(Sandbox):
             network=network,
             notes=notes,
         )
+        if kills:
+            hit = "memory"
+        update: dict[str, object] = {"oom_kills": kills, "per_process_limits": per_process}
         if hit is not None and result.limit is None:
-            result = result.model_copy(update={"limit": hit})
-        return result
+            update["limit"] = hit
+        return result.model_copy(update=update)
 
     def cgroups(self) -> CgroupSupport:
         """Whether each command gets control groups of its own here (probed once)."""
         return _cgroup_support()
+
+    def _no_cgroup_reason(self) -> str:
+        support = self.cgroups()
+        if support.version is None:
+            return support.reason
+        return f"a control group could not be created under {support.parents[0]}"
 
     def _new_cgroup(self) -> SandboxCgroup | None:
         # A few processes more than the command's own limit: the sandbox's wrappers
@@ -373,11 +413,17 @@ class BwrapSandbox(Sandbox):
         return None if result.ok else _last_line(result)
 
     async def _run_true(self, *, network: bool) -> tuple[RunResult, float]:
-        """`true` run on an empty folder in this sandbox, and the seconds it took."""
+        """`true` run on an empty folder in this sandbox, and the seconds it took.
+
+        Whether bubblewrap works is asked apart from whether a control group is required
+        (`open_sandbox` checks that with its own message), so the probe runs without it.
+        """
+        prober = copy.copy(self)
+        prober.require_cgroup = False
         empty = Path(await asyncio.to_thread(_empty_dir, self.work_root))
         try:
             started = time.perf_counter()
-            result = await self.run(empty, ["true"], network=network, time_limit=20)
+            result = await prober.run(empty, ["true"], network=network, time_limit=20)
             return result, time.perf_counter() - started
         finally:
             await asyncio.to_thread(shutil.rmtree, empty, True)

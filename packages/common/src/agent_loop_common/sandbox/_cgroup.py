@@ -9,13 +9,18 @@ own with the memory limit and the process limit of the whole sandbox:
   delegates the `memory` and `pids` controllers to its children;
 - else cgroup v1 (`memory.limit_in_bytes`, `memory.memsw.limit_in_bytes` when swap is
   accounted, `pids.max`) when the `memory` and `pids` hierarchies are writable;
-- else none, and `agent-loop sandbox check` states the real bound (per-process limit x
-  processes).
+- else none (a container's read-only `/sys/fs/cgroup`, the default in Docker and
+  Kubernetes): the sandbox then refuses when `AGENT_LOOP_SANDBOX_REQUIRE_CGROUP` is on,
+  and otherwise every result says its limits were per process (`_select`, `_bwrap`).
 
 The command joins its group before it starts anything: a fixed `/bin/sh` script writes
 its own pid into each group's `cgroup.procs` and then `exec`s the command, so every
-process it forks is counted. The group is removed after the run; when the kernel killed
-the command for memory, the result says `memory`.
+process it forks is counted. After every run, before the group is removed, its OOM kill
+count is read (`memory.events` on v2, `memory.oom_control` on v1): the kernel may kill a
+worker while the command itself exits 0, and such a run hit the memory limit.
+
+Where the groups live is found from `/proc/self/cgroup` and `/proc/self/mountinfo`; both
+are read from a `proc` folder that tests point at a simulated cgroup file system.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from agent_loop_common.sandbox._tree import pid_alive
 
 __all__ = [
     "JOIN_SCRIPT",
+    "PROC_SELF",
     "CgroupSupport",
     "SandboxCgroup",
     "cgroup_support",
@@ -66,11 +72,15 @@ class CgroupSupport:
     reason: str
 
 
-def _own_paths() -> dict[str, str]:
+PROC_SELF = Path("/proc/self")
+"""Where this process's cgroup paths and mounts are read from."""
+
+
+def _own_paths(proc: Path) -> dict[str, str]:
     """This process's cgroup path per controller (`""` for the v2 hierarchy)."""
     found: dict[str, str] = {}
     try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
+        lines = (proc / "cgroup").read_text().splitlines()
     except OSError:
         return found
     for line in lines:
@@ -82,11 +92,11 @@ def _own_paths() -> dict[str, str]:
     return found
 
 
-def _mounts() -> dict[str, Path]:
+def _mounts(proc: Path) -> dict[str, Path]:
     """Mount points: `"cgroup2"` for the v2 hierarchy, each v1 controller by name."""
     found: dict[str, Path] = {}
     try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+        lines = (proc / "mountinfo").read_text().splitlines()
     except OSError:
         return found
     for line in lines:
@@ -143,9 +153,13 @@ def sweep_stale_cgroups(parents: tuple[Path, ...]) -> int:
     return removed
 
 
-def cgroup_support() -> CgroupSupport:
-    """Whether (and which) per-sandbox control groups can be made here (checks by trying)."""
-    paths, mounts = _own_paths(), _mounts()
+def cgroup_support(proc: Path = PROC_SELF) -> CgroupSupport:
+    """Whether (and which) per-sandbox control groups can be made here (checks by trying).
+
+    Args:
+        proc: The `/proc/self` to read this process's cgroup paths and mounts from.
+    """
+    paths, mounts = _own_paths(proc), _mounts(proc)
     if "cgroup2" in mounts and "" in paths:
         parent = mounts["cgroup2"] / paths[""].lstrip("/")
         if _probe_child(parent, ("memory.max", "pids.max", "cgroup.procs")):
@@ -159,7 +173,8 @@ def cgroup_support() -> CgroupSupport:
         None,
         (),
         "no control group can be created here (no delegated cgroup v2 memory and pids "
-        "controllers, no writable cgroup v1 memory and pids hierarchies)",
+        "controllers, no writable cgroup v1 memory and pids hierarchies; a container's "
+        "/sys/fs/cgroup is read-only by default)",
     )
 
 
@@ -232,6 +247,21 @@ class SandboxCgroup:
             )
         except (OSError, ValueError):
             return False
+
+    def oom_kills(self) -> int:
+        """Processes the kernel's OOM killer killed in this group (read before `remove`).
+
+        cgroup v2: `oom_kill` of `memory.events`; v1: `oom_kill` of `memory.oom_control`
+        (kernels since 4.13). 0 when the count cannot be read.
+        """
+        folder = self.folders[0]
+        name = "memory.events" if self.version == 2 else "memory.oom_control"
+        try:
+            fields = (folder / name).read_text().split()
+            counts = dict(zip(fields[::2], fields[1::2], strict=False))
+            return max(0, int(counts.get("oom_kill", "0")))
+        except (OSError, ValueError):
+            return 0
 
     def hit_process_limit(self) -> bool:
         """Whether a fork was refused by this group's process limit."""

@@ -97,6 +97,19 @@ class SandboxLimits:
             "(lower AGENT_LOOP_SANDBOX_MAX_PROCESSES to lower that bound)"
         )
 
+    def per_process_note(self, why: str) -> str:
+        """The note on every result of a run no control group bounded (`RunResult.notes`).
+
+        Args:
+            why: Why no control group bounded it (the host's reason, for people).
+        """
+        return (
+            f"limits per process: no control group bounded this sandbox as a whole ({why}): "
+            f"{self.memory_mb} MB of address space per process and {self.max_processes} "
+            f"processes, so up to {self.total_memory_mb:,} MB in total "
+            "(AGENT_LOOP_SANDBOX_REQUIRE_CGROUP=true refuses to run without one)"
+        )
+
     @property
     def file_bytes(self) -> int:
         """`max_file_mb` in bytes."""

@@ -71,7 +71,10 @@ class PlainSubprocessSandbox(Sandbox):
                 network=network,
                 error=f"command not found: {program!r} (PATH={env['PATH']})",
             )
-        notes: list[str] = ["not isolated: the command ran as this user, with the network"]
+        notes: list[str] = [
+            "not isolated: the command ran as this user, with the network",
+            self.limits.per_process_note("the plain subprocess makes none"),
+        ]
         prlimit = shutil.which("prlimit") or shutil.which("prlimit", path="/usr/bin:/bin")
         if prlimit is not None:
             command = [*self.limits.prlimit_argv(prlimit, processes=False), *argv]
@@ -86,10 +89,11 @@ class PlainSubprocessSandbox(Sandbox):
             capture=self.new_capture(),
             kill_group_after_exit=True,
         )
-        return result_from(
+        result = result_from(
             outcome,
             backend=self.name,
             argv=argv,
             network=True,
             notes=notes,
         )
+        return result.model_copy(update={"per_process_limits": True})

@@ -31,17 +31,21 @@ from agent_loop_common.sandbox._detect import TestCommand
 
 __all__ = [
     "DEPENDENCY_FILES",
+    "ENVS_FOLDER",
     "VENV_DIR",
     "DefaultSetup",
     "EnvReuse",
     "agents_md_setup_command",
     "default_python_setup",
     "dependency_digest",
+    "env_reuse",
     "folder_dependency_digest",
 ]
 
 VENV_DIR = ".sandbox-venv"
 """The environment's folder, relative to the copy's root."""
+ENVS_FOLDER = "sandbox-envs"
+"""Where built environments are kept, under `AGENT_LOOP_HOME`."""
 
 DEPENDENCY_FILES = (
     "pyproject.toml",
@@ -208,3 +212,18 @@ def folder_dependency_digest(root: Path) -> str:
         return path.read_bytes() if path.is_file() and not path.is_symlink() else None
 
     return dependency_digest(read)
+
+
+def env_reuse(store_root: Path, identity: str, tree: Path, setup: Sequence[str]) -> EnvReuse:
+    """Where the environment `setup` builds for `tree` is kept, and when it may be reused.
+
+    Args:
+        store_root: The folder of kept environments (`AGENT_LOOP_HOME/sandbox-envs`).
+        identity: What the tree is: a tick's base commit SHA, or `sandbox run --dir`'s
+            folder (so a folder's environment is never a commit's, nor the reverse).
+        tree: The tree (its dependency files key the environment too).
+        setup: The setup command that builds it.
+    """
+    digest = folder_dependency_digest(tree)
+    key = hashlib.sha256("\0".join((identity, digest, *setup)).encode()).hexdigest()
+    return EnvReuse(store=store_root / key[:32], digest=digest)

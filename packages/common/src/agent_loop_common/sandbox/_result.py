@@ -147,6 +147,14 @@ class RunResult(BaseModel):
     """The command was killed at its wall-time limit."""
     limit: LimitName | None = None
     """The limit the command ran into, if any (see `LimitName`)."""
+    oom_kills: int = 0
+    """Processes the kernel's OOM killer killed in the sandbox's control group, read after
+    every run (`memory.events`). A worker can be killed while the command exits 0: a run
+    with kills hit the `memory` limit and is not `ok`."""
+    per_process_limits: bool = False
+    """No control group bounded this run as a whole: its memory and process limits held
+    per process only (`RLIMIT_AS` x processes); `notes` says the real bound. Only where
+    `AGENT_LOOP_SANDBOX_REQUIRE_CGROUP` is off."""
     network: bool = False
     """Whether the command could reach the network (setup commands only)."""
     output: OutputExcerpt = OutputExcerpt()
@@ -180,8 +188,8 @@ class RunResult(BaseModel):
 
     @property
     def ok(self) -> bool:
-        """Exit status 0 within the limits."""
-        return self.exit_code == 0 and not self.timed_out
+        """Exit status 0 within the limits (no timeout, no process killed for memory)."""
+        return self.exit_code == 0 and not self.timed_out and self.oom_kills == 0
 
     def summary(self) -> str:
         """One line: outcome, counts and time, e.g. `exit 1: 1 failed, 3 passed (0.4 s)`."""
@@ -191,7 +199,11 @@ class RunResult(BaseModel):
             head = f"timed out after {self.duration_seconds:.0f} s"
         else:
             head = f"exit {self.exit_code}"
-            if self.limit is not None:
+            if self.oom_kills:
+                head += (
+                    f" (memory limit: {self.oom_kills} process(es) killed by the kernel for memory)"
+                )
+            elif self.limit is not None:
                 head += f" ({self.limit} limit)"
         counts = f": {self.tests.summary()}" if self.tests is not None else ""
         return f"{head}{counts} ({self.duration_seconds:.1f} s)"

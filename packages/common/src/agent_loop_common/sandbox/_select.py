@@ -8,6 +8,12 @@
 - `bwrap`, `docker`, `flyte`: that backend, or a refusal saying why it cannot run here;
 - `off`: nothing runs; results say so, and callers open draft pull requests.
 
+`bwrap` bounds the whole sandbox with a control group where the host allows one. Where it
+does not (a container's read-only `/sys/fs/cgroup`), `AGENT_LOOP_SANDBOX_REQUIRE_CGROUP`
+decides (`cgroup_required`; unset: on in a deployed agent, off elsewhere): on, `bwrap`
+cannot run here and the refusal says why (before any claim, like no sandbox at all);
+off, it runs and every result says its limits were per process.
+
 The plain subprocess is never chosen by a setting: a caller that runs its own sample
 code (the offline demo) asks for it with `allow_unisolated=True`, and gets it only when
 no isolating backend works.
@@ -37,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BackendCheck",
     "SandboxChoice",
+    "cgroup_required",
     "check_backends",
     "clear_probe_cache",
     "limits_from_settings",
@@ -55,6 +62,15 @@ _HOW_TO = (
     "open pull requests as drafts without running tests."
 )
 
+_CGROUP_HOW_TO = (
+    "Give the agent a control group it can create groups in (cgroup v2 with the memory "
+    "and pids controllers delegated, e.g. systemd's Delegate=yes, or writable cgroup v1 "
+    "memory and pids hierarchies; in a container: its own cgroup namespace with "
+    "/sys/fs/cgroup writable), or use AGENT_LOOP_SANDBOX=docker or flyte (the container's "
+    "limits bound the tests), or set AGENT_LOOP_SANDBOX_REQUIRE_CGROUP=false to accept "
+    "per-process limits (every result and pull request then says so)."
+)
+
 _probes: dict[tuple[str, str], tuple[bool, str]] = {}
 
 
@@ -71,6 +87,8 @@ class BackendCheck(BaseModel):
     """Why it works or not, for people."""
     isolated: bool = True
     """False for the plain subprocess and `off`."""
+    remedy: str = ""
+    """What to do when it does not work here, when that is specific to why."""
 
 
 def limits_from_settings(settings: Settings) -> SandboxLimits:
@@ -104,9 +122,52 @@ async def _cached(
     return _probes[key]
 
 
-def _bwrap(settings: Settings, limits: SandboxLimits, protected: ProtectedPaths) -> BwrapSandbox:
+def cgroup_required(setting: bool | None, *, deployed: bool) -> bool:
+    """Whether `bwrap` must bound the whole sandbox with a control group (pure).
+
+    Args:
+        setting: `AGENT_LOOP_SANDBOX_REQUIRE_CGROUP` (`None` when unset).
+        deployed: This process is a deployed agent (a Flyte task on a cluster).
+    """
+    return deployed if setting is None else setting
+
+
+async def _requires_cgroup(settings: Settings) -> bool:
+    if settings.sandbox_require_cgroup is not None:
+        return settings.sandbox_require_cgroup
+    return cgroup_required(None, deployed=await asyncio.to_thread(in_flyte_cluster))
+
+
+def _bwrap(
+    settings: Settings,
+    limits: SandboxLimits,
+    protected: ProtectedPaths,
+    *,
+    require_cgroup: bool = False,
+) -> BwrapSandbox:
     return BwrapSandbox(
-        limits, protected=protected, readonly_paths=tuple(settings.sandbox_readonly_paths)
+        limits,
+        protected=protected,
+        readonly_paths=tuple(settings.sandbox_readonly_paths),
+        require_cgroup=require_cgroup,
+    )
+
+
+async def _cgroup_refusal(bwrap: BwrapSandbox, settings: Settings) -> str | None:
+    """Why `bwrap` may not run here although it works: no control group, and one is
+    required (`None`: it may run)."""
+    if not bwrap.require_cgroup:
+        return None
+    support = await asyncio.to_thread(bwrap.cgroups)
+    if support.version is not None:
+        return None
+    default = (
+        " (the default in a deployed agent)" if settings.sandbox_require_cgroup is None else ""
+    )
+    return (
+        f"{support.reason}, and AGENT_LOOP_SANDBOX_REQUIRE_CGROUP is on{default}: without a "
+        f"control group the sandbox's memory and process limits hold per process only (up "
+        f"to {bwrap.limits.total_memory_mb:,} MB in total)"
     )
 
 
@@ -159,14 +220,18 @@ async def open_sandbox(
             )
         return FlyteSandbox(limits, task=flyte_task, protected=protected)
     reasons: list[str] = []
+    how_to = _HOW_TO
     if choice in ("auto", "bwrap"):
-        bwrap = _bwrap(settings, limits, protected)
+        bwrap = _bwrap(settings, limits, protected, require_cgroup=await _requires_cgroup(settings))
         works, why = await _probe_bwrap(bwrap, refresh=False)
         if works:
-            return bwrap
+            refused = await _cgroup_refusal(bwrap, settings)
+            if refused is None:
+                return bwrap
+            why, how_to = refused, _CGROUP_HOW_TO
         reasons.append(f"bwrap: {why}")
         if choice == "bwrap":
-            raise SandboxUnavailable(f"AGENT_LOOP_SANDBOX=bwrap cannot run here: {why}. {_HOW_TO}")
+            raise SandboxUnavailable(f"AGENT_LOOP_SANDBOX=bwrap cannot run here: {why}. {how_to}")
     docker = _docker(settings, limits, protected)
     works, why = await _probe_docker(docker, refresh=False)
     if works:
@@ -177,7 +242,7 @@ async def open_sandbox(
     if allow_unisolated:
         return PlainSubprocessSandbox(limits, protected=protected)
     raise SandboxUnavailable(
-        "no sandbox can run the repository's tests here (" + "; ".join(reasons) + "). " + _HOW_TO
+        "no sandbox can run the repository's tests here (" + "; ".join(reasons) + "). " + how_to
     )
 
 
@@ -186,8 +251,12 @@ async def check_backends(settings: Settings, *, refresh: bool = True) -> list[Ba
     limits = limits_from_settings(settings)
     protected = protected_from_settings(settings)
     checks: list[BackendCheck] = []
-    works, why = await _probe_bwrap(_bwrap(settings, limits, protected), refresh)
-    checks.append(BackendCheck(backend="bwrap", works=works, reason=why))
+    bwrap = _bwrap(settings, limits, protected, require_cgroup=await _requires_cgroup(settings))
+    works, why = await _probe_bwrap(bwrap, refresh)
+    remedy = ""
+    if works and (refused := await _cgroup_refusal(bwrap, settings)) is not None:
+        works, why, remedy = False, refused, _CGROUP_HOW_TO
+    checks.append(BackendCheck(backend="bwrap", works=works, reason=why, remedy=remedy))
     works, why = await _probe_docker(_docker(settings, limits, protected), refresh)
     checks.append(BackendCheck(backend="docker", works=works, reason=why))
     on_cluster = await asyncio.to_thread(in_flyte_cluster)
@@ -235,7 +304,8 @@ async def sandbox_facts(settings: Settings) -> list[str]:
         if refused is not None
         else "bwrap setup steps: a network namespace of their own (slirp4netns): the "
         "internet, but not the host's loopback, abstract sockets, private, shared or "
-        "link-local ranges (169.254.169.254), nor the host's own addresses"
+        "link-local ranges, the cloud platform addresses (169.254.169.254, 168.63.129.16, "
+        "fd00:ec2::254, ...), nor the host's own addresses (read again for every run)"
     )
     groups = await asyncio.to_thread(bwrap.cgroups)
     cgroup = f"cgroup v{groups.version}" if groups.version is not None else None

@@ -297,6 +297,8 @@ class Settings(BaseSettings):
     """Most processes and threads at once in the sandbox (a fork bomb stops there)."""
     sandbox_max_file_mb: int = Field(default=256, ge=1, le=1_048_576)
     """Largest file a command in the sandbox may write, in megabytes."""
+    sandbox_require_cgroup: bool | None = None
+    """Refuse to run tests in `bwrap` without a control group bounding the whole sandbox (memory and processes): the run stops before it claims anything, saying why. `false` runs with per-process limits (up to `AGENT_LOOP_SANDBOX_MEMORY_MB` x `AGENT_LOOP_SANDBOX_MAX_PROCESSES` in total) and every result and pull request says so. Empty: on in a deployed agent (a Flyte task on a cluster), off elsewhere. A container's `/sys/fs/cgroup` is read-only by default (Docker, Kubernetes); see `docs/sandbox.md`."""
 
     # ------------------------------------------------------------ logging
     log_format: Literal["console", "json"] = "console"
