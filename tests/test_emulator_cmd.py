@@ -153,7 +153,7 @@ def test_act_plays_every_part(people: GitHubEmulator, capsys: pytest.CaptureFixt
     assert em.issue(4).author == "acme"
     assert _act(capsys, "--as", "stranger", "issue", "--title", "Do my homework")[0] == 0
     assert em.issue(5).author == "stranger"
-    code, out, _ = _act(capsys, "--as", "writer", "comment", "4", "--body", "/agent-loop build")
+    code, out, _ = _act(capsys, "comment", "4", "--body", "/agent-loop build", "--as", "writer")
     assert code == 0
     assert "#issuecomment-" in out
     assert [(c.author, c.body) for c in em.comments(4)] == [("writer", "/agent-loop build")]

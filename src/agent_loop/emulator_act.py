@@ -66,15 +66,7 @@ def add_parser(actions: Any) -> None:
             ),
         ),
     )
-    act.add_argument(
-        "--as",
-        dest="person",
-        choices=("owner", "writer", "stranger", "bot"),
-        default="owner",
-        help="who acts (default: owner); their token is EMULATOR_<WHO>_TOKEN, the bot's "
-        "GITHUB_TOKEN",
-    )
-    act.add_argument("--json", action="store_true", help="print GitHub's JSON answer")
+    _who(act, top=True)
     what = act.add_subparsers(dest="action", metavar="ACTION", required=True)
 
     issue = what.add_parser("issue", help="file an issue")
@@ -114,6 +106,27 @@ def add_parser(actions: Any) -> None:
     merge = what.add_parser("merge", help="merge a PR (write access needed)")
     merge.add_argument("number", type=int, help="PR number")
     merge.add_argument("--method", choices=("merge", "squash"), default="merge")
+    for action in (issue, comment, review, approve, merge):  # `--as` after the action too
+        _who(action, top=False)
+
+
+def _who(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    """`--as` and `--json`, before the action (`top`) or after it: where a person types
+    them; after the action they override only when given."""
+    parser.add_argument(
+        "--as",
+        dest="person",
+        choices=("owner", "writer", "stranger", "bot"),
+        default="owner" if top else argparse.SUPPRESS,
+        help="who acts (default: owner); their token is EMULATOR_<WHO>_TOKEN, the bot's "
+        "GITHUB_TOKEN",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=False if top else argparse.SUPPRESS,
+        help="print GitHub's JSON answer",
+    )
 
 
 def request_for(args: argparse.Namespace, repo: str) -> Request:

@@ -107,7 +107,9 @@ def add_parser(commands: Any) -> None:
             help="serve a local GitHub (the emulator) to try the agents against",
             description=(
                 "A GitHub on this machine: the emulator the tests use (REST, GraphQL, "
-                "webhooks), with one seeded repository. Prints the settings to export."
+                "webhooks, a web page per issue and PR), with one seeded repository. `serve` "
+                "prints the settings to export; `act` files issues, comments, reviews and "
+                "merges as its owner, a writer or a stranger (docs/try-it.md)."
             ),
         ),
     )

@@ -3,7 +3,9 @@
 Every tick is the real pipeline against the emulator: the distiller opens one pull
 request writing the proven lessons into the marked section of `AGENTS.md`, writes
 nothing while the set is unchanged, and after the merge folds a trusted person's edit
-or deletion of a line back into memory, as theirs, while a stranger's is ignored.
+or deletion of a line back into memory, as theirs (GitHub vouching for them: they
+merged it, or signed it with their own key), while anyone else's is ignored and listed.
+The attacks on that identity are in `test_lessons_identity.py`.
 """
 
 from __future__ import annotations
@@ -186,7 +188,10 @@ async def test_a_maintainers_edit_and_deletion_flow_back_as_theirs(
     a_line, b_line = _lines_of(text)
     edited = text.replace(a_line, f"- [{A}] Run make lint and make typecheck before committing.")
     edited = edited.replace(b_line + "\n", "")
-    seeded.push("main", {"AGENTS.md": edited}, author="maint", message="lessons: reword, drop B")
+    seeded.push("maint/lessons", {"AGENTS.md": edited}, author="maint", message="reword, drop B")
+    seeded.merge_pull(
+        seeded.open_pull("maint/lessons", title="Lessons", author="maint"), by="maint"
+    )
 
     result = await tick(BOOKKEEPING, lessons_pr=True)
 
@@ -230,11 +235,15 @@ async def test_a_strangers_edit_is_ignored_and_put_back(
     assert by_id[A].text == "Run make lint before committing."
     assert by_id[A].author is LessonAuthor.DISTILLER
     assert await read_retired(memory) == []
-    assert result.lessons_edits_ignored == ["mallory"]
-    # The next pull request proposes the lessons' own text again.
+    (ignored,) = result.lessons_edits_ignored
+    assert (ignored.claimed, ignored.lessons) == ("mallory", (A, B))
+    assert ignored.reason == "no pull request merged it into main; no signature"
+    # The next pull request proposes the lessons' own text again, and says why.
     assert result.lessons_pull is not None
     assert result.lessons_pull.action == "opened"
     assert result.lessons_pull.number != number
+    (pull,) = [p for p in seeded.pulls() if p.number == result.lessons_pull.number]
+    assert f"`{ignored.sha[:7]}` on `main` changed {A}, {B}" in (pull.body or "")
     assert parse_section(_agents_md(seeded, BRANCH)) == {
         A: "Run make lint before committing.",
         B: "Keep fixtures in tests/data.",
@@ -296,7 +305,9 @@ async def test_a_maintainers_edit_in_the_pull_request_flows_back_and_is_kept(
     text = _agents_md(seeded, BRANCH)
     a_line, _ = _lines_of(text)
     edited = text.replace(a_line, f"- [{A}] Run make lint (not flake8) before committing.")
-    seeded.push(BRANCH, {"AGENTS.md": edited}, author="maint", message="review: reword A")
+    seeded.push(
+        BRANCH, {"AGENTS.md": edited}, author="maint", message="review: reword A", signed_by="maint"
+    )
     head = seeded.ref_sha(f"heads/{BRANCH}")
 
     result = await tick(BOOKKEEPING, lessons_pr=True)
@@ -323,7 +334,7 @@ async def test_a_strangers_edit_in_the_pull_request_is_ignored_and_overwritten(
     by_id = {x.id: x for x in (await read_context(memory)).lessons.lessons}
     assert by_id[A].text == "Run make lint before committing."
     assert by_id[A].author is LessonAuthor.DISTILLER
-    assert result.lessons_edits_ignored == ["mallory"]
+    assert [x.claimed for x in result.lessons_edits_ignored] == ["mallory"]
     assert result.lessons_pull is not None
     assert result.lessons_pull.action == "updated"
     assert parse_section(_agents_md(seeded, BRANCH)) == {
@@ -355,7 +366,9 @@ async def test_an_idle_tick_folds_a_maintainers_edit_in_and_is_free_while_nothin
     text = _agents_md(seeded, BRANCH)
     a_line, _ = _lines_of(text)
     edited = text.replace(a_line, f"- [{A}] Run make lint (not flake8) before committing.")
-    seeded.push(BRANCH, {"AGENTS.md": edited}, author="maint", message="review: reword A")
+    seeded.push(
+        BRANCH, {"AGENTS.md": edited}, author="maint", message="review: reword A", signed_by="maint"
+    )
 
     woken = await tick(lessons_pr=True)
 

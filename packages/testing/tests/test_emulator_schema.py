@@ -332,3 +332,41 @@ def test_schema_check_rejects_undeclared_keys_and_naive_timestamps() -> None:
         assert_matches_schema(
             m.PullRequestMergeResult, b'{"sha": 1, "merged": true, "message": "m"}'
         )
+
+
+async def test_commit_verification_and_associated_pulls(
+    emulator: GitHubEmulator, client: httpx.AsyncClient
+) -> None:
+    """What the lessons flow-back relies on, in GitHub's schema: each commit's
+    `verification` (a user's key, GitHub's own, a key that is not the committer's) and
+    the pull requests a commit belongs to, before and after the merge."""
+    emulator.add_user("wendy", permission="write")
+    own = emulator.push(
+        "signed", {"s.md": "1\n"}, author="alice", committer="wendy", signed_by="wendy", message="s"
+    )
+    foreign = emulator.push(
+        "signed", {"s.md": "2\n"}, author="alice", signed_by="wendy", message="t"
+    )
+    feature = emulator.ref_sha("heads/feature")
+    assert feature is not None
+    before = await _ok(client, "GET", f"{REPO}/commits/{feature}/pulls", list[m.PullRequestSimple])
+    assert [p.number for p in before] == [2]  # open, not on the default branch yet
+    await _ok(client, "PUT", f"{REPO}/pulls/2/merge", m.PullRequestMergeResult, json={})
+    after = await _ok(client, "GET", f"{REPO}/commits/{feature}/pulls", list[m.PullRequestSimple])
+    assert [(p.number, p.merged_at is not None) for p in after] == [(2, True)]
+    assert await _ok(client, "GET", f"{REPO}/commits/{own}/pulls", list[m.PullRequestSimple]) == []
+    history = await _ok(client, "GET", f"{REPO}/commits?sha=signed", list[m.Commit])
+    by_sha = {c.sha: c for c in history}
+    assert (by_sha[own].commit.verification.verified, by_sha[own].commit.verification.reason) == (
+        True,
+        "valid",
+    )
+    assert by_sha[foreign].commit.verification.reason == "bad_email"
+    merges = await _ok(client, "GET", f"{REPO}/commits?sha=main", list[m.Commit])
+    merge = merges[0]
+    assert merge.commit.verification.verified is True  # GitHub signs the merges it makes
+    assert merge.committer is not None
+    assert merge.committer.login == "web-flow"
+    await _ok(client, "GET", f"{REPO}/git/commits/{own}", m.GitCommit)
+    missing = await client.get(f"{REPO}/commits/{'0' * 40}/pulls")
+    assert missing.status_code == 422

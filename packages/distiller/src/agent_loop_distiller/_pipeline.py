@@ -60,15 +60,14 @@ from agent_loop_distiller._candidates import backoff_of, look, retention_of, und
 from agent_loop_distiller._digest import render_digest
 from agent_loop_distiller._effect import EffectBook
 from agent_loop_distiller._errors import DistillationFailed, EditsRejected
+from agent_loop_distiller._flow_back import apply_flow_back, merge_ignored, read_flow_back
 from agent_loop_distiller._grading import follow_up
 from agent_loop_distiller._judge import ModelAsk, judge_compliance
 from agent_loop_distiller._lessons import Edit
 from agent_loop_distiller._measure import measure_effects
 from agent_loop_distiller._publish import (
-    apply_flow_back,
     lessons_branch,
     lessons_moved,
-    read_flow_back,
     sync_lessons_pull,
 )
 from agent_loop_distiller._report._gather import gather_report
@@ -172,21 +171,21 @@ async def _visibility(runtime: Runtime, base: BranchHead | None) -> Visibility:
 async def _flow_back(
     runtime: Runtime, trust: Trust, book: LessonBook, now: datetime, out: TickResult
 ) -> tuple[LessonBook, list[RetiredLesson]]:
-    """A trusted person's edits of the lessons section, folded in (`AGENT_LOOP_LESSONS_PR=on`
-    only): on the default branch (merged lessons) and on the pull request's own branch
-    (a review edit before the merge). `trust` is the tick's (the grading's permission
-    look-ups are reused). GitHub failing leaves the book as it was."""
+    """People's edits of the lessons section that GitHub vouches for a trusted person,
+    folded in (`AGENT_LOOP_LESSONS_PR=on` only): on the default branch (merged lessons)
+    and on the pull request's own branch (a review edit before the merge). `trust` is
+    the tick's (the grading's permission look-ups are reused). GitHub failing leaves the
+    book as it was."""
     settings = runtime.settings
     retired: list[RetiredLesson] = []
     try:
-        out.lessons_base = await runtime.github.default_branch()
+        out.lessons_base = base = await runtime.github.default_branch()
+        lessons = lessons_branch(settings.branch_prefix)
         # The default branch by omission (`None`): the same conditional listing as the
         # look's `lessons_moved`, so an unchanged history is a free 304 here too.
-        for branch in (None, lessons_branch(settings.branch_prefix)):
-            flow = await read_flow_back(runtime.github, trust, settings.lessons_file, branch)
-            out.lessons_edits_ignored += [
-                x for x in flow.ignored if x not in out.lessons_edits_ignored
-            ]
+        for branch, name in ((None, base.name), (lessons, lessons)):
+            flow = await read_flow_back(runtime.github, trust, settings.lessons_file, branch, name)
+            out.lessons_edits_ignored = merge_ignored(out.lessons_edits_ignored, flow.ignored)
             book, gone = apply_flow_back(book, flow, now)
             retired += gone
     except GitHubError as exc:
@@ -204,6 +203,7 @@ async def _sync_pull(runtime: Runtime, work: Work, out: TickResult) -> None:
             path=runtime.settings.lessons_file,
             branch_prefix=runtime.settings.branch_prefix,
             base=out.lessons_base,
+            ignored=out.lessons_edits_ignored,
         )
         if out.lessons_pull.action in ("opened", "updated"):
             # This tick moved the lessons branch: look at it again now, so the next tick's
@@ -247,7 +247,7 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
     async with scope.stage("claim"):
         # The claim guards memory, which bookkeeping writes without a model: the model is
         # checked only before the distiller agent runs.
-        claim = await runtime.claimer.claim(TargetKind.REPO, CLAIM_KEY)
+        claim = await scope.take(TargetKind.REPO, CLAIM_KEY, heartbeat=False)
     if claim is None:
         out.kind, out.note = TickKind.BUSY, "another distiller run holds the claim"
         return
@@ -347,6 +347,7 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
         return
     work.digest = render_digest(work.book, grading.current, runtime.settings.digest_token_budget)
     async with scope.stage("commit"):
+        scope.commit()  # memory saves in order, then the lessons PR: a stop waits for the end
         wrote_context = await _commit(runtime, work)
     if runtime.settings.lessons_pr:
         async with scope.stage("lessons_pr"):
@@ -378,7 +379,12 @@ async def run_distiller_tick(
         await _body(runtime, scope, opts, out)
 
     out.record = await run_scoped(runtime, body)
-    if out.record is not None and out.record.outcome is not Outcome.DISTILLED:
+    if out.record is not None and out.record.outcome is Outcome.INTERRUPTED:
+        out.kind, out.note = TickKind.INTERRUPTED, out.record.error
+    elif out.record is None and runtime.interrupted is not None:
+        out.kind = TickKind.INTERRUPTED
+        out.note = f"stopped by the operator ({runtime.interrupted.name}) before it claimed"
+    elif out.record is not None and out.record.outcome is not Outcome.DISTILLED:
         out.kind = TickKind.FAILED
         out.note = out.note or out.record.error
     if out.report is not None and out.record is not None:

@@ -18,6 +18,7 @@ from agent_loop_common.records import (
 )
 from agent_loop_distiller._act import Acted
 from agent_loop_distiller._effect import EffectBook
+from agent_loop_distiller._flow_back import IgnoredEdit
 from agent_loop_distiller._grading import GradingResult
 from agent_loop_distiller._judge import Judged
 from agent_loop_distiller._lessons import Edit, LessonLimits
@@ -92,8 +93,9 @@ class TickResult:
     """What keeping the lessons pull request did (`AGENT_LOOP_LESSONS_PR=on` only)."""
     lessons_base: BranchHead | None = None
     """The default branch as the lessons flow-back read it (reused by the pull request)."""
-    lessons_edits_ignored: list[str] = field(default_factory=list[str])
-    """Logins whose edits of the lessons section were not trusted, so not applied."""
+    lessons_edits_ignored: list[IgnoredEdit] = field(default_factory=list[IgnoredEdit])
+    """Edits of the lessons section GitHub vouches for no trusted person for, so not
+    applied (each with its commit and reason; the lessons pull request lists them)."""
 
 
 @dataclass

@@ -29,6 +29,7 @@ from agent_loop_testing._scripted import (
 )
 
 if TYPE_CHECKING:
+    from agent_loop_testing._calc_history import CalcFix, CalcHistory, seed_calc_history
     from agent_loop_testing._cgroupfs import (
         proc_without_cgroup,
         read_only_cgroupfs,
@@ -73,10 +74,19 @@ if TYPE_CHECKING:
         stored_record,
         write_memory_file,
     )
+    from agent_loop_testing._held import HeldCall
     from agent_loop_testing._instant import InstantModel
+    from agent_loop_testing._per_issue import ModelPerIssue
+    from agent_loop_testing._recording_sandbox import RecordingSandbox, SandboxCall
     from agent_loop_testing._zero_config import ZERO_CONFIG_CALC, wheelhouse
 
 _LAZY = {
+    "CalcFix": "agent_loop_testing._calc_history",
+    "CalcHistory": "agent_loop_testing._calc_history",
+    "seed_calc_history": "agent_loop_testing._calc_history",
+    "ModelPerIssue": "agent_loop_testing._per_issue",
+    "RecordingSandbox": "agent_loop_testing._recording_sandbox",
+    "SandboxCall": "agent_loop_testing._recording_sandbox",
     "CALC": "agent_loop_testing._e2e",
     "CALC_ISSUE": "agent_loop_testing._e2e",
     "CALC_PYPROJECT": "agent_loop_testing._e2e",
@@ -102,6 +112,7 @@ _LAZY = {
     "LoggedRequest": "agent_loop_testing._emulator_faults",
     "GitHubHost": "agent_loop_testing._emulator_host",
     "InstantModel": "agent_loop_testing._instant",
+    "HeldCall": "agent_loop_testing._held",
     "is_valid_ref_name": "agent_loop_testing._emulator_refname",
     "SchemaMismatch": "agent_loop_testing._emulator_schema",
     "assert_matches_schema": "agent_loop_testing._emulator_schema",
@@ -143,6 +154,8 @@ __all__ = [
     "TESTS_SUB",
     "VERIFIED",
     "ZERO_CONFIG_CALC",
+    "CalcFix",
+    "CalcHistory",
     "CliLoop",
     "CommitView",
     "Delivery",
@@ -152,11 +165,15 @@ __all__ = [
     "Fault",
     "GitHubEmulator",
     "GitHubHost",
+    "HeldCall",
     "InstantModel",
     "LoggedRequest",
+    "ModelPerIssue",
     "ModelSlot",
     "NetworkAccessDenied",
     "RecordedCall",
+    "RecordingSandbox",
+    "SandboxCall",
     "SchemaMismatch",
     "ScriptMismatch",
     "ScriptedCall",
@@ -177,6 +194,7 @@ __all__ = [
     "quiet_logs",
     "read_only_cgroupfs",
     "read_only_cgroupfs_works",
+    "seed_calc_history",
     "serve_asgi",
     "serve_chat_model",
     "serve_for_cli",

@@ -43,6 +43,7 @@ from agent_loop_testing._emulator_faults import (
 from agent_loop_testing._emulator_git import MODE_EXEC, MODE_FILE, TreeWrite
 from agent_loop_testing._emulator_inspect import EmulatorInspection
 from agent_loop_testing._emulator_server import serve_app
+from agent_loop_testing._emulator_signing import armored, key_id
 from agent_loop_testing._emulator_state import PERMISSIONS, AppRec, State, UserRec
 from agent_loop_testing._emulator_webhooks import Delivery, WebhookSender
 
@@ -190,6 +191,9 @@ class GitHubEmulator(EmulatorInspection):
         author: str,
         message: str,
         modes: Mapping[str, int] | None = None,
+        *,
+        committer: str | None = None,
+        signed_by: str | None = None,
     ) -> str:
         with self._st.lock:
             st = self._st
@@ -208,13 +212,14 @@ class GitHubEmulator(EmulatorInspection):
                 )
             tree = git.write_tree(git.commit_tree(parent) if parent else None, writes)
             st.tick()
-            who = st.identity(author)
+            signature = None if signed_by is None else armored(key_id(st.user(signed_by)))
             sha = git.add_commit(
                 tree=tree,
                 parents=[parent] if parent else [],
                 message=message,
-                author=who,
-                committer=who,
+                author=st.identity(author),
+                committer=st.identity(committer or author),
+                signature=signature,
             )
             git.refs[f"refs/heads/{branch}"] = sha
             return sha
@@ -243,11 +248,27 @@ class GitHubEmulator(EmulatorInspection):
         )
 
     def push(
-        self, branch: str, files: Mapping[str, str | bytes | None], *, author: str, message: str
+        self,
+        branch: str,
+        files: Mapping[str, str | bytes | None],
+        *,
+        author: str,
+        message: str,
+        committer: str | None = None,
+        signed_by: str | None = None,
     ) -> str:
-        """A person's push: one commit on `branch` (created from the default branch if
-        missing); a `None` content deletes the file. Returns the new commit sha."""
-        return self._commit_files(branch, files, author, message)
+        """A push: one commit on `branch` (created from the default branch if missing); a
+        `None` content deletes the file. Returns the new commit sha.
+
+        `author` and `committer` (default: the author) are the commit's fields, which
+        whoever creates a commit writes freely: `author="maint"` is a commit that merely
+        claims maint's email, as anyone with push access can make. `signed_by` signs it
+        with that user's registered key; GitHub verifies it only when the committer is
+        that user (`_emulator_signing`). Who pushed is recorded nowhere, as on GitHub.
+        """
+        return self._commit_files(
+            branch, files, author, message, committer=committer, signed_by=signed_by
+        )
 
     # ------------------------------------------------------------------ conversation
     def add_issue(

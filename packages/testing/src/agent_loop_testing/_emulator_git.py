@@ -128,8 +128,16 @@ class GitStore:
         return blob.id.decode()
 
     def add_commit(
-        self, *, tree: str, parents: list[str], message: str, author: Identity, committer: Identity
+        self,
+        *,
+        tree: str,
+        parents: list[str],
+        message: str,
+        author: Identity,
+        committer: Identity,
+        signature: bytes | None = None,
     ) -> str:
+        """A commit object; `signature` is its `gpgsig` header (part of its sha, as in git)."""
         commit = Commit()
         commit.tree = ObjectID(tree.encode("ascii"))
         commit.parents = [ObjectID(p.encode("ascii")) for p in parents]
@@ -140,6 +148,8 @@ class GitStore:
         commit.author_timezone = commit.commit_timezone = 0
         commit.encoding = b"UTF-8"
         commit.message = message.encode()
+        if signature is not None:
+            commit.gpgsig = signature
         self.objects.add_object(commit)
         return commit.id.decode()
 

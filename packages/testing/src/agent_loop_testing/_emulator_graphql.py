@@ -18,7 +18,12 @@ Issue, PullRequest, IssueComment, PullRequestReviewComment {
 type Ref { name prefix target: Commit }   type Commit { oid abbreviatedOid message tree { oid } }
 PullRequest also: reviewThreads(first: Int) { totalCount nodes { id isResolved resolvedBy } }
                   commits(first: Int) { totalCount nodes { commit: Commit } }  mergeCommit: Commit
-Repository also: isPrivate diskUsage
+                  merged mergedAt mergedBy { login } baseRefName headRefName state
+Repository also: isPrivate diskUsage  object(oid: GitObjectID): GitObject (a commit)
+Commit also: associatedPullRequests(first: Int) { totalCount nodes: PullRequest }
+             signature: GitSignature (a GpgSignature, null when unsigned)
+GitSignature { email isValid state signer { login } wasSignedByGitHub signature payload
+               verifiedAt }   GpgSignature also: keyId
 ```
 
 Answers have GitHub's shape: `{"data": ...}`, with `NOT_FOUND` errors (and a `null`)
@@ -55,12 +60,14 @@ from agent_loop_testing._emulator_graphql_parse import (
     Var,
 )
 from agent_loop_testing._emulator_http import Ctx, Reply, Route
-from agent_loop_testing._emulator_ops_pulls import pull_commits
+from agent_loop_testing._emulator_ops_pulls import associated_pulls, pull_commits
 from agent_loop_testing._emulator_render import Json, node_id, ts
+from agent_loop_testing._emulator_signing import Verification, key_of, verify
 from agent_loop_testing._emulator_state import (
     CommentRec,
     EditRec,
     IssueRec,
+    PullRec,
     ReviewCommentRec,
     State,
     UserRec,
@@ -254,6 +261,62 @@ def _merge_commit(st: State, obj: object, args: Mapping[str, object]) -> object:
     return ("Commit", sha) if sha else None
 
 
+def _object(st: State, obj: object, args: Mapping[str, object]) -> object:
+    """`Repository.object(oid:)`: a commit by its full sha (`null` when there is none)."""
+    oid = str(args.get("oid") or "").lower()
+    return ("Commit", oid) if st.git.commit(oid) is not None else None
+
+
+def _associated(st: State, obj: object, args: Mapping[str, object]) -> object:
+    return _first(list[object](associated_pulls(st, str(obj))), args)
+
+
+def _signature(st: State, obj: object, args: Mapping[str, object]) -> object:
+    """`Commit.signature`: `null` for an unsigned commit."""
+    commit = st.git.commit(str(obj))
+    if commit is None or not commit.gpgsig:
+        return None
+    return ("GpgSignature", verify(st, commit))
+
+
+def _verification(obj: object) -> Verification:
+    return cast("Verification", obj)
+
+
+def _key_id(v: Verification) -> str | None:
+    return key_of(v.signature) or None
+
+
+def _pull_rec(obj: object) -> PullRec:
+    pull = cast("IssueRec", obj).pull
+    assert pull is not None
+    return pull
+
+
+def _pull_state(obj: object) -> str:
+    if _pull_rec(obj).merged_at is not None:
+        return "MERGED"
+    return cast("IssueRec", obj).state.upper()
+
+
+_SIGNATURE_FIELDS = {
+    "email": FieldNodeDef("scalar", lambda st, o, a: _verification(o).email),
+    "isValid": FieldNodeDef("scalar", lambda st, o, a: _verification(o).verified),
+    "state": FieldNodeDef("scalar", lambda st, o, a: _verification(o).state),
+    "signer": FieldNodeDef(
+        "User",
+        lambda st, o, a: None if (u := _verification(o).signer) is None else ("User", u),
+    ),
+    "wasSignedByGitHub": FieldNodeDef("scalar", lambda st, o, a: _verification(o).by_github),
+    "signature": FieldNodeDef("scalar", lambda st, o, a: _verification(o).signature),
+    "payload": FieldNodeDef("scalar", lambda st, o, a: _verification(o).payload),
+    "verifiedAt": FieldNodeDef(
+        "scalar",
+        lambda st, o, a: None if (t := _verification(o).verified_at) is None else ts(t),
+    ),
+}
+
+
 _SCHEMA: dict[str, dict[str, FieldNodeDef]] = {
     "Query": {
         "repository": FieldNodeDef(
@@ -292,6 +355,7 @@ _SCHEMA: dict[str, dict[str, FieldNodeDef]] = {
             _NUMBER,
             "Could not resolve to an issue or pull request with the number of {number}.",
         ),
+        "object": FieldNodeDef("GitObject", _object, {"oid": "GitObjectID"}),
     },
     "Mutation": {
         "createRef": FieldNodeDef(
@@ -323,7 +387,18 @@ _SCHEMA: dict[str, dict[str, FieldNodeDef]] = {
         "abbreviatedOid": FieldNodeDef("scalar", lambda st, o, a: str(o)[:7]),
         "message": FieldNodeDef("scalar", lambda st, o, a: _commit_message(st, str(o))),
         "tree": FieldNodeDef("Tree", lambda st, o, a: ("Tree", st.git.commit_tree(str(o)))),
+        "associatedPullRequests": FieldNodeDef(
+            "PullRequestConnection",
+            lambda st, o, a: ("PullRequestConnection", _associated(st, o, a)),
+            _FIRST,
+        ),
+        "signature": FieldNodeDef("GitSignature", _signature),
     },
+    "GpgSignature": {
+        **_SIGNATURE_FIELDS,
+        "keyId": FieldNodeDef("scalar", lambda st, o, a: _key_id(_verification(o))),
+    },
+    "PullRequestConnection": _connection("PullRequest"),
     "Tree": {"oid": FieldNodeDef("scalar", lambda st, o, a: o)},
     "Ref": {
         "name": FieldNodeDef("scalar", lambda st, o, a: str(o).split("/", 2)[-1]),
@@ -344,6 +419,15 @@ _SCHEMA: dict[str, dict[str, FieldNodeDef]] = {
             _FIRST,
         ),
         "mergeCommit": FieldNodeDef("Commit", _merge_commit),
+        "merged": FieldNodeDef("scalar", lambda st, o, a: _pull_rec(o).merged_at is not None),
+        "mergedAt": FieldNodeDef(
+            "scalar",
+            lambda st, o, a: None if (t := _pull_rec(o).merged_at) is None else ts(t),
+        ),
+        "mergedBy": FieldNodeDef("Actor", lambda st, o, a: _actor(st, _pull_rec(o).merged_by)),
+        "baseRefName": FieldNodeDef("scalar", lambda st, o, a: _pull_rec(o).base_ref),
+        "headRefName": FieldNodeDef("scalar", lambda st, o, a: _pull_rec(o).head_ref),
+        "state": FieldNodeDef("scalar", lambda st, o, a: _pull_state(o)),
     },
     "PullRequestReviewThreadConnection": _connection("PullRequestReviewThread"),
     "PullRequestReviewThread": {
@@ -370,12 +454,15 @@ _INTERFACES: dict[str, frozenset[str]] = {
     "User": frozenset({"Node", "Actor"}),
     "Bot": frozenset({"Node", "Actor"}),
     "Repository": frozenset({"Node"}),
+    "GpgSignature": frozenset({"GitSignature"}),
 }
 # Abstract types and the fields every member shares.
 _ABSTRACT_FIELDS = {
     "Actor": _SCHEMA["User"],
     "Node": {"id": _ISSUE_FIELDS["id"]},
     "IssueOrPullRequest": {},
+    "GitObject": {"oid": FieldNodeDef("scalar", lambda st, o, a: o)},
+    "GitSignature": _SIGNATURE_FIELDS,
 }
 
 

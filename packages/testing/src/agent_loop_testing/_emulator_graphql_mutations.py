@@ -26,8 +26,8 @@ type CreateCommitOnBranchPayload { clientMutationId: String  commit: Commit  ref
 What GitHub does and this does too: the commit goes on top of the branch head and moves
 the branch only if the head is `expectedHeadOid` (else a `STALE_DATA` error, "Expected
 branch to point to ... but it did not. Pull and try again.", and nothing is written);
-the branch must exist (the mutation never creates one); the author and committer are
-the viewer; an added file is a regular file (mode `100644`) even where an executable
+the branch must exist (the mutation never creates one); the author is the viewer, the
+committer and signer GitHub itself (web-flow, verified); an added file is a regular file (mode `100644`) even where an executable
 stood, which is why the facade commits changes to executables through the git data API;
 deleting a path that is not there is refused. Errors are field errors (`data` carries a
 `null` payload), as GitHub answers them. The root fields of one mutation document run
@@ -47,6 +47,7 @@ from typing import cast
 from agent_loop_testing._emulator_git import MODE_FILE, TreeWrite, type_of_mode
 from agent_loop_testing._emulator_refname import is_valid_ref_name
 from agent_loop_testing._emulator_render import Json, node_id
+from agent_loop_testing._emulator_signing import GITHUB_KEY_ID, armored, web_flow_identity
 from agent_loop_testing._emulator_state import State, UserRec
 
 __all__ = ["FieldError", "create_commit_on_branch", "create_ref"]
@@ -194,7 +195,16 @@ def create_commit_on_branch(st: State, viewer: UserRec, args: Mapping[str, objec
     st.tick()
     who = st.identity(viewer.login)
     text = headline if not isinstance(body, str) or not body else f"{headline}\n\n{body}"
-    sha = git.add_commit(tree=new_tree, parents=[head], message=text, author=who, committer=who)
+    # GitHub writes the commit: the viewer is its author, GitHub (web-flow) its committer
+    # and signer, so it shows as verified.
+    sha = git.add_commit(
+        tree=new_tree,
+        parents=[head],
+        message=text,
+        author=who,
+        committer=web_flow_identity(st),
+        signature=armored(GITHUB_KEY_ID),
+    )
     git.refs[ref] = sha
     return (
         "CreateCommitOnBranchPayload",

@@ -19,6 +19,7 @@ from agent_loop_testing._emulator_gitdiff import (
     merge_trees,
 )
 from agent_loop_testing._emulator_ops_issues import record_event, set_state
+from agent_loop_testing._emulator_signing import GITHUB_KEY_ID, armored, web_flow_identity
 from agent_loop_testing._emulator_state import (
     CheckRunRec,
     EditRec,
@@ -33,6 +34,7 @@ from agent_loop_testing._emulator_state import (
 __all__ = [
     "add_review",
     "add_review_comment",
+    "associated_pulls",
     "base_sha",
     "branch_deleted",
     "combined_state",
@@ -189,7 +191,16 @@ def merge_pull(
         subject = title or f"{issue.title} (#{number})"
         text = f"{subject}\n\n{message}" if message else subject
         parents = [base]
-    sha = st.git.add_commit(tree=tree, parents=parents, message=text, author=who, committer=who)
+    # GitHub makes the commit itself: the merger is its author, GitHub its committer and
+    # signer (web-flow), so it is verified whoever merged.
+    sha = st.git.add_commit(
+        tree=tree,
+        parents=parents,
+        message=text,
+        author=who,
+        committer=web_flow_identity(st),
+        signature=armored(GITHUB_KEY_ID),
+    )
     st.git.refs[f"refs/heads/{pull.base_ref}"] = sha
     pull.merged_at, pull.merged_by, pull.merge_commit_sha = st.now, by, sha
     record_event(st, issue, "merged", by, commit_id=sha)
@@ -402,3 +413,26 @@ def pull_commits(st: State, pull: PullRec) -> list[str]:
     known = st.git.ancestors(pull.base_at_open)
     line = reversed(st.git.first_parent_log(head_sha(st, pull)))
     return [sha for sha in line if sha not in known]
+
+
+def associated_pulls(st: State, sha: str) -> list[IssueRec]:
+    """The pull requests GitHub associates with a commit, by number
+    (`GET /repos/{o}/{r}/commits/{sha}/pulls`, GraphQL `Commit.associatedPullRequests`).
+
+    A commit on the default branch: the merged pull requests that brought it in (among
+    their commits, or their merge or squash commit). Any other commit: the open pull
+    requests that carry it.
+    """
+    head = st.git.refs.get(f"refs/heads/{st.default_branch}")
+    landed = head is not None and sha in st.git.ancestors(head)
+    found: list[IssueRec] = []
+    for issue in sorted(st.issues.values(), key=lambda i: i.number):
+        pull = issue.pull
+        if pull is None:
+            continue
+        merged = pull.merged_at is not None
+        if landed != merged or (not merged and issue.state != "open"):
+            continue
+        if sha == pull.merge_commit_sha or sha in pull_commits(st, pull):
+            found.append(issue)
+    return found

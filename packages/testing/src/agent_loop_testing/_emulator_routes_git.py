@@ -29,9 +29,10 @@ from agent_loop_testing._emulator_ops_pulls import branch_deleted
 from agent_loop_testing._emulator_refname import is_valid_ref_name, qualify_ref
 from agent_loop_testing._emulator_render import Json, Urls, node_id, simple_user_json, ts
 from agent_loop_testing._emulator_routes_issues import parse_since
+from agent_loop_testing._emulator_signing import GITHUB_EMAIL, WEB_FLOW, Verification, verify
 from agent_loop_testing._emulator_state import State
 
-__all__ = ["ROUTES", "commit_json", "ref_json"]
+__all__ = ["ROUTES", "commit_json", "ref_json", "verification_json"]
 
 _DOCS = "https://docs.github.com/rest/git"
 _SHA_OR_CONTENT = (
@@ -103,13 +104,18 @@ def commit_json(st: State, sha: str, urls: Urls) -> Json:
             }
             for p in commit.parents
         ],
-        "verification": {
-            "verified": False,
-            "reason": "unsigned",
-            "signature": None,
-            "payload": None,
-            "verified_at": None,
-        },
+        "verification": verification_json(verify(st, commit)),
+    }
+
+
+def verification_json(v: Verification) -> Json:
+    """REST's `verification` object: verified or not and why, never who signed."""
+    return {
+        "verified": v.verified,
+        "reason": v.reason,
+        "signature": v.signature,
+        "payload": v.payload,
+        "verified_at": ts(v.verified_at) if v.verified_at is not None else None,
     }
 
 
@@ -401,8 +407,12 @@ def _commit_time(st: State, sha: str) -> int:
 
 
 def _account(st: State, raw: bytes, urls: Urls) -> Json | None:
-    """The account an author line's email belongs to (GitHub maps emails to users)."""
+    """The account an author or committer line's email belongs to (GitHub maps emails
+    to users; GitHub's own commits show the `web-flow` account). The line is whatever
+    the commit's creator wrote: the account is a lookup, not proof of who made it."""
     email = raw.decode("utf-8", "replace").partition(" <")[2].rstrip(">")
+    if email == GITHUB_EMAIL:
+        return simple_user_json(WEB_FLOW, urls)
     user = next((u for u in st.users.values() if u.email == email), None)
     return None if user is None else simple_user_json(user, urls)
 

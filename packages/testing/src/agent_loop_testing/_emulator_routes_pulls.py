@@ -16,6 +16,7 @@ from agent_loop_testing._emulator_ops_issues import edit_issue_text, set_state
 from agent_loop_testing._emulator_ops_pulls import (
     add_review,
     add_review_comment,
+    associated_pulls,
     edit_review_comment,
     get_pull,
     get_review_comment,
@@ -255,9 +256,25 @@ def patch_comment(st: State, ctx: Ctx) -> Reply:
     return Reply(200, review_comment_json(st, comment, ctx.urls))
 
 
+def commit_pulls(st: State, ctx: Ctx) -> Reply:
+    """`GET /repos/{o}/{r}/commits/{sha}/pulls`: the merged pull request that brought a
+    commit to the default branch, else the open ones carrying it."""
+    sha = ctx.params["commit_sha"].lower()
+    if st.git.commit(sha) is None:
+        raise ApiError(422, f"No commit found for SHA: {ctx.params['commit_sha']}")
+    found = associated_pulls(st, sha)
+    return page_reply(ctx, [pull_simple_json(st, issue, ctx.urls) for issue in found])
+
+
 _P = "/repos/{owner}/{repo}/pulls"
 _N = f"{_P}/{{number}}"
 ROUTES = [
+    Route(
+        "GET",
+        "/repos/{owner}/{repo}/commits/{commit_sha}/pulls",
+        commit_pulls,
+        "https://docs.github.com/rest/commits/commits#list-pull-requests-associated-with-a-commit",
+    ),
     Route(
         "GET",
         f"{_P}/comments/{{comment_id}}",

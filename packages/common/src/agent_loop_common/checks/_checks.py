@@ -236,6 +236,18 @@ class Checks:
         )
         return report
 
+    async def run(self, files: Mapping[str, str | None]) -> RunResult:
+        """The command once on the tree with `files` applied, outside any try's
+        `run_tests` budget and with no baseline: the benchmark's scoring run, whose
+        per-test outcomes (the JUnit report) are read against the instance's tests.
+
+        Raises:
+            CommandRejected: Tests do not run here (the sandbox is off, no command).
+        """
+        if not self.enabled or self.command is None:
+            raise CommandRejected(f"no tests can run: {self.note}")
+        return await self._run(self.command.argv, changes=files)
+
     def new_try(self) -> None:
         """Start counting `run_tests` calls for a new try."""
         self.tool_runs = 0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from githubkit.utils import Unset
 
@@ -15,10 +15,12 @@ from pydantic import BaseModel, ConfigDict
 from agent_loop_common.github._models import (
     CheckRun,
     Comment,
+    CommitProvenance,
     CommitStatus,
     GitCommit,
     Issue,
     IssueEvent,
+    MergedPull,
     PathCommit,
     PullFile,
     PullRequest,
@@ -225,12 +227,43 @@ def tree_entry(e: gh.GitTreePropTreeItems, prefix: str = "") -> TreeEntry:
 
 def path_commit(c: gh.Commit) -> PathCommit:
     author = c.author if isinstance(c.author, gh.SimpleUser) else None
+    committer = c.committer if isinstance(c.committer, gh.SimpleUser) else None
+    verification = present(c.commit.verification)
     return PathCommit(
         sha=c.sha,
         parents=tuple(p.sha for p in c.parents),
         author_login=author.login if author is not None else "",
         message=c.commit.message,
         committed_at=present(c.commit.committer.date) if c.commit.committer else None,
+        committer_login=committer.login if committer is not None else "",
+        verified=verification is not None and verification.verified,
+    )
+
+
+def commit_provenance(sha: str, node: dict[str, Any]) -> CommitProvenance:
+    """A GraphQL `Commit` (see `GitOps.commit_provenance`) as the facade's model."""
+    pulls = cast("dict[str, Any]", node.get("associatedPullRequests") or {})
+    merged = tuple(
+        MergedPull(
+            number=int(p["number"]),
+            base_ref=str(p.get("baseRefName") or ""),
+            merged_by=str(cast("dict[str, Any]", p.get("mergedBy") or {}).get("login") or ""),
+        )
+        for p in cast("list[dict[str, Any]]", pulls.get("nodes") or [])
+        if p.get("merged") is True
+    )
+    signature = cast("dict[str, Any] | None", node.get("signature"))
+    if signature is None:
+        return CommitProvenance(sha=sha, merged=merged)
+    valid = signature.get("isValid") is True and signature.get("state") == "VALID"
+    by_github = signature.get("wasSignedByGitHub") is True
+    signer = str(cast("dict[str, Any]", signature.get("signer") or {}).get("login") or "")
+    return CommitProvenance(
+        sha=sha,
+        merged=merged,
+        signature_state=str(signature.get("state") or "UNSIGNED"),
+        signer=signer if valid and not by_github else "",
+        signed_by_github=by_github,
     )
 
 

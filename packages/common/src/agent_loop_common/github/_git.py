@@ -25,6 +25,7 @@ from agent_loop_common.github._errors import (
 from agent_loop_common.github._graphql import GraphQLBase
 from agent_loop_common.github._models import (
     BranchHead,
+    CommitProvenance,
     GitCommit,
     GitTree,
     NewBranch,
@@ -32,6 +33,19 @@ from agent_loop_common.github._models import (
     TreeEntry,
 )
 from agent_loop_common.github._retry import attempt_timeout
+
+_PROVENANCE = """
+... on Commit {
+  oid
+  associatedPullRequests(first: 10) {
+    nodes { number merged baseRefName mergedBy { login } }
+  }
+  signature { isValid state wasSignedByGitHub signer { login } }
+}
+"""
+"""Per commit: the pull requests it belongs to, with who merged them, and its signature
+as GitHub verified it (REST's `verification` does not name the signer)."""
+_PROVENANCE_BATCH = 25
 
 _KEEP_MODES = frozenset({"100755"})  # an agent editing a script must not drop its x bit
 
@@ -170,6 +184,16 @@ class GitOps(GraphQLBase):
         wanted = f"refs/heads/{branch}"
         return next((r.object_.sha for r in resp.parsed_data if r.ref == wanted), None)
 
+    async def matching_refs(self, prefix: str) -> list[tuple[str, str]]:
+        """Every ref whose name starts with `refs/<prefix>`, as `(full name, sha)` (the
+        claim refs under `agent-loop/claims/`, for `agent-loop claims list`)."""
+        gh = await self._gh()
+        with translated():
+            resp = await gh.rest.git.async_list_matching_refs(
+                self._owner, self._name, _path(_short(prefix))
+            )
+        return [(r.ref, r.object_.sha) for r in resp.parsed_data]
+
     async def create_ref(self, ref: str, sha: str) -> None:
         """Create `refs/...` at `sha`; atomic, so exactly one racer wins.
 
@@ -245,6 +269,33 @@ class GitOps(GraphQLBase):
                 per_page=max(1, min(limit, 100)),
             )
         return [conv.path_commit(c) for c in resp.parsed_data]
+
+    async def commit_provenance(self, shas: Sequence[str]) -> dict[str, CommitProvenance]:
+        """What GitHub vouches for about each commit: the merged pull requests it belongs
+        to (and who merged each), and its signature's state and signer (one GraphQL
+        request per 25 commits). A sha GitHub does not know is left out.
+        """
+        wanted = list(dict.fromkeys(s.lower() for s in shas))
+        bad = [s for s in wanted if len(s) != 40 or any(c not in "0123456789abcdef" for c in s)]
+        if bad:
+            raise ValueError(f"not a full commit sha: {bad[0]!r}")
+        found: dict[str, CommitProvenance] = {}
+        for start in range(0, len(wanted), _PROVENANCE_BATCH):
+            batch = wanted[start : start + _PROVENANCE_BATCH]
+            fields = " ".join(
+                f'c{i}: object(oid: "{sha}") {{ {_PROVENANCE} }}' for i, sha in enumerate(batch)
+            )
+            query = (
+                "query($owner: String!, $name: String!) { "
+                f"repository(owner: $owner, name: $name) {{ {fields} }} }}"
+            )
+            data = await self._graphql(query, {"owner": self._owner, "name": self._name})
+            repository = cast("dict[str, Any]", data.get("repository") or {})
+            for i, sha in enumerate(batch):
+                node = cast("dict[str, Any] | None", repository.get(f"c{i}"))
+                if node is not None:
+                    found[sha] = conv.commit_provenance(sha, node)
+        return found
 
     async def commits_since(self, ref: str | None, since: datetime) -> list[PathCommit]:
         """Commits of `ref` (`None`: the default branch, with no request to name it)

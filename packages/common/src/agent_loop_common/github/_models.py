@@ -232,11 +232,47 @@ class PathCommit(_Frozen):
     sha: str
     parents: tuple[str, ...]
     author_login: str
-    """The author's GitHub login; empty when the email belongs to no account (nobody
-    can be trusted for it)."""
+    """The account GitHub maps the author email to; empty when it maps to none. Whoever
+    creates a commit writes its author freely: this says whose email the commit
+    carries, never who made it (`CommitProvenance` says what GitHub vouches for)."""
     message: str
     committed_at: datetime | None = None
     """The committer's date (when it landed on the branch, for a merge or a push)."""
+    committer_login: str = ""
+    """The account GitHub maps the committer email to (`web-flow` for the commits GitHub
+    makes itself); empty when none. As freely written as the author."""
+    verified: bool = False
+    """GitHub verified its signature (REST `verification.verified`): the committer's own
+    key, or GitHub's for the commits it makes itself (merges, web and API edits)."""
+
+
+class MergedPull(_Frozen):
+    """A merged pull request a commit belongs to, and who merged it (GitHub's word)."""
+
+    number: int
+    base_ref: str
+    """The branch it was merged into."""
+    merged_by: str
+    """The login of the person (or App) who merged it; empty when GitHub names nobody."""
+
+
+class CommitProvenance(_Frozen):
+    """What GitHub itself says about how a commit got where it is, unlike its author
+    and committer fields, which whoever made the commit wrote (one GraphQL request for
+    many commits: `GitHub.commit_provenance`)."""
+
+    sha: str
+    merged: tuple[MergedPull, ...] = ()
+    """The merged pull requests that brought it in (GitHub's `associatedPullRequests`)."""
+    signature_state: str = "UNSIGNED"
+    """GitHub's verdict on its signature (`VALID`, `UNSIGNED`, `BAD_EMAIL`,
+    `UNKNOWN_KEY`, ...)."""
+    signer: str = ""
+    """The account whose own registered key made a `VALID` signature: GitHub checked
+    the key is theirs and the committer email is one of their verified emails. Empty
+    for any other state, and for GitHub's own signature (`signed_by_github`), which
+    vouches that GitHub made the commit (a merge, a web or API edit), not for a person."""
+    signed_by_github: bool = False
 
 
 class PullHistory(_Frozen):

@@ -16,7 +16,9 @@ the GitHub rate limit is down to `AGENT_LOOP_RATE_LIMIT_RESERVE` (the tick ends
 Each agent declares its durable writes once in a `WriteBook`; the pipeline calls them
 through a `Writer` (in process, or as Flyte actions whose `Receipt`s bring their
 request counts home). Every tick returns a `TickSummary`; `run_entry` is the shared
-body of `python -m agent_loop_<role>`.
+body of `python -m agent_loop_<role>`. `stop_on_signals` turns SIGINT and SIGTERM into a
+stop request (`request_stop`) that `run_scoped` honours at the run's next safe point:
+the claim released, the run recorded `interrupted`.
 """
 
 from typing import TYPE_CHECKING
@@ -37,8 +39,23 @@ if TYPE_CHECKING:
         plan_slots,
         resolve_repos,
     )
+    from agent_loop_common.runtime._holders import (
+        LocalHolder,
+        drop_holder,
+        local_holder,
+        note_holder,
+    )
     from agent_loop_common.runtime._home import local_raw_data_path
     from agent_loop_common.runtime._idle_proof import PROOF_MAX_AGE, IdleProof, ProvenRead
+    from agent_loop_common.runtime._interrupt import (
+        Interrupt,
+        StopGate,
+        left_behind,
+        request_stop,
+        reset_stop,
+        stop_on_signals,
+        stop_requested,
+    )
     from agent_loop_common.runtime._local import (
         github_from_settings,
         local_memory,
@@ -103,6 +120,8 @@ __all__ = [
     "FlyteConfigError",
     "IdleProof",
     "InstalledSandbox",
+    "Interrupt",
+    "LocalHolder",
     "ModelProvider",
     "Pause",
     "Pipeline",
@@ -115,6 +134,7 @@ __all__ = [
     "Runtime",
     "Scout",
     "Slot",
+    "StopGate",
     "TaskWrites",
     "TickOutcome",
     "TickSummary",
@@ -124,6 +144,7 @@ __all__ = [
     "Writer",
     "agent_main",
     "check_reserve",
+    "drop_holder",
     "fair_order",
     "fast_idle_tick",
     "fleet_tick",
@@ -132,10 +153,13 @@ __all__ = [
     "installed_model_label",
     "installed_sandbox",
     "leave_idle_proof",
+    "left_behind",
+    "local_holder",
     "local_memory",
     "local_raw_data_path",
     "model_for",
     "model_label",
+    "note_holder",
     "open_runtime",
     "operator_fault",
     "plan_slots",
@@ -143,12 +167,16 @@ __all__ = [
     "preflight_sandbox",
     "record_failure",
     "remote_flyte_config",
+    "request_stop",
+    "reset_stop",
     "resolve_repos",
     "run_entry",
     "run_scoped",
     "run_task",
     "run_tick",
     "sandbox_for",
+    "stop_on_signals",
+    "stop_requested",
     "summarize",
     "summarize_many",
     "tick_body",
