@@ -30,6 +30,7 @@ from agent_loop_common.llm._errors import (
     LLMError,
     ModelCallFailed,
     ModelRequestsDisabled,
+    ModelSettingNames,
     classify_error,
 )
 from agent_loop_common.llm._limits import (
@@ -55,6 +56,7 @@ __all__ = [
     "ModelCallFailed",
     "ModelRequestsDisabled",
     "ModelRetryPolicy",
+    "ModelSettingNames",
     "ModelUsage",
     "UsageMeter",
     "classify_error",

@@ -25,6 +25,7 @@ from agent_loop_common.llm._errors import (
     ErrorKind,
     ModelCallFailed,
     ModelRequestsDisabled,
+    ModelSettingNames,
     classify_error,
 )
 from agent_loop_common.llm._limits import (
@@ -51,6 +52,7 @@ def make_call_llm(
     retry: ModelRetryPolicy | None = None,
     timeout: float = 600.0,
     extra_params: Mapping[str, Any] | None = None,
+    settings: ModelSettingNames | None = None,
 ) -> LLMCallable:
     """Build the `call_llm` for one role of one pipeline run.
 
@@ -72,6 +74,7 @@ def make_call_llm(
         timeout: Seconds one request may take.
         extra_params: More `litellm.acompletion` keyword arguments (`temperature`,
             `mock_response` in tests, ...); they override ours.
+        settings: The settings behind the call, so a failure names the one to fix.
 
     Returns:
         An async callable to pass as `Agent(call_llm=...)`.
@@ -126,7 +129,7 @@ def make_call_llm(
 
         kwargs = request_kwargs(to_litellm_messages(system, messages), tools)
         started = time.monotonic()
-        response = await _complete_with_retries(model, kwargs, policy, usage)
+        response = await _complete_with_retries(model, kwargs, policy, usage, settings)
         prompt_tokens, completion_tokens = usage_tokens(response)
         cost = _litellm.estimate_cost(response)
         usage.record(
@@ -148,7 +151,11 @@ def make_call_llm(
 
 
 async def _complete_with_retries(
-    model: str, kwargs: dict[str, Any], policy: ModelRetryPolicy, usage: UsageMeter
+    model: str,
+    kwargs: dict[str, Any],
+    policy: ModelRetryPolicy,
+    usage: UsageMeter,
+    settings: ModelSettingNames | None,
 ) -> object:
     attempt = 1
     while True:
@@ -157,7 +164,7 @@ async def _complete_with_retries(
         except Exception as exc:
             kind = classify_error(exc)
             if kind is not ErrorKind.TRANSIENT or attempt >= policy.max_attempts:
-                usage.failure = ModelCallFailed(model, kind, attempt, exc)
+                usage.failure = ModelCallFailed(model, kind, attempt, exc, settings=settings)
                 raise usage.failure from exc
             wait = policy.delay(attempt, exc)
             usage.retries += 1

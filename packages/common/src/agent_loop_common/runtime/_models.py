@@ -17,8 +17,14 @@ from contextlib import contextmanager
 
 from flyte.ai.agents import LLMCallable
 
-from agent_loop_common.llm import Budget, ModelRetryPolicy, UsageMeter, make_call_llm
-from agent_loop_common.model_keys import key_override
+from agent_loop_common.llm import (
+    Budget,
+    ModelRetryPolicy,
+    ModelSettingNames,
+    UsageMeter,
+    make_call_llm,
+)
+from agent_loop_common.model_keys import key_override, key_variable
 from agent_loop_common.records import Role
 from agent_loop_common.settings import Settings
 
@@ -97,10 +103,13 @@ def model_for(
     """The `call_llm` for one agent of a run: the installed provider, else litellm."""
     if _installed is not None:
         return _installed[0](role, purpose, usage, budget)
-    model = settings.model
+    model, variable = settings.model, "AGENT_LOOP_MODEL"
     if purpose == "verifier" and settings.verifier_model:
-        model = settings.verifier_model
+        model, variable = settings.verifier_model, "AGENT_LOOP_VERIFIER_MODEL"
     key = key_override()  # AGENT_LOOP_MODEL_KEY_ENV: the library would not read it itself
+    names = ModelSettingNames(
+        model_variable=variable, key_variable=key_variable(model), api_base=settings.api_base
+    )
     return make_call_llm(
         model=model,
         usage=usage,
@@ -110,4 +119,5 @@ def model_for(
         retry=ModelRetryPolicy.from_settings(settings),
         timeout=settings.llm_timeout_seconds,
         extra_params=None if key is None else {"api_key": key},
+        settings=names,
     )
