@@ -54,6 +54,13 @@ if TYPE_CHECKING:
     )
     from agent_loop_testing._emulator import GitHubEmulator
     from agent_loop_testing._emulator_faults import Fault, LoggedRequest
+    from agent_loop_testing._emulator_history import (
+        History,
+        HistoryIssue,
+        HistoryMerge,
+        HistoryPull,
+        HistoryStep,
+    )
     from agent_loop_testing._emulator_host import GitHubHost
     from agent_loop_testing._emulator_refname import is_valid_ref_name
     from agent_loop_testing._emulator_schema import SchemaMismatch, assert_matches_schema
@@ -111,6 +118,11 @@ _LAZY = {
     "Fault": "agent_loop_testing._emulator_faults",
     "LoggedRequest": "agent_loop_testing._emulator_faults",
     "GitHubHost": "agent_loop_testing._emulator_host",
+    "History": "agent_loop_testing._emulator_history",
+    "HistoryIssue": "agent_loop_testing._emulator_history",
+    "HistoryMerge": "agent_loop_testing._emulator_history",
+    "HistoryPull": "agent_loop_testing._emulator_history",
+    "HistoryStep": "agent_loop_testing._emulator_history",
     "InstantModel": "agent_loop_testing._instant",
     "HeldCall": "agent_loop_testing._held",
     "is_valid_ref_name": "agent_loop_testing._emulator_refname",
@@ -166,6 +178,11 @@ __all__ = [
     "GitHubEmulator",
     "GitHubHost",
     "HeldCall",
+    "History",
+    "HistoryIssue",
+    "HistoryMerge",
+    "HistoryPull",
+    "HistoryStep",
     "InstantModel",
     "LoggedRequest",
     "ModelPerIssue",
