@@ -23,6 +23,7 @@ from agent_loop_common.llm import (
     ModelSettingNames,
     UsageMeter,
     make_call_llm,
+    masked_call_llm,
 )
 from agent_loop_common.model_keys import key_override, key_variable
 from agent_loop_common.records import Role
@@ -100,7 +101,19 @@ def model_label(settings: Settings, purpose: str | None = None) -> str:
 def model_for(
     settings: Settings, role: Role, purpose: str, usage: UsageMeter, budget: Budget
 ) -> LLMCallable:
-    """The `call_llm` for one agent of a run: the installed provider, else litellm."""
+    """The `call_llm` for one agent of a run: the installed provider, else litellm.
+
+    Either way the conversation it is shown has its old tool results masked
+    (`AGENT_LOOP_KEEP_TURNS`), so a scripted or replayed model sees what a real one does.
+    """
+    return masked_call_llm(
+        _unmasked(settings, role, purpose, usage, budget), keep_turns=settings.keep_turns
+    )
+
+
+def _unmasked(
+    settings: Settings, role: Role, purpose: str, usage: UsageMeter, budget: Budget
+) -> LLMCallable:
     if _installed is not None:
         return _installed[0](role, purpose, usage, budget)
     model, variable = settings.model, "AGENT_LOOP_MODEL"
@@ -119,5 +132,6 @@ def model_for(
         retry=ModelRetryPolicy.from_settings(settings),
         timeout=settings.llm_timeout_seconds,
         extra_params=None if key is None else {"api_key": key},
+        prompt_cache=settings.prompt_cache,
         settings=names,
     )

@@ -347,6 +347,8 @@ class RunScope:
                 tokens_out=usage.completion_tokens,
                 llm_calls=usage.llm_calls,
                 cost_usd=usage.cost_usd,
+                tokens_cache_read=usage.cache_read_tokens,
+                tokens_cache_write=usage.cache_write_tokens,
             ),
             github=GitHubUsage(
                 requests=stats.total,
