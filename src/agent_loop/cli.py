@@ -9,13 +9,18 @@ agent-loop status [--home DIR] [--limit N]         runs, metrics, lessons
 agent-loop deploy builder|reviewer|distiller|gateway|eval [--dry-run] [--config FILE]
 agent-loop serve [--host H] [--port P]             the webhook gateway, runs in local mode
 agent-loop sandbox check|run [--dir PATH] [-- CMD ...]   the agents' test sandbox
+agent-loop claims list|release TARGET [--repo R] [--force]   the claims, one released by hand
+agent-loop eval mine [--repo OWNER/NAME] [--since DATE] [--limit N] [--out FILE]
+                                                   benchmark instances from merged PRs
 agent-loop --version
 ```
 
 Exit codes: 0 done (also an idle tick), 1 the tick ended in outcome `error` (or a deploy
 failed), 2 bad usage, configuration or preflight: nothing was attempted (also a tick
 that ended `preflight_failed`: a wrong repository, a refused token, a missing issue or
-PR, an unreachable model). A configuration
+PR, an unreachable model), 130 / 143 a local tick stopped by SIGINT (Ctrl-C) / SIGTERM:
+it stopped at its next safe point, released its claim and recorded the run
+`interrupted`; a second signal exits at once, saying what may be left. A configuration
 problem prints the settings' own message (each variable, what is wrong, what it is for)
 and never a traceback: a person fixing their environment needs the variable's name. A
 remote run or a deploy without a Flyte config naming a cluster is such a problem too:
@@ -30,11 +35,11 @@ import argparse
 import os
 import sys
 from collections.abc import Generator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
-from agent_loop import emulator_cmd, lessons_cmd, sandbox_cmd
+from agent_loop import claims_cmd, emulator_cmd, eval_cmd, lessons_cmd, sandbox_cmd
 from agent_loop.agents import AGENTS, TARGETS, AgentName, run_agent_once
 
 if TYPE_CHECKING:
@@ -227,6 +232,8 @@ def build_parser() -> argparse.ArgumentParser:
     sandbox_cmd.add_parser(commands)
     emulator_cmd.add_parser(commands)
     lessons_cmd.add_parser(commands)
+    eval_cmd.add_parser(commands)
+    claims_cmd.add_parser(commands)
     return parser
 
 
@@ -290,7 +297,8 @@ def _command(args: argparse.Namespace) -> int:
     from agent_loop_common.settings import ConfigError
 
     level = cast(str | None, args.log_level)
-    quiet_by_default = command in ("demo", "status", "sandbox", "emulator", "lessons")
+    quiet = ("demo", "status", "sandbox", "emulator", "lessons", "eval", "claims")
+    quiet_by_default = command in quiet
     configure_cli_logging("console", level or ("WARNING" if quiet_by_default else "INFO"))
     try:
         if command == "demo":
@@ -307,6 +315,10 @@ def _command(args: argparse.Namespace) -> int:
             return emulator_cmd.main(args)
         if command == "lessons":
             return lessons_cmd.main(args)
+        if command == "eval":
+            return eval_cmd.main(args)
+        if command == "claims":
+            return claims_cmd.main(args)
         return _deploy(args)
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
@@ -477,8 +489,16 @@ def _run_tick(
         where = f"in Flyte local mode (home: {settings.home}), model {model_label(settings)}"
     repos = settings.repo or ", ".join(settings.repos)
     _say(f"agent-loop: one {agent} tick{what} for {repos} {where}")
+    from agent_loop_common.runtime import reset_stop, stop_on_signals, stop_requested
+
+    reset_stop()
     try:
-        summary = run_agent_once(agent, settings, target=target, remote=remote, retry_now=retry_now)
+        # Ctrl-C and SIGTERM stop a local tick at its next safe point (claim released, run
+        # recorded `interrupted`); a remote run goes on on its cluster either way.
+        with nullcontext() if remote else stop_on_signals():
+            summary = run_agent_once(
+                agent, settings, target=target, remote=remote, retry_now=retry_now
+            )
     except ConfigError:
         raise
     except Exception as exc:
@@ -489,11 +509,18 @@ def _run_tick(
             file=sys.stderr,
         )
         print("Run again with --log-level DEBUG for the full trace.", file=sys.stderr)
-        return EXIT_FAILED
+        interrupt = stop_requested()
+        return EXIT_FAILED if interrupt is None else interrupt.exit_code
     if args.json:
         print(summary.model_dump_json())
     else:
         _print_summary(agent, summary, sys.stdout)
+    interrupt = stop_requested()
+    if interrupt is not None:
+        from agent_loop.interrupted import farewell
+
+        print(farewell(summary, interrupt), file=sys.stderr, flush=True)
+        return interrupt.exit_code
     if summary.failed:
         return EXIT_FAILED
     return EXIT_CONFIG if summary.preflight_failed else 0

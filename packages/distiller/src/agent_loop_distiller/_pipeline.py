@@ -51,7 +51,7 @@ from agent_loop_common.records import (
     TargetKind,
     Visibility,
 )
-from agent_loop_common.runtime import RunScope, Runtime, preflight_model, run_scoped
+from agent_loop_common.runtime import RunScope, Runtime, preflight_model, probe_model, run_scoped
 from agent_loop_common.settings import ConfigError
 from agent_loop_common.trust import Trust
 from agent_loop_distiller._act import act_on_diagnoses
@@ -99,6 +99,7 @@ async def _distill(
     records = learnable(work.batch.records)
     scope.target = Target(kind=TargetKind.REPO, title="distill lessons")
     preflight_model(runtime.settings)
+    await probe_model(runtime.settings)  # a wrong endpoint or key: named, not retried 4 times
     scope.lesson_ids = [lesson.id for lesson in work.context.lessons.lessons]
     before = runtime.usage.total_tokens
     async with scope.stage("distill"):
@@ -247,7 +248,7 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
     async with scope.stage("claim"):
         # The claim guards memory, which bookkeeping writes without a model: the model is
         # checked only before the distiller agent runs.
-        claim = await runtime.claimer.claim(TargetKind.REPO, CLAIM_KEY)
+        claim = await scope.take(TargetKind.REPO, CLAIM_KEY, heartbeat=False)
     if claim is None:
         out.kind, out.note = TickKind.BUSY, "another distiller run holds the claim"
         return
@@ -347,6 +348,7 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
         return
     work.digest = render_digest(work.book, grading.current, runtime.settings.digest_token_budget)
     async with scope.stage("commit"):
+        scope.commit()  # memory saves in order, then the lessons PR: a stop waits for the end
         wrote_context = await _commit(runtime, work)
     if runtime.settings.lessons_pr:
         async with scope.stage("lessons_pr"):
@@ -378,7 +380,12 @@ async def run_distiller_tick(
         await _body(runtime, scope, opts, out)
 
     out.record = await run_scoped(runtime, body)
-    if out.record is not None and out.record.outcome is not Outcome.DISTILLED:
+    if out.record is not None and out.record.outcome is Outcome.INTERRUPTED:
+        out.kind, out.note = TickKind.INTERRUPTED, out.record.error
+    elif out.record is None and runtime.interrupted is not None:
+        out.kind = TickKind.INTERRUPTED
+        out.note = f"stopped by the operator ({runtime.interrupted.name}) before it claimed"
+    elif out.record is not None and out.record.outcome is not Outcome.DISTILLED:
         out.kind = TickKind.FAILED
         out.note = out.note or out.record.error
     if out.report is not None and out.record is not None:

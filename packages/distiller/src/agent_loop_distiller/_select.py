@@ -51,6 +51,9 @@ class TickKind(StrEnum):
     """The model edited the lessons; everything committed; the run recorded."""
     FAILED = "failed"
     """Distillation was attempted and failed; nothing committed; the run recorded."""
+    INTERRUPTED = "interrupted"
+    """The operator stopped the tick (SIGINT, SIGTERM) before it committed; its claim
+    released, and the run recorded if it had claimed."""
 
 
 def learnable(records: Iterable[RunRecord]) -> list[RunRecord]:

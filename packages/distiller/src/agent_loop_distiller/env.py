@@ -28,6 +28,8 @@ from agent_loop_common.runtime import (
     TickSummary,
     open_runtime,
     resolve_repos,
+    stop_on_signals,
+    stop_requested,
     summarize,
     summarize_many,
 )
@@ -102,6 +104,10 @@ def summarize_tick(result: TickResult) -> TickSummary:
         details["lessons"] = str(len(result.lessons.lessons)) if result.lessons else "0"
         details |= _diagnosis_figures(result)
         return summarize(Role.DISTILLER, result.record, idle=IDLE_NOTE, details=details)
+    if result.kind is TickKind.INTERRUPTED:
+        return TickSummary(
+            role=Role.DISTILLER, outcome=Outcome.INTERRUPTED, note=result.note, details=details
+        )
     if result.kind in _IDLE_KINDS:
         return summarize(Role.DISTILLER, None, idle=IDLE_NOTE, note=result.note, details=details)
     return TickSummary(
@@ -148,11 +154,14 @@ async def distiller_tick(
     summaries: list[TickSummary] = []
     # Each repository's memory namespace has its own records, ledger and lessons: one
     # pass each, in turn (a distiller pass is cheap when nothing is new).
-    for repo in await resolve_repos(settings):
-        one = settings.for_repo(repo) if settings.many_repos else settings
-        async with open_runtime(one, Role.DISTILLER) as runtime:
-            result = await run_distiller_tick(runtime, DistillerOptions(retry_now=retry_now))
-            run_id, model = runtime.run_id, runtime.model_name
-        await publish_report(result, run_id, model)
-        summaries.append(summarize_tick(result))
+    with stop_on_signals():  # on a cluster the task owns the signals (SIGTERM on eviction)
+        for repo in await resolve_repos(settings):
+            one = settings.for_repo(repo) if settings.many_repos else settings
+            async with open_runtime(one, Role.DISTILLER) as runtime:
+                result = await run_distiller_tick(runtime, DistillerOptions(retry_now=retry_now))
+                run_id, model = runtime.run_id, runtime.model_name
+            await publish_report(result, run_id, model)
+            summaries.append(summarize_tick(result))
+            if stop_requested() is not None:  # the operator stopped the tick: no next pass
+                break
     return summarize_many(Role.DISTILLER, summaries, idle=IDLE_NOTE)

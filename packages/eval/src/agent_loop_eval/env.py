@@ -14,15 +14,23 @@ from __future__ import annotations
 import pathlib
 
 import flyte
+import flyte.report
 
+from agent_loop_builder import LessonChoice
 from agent_loop_common.deploy import (
     agent_env_vars,
     agent_image,
     agent_secrets,
     agent_tests_environments,
 )
+from agent_loop_common.settings import load_settings
+from agent_loop_eval._evaluate import evaluate
+from agent_loop_eval._fanout import fan_out
+from agent_loop_eval._instance import Instance
+from agent_loop_eval._report import report_html
+from agent_loop_eval._results import InstanceResult
 
-__all__ = ["PACKAGE_DIR", "env"]
+__all__ = ["PACKAGE_DIR", "env", "eval_instance", "eval_run"]
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[2]
 """`packages/eval`: where the image's exported lock lives."""
@@ -36,3 +44,35 @@ env = flyte.TaskEnvironment(
     env_vars=agent_env_vars(),
     depends_on=agent_tests_environments(),
 )
+
+
+@env.task
+async def eval_instance(instance: Instance, lessons: str = "on", model: str = "") -> InstanceResult:
+    """One instance: its base commit's tarball, the builder replayed on it offline, and
+    the score with its hidden tests (`evaluate`). Never fails for the instance's sake:
+    every failure is the result's `outcome` and `error`.
+
+    Args:
+        instance: The task instance (SWE-bench's fields).
+        lessons: `on`, `off` or lesson ids, comma separated.
+        model: A litellm model string for the builder and its verifier; "" for the
+            deployment's `AGENT_LOOP_MODEL`.
+    """
+    return await evaluate(
+        instance, load_settings(), lessons=LessonChoice.parse(lessons), model=model
+    )
+
+
+@env.task(report=True)
+async def eval_run(
+    instances: list[Instance], lessons: str = "on", model: str = "", parallel: int = 1
+) -> list[InstanceResult]:
+    """A benchmark run: `eval_instance` on every instance, `parallel` at a time, and the
+    run's report (resolved rate with its interval, cost, each instance with its diff)."""
+    results = await fan_out(
+        eval_instance, instances, parallel=parallel, lessons=lessons, model=model
+    )
+    shown = next((r.model for r in results if r.model), model or load_settings().model)
+    html = report_html(results, title="agent-loop eval run", model=shown, lessons=lessons)
+    await flyte.report.log.aio(html, do_flush=True)
+    return results

@@ -341,6 +341,7 @@ class ScriptedModel:
                 "prompt_tokens": step.prompt_tokens,
                 "completion_tokens": step.completion_tokens,
             },
+            "cost_usd": step.cost_usd,
         }
         return LLMMessage(content=step.text or "", tool_calls=tool_calls, raw=raw)
 

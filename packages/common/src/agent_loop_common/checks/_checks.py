@@ -49,8 +49,9 @@ from agent_loop_common.sandbox import (
     plan_tests,
     validate_extra_args,
 )
+from agent_loop_common.settings import Settings
 
-__all__ = ["Checks", "open_checks"]
+__all__ = ["Checks", "open_checks", "open_sandbox_checks"]
 
 _DETECTED_FROM = (
     "AGENTS.md",
@@ -231,6 +232,18 @@ class Checks:
             self.watch(report)
         return report
 
+    async def run(self, files: Mapping[str, str | None]) -> RunResult:
+        """The command once on the tree with `files` applied, outside any try's
+        `run_tests` budget and with no baseline: the benchmark's scoring run, whose
+        per-test outcomes (the JUnit report) are read against the instance's tests.
+
+        Raises:
+            CommandRejected: Tests do not run here (the sandbox is off, no command).
+        """
+        if not self.enabled or self.command is None:
+            raise CommandRejected(f"no tests can run: {self.note}")
+        return await self._run(self.command.argv, changes=files)
+
     def new_try(self) -> None:
         """Start counting `run_tests` calls for a new try."""
         self.tool_runs = 0
@@ -304,8 +317,29 @@ async def open_checks(
         ConfigError: No sandbox works here (the claim's preflight normally said so first).
         CommandRejected: `AGENT_LOOP_SETUP_COMMAND` uses shell syntax (refused at load).
     """
-    settings = runtime.settings
     sandbox = await runtime.sandbox()
+    async with open_sandbox_checks(
+        runtime.settings, sandbox, tree=tree, config=config, baselines=runtime.baselines
+    ) as checks:
+        yield checks
+
+
+@asynccontextmanager
+async def open_sandbox_checks(
+    settings: Settings,
+    sandbox: Sandbox,
+    *,
+    tree: RepoSnapshot,
+    config: RepoSnapshot,
+    baselines: BaselineStore,
+) -> AsyncGenerator[Checks]:
+    """`open_checks` outside a run: the same command, setup and environment cache from
+    `settings` and the `config` commit, in a sandbox the caller opened (the eval checks
+    mined pull requests this way, with no claim, memory or model).
+
+    Raises:
+        CommandRejected: `AGENT_LOOP_SETUP_COMMAND` uses shell syntax (refused at load).
+    """
     if sandbox.enabled:
         files = {} if settings.test_command else await _detection_files(config)
         plan = plan_tests(settings, files)
@@ -318,7 +352,7 @@ async def open_checks(
         tree=tree,
         command=plan.command,
         setup=plan.setup,
-        baselines=runtime.baselines,
+        baselines=baselines,
         max_tool_runs=settings.max_test_runs,
         note=plan.note,
         watch=installed.watch if (installed := installed_sandbox()) is not None else None,

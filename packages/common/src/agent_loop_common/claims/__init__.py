@@ -37,6 +37,14 @@ from agent_loop_common.claims._marker import (
     render_dibs,
     safe_text,
 )
+from agent_loop_common.claims._operator import (
+    ClaimView,
+    OperatorRelease,
+    claim_of,
+    list_claims,
+    parse_target,
+    release_claim,
+)
 from agent_loop_common.claims._ports import ClaimsGitHub
 from agent_loop_common.claims._protocol import Claimer, TargetView
 from agent_loop_common.claims._runid import (
@@ -69,6 +77,7 @@ __all__ = [
     "ClaimRefs",
     "ClaimState",
     "ClaimTarget",
+    "ClaimView",
     "Claimer",
     "ClaimsGitHub",
     "CommentLike",
@@ -78,6 +87,7 @@ __all__ = [
     "InvalidRunId",
     "NotClaimed",
     "Op",
+    "OperatorRelease",
     "RefDecision",
     "RefHead",
     "RefsAPI",
@@ -85,15 +95,19 @@ __all__ = [
     "UserLike",
     "backoff_resetters",
     "backoff_state",
+    "claim_of",
     "claim_state",
     "decide_ref",
     "format_time",
     "is_backed_off",
     "is_run_id",
+    "list_claims",
     "new_run_id",
     "parse_backoff",
     "parse_dibs",
+    "parse_target",
     "parse_time",
+    "release_claim",
     "render_backoff",
     "render_dibs",
     "run_id_time",

@@ -18,7 +18,7 @@ from agent_loop_common.claims._marker import (
     safe_text,
 )
 
-__all__ = ["backoff_body", "claim_body", "release_body"]
+__all__ = ["backoff_body", "claim_body", "release_body", "release_note_body"]
 
 _NOTE_LIMIT = 600
 
@@ -48,6 +48,23 @@ def release_body(claim: DibsMarker, release: DibsMarker, note: str, *, ok: bool 
     mark, verb = ("✅", "released this") if ok else ("⏹️", "stopped and released this")
     return (
         f"{mark} {_who(claim)} {verb} at {format_time(release.until)}: {_note(note)}\n\n"
+        f"{render_dibs(claim)}\n{render_dibs(release)}"
+    )
+
+
+def release_note_body(claim: DibsMarker, release: DibsMarker, *, operator: str, ref: str) -> str:
+    """The claim comment after an operator released the claim by hand (`agent-loop claims
+    release`): both markers (the release in the holder's run's name, so the thread reads
+    the target as free) and who released it."""
+    what = {
+        "deleted": "its claim ref was deleted",
+        "marked released": "its claim ref was marked released",
+        "moved": "its claim ref had already passed to another run",
+        "none": "it had no claim ref left",
+    }.get(ref, ref)
+    return (
+        f"⏹️ {_who(claim)}: claim released by the operator {_note(operator)} at "
+        f"{format_time(release.until)} ({what}).\n\n"
         f"{render_dibs(claim)}\n{render_dibs(release)}"
     )
 

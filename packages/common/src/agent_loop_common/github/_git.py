@@ -184,6 +184,16 @@ class GitOps(GraphQLBase):
         wanted = f"refs/heads/{branch}"
         return next((r.object_.sha for r in resp.parsed_data if r.ref == wanted), None)
 
+    async def matching_refs(self, prefix: str) -> list[tuple[str, str]]:
+        """Every ref whose name starts with `refs/<prefix>`, as `(full name, sha)` (the
+        claim refs under `agent-loop/claims/`, for `agent-loop claims list`)."""
+        gh = await self._gh()
+        with translated():
+            resp = await gh.rest.git.async_list_matching_refs(
+                self._owner, self._name, _path(_short(prefix))
+            )
+        return [(r.ref, r.object_.sha) for r in resp.parsed_data]
+
     async def create_ref(self, ref: str, sha: str) -> None:
         """Create `refs/...` at `sha`; atomic, so exactly one racer wins.
 

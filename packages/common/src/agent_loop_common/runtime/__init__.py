@@ -8,15 +8,18 @@ async with open_runtime(settings, Role.BUILDER) as rt:
 `use_model(provider, label=...)` installs an in-process model (scripted, replayed) for
 Flyte local mode: the offline demo and the end-to-end tests; records and reports name
 it by its label. `use_sandbox(sandbox)` does the same for the sandbox the builder's and
-reviewer's tests run in. `preflight_model` and `preflight_sandbox` refuse, before any
-claim, a run that could not finish its work; `check_reserve` holds new work back while
+reviewer's tests run in. `preflight_model`, `probe_model` (one cheap request: the model endpoint
+answers and takes the key) and `preflight_sandbox` refuse, before any claim, a run that
+could not finish its work; `check_reserve` holds new work back while
 the GitHub rate limit is down to `AGENT_LOOP_RATE_LIMIT_RESERVE` (the tick ends
 `paused`).
 
 Each agent declares its durable writes once in a `WriteBook`; the pipeline calls them
 through a `Writer` (in process, or as Flyte actions whose `Receipt`s bring their
 request counts home). Every tick returns a `TickSummary`; `run_entry` is the shared
-body of `python -m agent_loop_<role>`.
+body of `python -m agent_loop_<role>`. `stop_on_signals` turns SIGINT and SIGTERM into a
+stop request (`request_stop`) that `run_scoped` honours at the run's next safe point:
+the claim released, the run recorded `interrupted`.
 """
 
 from typing import TYPE_CHECKING
@@ -37,8 +40,23 @@ if TYPE_CHECKING:
         plan_slots,
         resolve_repos,
     )
+    from agent_loop_common.runtime._holders import (
+        LocalHolder,
+        drop_holder,
+        local_holder,
+        note_holder,
+    )
     from agent_loop_common.runtime._home import local_raw_data_path
     from agent_loop_common.runtime._idle_proof import PROOF_MAX_AGE, IdleProof, ProvenRead
+    from agent_loop_common.runtime._interrupt import (
+        Interrupt,
+        StopGate,
+        left_behind,
+        request_stop,
+        reset_stop,
+        stop_on_signals,
+        stop_requested,
+    )
     from agent_loop_common.runtime._local import (
         github_from_settings,
         local_memory,
@@ -55,6 +73,13 @@ if TYPE_CHECKING:
     )
     from agent_loop_common.runtime._pause import Pause, ReserveReached, check_reserve
     from agent_loop_common.runtime._preflight import preflight_model
+    from agent_loop_common.runtime._probe import (
+        PROBE_TTL_SECONDS,
+        PROVIDER_MODEL_LISTS,
+        ModelUnavailable,
+        forget_probes,
+        probe_model,
+    )
     from agent_loop_common.runtime._remote import (
         CONFIG_TEMPLATE,
         FlyteConfigError,
@@ -96,14 +121,19 @@ __all__ = [
     "CONFIG_TEMPLATE",
     "IDLE",
     "PAUSED",
+    "PROBE_TTL_SECONDS",
     "PROOF_MAX_AGE",
+    "PROVIDER_MODEL_LISTS",
     "TESTING_ROLES",
     "AgentEntry",
     "DirectWriter",
     "FlyteConfigError",
     "IdleProof",
     "InstalledSandbox",
+    "Interrupt",
+    "LocalHolder",
     "ModelProvider",
+    "ModelUnavailable",
     "Pause",
     "Pipeline",
     "Posted",
@@ -115,6 +145,7 @@ __all__ = [
     "Runtime",
     "Scout",
     "Slot",
+    "StopGate",
     "TaskWrites",
     "TickOutcome",
     "TickSummary",
@@ -124,31 +155,41 @@ __all__ = [
     "Writer",
     "agent_main",
     "check_reserve",
+    "drop_holder",
     "fair_order",
     "fast_idle_tick",
     "fleet_tick",
+    "forget_probes",
     "github_from_settings",
     "installed_model",
     "installed_model_label",
     "installed_sandbox",
     "leave_idle_proof",
+    "left_behind",
+    "local_holder",
     "local_memory",
     "local_raw_data_path",
     "model_for",
     "model_label",
+    "note_holder",
     "open_runtime",
     "operator_fault",
     "plan_slots",
     "preflight_model",
     "preflight_sandbox",
+    "probe_model",
     "record_failure",
     "remote_flyte_config",
+    "request_stop",
+    "reset_stop",
     "resolve_repos",
     "run_entry",
     "run_scoped",
     "run_task",
     "run_tick",
     "sandbox_for",
+    "stop_on_signals",
+    "stop_requested",
     "summarize",
     "summarize_many",
     "tick_body",

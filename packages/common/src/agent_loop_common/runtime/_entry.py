@@ -12,8 +12,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 
 from agent_loop_common.logs import configure_logging
+from agent_loop_common.runtime._interrupt import reset_stop, stop_on_signals, stop_requested
 from agent_loop_common.runtime._summary import AgentEntry, TickSummary
 from agent_loop_common.settings import ConfigError, Settings, load_settings
 
@@ -82,15 +84,24 @@ def run_entry(
         0 after a tick that reached its target or found none (whatever its outcome), 2
         on a configuration error (also one found before the tick starts, e.g.
         `--remote` without a Flyte config) or a tick that never reached its target
-        (`preflight_failed`).
+        (`preflight_failed`), 128 + the signal's number after a local tick stopped by
+        SIGINT or SIGTERM (130, 143).
     """
     args = parser.parse_args(argv)
+    remote = bool(getattr(args, "remote", False))
+    reset_stop()
     try:
         settings = load_settings()
         configure_logging("console", settings.log_level)
-        summary = tick(args, settings)
+        # A local tick stops at its next safe point on SIGINT or SIGTERM (claim released,
+        # run recorded `interrupted`); a remote one goes on on its cluster either way.
+        with nullcontext() if remote else stop_on_signals():
+            summary = tick(args, settings)
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return 2
     print(summary.model_dump_json(indent=2))
+    interrupt = stop_requested()
+    if interrupt is not None:
+        return interrupt.exit_code
     return 2 if summary.preflight_failed else 0

@@ -29,6 +29,7 @@ from agent_loop_common.llm import Budget, UsageMeter, prefetch_litellm
 from agent_loop_common.memory import MemoryLocation, read_etag_state, write_etag_state
 from agent_loop_common.model_keys import remember_model_keys
 from agent_loop_common.records import Role
+from agent_loop_common.runtime._interrupt import Interrupt
 from agent_loop_common.runtime._models import installed_model, model_for, model_label
 from agent_loop_common.runtime._pause import Pause
 from agent_loop_common.runtime._sandbox import installed_sandbox, sandbox_for
@@ -73,6 +74,8 @@ class Runtime:
     by the runs of a process (`use_sandbox`)."""
     paused: Pause | None = None
     """Set by `run_scoped` when the rate-limit reserve kept the run from claiming."""
+    interrupted: Interrupt | None = None
+    """Set by `run_scoped` when the operator stopped the run (SIGINT, SIGTERM)."""
     recheck_at: datetime | None = None
     """When a time-based rule could change this run's decision (`depends_on_time`);
     `None`: no such rule was involved. Bounds the tick's `IdleProof`."""

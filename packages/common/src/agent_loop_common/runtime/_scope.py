@@ -6,14 +6,22 @@ links, and on *every* exit path release what it claimed and write exactly one
 `RunRecord`, or, when it claimed nothing, only bump the cheap idle counter (or, when
 the rate-limit reserve stopped it before a claim, the paused counter). That shape
 lives here once; the pipelines fill in the body.
+
+Exit paths include a stop the operator asked for (SIGINT, SIGTERM: see `_interrupt`):
+the body runs behind a `StopGate`, which cancels it where it waits, never while it
+writes a claim (`RunScope.holding`) and never once it started writing its result (the
+first guarded write: `RunScope.commit`), so a push and its record are never split. The
+run then releases its claim and is recorded as `interrupted`. A cancellation from
+outside (a cluster aborting the action) takes the same path, its cleanup shielded, and
+then propagates.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Concatenate, Literal, ParamSpec, TypeVar
@@ -46,8 +54,11 @@ from agent_loop_common.records import (
     WorkKind,
 )
 from agent_loop_common.runtime._faults import operator_fault
+from agent_loop_common.runtime._holders import drop_holder, note_holder
+from agent_loop_common.runtime._interrupt import StopGate, open_gate
 from agent_loop_common.runtime._pause import Pause, ReserveReached, check_reserve
 from agent_loop_common.runtime._preflight import preflight_model
+from agent_loop_common.runtime._probe import probe_model
 from agent_loop_common.runtime._runtime import Runtime
 from agent_loop_common.runtime._sandbox import TESTING_ROLES
 from agent_loop_common.runtime._writes import Receipt, Writer
@@ -95,10 +106,34 @@ class RunScope:
     """What the repository's tests said about the last change the run checked."""
     pause: Pause | None = None
     """Set when the rate-limit reserve stopped the run before it claimed anything."""
+    gate: StopGate | None = None
+    """Where a stop request reaches the body (`run_scoped` opens it)."""
+    _renewals: dict[ClaimTarget, asyncio.Task[object]] = field(
+        default_factory=dict[ClaimTarget, "asyncio.Task[object]"]
+    )
+
+    @contextmanager
+    def holding(self) -> Generator[None]:
+        """A section a stop must not cut (a claim's ref and comment being written, a
+        back-off being posted); a stop requested meanwhile is delivered as it ends."""
+        if self.gate is None:
+            yield
+            return
+        with self.gate.hold():
+            yield
+
+    def commit(self) -> None:
+        """The run starts writing its result: no stop cuts it from here on (a push and
+        its record are never split; the body runs to its end)."""
+        if self.gate is not None:
+            self.gate.commit()
 
     @asynccontextmanager
     async def stage(self, name: str) -> AsyncGenerator[None]:
-        """Time a phase and show it as a group in the Flyte run's timeline."""
+        """Time a phase and show it as a group in the Flyte run's timeline (and, as it
+        starts, stop if the operator asked: a stage boundary is a safe point)."""
+        if self.gate is not None:
+            self.gate.checkpoint()
         started = time.perf_counter()
         try:
             with flyte.group(name):
@@ -140,8 +175,9 @@ class RunScope:
         First the GitHub budget: at the rate-limit reserve nothing new is claimed
         (`ReserveReached`; `run_scoped` ends the tick `paused`). Then the preflight: the
         model is usable and, for the builder and the reviewer, a sandbox can run the
-        tests. Having work, the run starts loading the model library in the background
-        (`Runtime.warm_model`). A missing key, an unknown model or no working sandbox stops the run with
+        tests; the model's endpoint answers and takes the key (`probe_model`: one cheap
+        request per process). Having work, the run starts loading the model library in
+        the background (`Runtime.warm_model`). A missing key, an unknown model or no working sandbox stops the run with
         nothing public written; a tick that finds no work needs neither and is not
         stopped by them.
         """
@@ -149,12 +185,25 @@ class RunScope:
             self.runtime.github.rate_budget, RateReserve.from_settings(self.runtime.settings)
         )
         preflight_model(self.runtime.settings)
+        await probe_model(self.runtime.settings)  # the endpoint answers, the key is taken
         self.runtime.warm_model()
         if self.runtime.role in TESTING_ROLES:
             await self.runtime.sandbox()
-        claim = await self.runtime.claimer.claim(kind, key)
+        return await self.take(kind, key)
+
+    async def take(
+        self, kind: TargetKind, key: int | str, *, heartbeat: bool = True
+    ) -> Claim | None:
+        """The claim itself (`claim` without its checks; the distiller's, which guards
+        memory bookkeeping that needs no model): never cut by a stop between its ref and
+        its comment, noted as this process's (`note_holder`), renewed every ttl/3 unless
+        `heartbeat` is off."""
+        with self.holding():
+            claim = await self.runtime.claimer.claim(kind, key)
         if claim is not None:
-            self._beats[claim.target] = asyncio.create_task(self._heartbeat(claim.target))
+            note_holder(self.runtime.settings.home, self.runtime.run_id)
+            if heartbeat:
+                self._beats[claim.target] = asyncio.create_task(self._heartbeat(claim.target))
         return claim
 
     async def _heartbeat(self, target: ClaimTarget) -> None:
@@ -172,8 +221,12 @@ class RunScope:
             current = next((c for c in rt.claimer.held() if c.target == target), None)
             if current is None:
                 return
+            # Its own task: stopping the heartbeat never cuts a renewal between its ref
+            # update and its bookkeeping (`end_heartbeats` waits for it).
+            renewal = asyncio.ensure_future(rt.claimer.extend(current))
+            self._renewals[target] = renewal
             try:
-                await rt.claimer.extend(current)
+                await asyncio.shield(renewal)
             except ClaimLost as exc:
                 self._lost[target] = str(exc)
                 _log.warning("run.claim_lost", target=str(target), error=str(exc))
@@ -202,11 +255,23 @@ class RunScope:
         """`write`, refusing every write once this run's claim is lost (`ensure_held`)."""
         return _GuardedWriter(self, write)
 
-    def stop_heartbeats(self) -> None:
-        """Stop renewing (the run is ending; its claims are about to be released)."""
+    async def end_heartbeats(self) -> None:
+        """Stop renewing (the run is ending; its claims are about to be released).
+
+        A renewal in flight finishes first: cut between its ref update and its
+        bookkeeping, it would leave the ref at a commit the release does not know, and
+        the claim would stay until it expires.
+        """
         for task in self._beats.values():
             task.cancel()
         self._beats.clear()
+        pending = [r for r in self._renewals.values() if not r.done()]
+        self._renewals.clear()
+        if pending:
+            await asyncio.wait(pending)
+            for renewal in pending:
+                if not renewal.cancelled():
+                    renewal.exception()  # retrieved: the heartbeat logged it already
 
     def tokens(self) -> int:
         """Prompt plus completion tokens of the run so far (every model call)."""
@@ -226,6 +291,8 @@ class RunScope:
         except ClaimLost:
             raise
         except Exception as exc:
+            if self.gate is not None and self.gate.stopped:  # the operator's stop: no rest
+                raise
             reason = operator_fault(exc)
             if reason is not None:
                 self.fault = "operator"
@@ -245,7 +312,8 @@ class RunScope:
         self.fault = "work"
         self.ensure_held()
         try:
-            backoff = await self.runtime.claimer.record_failure(target, reason)
+            with self.holding():
+                backoff = await self.runtime.claimer.record_failure(target, reason)
         except Exception as nested:  # the record still tells what happened
             _log.warning("run.backoff_failed", target=str(target), error=repr(nested))
             return
@@ -279,6 +347,8 @@ class RunScope:
                 tokens_out=usage.completion_tokens,
                 llm_calls=usage.llm_calls,
                 cost_usd=usage.cost_usd,
+                tokens_cache_read=usage.cache_read_tokens,
+                tokens_cache_write=usage.cache_write_tokens,
             ),
             github=GitHubUsage(
                 requests=stats.total,
@@ -308,21 +378,30 @@ async def run_scoped(
     """Run a pipeline body so that it always ends recorded and released.
 
     The body sets `scope.target` once it holds a claim and `scope.finish(...)` when it
-    knows the outcome. Whatever happens (return, exception, budget stop, lost claim),
-    claims still held are released, and the record is written (or, for a run that
-    claimed nothing, the idle counter bumped). Errors never escape: a scheduled run
-    must not crash the schedule. Only cancellation propagates, after cleanup.
+    knows the outcome. Whatever happens (return, exception, budget stop, lost claim, the
+    operator's stop), claims still held are released, and the record is written (or,
+    for a run that claimed nothing, the idle counter bumped). Errors never escape: a
+    scheduled run must not crash the schedule. A stop request (`request_stop`) ends the
+    body at its next safe point and the run as `interrupted`; only a cancellation from
+    outside propagates, after the same cleanup (shielded).
 
     Returns:
         The written record, or `None` when the run claimed nothing (then
-        `runtime.paused` says whether the rate-limit reserve held it back).
+        `runtime.paused` says whether the rate-limit reserve held it back, and
+        `runtime.interrupted` whether the operator stopped it first).
     """
     scope = RunScope(runtime=runtime, started_at=runtime.clock())
     with collecting_problems() as problems:
-        await _run_body(runtime, scope, body)
+        cancelled = await _run_body(runtime, scope, body)
+        if cancelled is not None:  # from outside: release and record, shielded, then go
+            await _shielded(_release_all(runtime, scope))
     scope.problems.extend(p for p in problems if p not in scope.problems)
-    if runtime.usage.exceeded and scope.outcome not in (Outcome.ERROR, None):
+    stopped = (Outcome.ERROR, Outcome.INTERRUPTED, None)
+    if runtime.usage.exceeded and scope.outcome not in stopped:
         scope.finish(Outcome.BUDGET_EXCEEDED, runtime.usage.exceeded)
+    if cancelled is not None:
+        await _shielded(_persist(runtime, scope))
+        raise cancelled
     return await _persist(runtime, scope)
 
 
@@ -341,34 +420,117 @@ async def record_failure(runtime: Runtime, exc: Exception) -> RunRecord:
 
 async def _run_body(
     runtime: Runtime, scope: RunScope, body: Callable[[RunScope], Awaitable[None]]
-) -> None:
-    try:
-        await body(scope)
-    except ReserveReached as exc:  # before any claim: not a failure, nothing to rest
-        scope.pause = exc.pause
-        _log.info("run.paused", role=runtime.role.value, reason=exc.pause.note)
-    except BudgetExceeded as exc:
-        scope.finish(Outcome.BUDGET_EXCEEDED, str(exc))
-    except ClaimLost as exc:
-        scope.finish(Outcome.LOST_CLAIM, str(exc))
-    except Exception as exc:
-        reason = operator_fault(exc)
-        if reason is not None:
-            scope.fault = "operator"
-            _log.error("run.operator_fault", role=runtime.role.value, reason=reason, error=str(exc))
-        else:
-            scope.fault = scope.fault or "work"
-            _log.exception("run.error", role=runtime.role.value, run_id=runtime.run_id)
-        scope.finish(Outcome.ERROR, f"{type(exc).__name__}: {exc}")
-    finally:
-        scope.stop_heartbeats()
+) -> asyncio.CancelledError | None:
+    """Run the body behind a stop gate; the outcome set, claims released. Returns the
+    cancellation that came from outside (not a stop request), for the caller to raise
+    after recording."""
+    outside: asyncio.CancelledError | None = None
+    with open_gate(lambda: _holding(runtime)) as gate:
+        scope.gate = gate
+        try:
+            gate.checkpoint()  # a stop requested before the run started
+            await body(scope)
+        except asyncio.CancelledError as exc:
+            if not gate.stopped:
+                outside = exc
+            _stopped(runtime, scope, gate, outside)
+        except ReserveReached as exc:  # before any claim: not a failure, nothing to rest
+            scope.pause = exc.pause
+            _log.info("run.paused", role=runtime.role.value, reason=exc.pause.note)
+        except BudgetExceeded as exc:
+            scope.finish(Outcome.BUDGET_EXCEEDED, str(exc))
+        except ClaimLost as exc:
+            scope.finish(Outcome.LOST_CLAIM, str(exc))
+        except Exception as exc:
+            if gate.stopped and not gate.committing:  # the stop's cancellation, reworded
+                _stopped(runtime, scope, gate, None)
+            else:
+                reason = operator_fault(exc)
+                if reason is not None:
+                    scope.fault = "operator"
+                    _log.error(
+                        "run.operator_fault",
+                        role=runtime.role.value,
+                        reason=reason,
+                        error=str(exc),
+                    )
+                else:
+                    scope.fault = scope.fault or "work"
+                    _log.exception("run.error", role=runtime.role.value, run_id=runtime.run_id)
+                scope.finish(Outcome.ERROR, f"{type(exc).__name__}: {exc}")
+        finally:
+            task = asyncio.current_task()
+            for _ in range(gate.cancels if task is not None and outside is None else 0):
+                task.uncancel()  # pyright: ignore[reportOptionalMemberAccess]
+    # The gate is closed: a stop requested now cannot cut the cleanup.
+    if outside is None:
+        await scope.end_heartbeats()
         await _release_all(runtime, scope)
+    else:
+        await _shielded(scope.end_heartbeats())
+    return outside
+
+
+def _forget_holder(runtime: Runtime) -> None:
+    """This process holds nothing more of the run: drop its note (`note_holder`)."""
+    if not runtime.claimer.held():
+        drop_holder(runtime.settings.home, runtime.run_id)
+
+
+def _stopped(
+    runtime: Runtime,
+    scope: RunScope,
+    gate: StopGate,
+    outside: asyncio.CancelledError | None,
+) -> None:
+    """Set the outcome of a run the operator stopped (or that was cancelled from
+    outside): `interrupted`, on its claimed target; a run that claimed nothing has no
+    record and says so on `runtime.interrupted`."""
+    interrupt = gate.interrupt
+    why = (
+        f"stopped by the operator ({interrupt.name}) at a safe point"
+        if interrupt is not None
+        else f"cancelled from outside ({outside or 'the task was cancelled'})"
+    )
+    held = runtime.claimer.held()
+    if scope.target is None and held:
+        claimed = held[0].target
+        scope.target = Target(
+            kind=claimed.kind,
+            number=claimed.number if claimed.has_thread else None,
+            title="" if claimed.has_thread else f"{runtime.role.value} tick",
+        )
+    runtime.interrupted = interrupt
+    scope.finish(Outcome.INTERRUPTED, why)
+    _log.warning(
+        "run.interrupted",
+        role=runtime.role.value,
+        run_id=runtime.run_id,
+        reason=why,
+        claimed=[str(c.target) for c in held],
+    )
+
+
+def _holding(runtime: Runtime) -> list[str]:
+    """What a run holds now, for an operator about to exit at once."""
+    repo = runtime.settings.repo
+    return [
+        f"{claim.target} in {repo} (run {claim.run}, until {claim.until.strftime('%H:%M:%S UTC')})"
+        for claim in runtime.claimer.held()
+    ]
+
+
+async def _shielded(step: Awaitable[object]) -> None:
+    """Run a cleanup step to its end even if the caller is cancelled again meanwhile."""
+    await asyncio.shield(asyncio.ensure_future(step))
 
 
 async def _release_all(runtime: Runtime, scope: RunScope) -> None:
     """Release what the body still holds, saying honestly how the run ended."""
     failed = scope.outcome in _FAILED
-    if scope.fault == "operator":
+    if scope.outcome is Outcome.INTERRUPTED:
+        note = f"{scope.error}; nothing was changed"
+    elif scope.fault == "operator":
         note = "stopped by a configuration or infrastructure problem; nothing was changed"
     elif failed:
         note = f"the run stopped ({scope.outcome.value if scope.outcome else 'error'})"
@@ -381,6 +543,7 @@ async def _release_all(runtime: Runtime, scope: RunScope) -> None:
             )
         except Exception as exc:  # the claim expires by itself; never hide the outcome
             _log.warning("run.release_failed", target=str(claim.target), error=repr(exc))
+    _forget_holder(runtime)
 
 
 _FAILED = frozenset(
@@ -405,6 +568,8 @@ async def _persist(runtime: Runtime, scope: RunScope) -> RunRecord | None:
         )
         return None
     if scope.target is None:
+        if scope.outcome is Outcome.INTERRUPTED:  # stopped before claiming: nothing to keep
+            return None
         if scope.outcome not in (Outcome.ERROR, Outcome.PREFLIGHT_FAILED):
             await count_idle_run(runtime.memory, runtime.role, now=runtime.clock())
             return None
@@ -441,6 +606,7 @@ class _GuardedWriter:
         **kwargs: _P.kwargs,
     ) -> _R:
         self._scope.ensure_held()
+        self._scope.commit()  # past the point of no return: a stop waits for the end
         return await self._write(write, *args, **kwargs)
 
 

@@ -18,6 +18,7 @@ from agent_loop_common.records import Outcome, Role
 
 if TYPE_CHECKING:  # the idle tick's lean path imports this module: no githubkit, no Flyte
     from agent_loop_common.records import RunRecord
+    from agent_loop_common.runtime._interrupt import Interrupt
     from agent_loop_common.runtime._pause import Pause
     from agent_loop_common.settings import Settings
 
@@ -176,9 +177,18 @@ def summarize(
     note: str = "",
     details: Mapping[str, str] | None = None,
     paused: Pause | None = None,
+    interrupted: Interrupt | None = None,
 ) -> TickSummary:
-    """The one summary of a tick: of its record, paused (with why and until when), or
-    idle (with the agent's `idle` note)."""
+    """The one summary of a tick: of its record, paused (with why and until when),
+    interrupted before it claimed anything, or idle (with the agent's `idle` note)."""
+    if record is None and interrupted is not None:
+        return TickSummary(
+            role=role,
+            outcome=Outcome.INTERRUPTED,
+            note=f"stopped by the operator ({interrupted.name}) before it claimed anything: "
+            "nothing to release, no run record",
+            details=dict(details or {}),
+        )
     if record is None and paused is not None:
         extra = {"resumes_after": paused.until.isoformat()} if paused.until else {}
         return TickSummary(

@@ -29,6 +29,7 @@ from agent_loop_common.runtime._idle_proof import (
     ProvenRead,
     settings_fingerprint,
 )
+from agent_loop_common.runtime._interrupt import stop_on_signals
 from agent_loop_common.runtime._runtime import Runtime, open_runtime
 from agent_loop_common.runtime._summary import TickSummary, summarize
 from agent_loop_common.runtime._writes import TaskWrites, Writer
@@ -84,24 +85,27 @@ async def tick_body(
     """
     settings = load_settings()
     fleet = settings.many_repos or settings.parallel(role.value) > 1  # pyright: ignore[reportArgumentType]
-    if fleet and scout is not None and work is not None and target is None:
-        summary = await fleet_tick(settings, role, scout=scout, work=work, idle=idle)
-        await _write_proof(MemoryLocation.from_settings(settings), role, None)
-        await flyte.report.log.aio(_fleet_report(summary, heading), do_flush=True)
-        return summary
-    if settings.many_repos:
-        settings = _one_repo(settings)
-    async with open_runtime(settings, role) as runtime:
-        record = await pipeline(
-            runtime,
-            target,
-            tasks.writer(runtime.github.stats, runtime.settings.repo),
-            retry_now=retry_now,
-        )
-        await leave_idle_proof(runtime, record, note=idle, untargeted=target is None)
-    html = run_report_html(record, heading=heading, idle=f"Idle: {idle}.")
-    await flyte.report.log.aio(html, do_flush=True)
-    return summarize(role, record, idle=idle, paused=runtime.paused)
+    with stop_on_signals():  # on a cluster the task owns the signals (SIGTERM on eviction)
+        if fleet and scout is not None and work is not None and target is None:
+            summary = await fleet_tick(settings, role, scout=scout, work=work, idle=idle)
+            await _write_proof(MemoryLocation.from_settings(settings), role, None)
+            await flyte.report.log.aio(_fleet_report(summary, heading), do_flush=True)
+            return summary
+        if settings.many_repos:
+            settings = _one_repo(settings)
+        async with open_runtime(settings, role) as runtime:
+            record = await pipeline(
+                runtime,
+                target,
+                tasks.writer(runtime.github.stats, runtime.settings.repo),
+                retry_now=retry_now,
+            )
+            await leave_idle_proof(runtime, record, note=idle, untargeted=target is None)
+        html = run_report_html(record, heading=heading, idle=f"Idle: {idle}.")
+        await flyte.report.log.aio(html, do_flush=True)
+    return summarize(
+        role, record, idle=idle, paused=runtime.paused, interrupted=runtime.interrupted
+    )
 
 
 async def work_body(
@@ -119,16 +123,19 @@ async def work_body(
     settings = load_settings()
     if settings.many_repos:
         settings = settings.for_repo(repo)
-    async with open_runtime(settings, role) as runtime:
-        record = await pipeline(
-            runtime,
-            None,
-            tasks.writer(runtime.github.stats, runtime.settings.repo),
-            among=list(among),
-        )
-    html = run_report_html(record, heading=heading, idle=f"Idle: {idle}.")
-    await flyte.report.log.aio(html, do_flush=True)
-    return summarize(role, record, idle=idle, paused=runtime.paused)
+    with stop_on_signals():  # a slot's own container on a cluster
+        async with open_runtime(settings, role) as runtime:
+            record = await pipeline(
+                runtime,
+                None,
+                tasks.writer(runtime.github.stats, runtime.settings.repo),
+                among=list(among),
+            )
+        html = run_report_html(record, heading=heading, idle=f"Idle: {idle}.")
+        await flyte.report.log.aio(html, do_flush=True)
+    return summarize(
+        role, record, idle=idle, paused=runtime.paused, interrupted=runtime.interrupted
+    )
 
 
 async def leave_idle_proof(
@@ -146,7 +153,7 @@ async def leave_idle_proof(
         note: What the idle tick says (`no eligible issue`).
         untargeted: The tick chose its own work (a targeted run leaves a void proof).
     """
-    idle = untargeted and record is None and runtime.paused is None
+    idle = untargeted and record is None and runtime.paused is None and runtime.interrupted is None
     proof = _proof_of(runtime, note) if idle else None
     await _write_proof(runtime.memory, runtime.role, proof)
     return proof

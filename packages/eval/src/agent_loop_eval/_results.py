@@ -1,0 +1,165 @@
+"""What a benchmark run leaves: one result per instance, and the files made of them.
+
+`results.json` is a JSON list with one object per instance (`instance_id`, `resolved`,
+then everything else), `predictions.jsonl` is SWE-bench's predictions format
+(`instance_id`, `model_name_or_path`, `model_patch`), so SWE-bench's own harness can score
+the same changes again, and `report.html` is the run for a person (`_report`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from pydantic import BaseModel, Field
+
+from agent_loop_common.records import Attempt, TestEvidence
+from agent_loop_eval._stats import wilson
+
+__all__ = [
+    "InstanceResult",
+    "RunSummary",
+    "TestStatus",
+    "read_results",
+    "summarize_results",
+    "write_results",
+]
+
+TestStatus = Literal["passed", "failed", "error", "skipped", "missing"]
+"""A hidden test's outcome in the scoring run; `missing`: the run did not report it."""
+
+RESULTS = "results.json"
+PREDICTIONS = "predictions.jsonl"
+REPORT = "report.html"
+
+
+class InstanceResult(BaseModel):
+    """One instance replayed and scored."""
+
+    instance_id: str
+    resolved: bool
+    """Every `FAIL_TO_PASS` and `PASS_TO_PASS` test passed with the produced change."""
+    repo: str = ""
+    base_commit: str = ""
+    outcome: str = "error"
+    """How the build ended (`change`, `rejected`, `declined`, `decomposition`,
+    `budget_exceeded`, `error`: see `agent_loop_builder.ReplayOutcome`)."""
+    reason: str = ""
+    """Why it is not resolved, when it is not: the build's reason, or the scoring's."""
+    failing_tests: list[str] = Field(default_factory=list[str])
+    """The hidden tests that did not pass (a test the run did not report counts)."""
+    tests: dict[str, TestStatus] = Field(default_factory=dict[str, TestStatus])
+    """Each hidden test's outcome in the scoring run (empty when nothing was scored)."""
+    tries: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    llm_calls: int = 0
+    cost_usd: float = 0.0
+    seconds: float = 0.0
+    """Wall time of the instance: the base download, the build and the scoring."""
+    build_seconds: float = 0.0
+    score_seconds: float = 0.0
+    diff: str = ""
+    """The produced change as a git diff against `base_commit` (empty: none)."""
+    model: str = ""
+    lessons: str = ""
+    """The lessons option the run was made with (`on`, `off`, ids)."""
+    lesson_ids: list[str] = Field(default_factory=list[str])
+    """The lessons that reached the prompt."""
+    verdicts: list[Attempt] = Field(default_factory=list[Attempt])
+    """Each try: the verifier's verdict and notes, the visible tests' line."""
+    visible_tests: TestEvidence | None = None
+    """What the repository's own tests (at the base) said of the last change checked."""
+    scoring: str = ""
+    """The scoring run in one line: command and result."""
+    github_requests: int = 0
+    """Requests the build asked of GitHub (0: it had only the snapshot)."""
+    error: str = ""
+    """An error of the eval itself (the download, a test patch that does not apply)."""
+
+
+class RunSummary(BaseModel):
+    """A run's figures over its results."""
+
+    instances: int
+    resolved: int
+    rate: float
+    low: float
+    """Lower end of the resolved rate's 95% Wilson interval."""
+    high: float
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+    cost_per_resolved: float | None
+    """Total cost over resolved instances; `None` when none was resolved."""
+    seconds: float
+    """Sum of the instances' wall times (instances run K at a time take less)."""
+    errors: int
+    """Instances whose result is an error of the eval or the build."""
+
+
+def summarize_results(results: Sequence[InstanceResult]) -> RunSummary:
+    """The figures of `results` (resolved rate with its interval, tokens, cost)."""
+    n = len(results)
+    resolved = sum(r.resolved for r in results)
+    low, high = wilson(resolved, n)
+    cost = sum(r.cost_usd for r in results)
+    return RunSummary(
+        instances=n,
+        resolved=resolved,
+        rate=resolved / n if n else 0.0,
+        low=low,
+        high=high,
+        tokens_in=sum(r.tokens_in for r in results),
+        tokens_out=sum(r.tokens_out for r in results),
+        cost_usd=cost,
+        cost_per_resolved=cost / resolved if resolved else None,
+        seconds=sum(r.seconds for r in results),
+        errors=sum(r.outcome == "error" for r in results),
+    )
+
+
+def write_results(
+    out: Path, results: Sequence[InstanceResult], *, model: str, report: str | None = None
+) -> dict[str, Path]:
+    """Write `results.json`, `predictions.jsonl` and (given its HTML) `report.html` into
+    `out` (created); their paths by name.
+
+    Args:
+        out: The run's folder.
+        results: One per instance, in the order they were asked for.
+        model: `model_name_or_path` of every prediction.
+        report: The report's HTML (`report_html`), or `None` for none.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"results": out / RESULTS, "predictions": out / PREDICTIONS}
+    rows = [r.model_dump(mode="json") for r in results]
+    paths["results"].write_text(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
+    lines = [
+        json.dumps(
+            {"instance_id": r.instance_id, "model_name_or_path": model, "model_patch": r.diff},
+            ensure_ascii=False,
+        )
+        for r in results
+    ]
+    paths["predictions"].write_text("".join(f"{line}\n" for line in lines))
+    if report is not None:
+        paths["report"] = out / REPORT
+        paths["report"].write_text(report, encoding="utf-8")
+    return paths
+
+
+def read_results(path: Path) -> list[InstanceResult]:
+    """The results of a run: its `results.json`, or a run folder holding one.
+
+    Raises:
+        OSError: The file cannot be read.
+        ValueError: It is not a list of results.
+    """
+    file = path / RESULTS if path.is_dir() else path
+    data: Any = json.loads(file.read_text(encoding="utf-8"))
+    if not isinstance(data, list):
+        raise ValueError(f"{file}: expected a JSON list of results")
+    return [InstanceResult.model_validate(item) for item in cast("list[Any]", data)]

@@ -1,0 +1,325 @@
+"""`agent-loop eval run` and `agent-loop eval compare`: replay the builder, then compare runs.
+
+```text
+agent-loop eval run INSTANCES.jsonl [--model M] [--lessons on|off|ID,...] [--parallel K]
+                    [--limit N] [--instances ID,...] [--out DIR] [--remote [--config FILE]]
+agent-loop eval compare A B [--json]       two runs paired on their common instances
+```
+
+`eval run` reads the instances (ours, from `eval mine`, or a SWE-bench file made
+elsewhere), runs the eval's run task (`agent_loop_eval.env.eval_run`: one Flyte task per
+instance, K at a time) in Flyte's local mode, or with `--remote` on the cluster, prints a
+line per instance as it finishes, and writes `results.json`, `predictions.jsonl`
+(SWE-bench's predictions format) and `report.html` into `--out` (default
+`<AGENT_LOOP_HOME>/eval/runs/<time>`). Each instance makes one GitHub request, a read:
+its base commit's tarball. Exit codes: 0 the run is done (whatever it resolved), 1 an
+instance ended in an error (its result says which; the files are still written), 2 bad
+usage or configuration (no instance, an unknown id, no sandbox to score in).
+
+`eval compare` reads two runs (their folders or `results.json` files) and prints the
+paired table (resolved by both, neither, only A, only B), each run's resolved rate, the
+difference with its 95% interval (Newcombe's paired method) and the exact McNemar
+p-value, and tokens and cost side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Generator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:  # imported when the command runs: `agent-loop --help` stays fast
+    from agent_loop_common.settings import Settings
+    from agent_loop_eval import Instance, InstanceResult
+
+__all__ = ["add_compare", "add_run", "compare", "run"]
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def add_run(actions: Any, name: str) -> None:
+    """Add `eval run` to the eval group's subcommands."""
+    sub = cast(
+        argparse.ArgumentParser,
+        actions.add_parser(
+            name,
+            help="replay the builder on task instances and score it with their hidden tests",
+            description=(
+                "Replay the builder's pipeline on each instance (the repository at its base "
+                "commit, the issue's text, the visible tests only; nothing written to "
+                "GitHub), then score the change with the instance's hidden tests in the "
+                "sandbox. Writes results.json, predictions.jsonl (SWE-bench's format) and "
+                "report.html. See docs/eval.md."
+            ),
+        ),
+    )
+    sub.add_argument("instances", type=Path, metavar="INSTANCES.jsonl", help="the instances")
+    sub.add_argument(
+        "--model",
+        metavar="MODEL",
+        default="",
+        help="litellm model string for the builder and its verifier (default AGENT_LOOP_MODEL)",
+    )
+    sub.add_argument(
+        "--lessons",
+        default="on",
+        metavar="on|off|ID,...",
+        help="the lessons in memory shown to the builder: all that apply (on, the default), "
+        "none (off), or only these ids",
+    )
+    sub.add_argument(
+        "--parallel", type=_positive, default=1, metavar="K", help="instances at a time (1)"
+    )
+    sub.add_argument("--limit", type=_positive, metavar="N", help="the first N instances only")
+    sub.add_argument(
+        "--instances",
+        dest="only",
+        metavar="ID,...",
+        help="only these instance ids (comma separated)",
+    )
+    sub.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="where the run's files go (default AGENT_LOOP_HOME/eval/runs/<time>)",
+    )
+    sub.add_argument("--home", type=Path, help="local state folder (AGENT_LOOP_HOME)")
+    sub.add_argument(
+        "--remote",
+        action="store_true",
+        help="run the deployed eval task on the Flyte cluster (agent-loop deploy eval)",
+    )
+    sub.add_argument("--config", type=Path, metavar="FILE", help="Flyte config of --remote")
+
+
+def add_compare(actions: Any, name: str) -> None:
+    """Add `eval compare` to the eval group's subcommands."""
+    sub = cast(
+        argparse.ArgumentParser,
+        actions.add_parser(
+            name,
+            help="compare two runs paired on their common instances",
+            description=(
+                "Pair two runs on the instances both ran: resolved by both, neither, only "
+                "A, only B; each run's resolved rate, the difference with its 95% interval "
+                "(Newcombe's paired method) and the exact McNemar test; tokens and cost."
+            ),
+        ),
+    )
+    sub.add_argument("a", type=Path, metavar="A", help="a run's folder or its results.json")
+    sub.add_argument("b", type=Path, metavar="B", help="the other run")
+    sub.add_argument("--json", action="store_true", help="print the comparison as JSON")
+
+
+@contextmanager
+def _home(home: Path | None) -> Generator[None]:
+    """`AGENT_LOOP_HOME` for the command: the tasks read their settings from the environment."""
+    if home is None:
+        yield
+        return
+    saved = os.environ.get("AGENT_LOOP_HOME")
+    os.environ["AGENT_LOOP_HOME"] = str(home)
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("AGENT_LOOP_HOME", None)
+        else:
+            os.environ["AGENT_LOOP_HOME"] = saved
+
+
+def _chosen(args: argparse.Namespace) -> list[Instance] | None:
+    """The instances to run, or `None` after saying why there are none."""
+    from agent_loop_eval import InstanceFileError, read_instances
+
+    path = cast(Path, args.instances)
+    try:
+        instances = read_instances(path)
+    except (InstanceFileError, OSError) as exc:
+        print(f"agent-loop eval run: {exc}", file=sys.stderr)
+        return None
+    only = cast(str | None, args.only)
+    if only:
+        wanted = [part.strip() for part in only.split(",") if part.strip()]
+        known = {i.instance_id for i in instances}
+        unknown = [w for w in wanted if w not in known]
+        if unknown:
+            print(
+                f"agent-loop eval run: not in {path}: {', '.join(unknown)}",
+                file=sys.stderr,
+            )
+            return None
+        instances = [i for i in instances if i.instance_id in set(wanted)]
+    limit = cast(int | None, args.limit)
+    if limit is not None:
+        instances = instances[:limit]
+    if not instances:
+        print(f"agent-loop eval run: no instance to run in {path}", file=sys.stderr)
+        return None
+    return instances
+
+
+def _preflight(settings: Settings, model: str, *, remote: bool) -> None:
+    """Refuse a run that could not start: a remote one without a Flyte config naming a
+    cluster (`FlyteConfigError`: it never runs locally instead), a local one that could
+    score nothing or call no model (`ConfigError`)."""
+    from agent_loop_common.records import Role
+    from agent_loop_common.runtime import preflight_model, preflight_sandbox, remote_flyte_config
+    from agent_loop_common.settings import ConfigError
+
+    if remote:
+        remote_flyte_config(settings.flyte_config)
+        return
+    if settings.sandbox == "off":
+        raise ConfigError(
+            [
+                "AGENT_LOOP_SANDBOX=off: `eval run` scores every change by running the "
+                "instance's hidden tests in the sandbox; choose a sandbox (see docs/sandbox.md)"
+            ]
+        )
+    import asyncio
+
+    asyncio.run(preflight_sandbox(settings, Role.BUILDER))
+    checked = settings.model_copy(update={"model": model, "verifier_model": model})
+    preflight_model(checked if model else settings)
+
+
+def run(args: argparse.Namespace) -> int:
+    """`agent-loop eval run`; returns the exit code."""
+    from agent_loop_builder import LessonChoice
+    from agent_loop_common.runtime import model_label, run_task
+    from agent_loop_common.settings import load_settings
+    from agent_loop_eval import report_html, watch_results, write_results
+    from agent_loop_eval.env import eval_run
+
+    instances = _chosen(args)
+    if instances is None:
+        return EXIT_USAGE
+    try:
+        lessons = str(LessonChoice.parse(cast(str, args.lessons)))
+    except ValueError as exc:
+        print(f"agent-loop eval run: --lessons: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    model = cast(str, args.model).strip()
+    remote = bool(args.remote)
+    config = cast(Path | None, args.config)
+    if config is not None and not remote:
+        print("agent-loop eval run: --config names the cluster of --remote.", file=sys.stderr)
+        return EXIT_USAGE
+    parallel = cast(int, args.parallel)
+    with _home(cast(Path | None, args.home)):
+        settings = load_settings(**({"flyte_config": config} if config else {}))
+        _preflight(settings, model, remote=remote)
+        out = cast(Path | None, args.out) or (
+            settings.home / "eval" / "runs" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        )
+        where = "on the Flyte cluster" if remote else f"{parallel} at a time"
+        print(
+            f"agent-loop eval run: {len(instances)} instance(s), model "
+            f"{model or model_label(settings)}, lessons {lessons}, {where} -> {out}",
+            flush=True,
+        )
+        inputs: dict[str, Any] = {
+            "instances": instances,
+            "lessons": lessons,
+            "model": model,
+            "parallel": parallel,
+        }
+        if remote:
+            results = _results(run_task(settings, eval_run, remote=True, **inputs))
+            for done, result in enumerate(results, start=1):
+                _progress(result, done, len(results))
+        else:
+            with watch_results(_progress):
+                results = _results(run_task(settings, eval_run, **inputs))
+    label = model or next((r.model for r in results if r.model), settings.model)
+    html = report_html(
+        results, title=f"agent-loop eval run {out.name}", model=label, lessons=lessons
+    )
+    paths = write_results(out, results, model=label, report=html)
+    _print_summary(results, paths)
+    return EXIT_FAILED if any(r.outcome == "error" for r in results) else 0
+
+
+def _results(output: Any) -> list[InstanceResult]:
+    from agent_loop_eval import InstanceResult
+
+    return [InstanceResult.model_validate(item) for item in cast("Sequence[Any]", output)]
+
+
+def _progress(result: InstanceResult, done: int, total: int) -> None:
+    from agent_loop._table import clip
+    from agent_loop.status import terminal_safe
+
+    figures = (
+        f"{result.outcome}, {result.tries} tr{'y' if result.tries == 1 else 'ies'}, "
+        f"{result.tokens_in + result.tokens_out:,} tokens, ${result.cost_usd:.4f}, "
+        f"{result.seconds:.1f} s"
+    )
+    if result.resolved:
+        verdict = "resolved"
+    else:
+        why = result.error or result.reason or "not resolved"
+        verdict = "not resolved: " + clip(terminal_safe(why), 100)
+        if result.failing_tests:
+            shown = ", ".join(terminal_safe(t) for t in result.failing_tests[:3])
+            more = len(result.failing_tests) - 3
+            verdict += f" [{shown}{f' and {more} more' if more > 0 else ''}]"
+    width = len(str(total))
+    print(
+        f"[{done:>{width}}/{total}] {terminal_safe(result.instance_id)}  {verdict}  ({figures})",
+        flush=True,
+    )
+
+
+def _print_summary(results: Sequence[InstanceResult], paths: dict[str, Path]) -> None:
+    from agent_loop_eval import summarize_results
+
+    s = summarize_results(results)
+    per = "-" if s.cost_per_resolved is None else f"${s.cost_per_resolved:.4f}"
+    print()
+    print(
+        f"resolved {s.resolved} of {s.instances} ({s.rate:.1%}, 95% CI {s.low:.1%} to "
+        f"{s.high:.1%}); errors {s.errors}"
+    )
+    print(
+        f"tokens {s.tokens_in:,} in, {s.tokens_out:,} out; cost ${s.cost_usd:.4f}, "
+        f"{per} per resolved instance"
+    )
+    for name, path in paths.items():
+        print(f"{name + ':':<12} {path}")
+
+
+def compare(args: argparse.Namespace) -> int:
+    """`agent-loop eval compare`; returns the exit code."""
+    from agent_loop_eval import compare_results, comparison_text, read_results
+
+    loaded: list[list[InstanceResult]] = []
+    for path in (cast(Path, args.a), cast(Path, args.b)):
+        try:
+            loaded.append(read_results(path))
+        except (OSError, ValueError) as exc:
+            print(f"agent-loop eval compare: {path}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    comparison = compare_results(loaded[0], loaded[1])
+    if args.json:
+        print(comparison.model_dump_json())
+    else:
+        print(comparison_text(comparison, a_name=str(args.a), b_name=str(args.b)))
+    return 0

@@ -1,0 +1,176 @@
+"""`agent-loop claims list|release`: the operator's view of the claims, and releasing one
+a dead process left behind, through the CLI against the served emulator."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import pathlib
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from agent_loop import cli
+from agent_loop_common.claims import Claimer, parse_dibs, parse_target
+from agent_loop_common.records import TargetKind
+from agent_loop_testing import GitHubEmulator, emulator_client, serve_for_cli
+
+RUN = "20261204T120000Z-deadbeef"
+
+
+@pytest.fixture
+def emulator() -> GitHubEmulator:
+    em = GitHubEmulator()
+    em.seed_files({"README.md": "# widgets\n"})
+    em.add_issue("Add a colour", "Widgets need a colour.")
+    return em
+
+
+@pytest.fixture
+def home(
+    emulator: GitHubEmulator, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[pathlib.Path]:
+    with serve_for_cli(monkeypatch, emulator, tmp_path / "home"):
+        yield tmp_path / "home"
+
+
+def _left_behind(emulator: GitHubEmulator, *, ago: timedelta = timedelta(0)) -> None:
+    """A claim on issue #1 of run RUN, as a process killed with `kill -9` leaves it (made
+    `ago`: a claim of two hours ago has expired)."""
+
+    async def claim() -> None:
+        async with emulator_client(emulator) as github:
+            claimer = Claimer(
+                github,
+                deployment="laptop",
+                role="builder",
+                run_id=RUN,
+                clock=lambda: datetime.now(UTC) - ago,
+            )
+            assert await claimer.claim(TargetKind.ISSUE, 1) is not None
+
+    asyncio.run(claim())
+
+
+def _note(home: pathlib.Path, pid: int) -> None:
+    """The note a local run leaves beside its claim (`note_holder`), for process `pid`."""
+    import socket
+
+    (home / "claims").mkdir(parents=True, exist_ok=True)
+    note = {"run": RUN, "pid": pid, "host": socket.gethostname()}
+    (home / "claims" / f"{RUN}.json").write_text(json.dumps(note))
+
+
+def _ended_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.usefixtures("quiet_logs")
+def test_list_shows_the_live_claim_and_release_refuses_another_process_unless_forced(
+    emulator: GitHubEmulator, home: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _cli(capsys, "claims", "list")[1].startswith("No live claims in acme/widgets")
+    _left_behind(emulator)
+    code, out, _ = _cli(capsys, "claims", "list")
+    assert code == 0
+    assert "issue #1" in out
+    assert "live" in out
+    assert RUN in out
+    assert "builder @ laptop" in out
+    code, out, _ = _cli(capsys, "claims", "list", "--json")
+    (row,) = [json.loads(line) for line in out.splitlines()]
+    assert (row["target"], row["state"], row["run_id"]) == ("issue #1", "live", RUN)
+    assert row["process"] == ""  # no process of this machine holds it
+
+    code, _, err = _cli(capsys, "claims", "release", "#1")
+    assert code == 1
+    assert "not a process of this machine" in err
+    assert "--force" in err
+    assert emulator.ref_sha("agent-loop/claims/issue-1") is not None
+
+    code, out, _ = _cli(capsys, "claims", "release", "issue", "1", "--force")
+    assert code == 0
+    assert "its claim ref was deleted" in out
+    assert emulator.ref_sha("agent-loop/claims/issue-1") is None
+    (comment,) = emulator.comments(1)
+    assert [m.op for m in parse_dibs(comment.body)] == ["claim", "release"]
+    assert f"released by the operator @{emulator.bot_login}" in comment.body
+    assert _cli(capsys, "claims", "list")[1].startswith("No live claims")
+
+
+@pytest.mark.usefixtures("quiet_logs")
+def test_a_claim_whose_local_process_ended_is_released_without_force(
+    emulator: GitHubEmulator, home: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    _left_behind(emulator)
+    _note(home, os.getpid())  # its process still runs: refused
+    code, out, _ = _cli(capsys, "claims", "list")
+    assert f"pid {os.getpid()} (running)" in out
+    code, _, err = _cli(capsys, "claims", "release", "issue 1")
+    assert code == 1
+    assert "still runs" in err
+
+    pid = _ended_pid()  # the second Ctrl-C, or kill -9
+    _note(home, pid)
+    assert f"pid {pid} (ended)" in _cli(capsys, "claims", "list")[1]
+    code, out, _ = _cli(capsys, "claims", "release", "issue 1")
+    assert code == 0, out
+    assert emulator.ref_sha("agent-loop/claims/issue-1") is None
+    assert not (home / "claims" / f"{RUN}.json").exists()
+
+
+@pytest.mark.usefixtures("quiet_logs")
+def test_an_expired_claim_is_marked_released_and_nothing_to_release_says_so(
+    emulator: GitHubEmulator, home: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _cli(capsys, "claims", "release", "pr", "7")[1] == (
+        "No claim on pr #7 in acme/widgets: nothing to release.\n"
+    )
+    _left_behind(emulator, ago=timedelta(hours=2))  # ran out long ago
+    code, out, _ = _cli(capsys, "claims", "list", "--all")
+    assert "expired" in out
+    code, out, _ = _cli(capsys, "claims", "release", "#1")  # no --force needed
+    assert code == 0
+    assert "its expired claim ref was marked released" in out
+    head = emulator.ref_sha("agent-loop/claims/issue-1")
+    assert head is not None  # left for the next claimer, as the protocol does
+    assert "released" in _cli(capsys, "claims", "list", "--all")[1]
+
+
+@pytest.mark.parametrize(
+    ("words", "kind", "key"),
+    [
+        (["issue", "5"], "issue", "5"),
+        (["#5"], "issue", "5"),
+        (["issue#5"], "issue", "5"),
+        (["issue-5"], "issue", "5"),
+        (["pr", "7"], "pr", "7"),
+        (["PR", "#7"], "pr", "7"),
+        (["repo", "distiller"], "repo", "distiller"),
+    ],
+)
+def test_targets_are_read_as_people_write_them(words: list[str], kind: str, key: str) -> None:
+    target = parse_target(words)
+    assert (target.kind.value, target.key) == (kind, key)
+
+
+@pytest.mark.usefixtures("quiet_logs")
+def test_a_target_that_names_nothing_is_a_usage_error(
+    home: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = _cli(capsys, "claims", "release", "widget", "5")
+    assert code == 2
+    assert "names no claim" in err
