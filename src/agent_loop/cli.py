@@ -11,6 +11,8 @@ agent-loop deploy builder|reviewer|distiller|gateway|eval [--dry-run] [--config 
 agent-loop serve [--host H] [--port P]             the webhook gateway, runs in local mode
 agent-loop sandbox check|run [--dir PATH] [-- CMD ...]   the agents' test sandbox
 agent-loop claims list|release TARGET [--repo R] [--force]   the claims, one released by hand
+agent-loop eval mine [--repo OWNER/NAME] [--since DATE] [--limit N] [--out FILE]
+                                                   benchmark instances from merged PRs
 agent-loop --version
 ```
 
