@@ -59,6 +59,7 @@ if TYPE_CHECKING:
         HistoryIssue,
         HistoryMerge,
         HistoryPull,
+        HistoryPush,
         HistoryStep,
     )
     from agent_loop_testing._emulator_host import GitHubHost
@@ -85,6 +86,11 @@ if TYPE_CHECKING:
     from agent_loop_testing._instant import InstantModel
     from agent_loop_testing._per_issue import ModelPerIssue
     from agent_loop_testing._recording_sandbox import RecordingSandbox, SandboxCall
+    from agent_loop_testing._vendored import (
+        CACHETOOLS_TEST_ARGS,
+        VendoredHistory,
+        seed_cachetools_history,
+    )
     from agent_loop_testing._zero_config import ZERO_CONFIG_CALC, wheelhouse
 
 _LAZY = {
@@ -122,8 +128,12 @@ _LAZY = {
     "HistoryIssue": "agent_loop_testing._emulator_history",
     "HistoryMerge": "agent_loop_testing._emulator_history",
     "HistoryPull": "agent_loop_testing._emulator_history",
+    "HistoryPush": "agent_loop_testing._emulator_history",
     "HistoryStep": "agent_loop_testing._emulator_history",
     "InstantModel": "agent_loop_testing._instant",
+    "CACHETOOLS_TEST_ARGS": "agent_loop_testing._vendored",
+    "VendoredHistory": "agent_loop_testing._vendored",
+    "seed_cachetools_history": "agent_loop_testing._vendored",
     "HeldCall": "agent_loop_testing._held",
     "is_valid_ref_name": "agent_loop_testing._emulator_refname",
     "SchemaMismatch": "agent_loop_testing._emulator_schema",
@@ -156,6 +166,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "CACHETOOLS_TEST_ARGS",
     "CALC",
     "CALC_ISSUE",
     "CALC_PYPROJECT",
@@ -182,6 +193,7 @@ __all__ = [
     "HistoryIssue",
     "HistoryMerge",
     "HistoryPull",
+    "HistoryPush",
     "HistoryStep",
     "InstantModel",
     "LoggedRequest",
@@ -196,6 +208,7 @@ __all__ = [
     "ScriptedCall",
     "ScriptedModel",
     "Turn",
+    "VendoredHistory",
     "assert_matches_schema",
     "block_network",
     "bwrap_e2e_marks",
@@ -211,6 +224,7 @@ __all__ = [
     "quiet_logs",
     "read_only_cgroupfs",
     "read_only_cgroupfs_works",
+    "seed_cachetools_history",
     "seed_calc_history",
     "serve_asgi",
     "serve_chat_model",
