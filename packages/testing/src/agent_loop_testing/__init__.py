@@ -1,5 +1,6 @@
 """Test doubles shared by every package: GitHub emulator, scripted model (in process, or
-served as an OpenAI-compatible API: `serve_chat_model`), network guard, and the harness
+served as an OpenAI-compatible API: `serve_chat_model`, or as Anthropic's Messages API
+with a simulated prompt cache: `serve_messages_model`, `SimulatedPromptCache`), network guard, and the harness
 wiring them to a run (`emulator_settings`, `emulator_runtime`, `ModelSlot`,
 `stored_record`, `write_memory_file`, `quiet_logs`), and the end-to-end harness driving
 `agent-loop run` against the served emulator (`serve_for_cli`, `CliLoop`, the calc
@@ -84,7 +85,18 @@ if TYPE_CHECKING:
     )
     from agent_loop_testing._held import HeldCall
     from agent_loop_testing._instant import InstantModel
+    from agent_loop_testing._messages_server import (
+        MessagesServer,
+        serve_messages_model,
+        to_call_llm_shape,
+    )
     from agent_loop_testing._per_issue import ModelPerIssue
+    from agent_loop_testing._prompt_cache import (
+        CacheCharge,
+        SimulatedPromptCache,
+        approx_tokens,
+        request_blocks,
+    )
     from agent_loop_testing._recording_sandbox import RecordingSandbox, SandboxCall
     from agent_loop_testing._vendored import (
         CACHETOOLS_TEST_ARGS,
@@ -134,6 +146,13 @@ _LAZY = {
     "CACHETOOLS_TEST_ARGS": "agent_loop_testing._vendored",
     "VendoredHistory": "agent_loop_testing._vendored",
     "seed_cachetools_history": "agent_loop_testing._vendored",
+    "MessagesServer": "agent_loop_testing._messages_server",
+    "serve_messages_model": "agent_loop_testing._messages_server",
+    "to_call_llm_shape": "agent_loop_testing._messages_server",
+    "CacheCharge": "agent_loop_testing._prompt_cache",
+    "SimulatedPromptCache": "agent_loop_testing._prompt_cache",
+    "approx_tokens": "agent_loop_testing._prompt_cache",
+    "request_blocks": "agent_loop_testing._prompt_cache",
     "HeldCall": "agent_loop_testing._held",
     "is_valid_ref_name": "agent_loop_testing._emulator_refname",
     "SchemaMismatch": "agent_loop_testing._emulator_schema",
@@ -177,6 +196,7 @@ __all__ = [
     "TESTS_SUB",
     "VERIFIED",
     "ZERO_CONFIG_CALC",
+    "CacheCharge",
     "CalcFix",
     "CalcHistory",
     "CliLoop",
@@ -197,6 +217,7 @@ __all__ = [
     "HistoryStep",
     "InstantModel",
     "LoggedRequest",
+    "MessagesServer",
     "ModelPerIssue",
     "ModelSlot",
     "NetworkAccessDenied",
@@ -207,8 +228,10 @@ __all__ = [
     "ScriptMismatch",
     "ScriptedCall",
     "ScriptedModel",
+    "SimulatedPromptCache",
     "Turn",
     "VendoredHistory",
+    "approx_tokens",
     "assert_matches_schema",
     "block_network",
     "bwrap_e2e_marks",
@@ -224,15 +247,18 @@ __all__ = [
     "quiet_logs",
     "read_only_cgroupfs",
     "read_only_cgroupfs_works",
+    "request_blocks",
     "seed_cachetools_history",
     "seed_calc_history",
     "serve_asgi",
     "serve_chat_model",
     "serve_for_cli",
+    "serve_messages_model",
     "sign_payload",
     "stored_record",
     "submit_subtract",
     "subtract_try",
+    "to_call_llm_shape",
     "turn",
     "wheelhouse",
     "write_memory_file",
