@@ -39,6 +39,7 @@ from agent_loop_common.settings._model import (
 )
 from agent_loop_common.settings._rules import (
     CLAIM_SKEW,
+    GATEWAY_MEMORY_MIB,
     JUNIT_PLACEHOLDER_PATTERN,
     MIN_CLAIM_TTL_MINUTES,
     claim_ttl_problem,
@@ -50,6 +51,7 @@ from agent_loop_common.settings._rules import (
 __all__ = [
     "CLAIM_SKEW",
     "ENV_PREFIX",
+    "GATEWAY_MEMORY_MIB",
     "JUNIT_PLACEHOLDER_PATTERN",
     "MIN_CLAIM_TTL_MINUTES",
     "SETTING_FLOORS",
