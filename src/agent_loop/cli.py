@@ -130,11 +130,17 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--issue", type=_positive, help="work on this issue only")
         elif agent == "reviewer":
             sub.add_argument("--pr", type=_positive, help="review this pull request only")
+        target = TARGETS[agent]
         sub.add_argument(
             "--repo",
             metavar="OWNER/NAME",
-            help="work in this repository only (one of AGENT_LOOP_REPOS; needed with "
-            "--issue, --pr or --retry-now when the list names several)",
+            help=(
+                f"work in this repository only (one of AGENT_LOOP_REPOS; needed with "
+                f"--{target} or --retry-now when the list names several)"
+                if target is not None
+                else "pass over this repository only (one of AGENT_LOOP_REPOS; default: "
+                "a pass over each)"
+            ),
         )
         sub.add_argument(
             "--home",
@@ -156,8 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
             "--retry-now",
             action="store_true",
             help=(
-                "retry now, even if the target rests in back-off after failures"
-                + ("" if agent == "distiller" else f" (needs --{TARGETS[agent]})")
+                f"retry now, even if the {target} rests in back-off after failures "
+                f"(needs --{target})"
+                if target is not None
+                else "pass now, even if the distiller waits in back-off after failed passes"
             ),
         )
         shown = sub.add_mutually_exclusive_group()

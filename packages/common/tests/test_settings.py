@@ -201,6 +201,8 @@ ALL_VARIABLES: list[tuple[str, str, str, object]] = [
     ("AGENT_LOOP_SANDBOX_MAX_PROCESSES", "128", "sandbox_max_processes", 128),
     ("AGENT_LOOP_SANDBOX_MAX_FILE_MB", "64", "sandbox_max_file_mb", 64),
     ("AGENT_LOOP_SANDBOX_REQUIRE_CGROUP", "true", "sandbox_require_cgroup", True),
+    ("AGENT_LOOP_PROMPT_CACHE", "off", "prompt_cache", False),
+    ("AGENT_LOOP_KEEP_TURNS", "3", "keep_turns", 3),
     ("AGENT_LOOP_LOG_FORMAT", "json", "log_format", "json"),
     ("AGENT_LOOP_LOG_LEVEL", "DEBUG", "log_level", "DEBUG"),
 ]
