@@ -70,7 +70,14 @@ def full_record() -> RunRecord:
             ),
         ],
         model="anthropic/claude-sonnet-4-5",
-        usage=Usage(tokens_in=1500, tokens_out=500, llm_calls=9, cost_usd=0.0123),
+        usage=Usage(
+            tokens_in=1500,
+            tokens_out=500,
+            llm_calls=9,
+            cost_usd=0.0123,
+            tokens_cache_read=1200,
+            tokens_cache_write=200,
+        ),
         github=GitHubUsage(requests=14, not_modified=3, by_route={"GET /repos/{owner}/{repo}": 2}),
         stage_seconds={"claim": 0.4, "build": 180.5},
         trace=[TraceStep(tool="read_file", args="a.py", ok=True, ms=12)],
@@ -87,6 +94,7 @@ def full_record() -> RunRecord:
             fail_to_pass=["test_a.py::test_new"],
             runs=3,
         ),
+        diff="diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n",
     )
 
 
@@ -126,10 +134,19 @@ EXPECTED_JSON: dict[str, Any] = {
         },
     ],
     "model": "anthropic/claude-sonnet-4-5",
-    "usage": {"tokens_in": 1500, "tokens_out": 500, "llm_calls": 9, "cost_usd": 0.0123},
+    "usage": {
+        "tokens_in": 1500,
+        "tokens_out": 500,
+        "llm_calls": 9,
+        "cost_usd": 0.0123,
+        "tokens_cache_read": 1200,
+        "tokens_cache_write": 200,
+    },
     "github": {"requests": 14, "not_modified": 3, "by_route": {"GET /repos/{owner}/{repo}": 2}},
     "stage_seconds": {"claim": 0.4, "build": 180.5},
-    "trace": [{"tool": "read_file", "args": "a.py", "ok": True, "ms": 12, "error": ""}],
+    "trace": [
+        {"tool": "read_file", "args": "a.py", "ok": True, "ms": 12, "error": "", "agent": ""}
+    ],
     "links": {"pr_url": "https://github.com/o/r/pull/13", "issue_urls": []},
     "error": "",
     "lesson_ids": ["L-1"],
@@ -161,6 +178,7 @@ EXPECTED_JSON: dict[str, Any] = {
         "per_process_limits": False,
         "oom_kills": 0,
     },
+    "diff": "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n",
 }
 
 
@@ -182,7 +200,14 @@ def test_minimal_record_fills_documented_defaults() -> None:
     assert dumped["attempts"] == []
     assert dumped["trace"] == []
     assert dumped["lesson_ids"] == []
-    assert dumped["usage"] == {"tokens_in": 0, "tokens_out": 0, "llm_calls": 0, "cost_usd": 0.0}
+    assert dumped["usage"] == {
+        "tokens_in": 0,
+        "tokens_out": 0,
+        "llm_calls": 0,
+        "cost_usd": 0.0,
+        "tokens_cache_read": 0,
+        "tokens_cache_write": 0,
+    }
     assert dumped["target"] == {
         "kind": "pr",
         "number": 3,
@@ -215,7 +240,7 @@ def test_every_field_is_documented() -> None:
 
 
 def test_trace_step_keeps_the_agreed_field_names() -> None:
-    assert list(TraceStep.model_fields) == ["tool", "args", "ok", "ms", "error"]
+    assert list(TraceStep.model_fields) == ["tool", "args", "ok", "ms", "error", "agent"]
 
 
 def test_round_trip_and_derived_properties() -> None:
@@ -319,7 +344,7 @@ def test_a_tampered_verdict_is_schema_3_and_older_records_still_read() -> None:
 def test_new_enum_member_in_same_major_is_invalid_not_guessed() -> None:
     data = {
         **full_record().model_dump(mode="json"),
-        "schema_version": "1.4",
+        "schema_version": "1.5",
         "outcome": "escalated",
     }
     parsed = parse_record(json.dumps(data))

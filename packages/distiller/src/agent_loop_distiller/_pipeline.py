@@ -51,7 +51,7 @@ from agent_loop_common.records import (
     TargetKind,
     Visibility,
 )
-from agent_loop_common.runtime import RunScope, Runtime, preflight_model, run_scoped
+from agent_loop_common.runtime import RunScope, Runtime, preflight_model, probe_model, run_scoped
 from agent_loop_common.settings import ConfigError
 from agent_loop_common.trust import Trust
 from agent_loop_distiller._act import act_on_diagnoses
@@ -99,6 +99,7 @@ async def _distill(
     records = learnable(work.batch.records)
     scope.target = Target(kind=TargetKind.REPO, title="distill lessons")
     preflight_model(runtime.settings)
+    await probe_model(runtime.settings)  # a wrong endpoint or key: named, not retried 4 times
     scope.lesson_ids = [lesson.id for lesson in work.context.lessons.lessons]
     before = runtime.usage.total_tokens
     async with scope.stage("distill"):
@@ -340,6 +341,7 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
         out.kind, out.note = TickKind.IDLE, "lessons checked: nothing to fold in"
         work.book = context.lessons
         async with scope.stage("lessons_pr"):
+            scope.commit()  # a branch push and its pull request: a stop waits for both
             await _sync_pull(runtime, work, out)
         return
     else:

@@ -39,12 +39,17 @@ class Metrics(BaseModel):
     """Estimated cost of every run in the window, all roles."""
     tokens: NonNegativeInt
     """Tokens in + out of every run in the window, all roles."""
+    cached_input_rate: float | None = _Rate
+    """tokens read from the provider's prompt cache / tokens in: the share of the input
+    billed at the cached price (about a tenth of the input price)."""
     success_rate: float | None = _Rate
     """successes / worked: runs that delivered, over runs that did not decline the work."""
     verification_rate: float | None = _Rate
-    """verified / with_attempts: runs where some try passed, over runs with any try."""
+    """verified / with_attempts: builder and reviewer runs where some try passed the
+    verifier, over those with any try (the distiller has no verifier)."""
     first_try_verification_rate: float | None = _Rate
-    """first_try_verified / with_attempts: runs whose try 1 passed, over runs with any try."""
+    """first_try_verified / with_attempts: builder and reviewer runs whose try 1 passed
+    the verifier, over those with any try."""
     error_rate: float | None = _Rate
     """errors / (runs - interrupted): runs that ended in an unexpected error, over the
     runs the operator did not stop."""
@@ -98,6 +103,7 @@ def summarize(tally: Tally, grades: GradeTally | None = None) -> Metrics:
         opened_prs=tally.opened_prs,
         cost_usd=tally.cost_usd,
         tokens=tokens,
+        cached_input_rate=_ratio(tally.tokens_cache_read, tally.tokens_in),
         success_rate=_ratio(tally.successes, tally.worked),
         verification_rate=_ratio(tally.verified, tally.with_attempts),
         first_try_verification_rate=_ratio(tally.first_try_verified, tally.with_attempts),

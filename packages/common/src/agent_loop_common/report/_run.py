@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
 
+from agent_loop_common.progress import ProgressEvent, event_line
 from agent_loop_common.records import RunRecord
 
 __all__ = ["TRACE_ROWS", "run_report_html"]
@@ -44,13 +46,30 @@ def _tests_html(record: RunRecord) -> str:
     return f"<h3>Tests</h3><table>{body}</table>"
 
 
-def run_report_html(record: RunRecord | None, *, heading: str, idle: str) -> str:
-    """The tick's report: outcome, target, links, figures, tests, tries and the trace.
+def _progress_html(events: Sequence[ProgressEvent]) -> str:
+    """The run's progress, line for line as `agent-loop run` printed it live."""
+    lines = [line for line in map(event_line, events) if line is not None]
+    if not lines:
+        return ""
+    body = escape("\n".join(lines))
+    return f"<h3>Progress</h3><pre>{body}</pre>"
+
+
+def run_report_html(
+    record: RunRecord | None,
+    *,
+    heading: str,
+    idle: str,
+    events: Sequence[ProgressEvent] = (),
+) -> str:
+    """The tick's report: outcome, target, links, figures, tests, tries, progress, trace.
 
     Args:
         record: The run's record; `None` for an idle tick.
         heading: The report's title, e.g. `Builder tick`.
         idle: What an idle tick's report says.
+        events: The run's progress events (`Runtime.progress`), shown as the lines
+            `agent-loop run` prints live.
     """
     if record is None:
         return f"<h2>{escape(heading)}</h2><p>{escape(idle)}</p>"
@@ -63,7 +82,7 @@ def run_report_html(record: RunRecord | None, *, heading: str, idle: str) -> str
         ("Run", f"<code>{escape(record.run_id)}</code>"),
         ("Model", escape(record.model)),
         ("Model calls", str(record.usage.llm_calls)),
-        ("Tokens", str(record.usage.tokens)),
+        ("Tokens", escape(_tokens(record))),
         (
             "GitHub requests",
             f"{record.github.requests} ({record.github.not_modified} not modified)",
@@ -92,9 +111,11 @@ def run_report_html(record: RunRecord | None, *, heading: str, idle: str) -> str
             "<h3>Tries</h3><table><tr><th>#</th><th>verified</th><th>staged</th>"
             f"<th>tokens</th><th>tests</th><th>notes</th></tr>{tries}</table>"
         )
+    parts.append(_progress_html(events))
     if record.trace:
         steps = "".join(
-            f"<li>{'✅' if s.ok else '❌'} <code>{escape(s.tool)}</code> {escape(s.args)} "
+            f"<li>{'✅' if s.ok else '❌'} {escape(s.agent)} <code>{escape(s.tool)}</code> "
+            f"{escape(s.args)} "
             f"({s.ms} ms){' ' + escape(s.error) if s.error else ''}</li>"
             for s in record.trace[:TRACE_ROWS]
         )
@@ -102,3 +123,12 @@ def run_report_html(record: RunRecord | None, *, heading: str, idle: str) -> str
         tail = f"<p>… {more} more step(s) in the run record.</p>" if more > 0 else ""
         parts.append(f"<h3>Trace</h3><ol>{steps}</ol>{tail}")
     return "\n".join(parts)
+
+
+def _tokens(record: RunRecord) -> str:
+    """`12,400 (11,900 in, 81% of it read from the cache; 500 out), $0.0123`."""
+    u = record.usage
+    share = u.cached_share
+    cached = f", {share:.0%} of it read from the cache" if share else ""
+    cost = f", ${u.cost_usd:.4f} estimated" if u.cost_usd else ""
+    return f"{u.tokens:,} ({u.tokens_in:,} in{cached}; {u.tokens_out:,} out){cost}"

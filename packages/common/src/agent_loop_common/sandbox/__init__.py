@@ -45,6 +45,7 @@ from agent_loop_common.sandbox._detect import (
     TestCommand,
     detect_test_command,
     resolve_test_command,
+    runs_pytest,
     with_junit_report,
     with_pytest_guard,
 )
@@ -182,6 +183,7 @@ __all__ = [
     "parse_command",
     "plan_tests",
     "resolve_test_command",
+    "runs_pytest",
     "sandbox_facts",
     "scan_test_machinery",
     "selected_backend",
