@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agent_loop_common.sandbox._command import parse_command
 from agent_loop_common.sandbox._errors import CommandRejected
-from agent_loop_common.sandbox._guard import GUARD_PLACEHOLDER
+from agent_loop_common.sandbox._guard import GUARD_PLACEHOLDER, without_guard
 
 __all__ = [
     "CommandSource",
@@ -91,8 +91,9 @@ class TestCommand(BaseModel):
     """Candidates that were skipped on the way, and why."""
 
     def describe(self) -> str:
-        """`python -m pytest -q (from pyproject.toml)`."""
-        return f"{' '.join(self.argv)} (from {self.source})"
+        """`python -m pytest -q (from pyproject.toml)`: as a person would run it (the
+        pytest guard's `-p $SANDBOX_PYTEST_GUARD` is the sandbox's own)."""
+        return f"{' '.join(without_guard(self.argv))} (from {self.source})"
 
 
 def _reader(files: Mapping[str, str] | FileReader) -> FileReader:
@@ -276,7 +277,7 @@ def with_pytest_guard(command: TestCommand) -> TestCommand:
     records code that steers the run's evidence from inside (`_guard`, docs/sandbox.md).
     """
     argv = command.argv
-    if not _runs_pytest(argv) or GUARD_PLACEHOLDER in argv:
+    if not runs_pytest(argv) or GUARD_PLACEHOLDER in argv:
         return command
     note = (
         f"added -p {GUARD_PLACEHOLDER}: the sandbox's pytest guard loads first and records "
