@@ -60,6 +60,7 @@ if TYPE_CHECKING:
         HistoryIssue,
         HistoryMerge,
         HistoryPull,
+        HistoryPush,
         HistoryStep,
     )
     from agent_loop_testing._emulator_host import GitHubHost
@@ -97,6 +98,11 @@ if TYPE_CHECKING:
         request_blocks,
     )
     from agent_loop_testing._recording_sandbox import RecordingSandbox, SandboxCall
+    from agent_loop_testing._vendored import (
+        CACHETOOLS_TEST_ARGS,
+        VendoredHistory,
+        seed_cachetools_history,
+    )
     from agent_loop_testing._zero_config import ZERO_CONFIG_CALC, wheelhouse
 
 _LAZY = {
@@ -134,8 +140,12 @@ _LAZY = {
     "HistoryIssue": "agent_loop_testing._emulator_history",
     "HistoryMerge": "agent_loop_testing._emulator_history",
     "HistoryPull": "agent_loop_testing._emulator_history",
+    "HistoryPush": "agent_loop_testing._emulator_history",
     "HistoryStep": "agent_loop_testing._emulator_history",
     "InstantModel": "agent_loop_testing._instant",
+    "CACHETOOLS_TEST_ARGS": "agent_loop_testing._vendored",
+    "VendoredHistory": "agent_loop_testing._vendored",
+    "seed_cachetools_history": "agent_loop_testing._vendored",
     "MessagesServer": "agent_loop_testing._messages_server",
     "serve_messages_model": "agent_loop_testing._messages_server",
     "to_call_llm_shape": "agent_loop_testing._messages_server",
@@ -175,6 +185,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "CACHETOOLS_TEST_ARGS",
     "CALC",
     "CALC_ISSUE",
     "CALC_PYPROJECT",
@@ -202,6 +213,7 @@ __all__ = [
     "HistoryIssue",
     "HistoryMerge",
     "HistoryPull",
+    "HistoryPush",
     "HistoryStep",
     "InstantModel",
     "LoggedRequest",
@@ -218,6 +230,7 @@ __all__ = [
     "ScriptedModel",
     "SimulatedPromptCache",
     "Turn",
+    "VendoredHistory",
     "approx_tokens",
     "assert_matches_schema",
     "block_network",
@@ -235,6 +248,7 @@ __all__ = [
     "read_only_cgroupfs",
     "read_only_cgroupfs_works",
     "request_blocks",
+    "seed_cachetools_history",
     "seed_calc_history",
     "serve_asgi",
     "serve_chat_model",
