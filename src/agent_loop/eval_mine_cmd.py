@@ -199,7 +199,7 @@ async def _mine_all(
     known = known_pulls(out)
     results: list[Mined] = []
     async with github_from_settings(settings) as github:
-        miner = Miner(github, settings, sandbox)
+        miner = Miner(github, settings, sandbox, on_note=_note)
         pulls = await miner.candidates(since=since, known=known, limit=limit)
         print(
             f"agent-loop eval mine: {settings.repo}, {len(pulls)} new merged pull "
@@ -214,6 +214,11 @@ async def _mine_all(
             _progress(mined)
             results.append(mined)
     return results
+
+
+def _note(text: str) -> None:
+    """What mining falls back to (GraphQL failed), said once when it first happens."""
+    print(f"agent-loop eval mine: note: {text}", file=sys.stderr, flush=True)
 
 
 def _starting(pull: PullRequest) -> None:
