@@ -154,6 +154,15 @@ def mine(args: argparse.Namespace) -> int:
     if settings is None:
         return EXIT_USAGE
     out = cast(Path | None, args.out) or default_instances_path(settings)
+    if settings.sandbox == "off":
+        # Every candidate would be decided `setup_failed` and remembered as known in the
+        # sidecar: a later run with a sandbox would never validate it.
+        print(
+            "agent-loop eval mine: AGENT_LOOP_SANDBOX=off: mining validates each pull "
+            "request by running its tests in the sandbox; choose one (see docs/sandbox.md).",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     try:
         sandbox = asyncio.run(sandbox_for(settings))
     except Exception as exc:  # ConfigError from the preflight: shown as the CLI does
