@@ -65,6 +65,7 @@ if TYPE_CHECKING:
         EmulatedPull,
     )
     from agent_loop_testing._emulator_webhooks import Delivery, sign_payload
+    from agent_loop_testing._eval_task import ScriptedEvalTask
     from agent_loop_testing._facade import emulator_client, instant_retry
     from agent_loop_testing._harness import (
         ModelSlot,
@@ -76,7 +77,7 @@ if TYPE_CHECKING:
     )
     from agent_loop_testing._held import HeldCall
     from agent_loop_testing._instant import InstantModel
-    from agent_loop_testing._per_issue import ModelPerIssue
+    from agent_loop_testing._per_issue import ModelPerArm, ModelPerIssue
     from agent_loop_testing._recording_sandbox import RecordingSandbox, SandboxCall
     from agent_loop_testing._zero_config import ZERO_CONFIG_CALC, wheelhouse
 
@@ -84,6 +85,8 @@ _LAZY = {
     "CalcFix": "agent_loop_testing._calc_history",
     "CalcHistory": "agent_loop_testing._calc_history",
     "seed_calc_history": "agent_loop_testing._calc_history",
+    "ModelPerArm": "agent_loop_testing._per_issue",
+    "ScriptedEvalTask": "agent_loop_testing._eval_task",
     "ModelPerIssue": "agent_loop_testing._per_issue",
     "RecordingSandbox": "agent_loop_testing._recording_sandbox",
     "SandboxCall": "agent_loop_testing._recording_sandbox",
@@ -168,6 +171,7 @@ __all__ = [
     "HeldCall",
     "InstantModel",
     "LoggedRequest",
+    "ModelPerArm",
     "ModelPerIssue",
     "ModelSlot",
     "NetworkAccessDenied",
@@ -177,6 +181,7 @@ __all__ = [
     "SchemaMismatch",
     "ScriptMismatch",
     "ScriptedCall",
+    "ScriptedEvalTask",
     "ScriptedModel",
     "Turn",
     "assert_matches_schema",
