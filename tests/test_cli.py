@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import pathlib
+import socket
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -172,9 +173,13 @@ def test_deploy_passes_agent_dry_run_and_config(
 
     monkeypatch.setattr(deploy, "deploy_agent", record)
     monkeypatch.setenv("AGENT_LOOP_REPO", "acme/widgets")
-    config = _cluster_config(tmp_path)
-    assert cli.main(["deploy", "reviewer", "--dry-run", "--config", str(config)]) == 1
-    assert cli.main(["deploy", "builder", "--config", str(config)]) == 1
+    # A real deploy first connects to the cluster's endpoint: here one that listens.
+    with socket.create_server(("127.0.0.1", 0)) as cluster:
+        config = tmp_path / "cluster.yaml"
+        port = cluster.getsockname()[1]
+        config.write_text(f"admin:\n  endpoint: dns:///127.0.0.1:{port}\n")
+        assert cli.main(["deploy", "reviewer", "--dry-run", "--config", str(config)]) == 1
+        assert cli.main(["deploy", "builder", "--config", str(config)]) == 1
     assert cli.main(["deploy", "distiller", "--dry-run"]) == 1
     assert calls == [
         ("reviewer", True, config),

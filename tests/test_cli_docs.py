@@ -27,7 +27,7 @@ def _commands() -> list[str]:
 
 def test_the_readme_shows_every_command() -> None:
     shown = {command.split()[0] for command in _commands()}
-    assert shown == {"demo", "run", "status", "deploy", "lessons", "emulator", "serve"}
+    assert shown == {"demo", "run", "status", "deploy", "lessons", "emulator", "serve", "eval"}
 
 
 @pytest.mark.parametrize("command", _commands())

@@ -46,7 +46,14 @@ def test_the_eval_is_a_worker_that_deploys_alone(evaluation: Validation) -> None
     assert any(p.startswith("packages/eval/src/agent_loop_eval/") for p in bundle)
     allowed = ("packages/eval/src/", "packages/builder/src/", "packages/common/src/")
     assert all(p.startswith(allowed) for p in bundle), sorted(bundle)
-    assert not any(p.startswith("packages/builder/src/agent_loop_builder/env") for p in bundle)
+    # The builder's env module is never loaded by the eval's deploy (no builder env is
+    # registered: `env_names` above). Its file can still be in the bundle: flyte 2.12.1
+    # adds ruff's static import graph to the loaded modules, and the builder's `run_once`
+    # imports its env lazily. Its module must not be among the loaded ones.
+    assert not any(
+        p.startswith("packages/builder/src/agent_loop_builder/env")
+        for p in evaluation.spec.report["modules"]
+    )
 
 
 def _worker_report(spec: DeploySpec) -> dict[str, Any]:

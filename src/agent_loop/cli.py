@@ -10,6 +10,8 @@ agent-loop deploy builder|reviewer|distiller|gateway|eval [--dry-run] [--config 
 agent-loop serve [--host H] [--port P]             the webhook gateway, runs in local mode
 agent-loop sandbox check|run [--dir PATH] [-- CMD ...]   the agents' test sandbox
 agent-loop claims list|release TARGET [--repo R] [--force]   the claims, one released by hand
+agent-loop eval mine [--repo OWNER/NAME] [--since DATE] [--limit N] [--out FILE]
+                                                   benchmark instances from merged PRs
 agent-loop --version
 ```
 
@@ -126,11 +128,17 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--issue", type=_positive, help="work on this issue only")
         elif agent == "reviewer":
             sub.add_argument("--pr", type=_positive, help="review this pull request only")
+        target = TARGETS[agent]
         sub.add_argument(
             "--repo",
             metavar="OWNER/NAME",
-            help="work in this repository only (one of AGENT_LOOP_REPOS; needed with "
-            "--issue, --pr or --retry-now when the list names several)",
+            help=(
+                f"work in this repository only (one of AGENT_LOOP_REPOS; needed with "
+                f"--{target} or --retry-now when the list names several)"
+                if target is not None
+                else "pass over this repository only (one of AGENT_LOOP_REPOS; default: "
+                "a pass over each)"
+            ),
         )
         sub.add_argument(
             "--home",
@@ -152,8 +160,10 @@ def build_parser() -> argparse.ArgumentParser:
             "--retry-now",
             action="store_true",
             help=(
-                "retry now, even if the target rests in back-off after failures"
-                + ("" if agent == "distiller" else f" (needs --{TARGETS[agent]})")
+                f"retry now, even if the {target} rests in back-off after failures "
+                f"(needs --{target})"
+                if target is not None
+                else "pass now, even if the distiller waits in back-off after failed passes"
             ),
         )
         sub.add_argument(

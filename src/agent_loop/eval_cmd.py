@@ -1,6 +1,7 @@
 """`agent-loop eval`: the repository's own benchmark (SWE-bench's method on its history).
 
 ```text
+agent-loop eval mine [--repo OWNER/NAME] [--since DATE] [--limit N] [--out FILE]
 agent-loop eval run INSTANCES.jsonl [--model M] [--lessons on|off|ID,...] [--parallel K]
 agent-loop eval compare A B
 ```
@@ -14,7 +15,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any, cast
 
-from agent_loop import eval_run_cmd
+from agent_loop import eval_mine_cmd, eval_run_cmd
 
 __all__ = ["add_parser", "main"]
 
@@ -25,7 +26,7 @@ def add_parser(commands: Any) -> None:
         argparse.ArgumentParser,
         commands.add_parser(
             "eval",
-            help="the repository's own benchmark: replay the builder, compare runs",
+            help="the repository's own benchmark: mine instances, replay the builder, compare",
             description="SWE-bench's method on your repository's history. See docs/eval.md.",
         ),
     )
@@ -41,6 +42,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 _COMMANDS: dict[str, tuple[Callable[[Any, str], None], Callable[[argparse.Namespace], int]]] = {
+    "mine": (eval_mine_cmd.add_mine, eval_mine_cmd.mine),
     "run": (eval_run_cmd.add_run, eval_run_cmd.run),
     "compare": (eval_run_cmd.add_compare, eval_run_cmd.compare),
 }

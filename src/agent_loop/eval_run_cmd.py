@@ -176,12 +176,15 @@ def _chosen(args: argparse.Namespace) -> list[Instance] | None:
 
 
 def _preflight(settings: Settings, model: str, *, remote: bool) -> None:
-    """Refuse a local run that could score nothing or call no model (`ConfigError`)."""
+    """Refuse a run that could not start: a remote one without a Flyte config naming a
+    cluster (`FlyteConfigError`: it never runs locally instead), a local one that could
+    score nothing or call no model (`ConfigError`)."""
     from agent_loop_common.records import Role
-    from agent_loop_common.runtime import preflight_model, preflight_sandbox
+    from agent_loop_common.runtime import preflight_model, preflight_sandbox, remote_flyte_config
     from agent_loop_common.settings import ConfigError
 
     if remote:
+        remote_flyte_config(settings.flyte_config)
         return
     if settings.sandbox == "off":
         raise ConfigError(
@@ -200,7 +203,7 @@ def _preflight(settings: Settings, model: str, *, remote: bool) -> None:
 def run(args: argparse.Namespace) -> int:
     """`agent-loop eval run`; returns the exit code."""
     from agent_loop_builder import LessonChoice
-    from agent_loop_common.runtime import run_task
+    from agent_loop_common.runtime import model_label, run_task
     from agent_loop_common.settings import load_settings
     from agent_loop_eval import report_html, watch_results, write_results
     from agent_loop_eval.env import eval_run
@@ -229,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
         where = "on the Flyte cluster" if remote else f"{parallel} at a time"
         print(
             f"agent-loop eval run: {len(instances)} instance(s), model "
-            f"{model or settings.model}, lessons {lessons}, {where} -> {out}",
+            f"{model or model_label(settings)}, lessons {lessons}, {where} -> {out}",
             flush=True,
         )
         inputs: dict[str, Any] = {

@@ -356,7 +356,7 @@ def runs_table(records: Sequence[RunRecord], limit: int = 15) -> str:
             clip(_target(r), 40),
             r.outcome.value,
             _tries(r),
-            f"{r.usage.tokens:,}",
+            _tokens(r),
             str(r.github.requests),
             fmt_duration(r.duration_seconds),
             _link(r),
@@ -375,6 +375,13 @@ def runs_table(records: Sequence[RunRecord], limit: int = 15) -> str:
         "result",
     ]
     return render_table(headers, rows, max_cell=60)
+
+
+def _tokens(record: RunRecord) -> str:
+    """A run's tokens, with the share of its input read from the provider's cache."""
+    share = record.usage.cached_share
+    cached = f" ({share:.0%} cached)" if share else ""
+    return f"{record.usage.tokens:,}{cached}"
 
 
 def evidence_table(records: Sequence[RunRecord], limit: int = 15) -> str:
@@ -419,6 +426,11 @@ def metrics_table(metrics: Metrics) -> str:
         ],
         ["error rate", fmt_rate(m.error_rate), "errors / runs not interrupted"],
         ["tokens", f"{m.tokens:,}", "all roles, prompt + completion"],
+        [
+            "cached input",
+            fmt_rate(m.cached_input_rate),
+            "prompt tokens read from the provider's cache / prompt tokens",
+        ],
         ["cost", fmt_money(m.cost_usd), "estimated, all roles"],
         ["cost per PR", fmt_money(m.cost_per_opened_pr), "all roles / PRs opened"],
         [

@@ -150,14 +150,36 @@ def test_usage_meter_accumulates_per_model_and_flags_unpriced_calls() -> None:
     usage = UsageMeter()
     usage.record("a", prompt_tokens=100, completion_tokens=10, cost_usd=0.5)
     usage.record("b", prompt_tokens=50, completion_tokens=5, cost_usd=None)
-    usage.record("a", prompt_tokens=100, completion_tokens=10, cost_usd=0.25)
+    usage.record(
+        "a",
+        prompt_tokens=100,
+        completion_tokens=10,
+        cost_usd=0.25,
+        cache_read_tokens=80,
+        cache_write_tokens=500,  # more than the prompt's rest: clamped to the 20 left
+    )
     assert (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens) == (250, 25, 275)
+    assert (usage.cache_read_tokens, usage.cache_write_tokens) == (80, 20)
     assert (usage.llm_calls, usage.cost_usd, usage.unpriced_calls) == (3, 0.75, 1)
     assert usage.cost_known is False
     figures = usage.as_dict()
     assert figures["by_model"] == {
-        "a": {"prompt_tokens": 200, "completion_tokens": 20, "llm_calls": 2, "cost_usd": 0.75},
-        "b": {"prompt_tokens": 50, "completion_tokens": 5, "llm_calls": 1, "cost_usd": 0.0},
+        "a": {
+            "prompt_tokens": 200,
+            "completion_tokens": 20,
+            "cache_read_tokens": 80,
+            "cache_write_tokens": 20,
+            "llm_calls": 2,
+            "cost_usd": 0.75,
+        },
+        "b": {
+            "prompt_tokens": 50,
+            "completion_tokens": 5,
+            "cache_read_tokens": 0,
+            "cache_write_tokens": 0,
+            "llm_calls": 1,
+            "cost_usd": 0.0,
+        },
     }
     assert json.loads(json.dumps(figures)) == figures
 

@@ -70,7 +70,14 @@ def full_record() -> RunRecord:
             ),
         ],
         model="anthropic/claude-sonnet-4-5",
-        usage=Usage(tokens_in=1500, tokens_out=500, llm_calls=9, cost_usd=0.0123),
+        usage=Usage(
+            tokens_in=1500,
+            tokens_out=500,
+            llm_calls=9,
+            cost_usd=0.0123,
+            tokens_cache_read=1200,
+            tokens_cache_write=200,
+        ),
         github=GitHubUsage(requests=14, not_modified=3, by_route={"GET /repos/{owner}/{repo}": 2}),
         stage_seconds={"claim": 0.4, "build": 180.5},
         trace=[TraceStep(tool="read_file", args="a.py", ok=True, ms=12)],
@@ -91,7 +98,7 @@ def full_record() -> RunRecord:
 
 
 EXPECTED_JSON: dict[str, Any] = {
-    "schema_version": "2.1",
+    "schema_version": "2.2",
     "run_id": "b-20260301-abc",
     "role": "builder",
     "agent_id": "builder@v3",
@@ -126,7 +133,14 @@ EXPECTED_JSON: dict[str, Any] = {
         },
     ],
     "model": "anthropic/claude-sonnet-4-5",
-    "usage": {"tokens_in": 1500, "tokens_out": 500, "llm_calls": 9, "cost_usd": 0.0123},
+    "usage": {
+        "tokens_in": 1500,
+        "tokens_out": 500,
+        "llm_calls": 9,
+        "cost_usd": 0.0123,
+        "tokens_cache_read": 1200,
+        "tokens_cache_write": 200,
+    },
     "github": {"requests": 14, "not_modified": 3, "by_route": {"GET /repos/{owner}/{repo}": 2}},
     "stage_seconds": {"claim": 0.4, "build": 180.5},
     "trace": [{"tool": "read_file", "args": "a.py", "ok": True, "ms": 12, "error": ""}],
@@ -179,7 +193,14 @@ def test_minimal_record_fills_documented_defaults() -> None:
     assert dumped["attempts"] == []
     assert dumped["trace"] == []
     assert dumped["lesson_ids"] == []
-    assert dumped["usage"] == {"tokens_in": 0, "tokens_out": 0, "llm_calls": 0, "cost_usd": 0.0}
+    assert dumped["usage"] == {
+        "tokens_in": 0,
+        "tokens_out": 0,
+        "llm_calls": 0,
+        "cost_usd": 0.0,
+        "tokens_cache_read": 0,
+        "tokens_cache_write": 0,
+    }
     assert dumped["target"] == {
         "kind": "pr",
         "number": 3,

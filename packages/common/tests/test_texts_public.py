@@ -12,7 +12,13 @@ import re
 import pytest
 
 from agent_loop_common.claims import parse_backoff, parse_dibs
-from agent_loop_common.texts import MENTION_BREAK, REDACTED, public_text, redact_secrets
+from agent_loop_common.texts import (
+    MENTION_BREAK,
+    REDACTED,
+    closing_references,
+    public_text,
+    redact_secrets,
+)
 
 ZWJ = "\u200d"
 
@@ -216,3 +222,12 @@ def test_a_private_key_block_is_redacted_even_when_cut() -> None:
 )
 def test_ordinary_words_are_kept(text: str) -> None:
     assert public_text(text) == text
+
+
+def test_closing_references_are_the_issues_a_body_closes_in_this_repository() -> None:
+    body = (
+        "Fixes #3, closes acme/widgets#4 and resolves https://github.com/acme/widgets/issues/5.\n"
+        "Also fixes other/repo#9, fix https://github.com/acme/widgets/pull/7, refs #8,\n"
+        "Fi\u200bxes #10 (an invisible character does not hide it), Fixes: #3 again."
+    )
+    assert closing_references(body, "Acme/Widgets") == [3, 4, 5, 10]

@@ -25,14 +25,14 @@ from agent_loop_builder._select import (
 )
 from agent_loop_common.claims import backoff_resetters
 from agent_loop_common.commands import honour_commands
-from agent_loop_common.github import Comment, Edit, GitHub, Issue, IssueEvent, NotFound
+from agent_loop_common.github import Comment, GitHub, Issue, IssueEvent, NotFound
 from agent_loop_common.settings import Settings
 from agent_loop_common.trust import (
     LabelApplied,
     Trust,
     as_their_authors_left_them,
     label_applied,
-    untrusted_edit,
+    untrusted_issue_editor,
 )
 
 __all__ = ["IssueFinder"]
@@ -242,20 +242,9 @@ class IssueFinder:
     ) -> str | None:
         """Who (`@login`, or "a deleted account") below the trust rule made the last body
         edit or a title change (`renamed`) at or after `since` (any time when `None`)."""
-        renames = [e for e in events if e.event == "renamed"]
-        if since is None:
-            renames = renames[-1:]
-        for event in renames:
-            login = event.actor.login if event.actor is not None else None
-            edit = Edit(editor=login, edited_at=event.created_at)
-            if await untrusted_edit(self.trust, edit, since=since) is not None:
-                return f"@{login}" if login else "a deleted account"
-        edit = await untrusted_edit(
-            self.trust, await self.github.last_edit(issue.number), since=since
+        return await untrusted_issue_editor(
+            self.github, self.trust, issue.number, events, since=since
         )
-        if edit is not None:
-            return f"@{edit.editor}" if edit.editor else "a deleted account"
-        return None
 
     async def possible(self) -> list[Issue]:
         """Open issues that pass the rules needing no further request, oldest first."""

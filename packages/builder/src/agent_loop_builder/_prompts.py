@@ -139,8 +139,14 @@ def build_prompt(
     instructions: str = "",
 ) -> str:
     """The first try's user message (`instructions`: the maintainers' instructions section,
-    `RepoInstructions.render()`, read from the base branch)."""
-    parts = [f"# Issue #{number}", "", issue_block, ""]
+    `RepoInstructions.render()`, read from the base branch).
+
+    Ordered for the provider's prompt cache, what changes least first: the maintainers'
+    instructions (the same for every issue of the repository), the notes from earlier
+    runs (the same until the lessons change, save each run's held-out draw), then the
+    issue and the task. A retry's prompt starts with this one whole (`retry_prompt`).
+    """
+    parts: list[str] = []
     if instructions:
         parts += [instructions, ""]
     if context_block:
@@ -152,6 +158,7 @@ def build_prompt(
             context_block,
             "",
         ]
+    parts += [f"# Issue #{number}", "", issue_block, ""]
     parts += [
         "# Your task",
         f"Work on issue #{number} as your instructions say: "

@@ -61,6 +61,7 @@ from agent_loop_common.runtime import (
     Runtime,
     call_task_by_name,
     preflight_model,
+    probe_model,
     run_scoped,
 )
 from agent_loop_common.settings import ConfigError
@@ -118,6 +119,7 @@ async def _distill(
     records = learnable(work.batch.records)
     scope.target = Target(kind=TargetKind.REPO, title="distill lessons")
     preflight_model(runtime.settings)
+    await probe_model(runtime.settings)  # a wrong endpoint or key: named, not retried 4 times
     scope.lesson_ids = [lesson.id for lesson in work.context.lessons.lessons]
     before = runtime.usage.total_tokens
     async with scope.stage("distill"):

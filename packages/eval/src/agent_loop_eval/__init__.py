@@ -10,18 +10,24 @@ on each and scores it with the hidden tests. Files are SWE-bench's format both w
 instances = read_instances(Path("instances.jsonl"))   # ours, or a SWE-bench file
 changes = apply_patch(base_files, instance.test_patch) # path -> text (None: deleted)
 outcomes = outcomes_of(instance.FAIL_TO_PASS, result.counts.outcomes)
+result = await evaluate(instance, settings, lessons=LessonChoice.parse("on"))  # one instance
+comparison = compare_results(read_results(Path("a")), read_results(Path("b")))
 ```
 
 Modules, by concern: `_instance` (the model and its JSON lines), `_patches` (git-format
 diffs of file maps, applied in pure Python), `_testids` (JUnit names and pytest node
-ids), `_evaluate` (one instance: its base, the builder's replay, the score), `_score`
-(the hidden tests in the sandbox), `_fanout` (K instance tasks at a time), `_results`
-(results.json, predictions.jsonl), `_report` (the HTML report), `_stats` (Wilson,
-exact McNemar, Newcombe's paired interval), `_compare` (two runs paired), `env` (Flyte).
+ids), `_mine` (`Miner`: merged pull requests to instances), `_mined` (skip reasons and
+the sidecar of skipped pull requests), `_issues` (the linked issues' trust and text),
+`_classify` (FAIL_TO_PASS and PASS_TO_PASS from runs before and after), `_evaluate`
+(one instance: its base, the builder's replay, the score), `_score` (the hidden tests
+in the sandbox), `_fanout` (K instance tasks at a time), `_results` (results.json,
+predictions.jsonl), `_report` (the HTML report), `_stats` (Wilson, exact McNemar,
+Newcombe's paired interval), `_compare` (two runs paired), `env` (Flyte).
 """
 
 from __future__ import annotations
 
+from agent_loop_eval._classify import Classified, classify
 from agent_loop_eval._compare import Comparison, RunFigures, compare_results, comparison_text
 from agent_loop_eval._evaluate import evaluate, instance_settings
 from agent_loop_eval._fanout import InstanceTask, fan_out, watch_results
@@ -33,6 +39,15 @@ from agent_loop_eval._instance import (
     iter_instances,
     read_instances,
     write_instances,
+)
+from agent_loop_eval._mine import Mined, MineLimits, Miner
+from agent_loop_eval._mined import (
+    SkippedPull,
+    SkipReason,
+    append_skipped,
+    known_pulls,
+    read_skipped,
+    skipped_path,
 )
 from agent_loop_eval._patches import (
     BinaryChange,
@@ -62,6 +77,7 @@ from agent_loop_eval._testids import node_id, node_outcomes, outcomes_of
 
 __all__ = [
     "BinaryChange",
+    "Classified",
     "Comparison",
     "FilePatch",
     "Hunk",
@@ -69,13 +85,20 @@ __all__ = [
     "InstanceFileError",
     "InstanceResult",
     "InstanceTask",
+    "MineLimits",
+    "Mined",
+    "Miner",
     "PairedTable",
     "PatchError",
     "RunFigures",
     "RunSummary",
     "Score",
+    "SkipReason",
+    "SkippedPull",
     "TestStatus",
+    "append_skipped",
     "apply_patch",
+    "classify",
     "compare_results",
     "comparison_text",
     "diff_files",
@@ -86,6 +109,7 @@ __all__ = [
     "instance_settings",
     "is_test_path",
     "iter_instances",
+    "known_pulls",
     "mcnemar_exact",
     "node_id",
     "node_outcomes",
@@ -96,8 +120,10 @@ __all__ = [
     "patched_files",
     "read_instances",
     "read_results",
+    "read_skipped",
     "report_html",
     "score_change",
+    "skipped_path",
     "split_test_paths",
     "summarize_results",
     "watch_results",

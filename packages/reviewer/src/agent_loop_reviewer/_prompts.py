@@ -134,9 +134,23 @@ def _checks_section(assessment: Assessment, max_fixes: int) -> list[str]:
 
 
 def render_pass_prompt(prompt: PassPrompt, *, retry_notes: str = "", staged: str = "") -> str:
-    """The user message of one try of a pass."""
+    """The user message of one try of a pass.
+
+    Ordered for the provider's prompt cache, what changes least first: the maintainers'
+    instructions (the same for every pull request of the repository), the lessons and
+    context from earlier runs, then this pass (the pull request, its files, feedback
+    and checks), and last what only a retry has (the rejected try's notes).
+    """
     pull, a = prompt.pull, prompt.assessment
-    lines = [
+    lines: list[str] = [*([prompt.instructions, ""] if prompt.instructions else [])]
+    if prompt.digest.strip():
+        budget = prompt.digest_token_budget * DIGEST_CHARS_PER_TOKEN
+        lines += [
+            "## Lessons and context from earlier runs",
+            fence_untrusted("context digest", prompt.digest, budget),
+            "",
+        ]
+    lines += [
         f"# Pull request #{pull.number}: {pull.title}",
         f"Branch `{pull.head_ref}` into `{pull.base_ref}`, head commit `{pull.head_sha}`.",
         f"Why this pass: {'; '.join(a.reasons)}.",
@@ -144,7 +158,6 @@ def render_pass_prompt(prompt: PassPrompt, *, retry_notes: str = "", staged: str
         "## Description",
         fence_untrusted(f"PR #{pull.number} description", pull.body, _BODY_CHARS),
         "",
-        *([prompt.instructions, ""] if prompt.instructions else []),
         "## Changed files",
         *[f"- {f.filename} ({f.status}, +{f.additions} -{f.deletions})" for f in prompt.files],
         "",
@@ -153,13 +166,7 @@ def render_pass_prompt(prompt: PassPrompt, *, retry_notes: str = "", staged: str
     checks = _checks_section(a, prompt.max_check_fixes)
     if checks:
         lines += ["", *checks]
-    if prompt.digest.strip():
-        budget = prompt.digest_token_budget * DIGEST_CHARS_PER_TOKEN
-        lines += [
-            "",
-            "## Lessons and context from earlier runs",
-            fence_untrusted("context digest", prompt.digest, budget),
-        ]
+    lines += ["", "Review the pull request, address every open point, then finish as instructed."]
     if retry_notes:
         lines += [
             "",
@@ -169,7 +176,6 @@ def render_pass_prompt(prompt: PassPrompt, *, retry_notes: str = "", staged: str
             f"Still staged from that try:\n{staged}",
             "Change what the notes ask, then call submit_fix again (or no_changes).",
         ]
-    lines += ["", "Review the pull request, address every open point, then finish as instructed."]
     return "\n".join(lines)
 
 

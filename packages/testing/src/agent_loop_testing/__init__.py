@@ -1,5 +1,6 @@
 """Test doubles shared by every package: GitHub emulator, scripted model (in process, or
-served as an OpenAI-compatible API: `serve_chat_model`), network guard, and the harness
+served as an OpenAI-compatible API: `serve_chat_model`, or as Anthropic's Messages API
+with a simulated prompt cache: `serve_messages_model`, `SimulatedPromptCache`), network guard, and the harness
 wiring them to a run (`emulator_settings`, `emulator_runtime`, `ModelSlot`,
 `stored_record`, `write_memory_file`, `quiet_logs`), and the end-to-end harness driving
 `agent-loop run` against the served emulator (`serve_for_cli`, `CliLoop`, the calc
@@ -54,6 +55,14 @@ if TYPE_CHECKING:
     )
     from agent_loop_testing._emulator import GitHubEmulator
     from agent_loop_testing._emulator_faults import Fault, LoggedRequest
+    from agent_loop_testing._emulator_history import (
+        History,
+        HistoryIssue,
+        HistoryMerge,
+        HistoryPull,
+        HistoryPush,
+        HistoryStep,
+    )
     from agent_loop_testing._emulator_host import GitHubHost
     from agent_loop_testing._emulator_refname import is_valid_ref_name
     from agent_loop_testing._emulator_schema import SchemaMismatch, assert_matches_schema
@@ -77,8 +86,24 @@ if TYPE_CHECKING:
     )
     from agent_loop_testing._held import HeldCall
     from agent_loop_testing._instant import InstantModel
+    from agent_loop_testing._messages_server import (
+        MessagesServer,
+        serve_messages_model,
+        to_call_llm_shape,
+    )
     from agent_loop_testing._per_issue import ModelPerArm, ModelPerIssue
+    from agent_loop_testing._prompt_cache import (
+        CacheCharge,
+        SimulatedPromptCache,
+        approx_tokens,
+        request_blocks,
+    )
     from agent_loop_testing._recording_sandbox import RecordingSandbox, SandboxCall
+    from agent_loop_testing._vendored import (
+        CACHETOOLS_TEST_ARGS,
+        VendoredHistory,
+        seed_cachetools_history,
+    )
     from agent_loop_testing._zero_config import ZERO_CONFIG_CALC, wheelhouse
 
 _LAZY = {
@@ -114,7 +139,23 @@ _LAZY = {
     "Fault": "agent_loop_testing._emulator_faults",
     "LoggedRequest": "agent_loop_testing._emulator_faults",
     "GitHubHost": "agent_loop_testing._emulator_host",
+    "History": "agent_loop_testing._emulator_history",
+    "HistoryIssue": "agent_loop_testing._emulator_history",
+    "HistoryMerge": "agent_loop_testing._emulator_history",
+    "HistoryPull": "agent_loop_testing._emulator_history",
+    "HistoryPush": "agent_loop_testing._emulator_history",
+    "HistoryStep": "agent_loop_testing._emulator_history",
     "InstantModel": "agent_loop_testing._instant",
+    "CACHETOOLS_TEST_ARGS": "agent_loop_testing._vendored",
+    "VendoredHistory": "agent_loop_testing._vendored",
+    "seed_cachetools_history": "agent_loop_testing._vendored",
+    "MessagesServer": "agent_loop_testing._messages_server",
+    "serve_messages_model": "agent_loop_testing._messages_server",
+    "to_call_llm_shape": "agent_loop_testing._messages_server",
+    "CacheCharge": "agent_loop_testing._prompt_cache",
+    "SimulatedPromptCache": "agent_loop_testing._prompt_cache",
+    "approx_tokens": "agent_loop_testing._prompt_cache",
+    "request_blocks": "agent_loop_testing._prompt_cache",
     "HeldCall": "agent_loop_testing._held",
     "is_valid_ref_name": "agent_loop_testing._emulator_refname",
     "SchemaMismatch": "agent_loop_testing._emulator_schema",
@@ -147,6 +188,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "CACHETOOLS_TEST_ARGS",
     "CALC",
     "CALC_ISSUE",
     "CALC_PYPROJECT",
@@ -157,6 +199,7 @@ __all__ = [
     "TESTS_SUB",
     "VERIFIED",
     "ZERO_CONFIG_CALC",
+    "CacheCharge",
     "CalcFix",
     "CalcHistory",
     "CliLoop",
@@ -169,8 +212,15 @@ __all__ = [
     "GitHubEmulator",
     "GitHubHost",
     "HeldCall",
+    "History",
+    "HistoryIssue",
+    "HistoryMerge",
+    "HistoryPull",
+    "HistoryPush",
+    "HistoryStep",
     "InstantModel",
     "LoggedRequest",
+    "MessagesServer",
     "ModelPerArm",
     "ModelPerIssue",
     "ModelSlot",
@@ -183,7 +233,10 @@ __all__ = [
     "ScriptedCall",
     "ScriptedEvalTask",
     "ScriptedModel",
+    "SimulatedPromptCache",
     "Turn",
+    "VendoredHistory",
+    "approx_tokens",
     "assert_matches_schema",
     "block_network",
     "bwrap_e2e_marks",
@@ -199,14 +252,18 @@ __all__ = [
     "quiet_logs",
     "read_only_cgroupfs",
     "read_only_cgroupfs_works",
+    "request_blocks",
+    "seed_cachetools_history",
     "seed_calc_history",
     "serve_asgi",
     "serve_chat_model",
     "serve_for_cli",
+    "serve_messages_model",
     "sign_payload",
     "stored_record",
     "submit_subtract",
     "subtract_try",
+    "to_call_llm_shape",
     "turn",
     "wheelhouse",
     "write_memory_file",

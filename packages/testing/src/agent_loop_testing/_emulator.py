@@ -41,6 +41,7 @@ from agent_loop_testing._emulator_faults import (
     TimeoutTransport,
 )
 from agent_loop_testing._emulator_git import MODE_EXEC, MODE_FILE, TreeWrite
+from agent_loop_testing._emulator_history import History, HistoryStep, seed_history
 from agent_loop_testing._emulator_inspect import EmulatorInspection
 from agent_loop_testing._emulator_server import serve_app
 from agent_loop_testing._emulator_signing import armored, key_id
@@ -459,8 +460,22 @@ class GitHubEmulator(EmulatorInspection):
             ).id
 
     def merge_pull(self, number: int, *, by: str | None = None, method: str = "merge") -> str:
+        """Merge on the server (`merge` or `squash`) as `by`; closes the issues the PR
+        closes (`closingIssuesReferences`) when its base is the default branch. Returns
+        the merge commit."""
         with self._st.lock:
             return pulls.merge_pull(self._st, number, by or self._st.owner, method=method)
+
+    def link_issue(self, pull: int, issue: int) -> None:
+        """Link an issue to a pull request by hand (GitHub's "Development" sidebar): it is
+        then among the PR's `closingIssuesReferences`, and closed when the PR merges."""
+        with self._st.lock:
+            pulls.link_issue(self._st, pull, issue)
+
+    def seed_history(self, steps: Sequence[HistoryStep]) -> History:
+        """Play a repository's history: issues filed, pull requests opened and merged in
+        order (see `HistoryIssue`, `HistoryPull`, `HistoryMerge`)."""
+        return seed_history(self, steps)
 
     def close_pull(self, number: int, *, by: str | None = None) -> None:
         with self._st.lock:

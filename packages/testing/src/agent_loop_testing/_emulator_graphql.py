@@ -18,7 +18,9 @@ Issue, PullRequest, IssueComment, PullRequestReviewComment {
 type Ref { name prefix target: Commit }   type Commit { oid abbreviatedOid message tree { oid } }
 PullRequest also: reviewThreads(first: Int) { totalCount nodes { id isResolved resolvedBy } }
                   commits(first: Int) { totalCount nodes { commit: Commit } }  mergeCommit: Commit
+                  closingIssuesReferences(first: Int) { totalCount nodes { Issue } }
                   merged mergedAt mergedBy { login } baseRefName headRefName state
+Issue and PullRequest also: repository: Repository
 Repository also: isPrivate diskUsage  object(oid: GitObjectID): GitObject (a commit)
 Commit also: associatedPullRequests(first: Int) { totalCount nodes: PullRequest }
              signature: GitSignature (a GpgSignature, null when unsigned)
@@ -60,7 +62,7 @@ from agent_loop_testing._emulator_graphql_parse import (
     Var,
 )
 from agent_loop_testing._emulator_http import Ctx, Reply, Route
-from agent_loop_testing._emulator_ops_pulls import associated_pulls, pull_commits
+from agent_loop_testing._emulator_ops_pulls import associated_pulls, closing_issues, pull_commits
 from agent_loop_testing._emulator_render import Json, node_id, ts
 from agent_loop_testing._emulator_signing import Verification, key_of, verify
 from agent_loop_testing._emulator_state import (
@@ -143,6 +145,7 @@ _ISSUE_FIELDS = {
     **_content_fields(_issue_kind),
     "number": FieldNodeDef("scalar", lambda st, o, a: cast("IssueRec", o).number),
     "title": FieldNodeDef("scalar", lambda st, o, a: cast("IssueRec", o).title),
+    "repository": FieldNodeDef("Repository", lambda st, o, a: ("Repository", st)),
 }
 
 
@@ -253,6 +256,10 @@ def _pull_commits(st: State, obj: object, args: Mapping[str, object]) -> tuple[l
     pull = cast("IssueRec", obj).pull
     assert pull is not None
     return _first(list[object](pull_commits(st, pull)), args)
+
+
+def _closing_issues(st: State, obj: object, args: Mapping[str, object]) -> tuple[list[object], int]:
+    return _first(list[object](closing_issues(st, cast("IssueRec", obj))), args)
 
 
 def _merge_commit(st: State, obj: object, args: Mapping[str, object]) -> object:
@@ -419,6 +426,11 @@ _SCHEMA: dict[str, dict[str, FieldNodeDef]] = {
             _FIRST,
         ),
         "mergeCommit": FieldNodeDef("Commit", _merge_commit),
+        "closingIssuesReferences": FieldNodeDef(
+            "IssueConnection",
+            lambda st, o, a: ("IssueConnection", _closing_issues(st, o, a)),
+            _FIRST,
+        ),
         "merged": FieldNodeDef("scalar", lambda st, o, a: _pull_rec(o).merged_at is not None),
         "mergedAt": FieldNodeDef(
             "scalar",
@@ -429,6 +441,7 @@ _SCHEMA: dict[str, dict[str, FieldNodeDef]] = {
         "headRefName": FieldNodeDef("scalar", lambda st, o, a: _pull_rec(o).head_ref),
         "state": FieldNodeDef("scalar", lambda st, o, a: _pull_state(o)),
     },
+    "IssueConnection": _connection("Issue"),
     "PullRequestReviewThreadConnection": _connection("PullRequestReviewThread"),
     "PullRequestReviewThread": {
         "id": FieldNodeDef("scalar", lambda st, o, a: node_id("PRRT", _thread(o).id)),

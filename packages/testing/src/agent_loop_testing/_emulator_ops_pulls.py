@@ -4,10 +4,14 @@ GitHub's rules that the agents depend on are kept: a PR needs commits between ba
 head (422 otherwise), only one open PR per head and base (422), the head SHA follows the
 branch as it is pushed, deleting the head branch closes an open PR (events
 `head_ref_deleted` and `closed`), an author cannot approve their own PR, and a merge with
-a stale `sha` answers 409.
+a stale `sha` answers 409. A pull request into the default branch closes the issues its
+body names with a closing keyword (`Fixes #3`), and those linked to it by hand, when it
+merges (`closing_issues`, GraphQL's `closingIssuesReferences`).
 """
 
 from __future__ import annotations
+
+import re
 
 from agent_loop_testing import _emulator_hooks as hooks
 from agent_loop_testing._emulator_errors import ApiError, validation_failed
@@ -37,12 +41,14 @@ __all__ = [
     "associated_pulls",
     "base_sha",
     "branch_deleted",
+    "closing_issues",
     "combined_state",
     "edit_review_comment",
     "get_pull",
     "get_review_comment",
     "head_sha",
     "latest_statuses",
+    "link_issue",
     "merge_base_tree",
     "merge_pull",
     "open_pull",
@@ -108,10 +114,58 @@ def base_sha(st: State, pull: PullRec) -> str:
 
 
 def merge_base_tree(st: State, pull: PullRec) -> str:
-    """The tree the PR diff starts from: its merge base's tree (three-dot diff)."""
+    """The tree the PR diff starts from: its merge base's tree (three-dot diff). Once
+    merged, against the base as it was when it merged (the merge commit's first
+    parent): GitHub keeps showing a merged PR's files and diff as they were."""
     head = head_sha(st, pull)
-    base = st.git.merge_base(base_sha(st, pull), head)
+    base_tip = base_sha(st, pull)
+    if pull.merge_commit_sha is not None:
+        merged = st.git.commit(pull.merge_commit_sha)
+        if merged is not None and merged.parents:
+            base_tip = merged.parents[0].decode("ascii")
+    base = st.git.merge_base(base_tip, head)
     return st.git.commit_tree(base) if base else EMPTY_TREE
+
+
+_CLOSING = re.compile(
+    r"(?<![A-Za-z0-9_])(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)(?::\s*|\s+)"
+    r"(?:#|(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)#"
+    r"|https?://[^\s/]+/(?P<url>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/issues/)(?P<number>\d+)\b",
+    re.IGNORECASE,
+)
+
+
+def closing_issues(st: State, issue: IssueRec) -> list[IssueRec]:
+    """The issues PR `issue` closes when it merges, as GitHub's `closingIssuesReferences`
+    lists them: those its body names with a closing keyword (`fixes #3`, `closes
+    owner/name#3`, `resolves <issue URL>`, in this repository, when the PR targets the
+    default branch), then those linked by hand. Pull requests are never among them."""
+    pull = issue.pull
+    if pull is None:
+        return []
+    numbers: list[int] = []
+    if pull.base_ref == st.default_branch:
+        for match in _CLOSING.finditer(issue.body or ""):
+            named = match.group("repo") or match.group("url")
+            if named is None or named.lower() == st.full_name.lower():
+                numbers.append(int(match.group("number")))
+    numbers.extend(pull.linked_issues)
+    found: list[IssueRec] = []
+    for number in dict.fromkeys(numbers):
+        target = st.issues.get(number)
+        if target is not None and target.pull is None:
+            found.append(target)
+    return found
+
+
+def link_issue(st: State, pull_number: int, issue_number: int) -> None:
+    """Link an issue to a PR by hand (GitHub's "Development" sidebar)."""
+    _, pull = get_pull(st, pull_number)
+    target = st.issues.get(issue_number)
+    if target is None or target.pull is not None:
+        raise ApiError(422, f"#{issue_number} is not an issue")
+    if issue_number not in pull.linked_issues:
+        pull.linked_issues.append(issue_number)
 
 
 def pull_files(st: State, pull: PullRec) -> list[FileChange]:
@@ -205,6 +259,11 @@ def merge_pull(
     pull.merged_at, pull.merged_by, pull.merge_commit_sha = st.now, by, sha
     record_event(st, issue, "merged", by, commit_id=sha)
     set_state(st, issue, "closed", by)
+    for closed in closing_issues(st, issue):
+        if closed.state == "open":
+            set_state(st, closed, "closed", by)
+            event = next(e for e in reversed(st.events) if e.issue == closed.number)
+            event.commit_id = sha  # GitHub's `closed` event names the merge commit
     return sha
 
 

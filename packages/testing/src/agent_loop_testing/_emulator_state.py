@@ -85,6 +85,9 @@ class PullRec:
     base_at_open: str = ""
     """The base branch's head when the PR was opened: the PR's commits are the head's
     that this one lacks (GitHub keeps listing them after the merge)."""
+    linked_issues: list[int] = field(default_factory=list[int])
+    """Issues linked by hand (the sidebar's "Development"): closed by the merge like the
+    ones its body names with a closing keyword."""
 
 
 @dataclass(frozen=True)

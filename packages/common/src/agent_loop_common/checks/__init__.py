@@ -17,7 +17,7 @@ A `CheckReport` renders the same facts for each reader: `feedback()` for the age
 summary, `evidence(runs=...)` for the run record.
 """
 
-from agent_loop_common.checks._checks import NO_COMMAND, Checks, open_checks
+from agent_loop_common.checks._checks import NO_COMMAND, Checks, open_checks, open_sandbox_checks
 from agent_loop_common.checks._report import CheckReport
 from agent_loop_common.checks._tool import run_tests_instructions, run_tests_tool
 
@@ -26,6 +26,7 @@ __all__ = [
     "CheckReport",
     "Checks",
     "open_checks",
+    "open_sandbox_checks",
     "run_tests_instructions",
     "run_tests_tool",
 ]

@@ -49,8 +49,9 @@ from agent_loop_common.sandbox import (
     plan_tests,
     validate_extra_args,
 )
+from agent_loop_common.settings import Settings
 
-__all__ = ["Checks", "open_checks"]
+__all__ = ["Checks", "open_checks", "open_sandbox_checks"]
 
 _DETECTED_FROM = (
     "AGENTS.md",
@@ -316,8 +317,29 @@ async def open_checks(
         ConfigError: No sandbox works here (the claim's preflight normally said so first).
         CommandRejected: `AGENT_LOOP_SETUP_COMMAND` uses shell syntax (refused at load).
     """
-    settings = runtime.settings
     sandbox = await runtime.sandbox()
+    async with open_sandbox_checks(
+        runtime.settings, sandbox, tree=tree, config=config, baselines=runtime.baselines
+    ) as checks:
+        yield checks
+
+
+@asynccontextmanager
+async def open_sandbox_checks(
+    settings: Settings,
+    sandbox: Sandbox,
+    *,
+    tree: RepoSnapshot,
+    config: RepoSnapshot,
+    baselines: BaselineStore,
+) -> AsyncGenerator[Checks]:
+    """`open_checks` outside a run: the same command, setup and environment cache from
+    `settings` and the `config` commit, in a sandbox the caller opened (the eval checks
+    mined pull requests this way, with no claim, memory or model).
+
+    Raises:
+        CommandRejected: `AGENT_LOOP_SETUP_COMMAND` uses shell syntax (refused at load).
+    """
     if sandbox.enabled:
         files = {} if settings.test_command else await _detection_files(config)
         plan = plan_tests(settings, files)
@@ -330,7 +352,7 @@ async def open_checks(
         tree=tree,
         command=plan.command,
         setup=plan.setup,
-        baselines=runtime.baselines,
+        baselines=baselines,
         max_tool_runs=settings.max_test_runs,
         note=plan.note,
         watch=installed.watch if (installed := installed_sandbox()) is not None else None,

@@ -153,6 +153,7 @@ def pull_file(f: gh.DiffEntry) -> PullFile:
         additions=f.additions,
         deletions=f.deletions,
         patch=present(f.patch),
+        previous_filename=present(f.previous_filename),
     )
 
 

@@ -123,10 +123,13 @@ class PullFile(_Frozen):
 
     filename: str
     status: str
+    """`added`, `removed`, `modified`, `renamed`, `copied`, `changed` or `unchanged`."""
     additions: int
     deletions: int
     patch: str | None
     """Unified diff hunk; None for binary or very large files."""
+    previous_filename: str | None = None
+    """The file's path before a rename (or copy)."""
 
 
 class Review(_Frozen):
@@ -273,6 +276,17 @@ class CommitProvenance(_Frozen):
     for any other state, and for GitHub's own signature (`signed_by_github`), which
     vouches that GitHub made the commit (a merge, a web or API edit), not for a person."""
     signed_by_github: bool = False
+
+
+class PullLinks(_Frozen):
+    """What a merged pull request is linked to, from GraphQL (REST shows neither)."""
+
+    merge_commit_sha: str
+    """The commit GitHub made on the base branch when it merged (the merge commit, the
+    squashed commit, or the last rebased one); empty when not merged."""
+    closing_issues: tuple[int, ...]
+    """Issues of this repository the pull request closes (`closingIssuesReferences`:
+    closing keywords in its body, or linked by hand), in GitHub's order."""
 
 
 class PullHistory(_Frozen):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal, cast
 
 from githubkit.utils import UNSET
@@ -15,6 +16,7 @@ from agent_loop_common.github._models import (
     CommitStatus,
     PullFile,
     PullHistory,
+    PullLinks,
     PullRequest,
     Review,
     ReviewComment,
@@ -33,6 +35,21 @@ query($owner: String!, $name: String!, $number: Int!) {
 """
 """Review threads (REST cannot tell a resolved one), the first commit and the merge
 commit of a pull request, in one request."""
+
+
+PULL_LINKS = """
+query($owner: String!, $name: String!, $number: Int!) {
+  repository(owner: $owner, name: $name) {
+    pullRequest(number: $number) {
+      mergeCommit { oid }
+      closingIssuesReferences(first: 50) {
+        nodes { number repository { nameWithOwner } }
+      }
+    }
+  }
+}
+"""
+"""A pull request's merge commit and the issues it closes, in one request."""
 
 
 class PullOps(GraphQLBase):
@@ -63,6 +80,31 @@ class PullOps(GraphQLBase):
             per_page=self._per_page,
         )
         return [conv.pull(p) for p in await self._all(paginator)]
+
+    async def merged_pulls(self, *, since: datetime | None = None) -> list[PullRequest]:
+        """Merged pull requests, most recently updated first, every page; with `since`,
+        only those merged at or after it, and the listing stops at the first page that
+        reaches back before it (a merge updates a pull request, so nothing older follows).
+        """
+        gh = await self._gh()
+        paginator = gh.rest.paginate(
+            gh.rest.pulls.async_list,
+            owner=self._owner,
+            repo=self._name,
+            state="closed",
+            sort="updated",
+            direction="desc",
+            per_page=self._per_page,
+        )
+        merged: list[PullRequest] = []
+        with translated():
+            async for item in paginator:
+                found = conv.pull(item)
+                if since is not None and found.updated_at < since:
+                    break
+                if found.merged_at is not None and (since is None or found.merged_at >= since):
+                    merged.append(found)
+        return merged
 
     async def get_pull(self, n: int) -> PullRequest:
         """One pull request (with an authoritative `merged`)."""
@@ -183,6 +225,37 @@ class PullOps(GraphQLBase):
             unresolved_threads=sum(1 for t in nodes if t.get("isResolved") is False),
             first_commit_sha=str(first.get("oid") or ""),
             merge_commit_sha=str(merge.get("oid") or ""),
+        )
+
+    async def pull_links(self, n: int) -> PullLinks:
+        """PR `n`'s merge commit and the issues of this repository it closes (one GraphQL
+        request; REST's pull request has neither the issues nor, in githubkit's schema,
+        `merge_commit_sha`). Issues of other repositories are left out.
+
+        Raises:
+            NotFound: there is no pull request `n`.
+        """
+        data = await self._graphql(
+            PULL_LINKS, {"owner": self._owner, "name": self._name, "number": n}
+        )
+        repository = cast("dict[str, Any] | None", data.get("repository")) or {}
+        pull = cast("dict[str, Any] | None", repository.get("pullRequest"))
+        if pull is None:
+            said = f"Could not resolve to a PullRequest with the number of {n}."
+            message = describe(NotFound, method="POST", url="graphql", status=None, said=said)
+            raise NotFound(message, method="POST", url="graphql", github_message=said)
+        merge = cast("dict[str, Any]", pull.get("mergeCommit") or {})
+        closing = cast("dict[str, Any]", pull.get("closingIssuesReferences") or {})
+        here = f"{self._owner}/{self._name}".casefold()
+        numbers: list[int] = []
+        for node in cast("list[dict[str, Any]]", closing.get("nodes") or []):
+            repo = cast("dict[str, Any]", node.get("repository") or {})
+            name = str(repo.get("nameWithOwner") or "")
+            if name.casefold() == here and isinstance(node.get("number"), int):
+                numbers.append(int(node["number"]))
+        return PullLinks(
+            merge_commit_sha=str(merge.get("oid") or ""),
+            closing_issues=tuple(dict.fromkeys(numbers)),
         )
 
     async def list_check_runs(self, ref: str) -> list[CheckRun]:

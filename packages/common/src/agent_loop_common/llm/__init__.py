@@ -13,15 +13,22 @@ call_llm = make_call_llm(
 agent = Agent(model=settings.model, call_llm=call_llm, parallel_tool_calls=False, ...)
 result = await agent.run.aio(task)         # a BudgetExceeded ends up in result.error
 outcome = "budget_exceeded" if usage.exceeded else ...
-record_usage = usage.as_dict()             # tokens, calls, retries, cost, cost_known
+record_usage = usage.as_dict()             # tokens (cached ones too), calls, cost, cost_known
 ```
+
+The runtime wraps every run's `call_llm` (litellm's or an in-process model's) in
+`masked_call_llm` (`AGENT_LOOP_KEEP_TURNS`), and `make_call_llm` marks prompt-cache
+breakpoints where the model takes them (`AGENT_LOOP_PROMPT_CACHE`).
 """
 
+from agent_loop_common.llm._cache import CACHE_CONTROL, with_cache_breakpoints
 from agent_loop_common.llm._call import make_call_llm
 from agent_loop_common.llm._convert import (
+    CallTokens,
     from_litellm_response,
     parse_tool_arguments,
     to_litellm_messages,
+    usage_tokens,
 )
 from agent_loop_common.llm._errors import (
     AgentRunFailed,
@@ -30,6 +37,7 @@ from agent_loop_common.llm._errors import (
     LLMError,
     ModelCallFailed,
     ModelRequestsDisabled,
+    ModelSettingNames,
     classify_error,
 )
 from agent_loop_common.llm._limits import (
@@ -40,30 +48,39 @@ from agent_loop_common.llm._limits import (
     resolve_max_tokens,
 )
 from agent_loop_common.llm._litellm import load_litellm, prefetch_litellm
+from agent_loop_common.llm._masking import MIN_MASKED_CHARS, mask_observations, masked_call_llm
 from agent_loop_common.llm._retry import ModelRetryPolicy
 from agent_loop_common.llm._usage import Budget, ModelUsage, UsageMeter
 
 __all__ = [
     "ALLOW_MODEL_REQUESTS_ENV",
+    "CACHE_CONTROL",
     "GENEROUS_MAX_TOKENS",
+    "MIN_MASKED_CHARS",
     "UNKNOWN_MODEL_MAX_TOKENS",
     "AgentRunFailed",
     "Budget",
     "BudgetExceeded",
+    "CallTokens",
     "ErrorKind",
     "LLMError",
     "ModelCallFailed",
     "ModelRequestsDisabled",
     "ModelRetryPolicy",
+    "ModelSettingNames",
     "ModelUsage",
     "UsageMeter",
     "classify_error",
     "from_litellm_response",
     "load_litellm",
     "make_call_llm",
+    "mask_observations",
+    "masked_call_llm",
     "model_requests_allowed",
     "parse_tool_arguments",
     "prefetch_litellm",
     "resolve_max_tokens",
     "to_litellm_messages",
+    "usage_tokens",
+    "with_cache_breakpoints",
 ]

@@ -4,7 +4,7 @@ The returned coroutine has the shape the Agent expects,
 `(model, system, messages, tools) -> LLMMessage`, and wraps `litellm.acompletion`
 with what a scheduled, unattended run needs: one model string for any provider (or an
 OpenAI-compatible server through `api_base`), a generous output limit clamped to the
-model's, parallel tool calls switched off at the provider when staging needs ordered
+model's, prompt-cache breakpoints where the provider takes them (`_cache`), parallel tool calls switched off at the provider when staging needs ordered
 calls, our own capped retries on transient errors only, usage and cost capture, a
 per-run budget checked before each call, and a refusal to reach a real model while
 `AGENT_LOOP_ALLOW_MODEL_REQUESTS=0`.
@@ -20,11 +20,13 @@ import structlog
 from flyte.ai.agents import LLMCallable, LLMMessage
 
 from agent_loop_common.llm import _litellm
+from agent_loop_common.llm._cache import with_cache_breakpoints
 from agent_loop_common.llm._convert import from_litellm_response, to_litellm_messages, usage_tokens
 from agent_loop_common.llm._errors import (
     ErrorKind,
     ModelCallFailed,
     ModelRequestsDisabled,
+    ModelSettingNames,
     classify_error,
 )
 from agent_loop_common.llm._limits import (
@@ -51,6 +53,8 @@ def make_call_llm(
     retry: ModelRetryPolicy | None = None,
     timeout: float = 600.0,
     extra_params: Mapping[str, Any] | None = None,
+    prompt_cache: bool = True,
+    settings: ModelSettingNames | None = None,
 ) -> LLMCallable:
     """Build the `call_llm` for one role of one pipeline run.
 
@@ -72,6 +76,10 @@ def make_call_llm(
         timeout: Seconds one request may take.
         extra_params: More `litellm.acompletion` keyword arguments (`temperature`,
             `mock_response` in tests, ...); they override ours.
+        prompt_cache: Mark cache breakpoints (`with_cache_breakpoints`) where the model
+            takes them (`AGENT_LOOP_PROMPT_CACHE`); providers that cache on their own
+            need no marker.
+        settings: The settings behind the call, so a failure names the one to fix.
 
     Returns:
         An async callable to pass as `Agent(call_llm=...)`.
@@ -91,6 +99,9 @@ def make_call_llm(
             resolved["parallel_switch"] = (
                 _litellm.provider_supports(model, "parallel_tool_calls") is not False
             )
+            resolved["cache_markers"] = prompt_cache and _litellm.explicit_cache_markers(model)
+        if resolved["cache_markers"]:
+            messages = with_cache_breakpoints(messages)
         kwargs: dict[str, Any] = {
             "model": model,
             "messages": messages,
@@ -126,17 +137,24 @@ def make_call_llm(
 
         kwargs = request_kwargs(to_litellm_messages(system, messages), tools)
         started = time.monotonic()
-        response = await _complete_with_retries(model, kwargs, policy, usage)
-        prompt_tokens, completion_tokens = usage_tokens(response)
-        cost = _litellm.estimate_cost(response)
+        response = await _complete_with_retries(model, kwargs, policy, usage, settings)
+        tokens = usage_tokens(response)
+        cost = _litellm.estimate_cost(response)  # priced with the cache's read/write rates
         usage.record(
-            model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=cost
+            model,
+            prompt_tokens=tokens.prompt,
+            completion_tokens=tokens.completion,
+            cost_usd=cost,
+            cache_read_tokens=tokens.cache_read,
+            cache_write_tokens=tokens.cache_write,
         )
         _log.debug(
             "llm.call",
             model=model,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
+            prompt_tokens=tokens.prompt,
+            completion_tokens=tokens.completion,
+            cache_read_tokens=tokens.cache_read,
+            cache_write_tokens=tokens.cache_write,
             cost_usd=cost,
             ms=int((time.monotonic() - started) * 1000),
         )
@@ -148,7 +166,11 @@ def make_call_llm(
 
 
 async def _complete_with_retries(
-    model: str, kwargs: dict[str, Any], policy: ModelRetryPolicy, usage: UsageMeter
+    model: str,
+    kwargs: dict[str, Any],
+    policy: ModelRetryPolicy,
+    usage: UsageMeter,
+    settings: ModelSettingNames | None,
 ) -> object:
     attempt = 1
     while True:
@@ -157,7 +179,7 @@ async def _complete_with_retries(
         except Exception as exc:
             kind = classify_error(exc)
             if kind is not ErrorKind.TRANSIENT or attempt >= policy.max_attempts:
-                usage.failure = ModelCallFailed(model, kind, attempt, exc)
+                usage.failure = ModelCallFailed(model, kind, attempt, exc, settings=settings)
                 raise usage.failure from exc
             wait = policy.delay(attempt, exc)
             usage.retries += 1

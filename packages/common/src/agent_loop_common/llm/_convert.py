@@ -18,11 +18,18 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 from flyte.ai.agents import LLMMessage
 
-__all__ = ["from_litellm_response", "parse_tool_arguments", "to_litellm_messages", "usage_tokens"]
+__all__ = [
+    "CallTokens",
+    "from_litellm_response",
+    "parse_tool_arguments",
+    "to_litellm_messages",
+    "usage_tokens",
+]
 
 
 def to_litellm_messages(system: str, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -97,12 +104,41 @@ def from_litellm_response(response: object) -> LLMMessage:
     return LLMMessage(content=text, tool_calls=tool_calls, raw=response)
 
 
-def usage_tokens(response: object) -> tuple[int, int]:
-    """`(prompt_tokens, completion_tokens)` reported with a response; zeros when absent."""
+@dataclass(frozen=True)
+class CallTokens:
+    """The tokens one response reports: input (cached parts included) and output."""
+
+    prompt: int = 0
+    """Input tokens, everything the request sent (litellm adds the cached parts in)."""
+    completion: int = 0
+    """Output tokens."""
+    cache_read: int = 0
+    """Of `prompt`, read from the provider's prompt cache."""
+    cache_write: int = 0
+    """Of `prompt`, written to the provider's prompt cache (Anthropic-style caches)."""
+
+
+def _count(source: object, name: str) -> int:
+    value = getattr(source, name, None) if source is not None else None
+    if value is None and isinstance(source, Mapping):
+        value = cast("Mapping[str, object]", source).get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def usage_tokens(response: object) -> CallTokens:
+    """The tokens reported with a response; zeros for what is absent.
+
+    litellm normalizes every provider's cache report into
+    `usage.prompt_tokens_details.cached_tokens` (reads: OpenAI's and DeepSeek's automatic
+    caches, Anthropic's `cache_read_input_tokens`) and, for Anthropic-style caches,
+    `usage.cache_creation_input_tokens` (writes); both are parts of `prompt_tokens`.
+    """
     usage = getattr(response, "usage", None)
-    prompt = getattr(usage, "prompt_tokens", 0) if usage is not None else 0
-    completion = getattr(usage, "completion_tokens", 0) if usage is not None else 0
-    return (
-        prompt if isinstance(prompt, int) else 0,
-        completion if isinstance(completion, int) else 0,
+    details = getattr(usage, "prompt_tokens_details", None) if usage is not None else None
+    return CallTokens(
+        prompt=_count(usage, "prompt_tokens"),
+        completion=_count(usage, "completion_tokens"),
+        cache_read=_count(details, "cached_tokens") or _count(usage, "cache_read_input_tokens"),
+        cache_write=_count(usage, "cache_creation_input_tokens")
+        or _count(details, "cache_creation_tokens"),
     )

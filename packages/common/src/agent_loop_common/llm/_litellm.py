@@ -32,6 +32,7 @@ __all__ = [
     "REMOTE_CATALOGS_VARIABLE",
     "acompletion",
     "estimate_cost",
+    "explicit_cache_markers",
     "load_litellm",
     "model_output_limit",
     "offline_environment",
@@ -150,6 +151,40 @@ def provider_supports(model: str, param: str) -> bool | None:
     except Exception:
         return None
     return None if params is None else param in params
+
+
+_MARKER_PROVIDERS = frozenset({"anthropic", "bedrock", "vertex_ai", "azure_ai"})
+"""Where litellm passes Anthropic's `cache_control` through: Claude on these providers."""
+
+
+def explicit_cache_markers(model: str) -> bool:
+    """Whether `model` takes `cache_control` breakpoints (Claude on Anthropic, Bedrock,
+    Vertex AI, Azure AI), as litellm decides it for its own `cache_control_injection_points`.
+
+    False for providers that cache a repeated prefix on their own (OpenAI, DeepSeek,
+    Gemini) and for models litellm does not know: a marker there is at best ignored.
+    """
+    litellm = load_litellm()
+    try:
+        from litellm.llms.anthropic.common_utils import (  # noqa: TID251  # the one litellm module
+            supports_anthropic_cache_control,
+        )
+    except ImportError:  # an older litellm: the same rule from its public helpers
+        try:
+            _, provider, _, _ = cast(
+                "tuple[str, str, object, object]", litellm.get_llm_provider(model=model)
+            )
+            return (
+                provider in _MARKER_PROVIDERS
+                and "claude" in model.lower()
+                and bool(litellm.supports_prompt_caching(model=model))
+            )
+        except Exception:
+            return False
+    try:
+        return bool(supports_anthropic_cache_control(model, None))
+    except Exception:
+        return False
 
 
 def estimate_cost(response: object) -> float | None:

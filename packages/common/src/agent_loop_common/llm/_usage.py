@@ -71,6 +71,8 @@ class ModelUsage:
     completion_tokens: int = 0
     llm_calls: int = 0
     cost_usd: float = 0.0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 @dataclass
@@ -78,8 +80,14 @@ class UsageMeter:
     """Mutable usage totals of one run; the pipeline copies them onto its run record.
 
     Attributes:
-        prompt_tokens: Input tokens over all successful calls.
+        prompt_tokens: Input tokens over all successful calls, the cached ones included
+            (what litellm reports as `prompt_tokens` for every provider).
         completion_tokens: Output tokens over all successful calls.
+        cache_read_tokens: Of `prompt_tokens`, those read from the provider's prompt
+            cache (billed at about a tenth of the input price).
+        cache_write_tokens: Of `prompt_tokens`, those written to the provider's prompt
+            cache (Anthropic bills them at 1.25x the input price; 0 where the provider
+            caches on its own).
         llm_calls: Successful calls (a call retried three times counts once).
         retries: Failed attempts that were retried.
         cost_usd: Estimated cost in US dollars of the priced calls.
@@ -92,6 +100,8 @@ class UsageMeter:
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
     llm_calls: int = 0
     retries: int = 0
     cost_usd: float = 0.0
@@ -124,13 +134,28 @@ class UsageMeter:
             raise BudgetExceeded(reason)
 
     def record(
-        self, model: str, *, prompt_tokens: int, completion_tokens: int, cost_usd: float | None
+        self,
+        model: str,
+        *,
+        prompt_tokens: int,
+        completion_tokens: int,
+        cost_usd: float | None,
+        cache_read_tokens: int = 0,
+        cache_write_tokens: int = 0,
     ) -> None:
-        """Add one successful call; `cost_usd=None` means the price is unknown."""
+        """Add one successful call; `cost_usd=None` means the price is unknown.
+
+        The cache figures are parts of `prompt_tokens` (litellm counts them in), each
+        clamped to it so a provider's odd report cannot make the shares exceed 1.
+        """
+        read = max(0, min(cache_read_tokens, prompt_tokens))
+        write = max(0, min(cache_write_tokens, prompt_tokens - read))
         per_model = self.by_model.setdefault(model, ModelUsage())
         for target in (self, per_model):
             target.prompt_tokens += prompt_tokens
             target.completion_tokens += completion_tokens
+            target.cache_read_tokens += read
+            target.cache_write_tokens += write
             target.llm_calls += 1
             target.cost_usd += cost_usd or 0.0
         if cost_usd is None:
@@ -142,6 +167,8 @@ class UsageMeter:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total_tokens": self.total_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
             "llm_calls": self.llm_calls,
             "retries": self.retries,
             "cost_usd": round(self.cost_usd, 6),
@@ -152,6 +179,8 @@ class UsageMeter:
                 name: {
                     "prompt_tokens": u.prompt_tokens,
                     "completion_tokens": u.completion_tokens,
+                    "cache_read_tokens": u.cache_read_tokens,
+                    "cache_write_tokens": u.cache_write_tokens,
                     "llm_calls": u.llm_calls,
                     "cost_usd": round(u.cost_usd, 6),
                 }

@@ -39,6 +39,9 @@ class Metrics(BaseModel):
     """Estimated cost of every run in the window, all roles."""
     tokens: NonNegativeInt
     """Tokens in + out of every run in the window, all roles."""
+    cached_input_rate: float | None = _Rate
+    """tokens read from the provider's prompt cache / tokens in: the share of the input
+    billed at the cached price (about a tenth of the input price)."""
     success_rate: float | None = _Rate
     """successes / worked: runs that delivered, over runs that did not decline the work."""
     verification_rate: float | None = _Rate
@@ -98,6 +101,7 @@ def summarize(tally: Tally, grades: GradeTally | None = None) -> Metrics:
         opened_prs=tally.opened_prs,
         cost_usd=tally.cost_usd,
         tokens=tokens,
+        cached_input_rate=_ratio(tally.tokens_cache_read, tally.tokens_in),
         success_rate=_ratio(tally.successes, tally.worked),
         verification_rate=_ratio(tally.verified, tally.with_attempts),
         first_try_verification_rate=_ratio(tally.first_try_verified, tally.with_attempts),

@@ -92,6 +92,11 @@ class Tally(_Additive):
     """Prompt tokens over all records."""
     tokens_out: NonNegativeInt = 0
     """Completion tokens over all records."""
+    tokens_cache_read: NonNegativeInt = 0
+    """Of `tokens_in`, those read from the provider's prompt cache (0 in rollups and
+    records older than schema 2.2, which did not count them)."""
+    tokens_cache_write: NonNegativeInt = 0
+    """Of `tokens_in`, those written to the provider's prompt cache."""
     llm_calls: NonNegativeInt = 0
     """Model calls over all records."""
     cost_usd: NonNegativeFloat = 0.0
@@ -113,6 +118,8 @@ def tally_records(records: Iterable[RunRecord]) -> Tally:
     for r in records:
         counts["tokens_in"] += r.usage.tokens_in
         counts["tokens_out"] += r.usage.tokens_out
+        counts["tokens_cache_read"] += r.usage.tokens_cache_read
+        counts["tokens_cache_write"] += r.usage.tokens_cache_write
         counts["llm_calls"] += r.usage.llm_calls
         counts["github_requests"] += r.github.requests
         counts["github_not_modified"] += r.github.not_modified

@@ -190,18 +190,29 @@ class Usage(BaseModel):
     model_config = _TOLERANT
 
     tokens_in: NonNegativeInt = 0
-    """Prompt tokens over every model call of the run."""
+    """Prompt tokens over every model call of the run, those read from or written to the
+    provider's prompt cache included."""
     tokens_out: NonNegativeInt = 0
     """Completion tokens over every model call of the run."""
     llm_calls: NonNegativeInt = 0
     """Number of model calls (agent turns plus verifier turns)."""
     cost_usd: NonNegativeFloat = 0.0
-    """Estimated cost from litellm's price map (0 when the model is not priced)."""
+    """Estimated cost from litellm's price map (0 when the model is not priced), as
+    billed: cached reads and cache writes at the model's own prices for them."""
+    tokens_cache_read: NonNegativeInt = 0
+    """Of `tokens_in`, read from the provider's prompt cache (schema 2.2; 0 before)."""
+    tokens_cache_write: NonNegativeInt = 0
+    """Of `tokens_in`, written to the provider's prompt cache (schema 2.2; 0 before)."""
 
     @property
     def tokens(self) -> int:
         """Tokens in plus out."""
         return self.tokens_in + self.tokens_out
+
+    @property
+    def cached_share(self) -> float | None:
+        """`tokens_cache_read / tokens_in`; `None` for a run that sent no prompt."""
+        return self.tokens_cache_read / self.tokens_in if self.tokens_in else None
 
 
 class GitHubUsage(BaseModel):

@@ -29,13 +29,14 @@ from agent_loop_common.records._parts import (
 
 __all__ = ["SCHEMA_VERSION", "RunId", "RunRecord"]
 
-SCHEMA_VERSION = "2.1"
+SCHEMA_VERSION = "2.2"
 """The version this code writes. Bump the minor for added optional fields, the major for
 anything an older reader would misread (removed/renamed fields, new enum members).
 
 2.0 added the outcomes `interrupted` and `preflight_failed`: a 1.x reader defers such
 records as an unknown major instead of failing to validate them; 2.x reads every 1.x
-record unchanged. 2.1 added `tests.per_process_limits` and `tests.oom_kills`."""
+record unchanged. 2.1 added `tests.per_process_limits` and `tests.oom_kills`; 2.2
+`usage.tokens_cache_read` and `usage.tokens_cache_write`."""
 
 RunId = Annotated[
     str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", strict=True)

@@ -63,7 +63,7 @@ def run_report_html(record: RunRecord | None, *, heading: str, idle: str) -> str
         ("Run", f"<code>{escape(record.run_id)}</code>"),
         ("Model", escape(record.model)),
         ("Model calls", str(record.usage.llm_calls)),
-        ("Tokens", str(record.usage.tokens)),
+        ("Tokens", escape(_tokens(record))),
         (
             "GitHub requests",
             f"{record.github.requests} ({record.github.not_modified} not modified)",
@@ -102,3 +102,12 @@ def run_report_html(record: RunRecord | None, *, heading: str, idle: str) -> str
         tail = f"<p>… {more} more step(s) in the run record.</p>" if more > 0 else ""
         parts.append(f"<h3>Trace</h3><ol>{steps}</ol>{tail}")
     return "\n".join(parts)
+
+
+def _tokens(record: RunRecord) -> str:
+    """`12,400 (11,900 in, 81% of it read from the cache; 500 out), $0.0123`."""
+    u = record.usage
+    share = u.cached_share
+    cached = f", {share:.0%} of it read from the cache" if share else ""
+    cost = f", ${u.cost_usd:.4f} estimated" if u.cost_usd else ""
+    return f"{u.tokens:,} ({u.tokens_in:,} in{cached}; {u.tokens_out:,} out){cost}"

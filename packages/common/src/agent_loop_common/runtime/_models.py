@@ -17,8 +17,15 @@ from contextlib import contextmanager
 
 from flyte.ai.agents import LLMCallable
 
-from agent_loop_common.llm import Budget, ModelRetryPolicy, UsageMeter, make_call_llm
-from agent_loop_common.model_keys import key_override
+from agent_loop_common.llm import (
+    Budget,
+    ModelRetryPolicy,
+    ModelSettingNames,
+    UsageMeter,
+    make_call_llm,
+    masked_call_llm,
+)
+from agent_loop_common.model_keys import key_override, key_variable
 from agent_loop_common.records import Role
 from agent_loop_common.settings import Settings
 
@@ -94,13 +101,28 @@ def model_label(settings: Settings, purpose: str | None = None) -> str:
 def model_for(
     settings: Settings, role: Role, purpose: str, usage: UsageMeter, budget: Budget
 ) -> LLMCallable:
-    """The `call_llm` for one agent of a run: the installed provider, else litellm."""
+    """The `call_llm` for one agent of a run: the installed provider, else litellm.
+
+    Either way the conversation it is shown has its old tool results masked
+    (`AGENT_LOOP_KEEP_TURNS`), so a scripted or replayed model sees what a real one does.
+    """
+    return masked_call_llm(
+        _unmasked(settings, role, purpose, usage, budget), keep_turns=settings.keep_turns
+    )
+
+
+def _unmasked(
+    settings: Settings, role: Role, purpose: str, usage: UsageMeter, budget: Budget
+) -> LLMCallable:
     if _installed is not None:
         return _installed[0](role, purpose, usage, budget)
-    model = settings.model
+    model, variable = settings.model, "AGENT_LOOP_MODEL"
     if purpose == "verifier" and settings.verifier_model:
-        model = settings.verifier_model
+        model, variable = settings.verifier_model, "AGENT_LOOP_VERIFIER_MODEL"
     key = key_override()  # AGENT_LOOP_MODEL_KEY_ENV: the library would not read it itself
+    names = ModelSettingNames(
+        model_variable=variable, key_variable=key_variable(model), api_base=settings.api_base
+    )
     return make_call_llm(
         model=model,
         usage=usage,
@@ -110,4 +132,6 @@ def model_for(
         retry=ModelRetryPolicy.from_settings(settings),
         timeout=settings.llm_timeout_seconds,
         extra_params=None if key is None else {"api_key": key},
+        prompt_cache=settings.prompt_cache,
+        settings=names,
     )

@@ -58,6 +58,7 @@ from agent_loop_common.runtime._holders import drop_holder, note_holder
 from agent_loop_common.runtime._interrupt import StopGate, open_gate
 from agent_loop_common.runtime._pause import Pause, ReserveReached, check_reserve
 from agent_loop_common.runtime._preflight import preflight_model
+from agent_loop_common.runtime._probe import probe_model
 from agent_loop_common.runtime._runtime import Runtime
 from agent_loop_common.runtime._sandbox import TESTING_ROLES
 from agent_loop_common.runtime._writes import Receipt, Writer
@@ -174,8 +175,9 @@ class RunScope:
         First the GitHub budget: at the rate-limit reserve nothing new is claimed
         (`ReserveReached`; `run_scoped` ends the tick `paused`). Then the preflight: the
         model is usable and, for the builder and the reviewer, a sandbox can run the
-        tests. Having work, the run starts loading the model library in the background
-        (`Runtime.warm_model`). A missing key, an unknown model or no working sandbox stops the run with
+        tests; the model's endpoint answers and takes the key (`probe_model`: one cheap
+        request per process). Having work, the run starts loading the model library in
+        the background (`Runtime.warm_model`). A missing key, an unknown model or no working sandbox stops the run with
         nothing public written; a tick that finds no work needs neither and is not
         stopped by them.
         """
@@ -183,6 +185,7 @@ class RunScope:
             self.runtime.github.rate_budget, RateReserve.from_settings(self.runtime.settings)
         )
         preflight_model(self.runtime.settings)
+        await probe_model(self.runtime.settings)  # the endpoint answers, the key is taken
         self.runtime.warm_model()
         if self.runtime.role in TESTING_ROLES:
             await self.runtime.sandbox()
@@ -344,6 +347,8 @@ class RunScope:
                 tokens_out=usage.completion_tokens,
                 llm_calls=usage.llm_calls,
                 cost_usd=usage.cost_usd,
+                tokens_cache_read=usage.cache_read_tokens,
+                tokens_cache_write=usage.cache_write_tokens,
             ),
             github=GitHubUsage(
                 requests=stats.total,

@@ -43,6 +43,7 @@ from agent_loop_common.sandbox._detect import (
     TestCommand,
     detect_test_command,
     resolve_test_command,
+    runs_pytest,
     with_junit_report,
 )
 from agent_loop_common.sandbox._docker import (
@@ -176,6 +177,7 @@ __all__ = [
     "parse_command",
     "plan_tests",
     "resolve_test_command",
+    "runs_pytest",
     "sandbox_facts",
     "selected_backend",
     "validate_extra_args",

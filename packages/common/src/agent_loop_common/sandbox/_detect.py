@@ -39,6 +39,7 @@ __all__ = [
     "TestCommand",
     "detect_test_command",
     "resolve_test_command",
+    "runs_pytest",
     "with_junit_report",
 ]
 
@@ -230,7 +231,7 @@ _JUNIT_ARG = "--junitxml=$SANDBOX_JUNIT"
 _OWN_REPORT = ("--junitxml", "--junit-xml", "--junitprefix")
 
 
-def _runs_pytest(argv: tuple[str, ...]) -> bool:
+def runs_pytest(argv: tuple[str, ...]) -> bool:
     """`python -m pytest ...`, `pytest ...`, `uv run pytest ...`, `.venv/bin/pytest ...`."""
     for i, arg in enumerate(argv[:4]):
         if arg == "-m" and i + 1 < len(argv) and argv[i + 1] == "pytest":
@@ -250,7 +251,7 @@ def with_junit_report(command: TestCommand) -> TestCommand:
     (`-p no:junitxml`), is left as it is.
     """
     argv = command.argv
-    if not _runs_pytest(argv):
+    if not runs_pytest(argv):
         return command
     if any(arg.startswith(_OWN_REPORT) or "SANDBOX_JUNIT" in arg for arg in argv):
         return command

@@ -10,6 +10,7 @@ errors into one readable message naming each variable.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -30,6 +31,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from agent_loop_common.settings._auth import check_github_credentials
 from agent_loop_common.settings._rules import (
     MIN_CLAIM_TTL_MINUTES,
+    WEBHOOK_BUFFER_DEFAULT,
     parse_rate_reserve,
     split_command,
 )
@@ -85,6 +87,8 @@ SETTING_FLOORS: dict[str, str] = {
     "llm_retry_cap_seconds": "llm_retry_base_seconds",
     "backoff_cap_minutes": "backoff_base_minutes",
     "max_staged_total_bytes": "max_staged_file_bytes",
+    "webhook_buffer_bytes_per_source": "webhook_max_body_bytes",
+    "webhook_buffer_bytes": "webhook_buffer_bytes_per_source",
 }
 """Settings that must be at least another one (a cap and its base, a total and its part):
 field -> the field it must be at least."""
@@ -169,6 +173,10 @@ class Settings(BaseSettings):
     """Longest wait between model retries, even when the provider's `Retry-After` asks for more; at least `AGENT_LOOP_LLM_RETRY_BASE_SECONDS`."""
     litellm_remote_catalogs: bool = False
     """Let litellm download its price table and other catalogs (Anthropic's beta headers) itself. Off: the copies bundled with the installed litellm are used (`LITELLM_LOCAL_MODEL_COST_MAP` and `LITELLM_OFFLINE_MODE` are set before litellm is imported, unless you set either yourself), so a run makes no request beyond GitHub and the model provider."""
+    prompt_cache: bool = True
+    """Mark prompt-cache breakpoints (the system prompt, the task, the conversation so far) on every request to a model that takes them (Claude on Anthropic, Bedrock, Vertex AI, Azure AI), so each turn reads the conversation so far from the provider's cache at about a tenth of the input price. `off` sends no marker; providers that cache on their own (OpenAI, DeepSeek, Gemini) are not affected either way."""
+    keep_turns: int = Field(default=8, ge=0, le=1_000)
+    """Agent turns whose tool results are sent in full; older results are replaced in the prompt by a one-line note saying what they were and how to read them again (`[elided: read_file(path='src/x.py'): 240 lines ...]`), a block of turns at a time so the cached prefix stays the same for several turns. 0: keep everything."""
 
     # ------------------------------------------------------------ limits and budgets
     builder_parallel: int = Field(default=1, ge=1, le=16)
@@ -229,16 +237,28 @@ class Settings(BaseSettings):
     # ------------------------------------------------------------ events (gateway)
     webhook_secret: SecretStr | None = None
     """Secret GitHub signs webhook deliveries with (the App's or the repository webhook's "Secret"). Needed by the gateway (`agent-loop serve`, `agent-loop deploy gateway`) only; the agents never read it."""
-    webhook_max_body_bytes: int = Field(default=1_000_000, ge=1_000, le=100_000_000)
-    """Largest webhook delivery the gateway reads, in bytes; a bigger one is refused with 413 before anything else is done with it."""
+    webhook_max_body_bytes: int = Field(default=262_144, ge=1_000, le=100_000_000)
+    """Largest webhook delivery the gateway reads, in bytes (256 KiB: GitHub's issue, comment, review and pull request payloads are a few to a few tens of kB); a bigger one is refused with 413 before its body is read. Raise it for one event with `AGENT_LOOP_WEBHOOK_MAX_BODY_BYTES_BY_EVENT`."""
     webhook_coalesce_seconds: float = Field(default=1.0, ge=0, le=60)
     """Deliveries for one issue or pull request within this many seconds start a single run (one action on GitHub often sends several events)."""
     webhook_dedup_size: int = Field(default=10_000, ge=100, le=10_000_000)
     """How many recent deliveries the gateway remembers (by `X-GitHub-Delivery` and by body) to refuse a replay."""
     webhook_read_timeout_seconds: float = Field(default=10.0, ge=1, le=300)
     """How long the gateway waits for a delivery's request head, and again for its body; a slower connection is dropped (head) or answered 408 (body). GitHub sends a delivery whole and at once, and gives up itself after ten seconds."""
-    webhook_max_connections: int = Field(default=512, ge=1, le=100_000)
-    """Most connections the gateway serves at once; past it a new request is answered 503 at once (GitHub records the failed delivery, the agents' cron picks the work up)."""
+    webhook_max_connections: int = Field(default=1024, ge=1, le=100_000)
+    """Most connections the gateway serves at once; past it a new request is answered 503 at once (GitHub records the failed delivery, the agents' cron picks the work up). Each costs at most 64 KiB of read buffer: the bodies it receives count against `AGENT_LOOP_WEBHOOK_BUFFER_BYTES` instead."""
+    webhook_max_connections_per_source: int = Field(default=128, ge=1, le=100_000)
+    """Most connections one client address (an IPv6 /64) may hold open at the gateway; more are closed as they open, so one address cannot take the connections. Connections from `AGENT_LOOP_WEBHOOK_TRUSTED_PROXIES` are not counted this way (their clients are told apart by `X-Forwarded-For`)."""
+    webhook_buffer_bytes_per_source: int = Field(
+        default=8 * 1024 * 1024, ge=1_000, le=10_000_000_000
+    )
+    """Delivery bytes the gateway holds at once for one client address (an IPv6 /64), reserved by each request's `Content-Length` before its body is read; past it a request is answered 429 at once, unread, so one address cannot take the whole `AGENT_LOOP_WEBHOOK_BUFFER_BYTES`."""
+    webhook_buffer_bytes: int = Field(default=WEBHOOK_BUFFER_DEFAULT, ge=1_000, le=10_000_000_000)
+    """Delivery bytes the gateway holds at once, in all (the bodies being received; reserved by each request's `Content-Length` before its body is read); past it a request is answered 503 at once, unread. The default is an eighth of the deployed gateway's memory (512 MiB), whatever the number of connections."""
+    webhook_max_body_bytes_by_event: Annotated[tuple[str, ...], NoDecode] = ()
+    """`event=bytes` pairs, comma-separated, raising (or lowering) `AGENT_LOOP_WEBHOOK_MAX_BODY_BYTES` for one `X-GitHub-Event`, e.g. `pull_request=1000000`. Each must fit `AGENT_LOOP_WEBHOOK_BUFFER_BYTES_PER_SOURCE`."""
+    webhook_trusted_proxies: Annotated[tuple[str, ...], NoDecode] = ()
+    """Addresses or networks (`10.0.0.0/8`, `*` for any) of the proxies in front of the gateway, comma-separated: from them `X-Forwarded-For` names the client, for the per-source limits and the logs. Empty: nobody's `X-Forwarded-For` is believed, and the connecting address is the client (behind an ingress, every delivery would then count as one source)."""
 
     # ------------------------------------------------------------ memory and local mode
     home: Path = Path(".agent-loop")
@@ -411,12 +431,51 @@ class Settings(BaseSettings):
         return value
 
     @field_validator(
-        "repos", "protected_paths", "sandbox_readonly_paths", "share_lessons_from", mode="before"
+        "repos",
+        "protected_paths",
+        "sandbox_readonly_paths",
+        "share_lessons_from",
+        "webhook_max_body_bytes_by_event",
+        "webhook_trusted_proxies",
+        mode="before",
     )
     @classmethod
     def _split_lists(cls, value: object) -> object:
         if isinstance(value, str):
             return tuple(p.strip() for p in re.split(r"[,\n]", value) if p.strip())
+        return value
+
+    @field_validator("webhook_max_body_bytes_by_event")
+    @classmethod
+    def _check_event_caps(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        top = info.data.get("webhook_buffer_bytes_per_source")
+        for pair in value:
+            event, sep, number = pair.partition("=")
+            if (
+                not sep
+                or not re.fullmatch(r"[a-z_]+", event.strip())
+                or not number.strip().isdigit()
+            ):
+                raise ValueError(f"expected event=bytes pairs (pull_request=1000000), got {pair!r}")
+            size = int(number)
+            if size < 1_000 or (isinstance(top, int) and size > top):
+                raise ValueError(
+                    f"{event.strip()}: {size} bytes must be from 1000 to "
+                    f"AGENT_LOOP_WEBHOOK_BUFFER_BYTES_PER_SOURCE ({top})"
+                )
+        return value
+
+    @field_validator("webhook_trusted_proxies")
+    @classmethod
+    def _check_proxies(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in value:
+            if entry != "*":
+                try:
+                    ipaddress.ip_network(entry, strict=False)
+                except ValueError:
+                    raise ValueError(
+                        f"expected addresses or networks (10.0.0.0/8) or *, got {entry!r}"
+                    ) from None
         return value
 
     @field_validator("sandbox_readonly_paths")
@@ -467,7 +526,13 @@ class Settings(BaseSettings):
         check_github_credentials({**info.data, "github_app_installation_id": value})
         return value
 
-    @field_validator("llm_retry_cap_seconds", "backoff_cap_minutes", "max_staged_total_bytes")
+    @field_validator(
+        "llm_retry_cap_seconds",
+        "backoff_cap_minutes",
+        "max_staged_total_bytes",
+        "webhook_buffer_bytes_per_source",
+        "webhook_buffer_bytes",
+    )
     @classmethod
     def _check_at_least_its_floor(cls, value: float, info: ValidationInfo) -> float:
         # A field validator on the later field (not a model validator), so the problem is
@@ -495,6 +560,14 @@ class Settings(BaseSettings):
         return self
 
     # ------------------------------------------------------------ derived values
+    def webhook_body_cap(self, event: str) -> int:
+        """The largest body the gateway reads for `event` (`X-GitHub-Event`)."""
+        for pair in self.webhook_max_body_bytes_by_event:
+            name, _, number = pair.partition("=")
+            if name.strip() == event:
+                return int(number)
+        return self.webhook_max_body_bytes
+
     @property
     def many_repos(self) -> bool:
         """Configured with `AGENT_LOOP_REPOS` (each repository has its own memory namespace)."""

@@ -13,6 +13,12 @@ comment = public_text(verifier_notes, limit=6_000)
 ```
 """
 
-from agent_loop_common.texts._public import MENTION_BREAK, REDACTED, public_text, redact_secrets
+from agent_loop_common.texts._public import (
+    MENTION_BREAK,
+    REDACTED,
+    closing_references,
+    public_text,
+    redact_secrets,
+)
 
-__all__ = ["MENTION_BREAK", "REDACTED", "public_text", "redact_secrets"]
+__all__ = ["MENTION_BREAK", "REDACTED", "closing_references", "public_text", "redact_secrets"]

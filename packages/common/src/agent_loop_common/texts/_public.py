@@ -24,7 +24,7 @@ import re
 from agent_loop_common.claims import safe_text
 from agent_loop_common.redaction import REDACTED, redact_secrets
 
-__all__ = ["MENTION_BREAK", "REDACTED", "public_text", "redact_secrets"]
+__all__ = ["MENTION_BREAK", "REDACTED", "closing_references", "public_text", "redact_secrets"]
 
 MENTION_BREAK = "\u200d"
 """Zero-width joiner put after the `@` of a mention: it reads the same, GitHub neither
@@ -48,7 +48,7 @@ _REF = (
     r"(?:\[[^\]\n]{0,200}\]\(\s*)?"
     rf"https?://[^\s/()<>]+/{_NAME}/{_NAME}/(?:issues|pull)/\d+"
     rf"|{_NAME}/{_NAME}#\d+"
-    r"|GH-\d+"
+    r"|GH-(?P<gh>\d+)"
     r"|#(?P<number>\d+)"
     r")(?![0-9])"
 )
@@ -112,3 +112,39 @@ def _defuse_closing(text: str, allowed: int | None) -> str:
         return f"refs{match.group('sep')}{match.group('ref')}"
 
     return _CLOSING.sub(defuse, text)
+
+
+_REF_PARTS = re.compile(
+    rf"(?:\[[^\]\n]{{0,200}}\]\(\s*)?https?://[^\s/()<>]+/(?P<url_repo>{_NAME}/{_NAME})/"
+    r"(?P<kind>issues|pull)/(?P<url_number>\d+)"
+    rf"|(?P<repo>{_NAME}/{_NAME})#(?P<repo_number>\d+)"
+)
+
+
+def closing_references(text: str, repo: str) -> list[int]:
+    """The numbers a closing keyword in `text` names in repository `repo` (`owner/name`),
+    in order, each once: what GitHub links a pull request's body to as the issues it
+    closes (`Fixes #3`, `closes acme/widgets#4`, `resolves https://.../issues/5`).
+
+    The text is read as `public_text` sees it (invisible characters removed, HTML
+    comments still counted: GitHub reads the raw body). References to other repositories
+    and to pull request URLs are left out.
+    """
+    clean = _CONTROL.sub("", _INVISIBLE.sub("", text))
+    here = repo.casefold()
+    found: list[int] = []
+    for match in _CLOSING.finditer(clean):
+        number = match.group("number") or match.group("gh")
+        if number is None:
+            parts = _REF_PARTS.match(match.group("ref"))
+            if parts is None:
+                continue
+            if parts.group("url_repo") is not None:
+                if parts.group("kind") != "issues" or parts.group("url_repo").casefold() != here:
+                    continue
+                number = parts.group("url_number")
+            elif parts.group("repo").casefold() == here:
+                number = parts.group("repo_number")
+        if number is not None and int(number) not in found:
+            found.append(int(number))
+    return found

@@ -17,6 +17,7 @@ from agent_loop_common.trust._edits import (
     as_their_authors_left_them,
     comments_edited_by_untrusted,
     untrusted_edit,
+    untrusted_issue_editor,
 )
 from agent_loop_common.trust._permissions import (
     PERMISSION_RANK,
@@ -42,4 +43,5 @@ __all__ = [
     "label_applier",
     "permission_at_least",
     "untrusted_edit",
+    "untrusted_issue_editor",
 ]

@@ -17,13 +17,14 @@ from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 from typing import Protocol
 
-from agent_loop_common.github import Comment, Edit, GitHub, NotFound, ReviewComment
+from agent_loop_common.github import Comment, Edit, GitHub, IssueEvent, NotFound, ReviewComment
 
 __all__ = [
     "EditorTrust",
     "as_their_authors_left_them",
     "comments_edited_by_untrusted",
     "untrusted_edit",
+    "untrusted_issue_editor",
 ]
 
 
@@ -99,3 +100,33 @@ async def as_their_authors_left_them(
         c.model_copy(update={"updated_at": c.created_at}) if c.id in tainted else c
         for c in comments
     ]
+
+
+async def untrusted_issue_editor(
+    github: GitHub,
+    trust: EditorTrust,
+    number: int,
+    events: Sequence[IssueEvent],
+    *,
+    since: datetime | None = None,
+) -> str | None:
+    """Who below the trust rule last changed issue `number`'s text: `@login`, `a deleted
+    account`, or `None` when nobody did.
+
+    A title change is a `renamed` event (`events`: the issue's event listing), a body
+    change its last edit (one GraphQL request). With `since` (the opt-in label's time),
+    every title change and the last body edit at or after it count; without it, the
+    last title change and the last body edit.
+    """
+    renames = [e for e in events if e.event == "renamed"]
+    if since is None:
+        renames = renames[-1:]
+    for event in renames:
+        login = event.actor.login if event.actor is not None else None
+        edit = Edit(editor=login, edited_at=event.created_at)
+        if await untrusted_edit(trust, edit, since=since) is not None:
+            return f"@{login}" if login else "a deleted account"
+    edit = await untrusted_edit(trust, await github.last_edit(number), since=since)
+    if edit is not None:
+        return f"@{edit.editor}" if edit.editor else "a deleted account"
+    return None

@@ -120,7 +120,11 @@ def render_verifier_prompt(
         coverage: Filled with the files shown whole in this prompt.
     """
     lim = limits or RenderLimits()
-    parts = [
+    # What changes least comes first, for the provider's prompt cache: the maintainers'
+    # instructions, what was asked and its background (the same for every try), then the
+    # evidence and the proposal of this try.
+    parts = [*([instructions, ""] if instructions.strip() else [])]
+    parts += [
         "# Proposal to verify",
         "",
         "## What was asked",
@@ -132,8 +136,6 @@ def render_verifier_prompt(
             "## Background",
             fence_untrusted("background", context, lim.max_request_chars),
         ]
-    if instructions.strip():
-        parts += ["", instructions]
     if evidence.strip():
         parts += ["", evidence]
     note = instructions_change_note(list(plan.files)) if isinstance(plan, ChangePlan) else ""

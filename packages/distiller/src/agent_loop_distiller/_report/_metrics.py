@@ -68,6 +68,7 @@ def _cards(metrics: Metrics, idle: int) -> str:
         ("PRs opened", fmt_int(metrics.opened_prs)),
         ("Merged (of decided)", fmt_rate(metrics.merged_rate)),
         ("Cost per PR", fmt_cost(metrics.cost_per_opened_pr)),
+        ("Cached input", fmt_rate(metrics.cached_input_rate)),
         ("Total cost", fmt_cost(metrics.cost_usd)),
     ]
     cards = "".join(f'<div class="card">{esc(k)}<b>{esc(v)}</b></div>' for k, v in shown)
@@ -95,6 +96,7 @@ def _by_role(rollups: Sequence[DailyRollup], own: Sequence[RunRecord]) -> str:
                 fmt_int(t.runs),
                 esc(fmt_rate(m.success_rate)),
                 fmt_int(m.tokens),
+                esc(fmt_rate(m.cached_input_rate)),
                 esc(fmt_cost(t.cost_usd)),
                 fmt_int(t.github_requests),
                 fmt_int(t.github_not_modified),
@@ -102,8 +104,17 @@ def _by_role(rollups: Sequence[DailyRollup], own: Sequence[RunRecord]) -> str:
         )
     if not rows:
         return '<p class="muted">No runs ingested yet.</p>'
-    headers = ["Role", "Runs", "Success", "Tokens", "Cost", "GitHub requests", "of which 304"]
-    return table(headers, rows, numeric=[1, 2, 3, 4, 5, 6])
+    headers = [
+        "Role",
+        "Runs",
+        "Success",
+        "Tokens",
+        "Cached input",
+        "Cost",
+        "GitHub requests",
+        "of which 304",
+    ]
+    return table(headers, rows, numeric=[1, 2, 3, 4, 5, 6, 7])
 
 
 def _daily_charts(rollups: Sequence[DailyRollup], days: list[date]) -> str:

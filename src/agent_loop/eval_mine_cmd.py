@@ -1,0 +1,255 @@
+"""`agent-loop eval mine`: task instances from the repository's merged pull requests.
+
+```text
+agent-loop eval mine [--repo OWNER/NAME] [--since DATE] [--limit N] [--out FILE]
+```
+
+It reads the repository's merged pull requests through GitHub's API (nothing is written
+there), validates each candidate in the sandbox the builder uses, and appends one JSON
+line per instance to `--out` (default
+`<AGENT_LOOP_HOME>/eval/<owner>__<name>/instances.jsonl`); skipped pull requests and
+their reasons go to the sidecar `<stem>.skipped.jsonl`. A second run mines only merges
+that are in neither file. One line of progress per pull request, a table at the end.
+Exit codes: 0 done, 1 GitHub failed mid-way (what was mined so far is kept), 2 bad
+usage or configuration, or no sandbox can run the repository's tests here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:  # imported when the command runs: `agent-loop --help` stays fast
+    from agent_loop_common.github import PullRequest
+    from agent_loop_common.settings import Settings
+    from agent_loop_eval import Mined
+
+__all__ = ["add_mine", "default_instances_path", "mine"]
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+def add_mine(actions: Any, name: str) -> None:
+    """Add `eval mine` (as `name`) to the `eval` group's actions."""
+    mine = cast(
+        argparse.ArgumentParser,
+        actions.add_parser(
+            name,
+            help="task instances from merged pull requests that closed an issue",
+            description=(
+                "Mine SWE-bench-style task instances from the repository's merged pull "
+                "requests: each closes an issue and changes tests and code; its tests are "
+                "run at the base with and without the fix (twice each) in the sandbox. "
+                "Reads GitHub only. Incremental: known pull requests are not mined again."
+            ),
+        ),
+    )
+    mine.add_argument("--repo", metavar="OWNER/NAME", help="the repository to mine")
+    mine.add_argument(
+        "--since",
+        metavar="DATE",
+        type=_date,
+        help="only pull requests merged on or after DATE (YYYY-MM-DD or ISO time, UTC)",
+    )
+    mine.add_argument(
+        "--limit", type=_positive, metavar="N", help="mine at most N new pull requests"
+    )
+    mine.add_argument(
+        "--out",
+        type=Path,
+        metavar="FILE",
+        help="instances file, JSON lines (default: "
+        "AGENT_LOOP_HOME/eval/<owner>__<name>/instances.jsonl); skipped pull requests go "
+        "to <stem>.skipped.jsonl next to it",
+    )
+    mine.add_argument("--home", type=Path, help="local state folder (AGENT_LOOP_HOME)")
+
+
+def _date(text: str) -> datetime:
+    try:
+        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a date: {text!r} (YYYY-MM-DD)") from None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def default_instances_path(settings: Settings) -> Path:
+    """Where `eval mine` writes a repository's instances unless `--out` says."""
+    owner, _, name = settings.repo.partition("/")
+    return settings.home / "eval" / f"{owner}__{name}" / "instances.jsonl"
+
+
+def _settings(args: argparse.Namespace) -> Settings | None:
+    """The settings for the repository to mine, or `None` after printing why not."""
+    import os
+
+    from agent_loop_common.settings import load_settings
+
+    overrides: dict[str, Any] = {}
+    home = cast(Path | None, args.home)
+    if home is not None:
+        overrides["home"] = home
+    repo = cast(str | None, args.repo)
+    configured = (
+        os.environ.get("AGENT_LOOP_REPO", "").strip()
+        or os.environ.get("AGENT_LOOP_REPOS", "").strip()
+    )
+    if repo is not None and not configured:
+        overrides["repo"] = repo.strip()
+    settings = load_settings(**overrides)
+    if repo is None:
+        if settings.many_repos:
+            print(
+                "agent-loop eval mine: AGENT_LOOP_REPOS names several repositories; add "
+                "--repo OWNER/NAME.",
+                file=sys.stderr,
+            )
+            return None
+        return settings
+    wanted = repo.strip().lower()
+    if settings.many_repos:
+        owner = wanted.split("/", 1)[0]
+        if "*" in wanted or not any(s.lower() in (wanted, f"{owner}/*") for s in settings.repos):
+            print(
+                f"agent-loop eval mine: --repo {repo} is not in AGENT_LOOP_REPOS "
+                f"({', '.join(settings.repos)}).",
+                file=sys.stderr,
+            )
+            return None
+        return settings.for_repo(repo.strip())
+    if wanted != settings.repo.lower():
+        print(
+            f"agent-loop eval mine: --repo {repo} is not the configured repository "
+            f"(AGENT_LOOP_REPO={settings.repo}).",
+            file=sys.stderr,
+        )
+        return None
+    return settings
+
+
+def mine(args: argparse.Namespace) -> int:
+    """Run `agent-loop eval mine`; returns the exit code."""
+    import asyncio
+
+    from agent_loop_common.github import GitHubError
+    from agent_loop_common.runtime import sandbox_for
+    from agent_loop_eval import InstanceFileError
+
+    settings = _settings(args)
+    if settings is None:
+        return EXIT_USAGE
+    out = cast(Path | None, args.out) or default_instances_path(settings)
+    try:
+        sandbox = asyncio.run(sandbox_for(settings))
+    except Exception as exc:  # ConfigError from the preflight: shown as the CLI does
+        from agent_loop_common.settings import ConfigError
+
+        if isinstance(exc, ConfigError):
+            print(str(exc), file=sys.stderr)
+            return EXIT_USAGE
+        raise
+    try:
+        results = asyncio.run(
+            _mine_all(
+                settings,
+                sandbox,
+                out,
+                since=cast(datetime | None, args.since),
+                limit=cast(int | None, args.limit),
+            )
+        )
+    except InstanceFileError as exc:
+        print(f"agent-loop eval mine: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except GitHubError as exc:
+        print(f"agent-loop eval mine: GitHub failed: {exc}", file=sys.stderr)
+        print(f"what was mined so far is in {out}", file=sys.stderr)
+        return EXIT_FAILED
+    _print_summary(results, out)
+    return 0
+
+
+async def _mine_all(
+    settings: Settings, sandbox: Any, out: Path, *, since: datetime | None, limit: int | None
+) -> list[Mined]:
+    from agent_loop_common.runtime import github_from_settings
+    from agent_loop_eval import (
+        Miner,
+        append_skipped,
+        known_pulls,
+        skipped_path,
+        write_instances,
+    )
+
+    known = known_pulls(out)
+    results: list[Mined] = []
+    async with github_from_settings(settings) as github:
+        miner = Miner(github, settings, sandbox)
+        pulls = await miner.candidates(since=since, known=known, limit=limit)
+        print(
+            f"agent-loop eval mine: {settings.repo}, {len(pulls)} new merged pull "
+            f"request(s) to mine ({len(known)} known) -> {out}",
+            flush=True,
+        )
+        async for mined in miner.mine(pulls, on_start=_starting):
+            if mined.instance is not None:
+                write_instances(out, [mined.instance], append=True)
+            if mined.skipped is not None:
+                append_skipped(skipped_path(out), [mined.skipped])
+            _progress(mined)
+            results.append(mined)
+    return results
+
+
+def _starting(pull: PullRequest) -> None:
+    del pull  # each pull request gets one line, when its result is known
+
+
+def _progress(mined: Mined) -> None:
+    from agent_loop._table import clip
+    from agent_loop.status import terminal_safe
+
+    title = clip(terminal_safe(mined.pull.title), 40)
+    head = f"  #{mined.pull.number} {title}:"
+    if mined.instance is not None:
+        i = mined.instance
+        print(
+            f"{head} instance {i.instance_id} ({len(i.FAIL_TO_PASS)} fail-to-pass, "
+            f"{len(i.PASS_TO_PASS)} pass-to-pass) in {mined.seconds:.1f}s",
+            flush=True,
+        )
+    elif mined.skipped is not None:
+        detail = clip(terminal_safe(mined.skipped.detail), 100)
+        print(f"{head} skipped, {mined.skipped.reason.value} ({detail})", flush=True)
+
+
+def _print_summary(results: list[Mined], out: Path) -> None:
+    from agent_loop._table import render_table
+    from agent_loop_eval import SkipReason, skipped_path
+
+    counts = Counter(
+        "instance" if m.instance is not None else cast(SkipReason, m.skipped and m.skipped.reason)
+        for m in results
+    )
+    rows = [["instance", str(counts.get("instance", 0))]]
+    rows += [[reason.value, str(counts[reason])] for reason in SkipReason if counts.get(reason)]
+    rows.append(["total", str(len(results))])
+    print()
+    print(render_table(["result", "pull requests"], rows))
+    print(f"instances: {out}")
+    print(f"skipped:   {skipped_path(out)}")

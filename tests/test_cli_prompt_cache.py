@@ -1,0 +1,172 @@
+"""A builder tick on an Anthropic model marks cache breakpoints and records cached tokens.
+
+Each tick is `agent-loop run builder` in its own process, as cron runs it, against the
+GitHub emulator served on loopback, with `AGENT_LOOP_MODEL=anthropic/claude-sonnet-4-5`
+and `AGENT_LOOP_API_BASE` pointing at a local Messages API (`serve_messages_model`): a
+`ScriptedModel` answers, and a simulated prompt cache (Anthropic's rules: prefixes up to
+a `cache_control` breakpoint, five minutes, nothing under 1,024 tokens) decides what each
+request reads from and writes to the cache. Two runs of the same task on two identical
+repositories share one cache, as two ticks of one organization would.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import pathlib
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from agent_loop_common.llm import ALLOW_MODEL_REQUESTS_ENV
+from agent_loop_common.records import Outcome, RunRecord
+from agent_loop_common.runtime import local_memory
+from agent_loop_common.settings import load_settings
+from agent_loop_common.verify import VERIFIER_MARKER
+from agent_loop_testing import (
+    CALC_ISSUE,
+    CALC_REPO,
+    CALC_SUB,
+    TESTS_SUB,
+    VERIFIED,
+    GitHubEmulator,
+    MessagesServer,
+    ScriptedModel,
+    SimulatedPromptCache,
+    call,
+    serve_messages_model,
+    stored_record,
+    submit_subtract,
+    turn,
+)
+
+pytestmark = pytest.mark.slow
+
+MODEL = "anthropic/claude-sonnet-4-5"
+CLI = str(pathlib.Path(sys.executable).with_name("agent-loop"))
+
+
+def _script() -> ScriptedModel:
+    return ScriptedModel(
+        [
+            turn(tool_calls=[call("read_file", path="src/calc.py")]),
+            turn(tool_calls=[call("read_file", path="tests/test_calc.py")]),
+            turn(tool_calls=[call("stage_file", path="src/calc.py", content=CALC_SUB)]),
+            turn(tool_calls=[call("stage_file", path="tests/test_calc.py", content=TESTS_SUB)]),
+            turn(tool_calls=[submit_subtract()]),
+            turn("Submitted."),
+        ],
+        routes={VERIFIER_MARKER: [turn(VERIFIED)]},
+    )
+
+
+def _emulator() -> GitHubEmulator:
+    emulator = GitHubEmulator()
+    emulator.seed_files(dict(CALC_REPO))
+    emulator.add_issue(*CALC_ISSUE)
+    return emulator
+
+
+def _tick(emulator: GitHubEmulator, home: pathlib.Path, server: MessagesServer) -> RunRecord:
+    """One builder tick in a child process; its run's record, read from its memory."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "AGENT_LOOP_"))}
+    with emulator.serve() as github_url:
+        env.update(
+            {
+                "GITHUB_API_URL": github_url,
+                "GITHUB_TOKEN": emulator.bot_token,
+                "AGENT_LOOP_REPO": emulator.full_name,
+                "AGENT_LOOP_HOME": str(home),
+                "AGENT_LOOP_MODEL": MODEL,
+                "AGENT_LOOP_API_BASE": server.api_base,
+                "AGENT_LOOP_SANDBOX": "off",
+                "ANTHROPIC_API_KEY": "sk-ant-test-not-a-key",
+                ALLOW_MODEL_REQUESTS_ENV: "1",  # to the stub on loopback, nothing else
+            }
+        )
+        done = subprocess.run(
+            [CLI, "run", "builder", "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+        )
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    settings = load_settings(repo=emulator.full_name, home=home, github_token="x")
+    return stored_record(local_memory(settings), summary["run_id"])
+
+
+def _builder_requests(server: MessagesServer, first: int = 0) -> list[dict[str, Any]]:
+    return [
+        body
+        for body in server.requests[first:]
+        if VERIFIER_MARKER not in json.dumps(body.get("system"))
+    ]
+
+
+def _breakpoints(body: dict[str, Any]) -> list[str]:
+    """Where a request carries `cache_control`: `system`, or `message <i>`."""
+    where = [
+        "system"
+        for block in body.get("system") or []
+        if isinstance(block, dict) and "cache_control" in block
+    ]
+    for index, message in enumerate(body["messages"]):
+        if "cache_control" in json.dumps(message.get("content")):
+            where.append(f"message {index}")
+    return where
+
+
+def _stable_prefix(body: dict[str, Any]) -> str:
+    """Tools, system and the first message, exactly as sent."""
+    return json.dumps([body.get("tools"), body.get("system"), body["messages"][0]])
+
+
+def test_a_tick_on_an_anthropic_model_reads_its_conversation_from_the_cache(
+    tmp_path: pathlib.Path,
+) -> None:
+    model = _script()
+    second = _script()
+    cache = SimulatedPromptCache()
+    with serve_messages_model(model, cache=cache) as server:
+        record = _tick(_emulator(), tmp_path / "one", server)
+        model.assert_finished()
+        first_run = len(server.requests)
+        server.model = second
+        again = _tick(_emulator(), tmp_path / "two", server)
+        second.assert_finished()
+
+    assert record.outcome is Outcome.OPENED_PR
+    builder = _builder_requests(server)[:6]
+    assert len(builder) == 6
+    # Every request marks the system prompt, the task and the conversation so far.
+    for number, body in enumerate(builder, start=1):
+        last = len(body["messages"]) - 1
+        expected = ["system", "message 0"] + ([f"message {last}"] if last else [])
+        assert _breakpoints(body) == expected, f"request {number}"
+    # The stable prefix is byte-identical turn after turn, and in the second run.
+    prefixes = {_stable_prefix(body) for body in _builder_requests(server)}
+    assert len(prefixes) == 1
+    assert len(_builder_requests(server, first_run)) == 6
+
+    charges = server.charges[:first_run]
+    # From the second request on, each reads what the one before it wrote.
+    builder_charges = [c for c, b in zip(charges, server.requests, strict=False) if b in builder]
+    assert builder_charges[0].cache_read_input_tokens == 0
+    assert builder_charges[0].cache_creation_input_tokens > 0
+    for before, after in itertools.pairwise(builder_charges):
+        assert after.cache_read_input_tokens >= before.prompt_tokens - before.input_tokens
+    # The record holds exactly what the provider reported.
+    assert record.usage.tokens_cache_read == sum(c.cache_read_input_tokens for c in charges)
+    assert record.usage.tokens_cache_write == sum(c.cache_creation_input_tokens for c in charges)
+    assert record.usage.tokens_in == sum(c.prompt_tokens for c in charges)
+    assert record.usage.tokens_cache_read > record.usage.tokens_in / 2
+    # The second run of the same task reads even its first request's prefix.
+    second_first = server.charges[first_run]
+    assert second_first.cache_read_input_tokens > 0
+    assert again.usage.tokens_cache_read > record.usage.tokens_cache_read
