@@ -10,13 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+# One definition each, shared with the progress lines `agent-loop run` prints and the
+# tick's report (agent_loop_common.progress: a light module, no Flyte, no pydantic).
+from agent_loop_common.progress import clip, fmt_duration, fmt_money
+
 __all__ = ["clip", "fmt_duration", "fmt_money", "fmt_rate", "fmt_time", "render_table"]
-
-
-def clip(text: str, width: int) -> str:
-    """`text` on one line, cut to `width` characters with an ellipsis when longer."""
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= width else flat[: max(0, width - 1)] + "…"
 
 
 def render_table(
@@ -59,26 +57,6 @@ def _is_number(text: str) -> bool:
 def fmt_rate(value: float | None) -> str:
     """A rate in [0, 1] as a percentage; `-` when unknown (empty denominator)."""
     return "-" if value is None else f"{value * 100:.0f}%"
-
-
-def fmt_money(value: float | None) -> str:
-    """US dollars with cents (four decimals below one cent)."""
-    if value is None:
-        return "-"
-    return f"${value:.4f}" if 0 < value < 0.01 else f"${value:.2f}"
-
-
-def fmt_duration(seconds: float | None) -> str:
-    """A duration as `1.2s`, `3m04s` or `2h05m`."""
-    if seconds is None:
-        return "-"
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, secs = divmod(round(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m{secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
 
 
 def fmt_time(moment: datetime) -> str:

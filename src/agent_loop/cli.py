@@ -2,10 +2,11 @@
 
 ```text
 agent-loop demo [--home DIR] [--quiet]             offline, no credentials
-agent-loop run builder [--issue N] [--json] [--home DIR] [--remote [--config FILE]]
+agent-loop run builder [--issue N] [--quiet|--json] [--home DIR] [--remote [--config FILE]]
 agent-loop run reviewer [--pr N] ...               one tick on your repository
 agent-loop run distiller ...
 agent-loop status [--home DIR] [--limit N]         runs, metrics, lessons
+agent-loop show RUN_ID [--home DIR | --remote]     one run: trace, diff, tests, cost
 agent-loop deploy builder|reviewer|distiller|gateway|eval [--dry-run] [--config FILE]
 agent-loop serve [--host H] [--port P]             the webhook gateway, runs in local mode
 agent-loop sandbox check|run [--dir PATH] [-- CMD ...]   the agents' test sandbox
@@ -39,10 +40,11 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
-from agent_loop import claims_cmd, emulator_cmd, eval_cmd, lessons_cmd, sandbox_cmd
+from agent_loop import claims_cmd, emulator_cmd, eval_cmd, lessons_cmd, sandbox_cmd, show_cmd
 from agent_loop.agents import AGENTS, TARGETS, AgentName, run_agent_once
 
 if TYPE_CHECKING:
+    from agent_loop.live import LiveMode
     from agent_loop_common.memory import MemoryLocation
     from agent_loop_common.runtime import TickSummary
     from agent_loop_common.settings import Settings
@@ -166,8 +168,15 @@ def build_parser() -> argparse.ArgumentParser:
                 else "pass now, even if the distiller waits in back-off after failed passes"
             ),
         )
-        sub.add_argument(
-            "--json", action="store_true", help="print the tick's summary as one JSON line"
+        shown = sub.add_mutually_exclusive_group()
+        shown.add_argument(
+            "--quiet", action="store_true", help="print one line when the tick ends, nothing else"
+        )
+        shown.add_argument(
+            "--json",
+            action="store_true",
+            help="print one JSON line per progress event as it happens, then the tick's "
+            "summary as the last line (the same JSON object as before)",
         )
     run.epilog = _options_by_agent(agents.choices)
 
@@ -198,6 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
         "AGENT_LOOP_FLYTE_CONFIG, else where the flyte CLI looks)",
     )
     status.add_argument("--json", action="store_true", help="print the status as one JSON object")
+    show_cmd.add_parser(commands)
 
     deploy = commands.add_parser(
         "deploy",
@@ -305,7 +315,9 @@ def _command(args: argparse.Namespace) -> int:
     from agent_loop_common.settings import ConfigError
 
     level = cast(str | None, args.log_level)
-    quiet = ("demo", "status", "sandbox", "emulator", "lessons", "eval", "claims")
+    if command == "run" and args.quiet:  # one line: the agents' own logs only at WARNING
+        level = level or "WARNING"
+    quiet = ("demo", "status", "show", "sandbox", "emulator", "lessons", "eval", "claims")
     quiet_by_default = command in quiet
     configure_cli_logging("console", level or ("WARNING" if quiet_by_default else "INFO"))
     try:
@@ -315,6 +327,8 @@ def _command(args: argparse.Namespace) -> int:
             return _run(args, level)
         if command == "status":
             return _status(args)
+        if command == "show":
+            return show_cmd.main(args, lambda: _memory_location(args, "show"))
         if command == "serve":
             return _serve(args, level)
         if command == "sandbox":
@@ -404,6 +418,7 @@ def _proven_idle(args: argparse.Namespace) -> int | None:
         or getattr(args, "pr", None)
     ):
         return None
+    from agent_loop.live import print_end
     from agent_loop_common.records import Role
     from agent_loop_common.runtime import fast_idle_tick
     from agent_loop_common.settings import ConfigError, load_settings
@@ -417,15 +432,13 @@ def _proven_idle(args: argparse.Namespace) -> int | None:
         summary = fast_idle_tick(settings, Role(agent))
     if summary is None:
         return None
-    _say(
-        f"agent-loop: one {agent} tick for {settings.repo}: nothing changed on GitHub or in "
-        "the settings since the last full idle tick (conditional reads, all unchanged); "
-        "idle without starting Flyte"
-    )
-    if args.json:
-        print(summary.model_dump_json())
-    else:
-        _print_summary(agent, summary, sys.stdout)
+    if not args.quiet:
+        _say(
+            f"agent-loop: one {agent} tick for {settings.repo}: nothing changed on GitHub or "
+            "in the settings since the last full idle tick (conditional reads, all "
+            "unchanged); idle without starting Flyte"
+        )
+    print_end(agent, summary, live_mode(args), 0.0, full=_print_summary)
     return 0
 
 
@@ -472,7 +485,11 @@ def _one_repository(
 def _run_tick(
     args: argparse.Namespace, level: str | None, settings: Settings, target: int | None
 ) -> int:
-    """One tick with the command's settings: preflight, run, print the summary."""
+    """One tick with the command's settings: preflight, run (printing its progress as it
+    happens, `agent_loop.live`), print how it ended."""
+    import time
+
+    from agent_loop.live import print_end, watching
     from agent_loop_common.records import Role
     from agent_loop_common.runtime import (
         model_label,
@@ -496,14 +513,17 @@ def _run_tick(
         asyncio.run(preflight_sandbox(settings, Role(agent)))  # and tests must run here
         where = f"in Flyte local mode (home: {settings.home}), model {model_label(settings)}"
     repos = settings.repo or ", ".join(settings.repos)
-    _say(f"agent-loop: one {agent} tick{what} for {repos} {where}")
+    mode = live_mode(args)
+    if mode != "quiet":
+        _say(f"agent-loop: one {agent} tick{what} for {repos} {where}")
     from agent_loop_common.runtime import reset_stop, stop_on_signals, stop_requested
 
     reset_stop()
+    started = time.monotonic()
     try:
         # Ctrl-C and SIGTERM stop a local tick at its next safe point (claim released, run
         # recorded `interrupted`); a remote run goes on on its cluster either way.
-        with nullcontext() if remote else stop_on_signals():
+        with nullcontext() if remote else stop_on_signals(), watching(mode, remote=remote):
             summary = run_agent_once(
                 agent, settings, target=target, remote=remote, retry_now=retry_now
             )
@@ -519,10 +539,7 @@ def _run_tick(
         print("Run again with --log-level DEBUG for the full trace.", file=sys.stderr)
         interrupt = stop_requested()
         return EXIT_FAILED if interrupt is None else interrupt.exit_code
-    if args.json:
-        print(summary.model_dump_json())
-    else:
-        _print_summary(agent, summary, sys.stdout)
+    print_end(agent, summary, mode, time.monotonic() - started, full=_print_summary)
     interrupt = stop_requested()
     if interrupt is not None:
         from agent_loop.interrupted import farewell
@@ -532,6 +549,11 @@ def _run_tick(
     if summary.failed:
         return EXIT_FAILED
     return EXIT_CONFIG if summary.preflight_failed else 0
+
+
+def live_mode(args: argparse.Namespace) -> LiveMode:
+    """How `run` prints the tick: `json`, `quiet` (one line) or `text` (live lines)."""
+    return "json" if args.json else "quiet" if args.quiet else "text"
 
 
 @contextmanager
@@ -567,7 +589,7 @@ SUMMARY_FIELDS = (
 the agent's own details); `--json` keeps `TickSummary`'s declaration order."""
 
 _SHOWN_ELSEWHERE = frozenset(
-    {"role", "outcome", "target", "pr_url", "issue_urls", "details", "repo", "runs"}
+    {"role", "outcome", "target", "pr_url", "issue_urls", "details", "repo", "runs", "cost_usd"}
 )
 
 
@@ -617,23 +639,33 @@ def _memory_settings(home: Path | None) -> Settings:
     return load_settings(**overrides)
 
 
-def _status(args: argparse.Namespace) -> int:
-    import asyncio
-
-    from agent_loop.status import StatusError, read_snapshot, render_status, snapshot_json
+def _memory_location(args: argparse.Namespace, command: str) -> MemoryLocation | int:
+    """The memory `status` and `show` read: the local runs' (`--home`), or with `--remote`
+    a deployment's; exit code 2 when both are asked for."""
     from agent_loop_common.runtime import local_memory
 
     home = cast(Path | None, args.home)
     remote, config = bool(args.remote), cast(Path | None, args.config)
     if (home is not None and remote) or (config is not None and not remote):
         print(
-            "agent-loop status: --home reads local runs, --remote (with --config) a "
+            f"agent-loop {command}: --home reads local runs, --remote (with --config) a "
             "deployment's: use one.",
             file=sys.stderr,
         )
         return EXIT_CONFIG
     settings = _memory_settings(home)
-    location = _remote_memory(settings, config) if remote else local_memory(settings)
+    return _remote_memory(settings, config) if remote else local_memory(settings)
+
+
+def _status(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from agent_loop.status import StatusError, read_snapshot, render_status, snapshot_json
+
+    location = _memory_location(args, "status")
+    if isinstance(location, int):
+        return location
+    home, remote = cast(Path | None, args.home), bool(args.remote)
     try:
         snapshot = asyncio.run(read_snapshot(location))
     except StatusError as exc:
@@ -644,7 +676,8 @@ def _status(args: argparse.Namespace) -> int:
         print(snapshot_json(snapshot, limit=limit))
         return 0
     print(render_status(snapshot, limit=limit))
-    demo = _demo_home(settings) if snapshot.empty and home is None and not remote else None
+    empty_here = snapshot.empty and home is None and not remote
+    demo = _demo_home(_memory_settings(home)) if empty_here else None
     if demo is not None:
         print(f"The demo's memory is in {demo}: agent-loop status --home {demo}")
     return 0

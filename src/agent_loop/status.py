@@ -418,11 +418,15 @@ def metrics_table(metrics: Metrics) -> str:
         ],
         ["PRs opened", str(m.opened_prs), "builder runs that opened a PR"],
         ["success rate", fmt_rate(m.success_rate), "delivered / runs that did the work"],
-        ["verified", fmt_rate(m.verification_rate), "some try passed / runs with tries"],
+        [
+            "verified",
+            fmt_rate(m.verification_rate),
+            "some try passed / builder and reviewer runs with tries",
+        ],
         [
             "verified first try",
             fmt_rate(m.first_try_verification_rate),
-            "try 1 passed / runs with tries",
+            "try 1 passed / builder and reviewer runs with tries",
         ],
         ["error rate", fmt_rate(m.error_rate), "errors / runs not interrupted"],
         ["tokens", f"{m.tokens:,}", "all roles, prompt + completion"],

@@ -94,11 +94,12 @@ def full_record() -> RunRecord:
             fail_to_pass=["test_a.py::test_new"],
             runs=3,
         ),
+        diff="diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n",
     )
 
 
 EXPECTED_JSON: dict[str, Any] = {
-    "schema_version": "2.2",
+    "schema_version": "2.3",
     "run_id": "b-20260301-abc",
     "role": "builder",
     "agent_id": "builder@v3",
@@ -143,7 +144,9 @@ EXPECTED_JSON: dict[str, Any] = {
     },
     "github": {"requests": 14, "not_modified": 3, "by_route": {"GET /repos/{owner}/{repo}": 2}},
     "stage_seconds": {"claim": 0.4, "build": 180.5},
-    "trace": [{"tool": "read_file", "args": "a.py", "ok": True, "ms": 12, "error": ""}],
+    "trace": [
+        {"tool": "read_file", "args": "a.py", "ok": True, "ms": 12, "error": "", "agent": ""}
+    ],
     "links": {"pr_url": "https://github.com/o/r/pull/13", "issue_urls": []},
     "error": "",
     "lesson_ids": ["L-1"],
@@ -172,6 +175,7 @@ EXPECTED_JSON: dict[str, Any] = {
         "per_process_limits": False,
         "oom_kills": 0,
     },
+    "diff": "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n",
 }
 
 
@@ -233,7 +237,7 @@ def test_every_field_is_documented() -> None:
 
 
 def test_trace_step_keeps_the_agreed_field_names() -> None:
-    assert list(TraceStep.model_fields) == ["tool", "args", "ok", "ms", "error"]
+    assert list(TraceStep.model_fields) == ["tool", "args", "ok", "ms", "error", "agent"]
 
 
 def test_round_trip_and_derived_properties() -> None:
@@ -306,7 +310,7 @@ def test_invalid_input_is_classified_never_raised(raw: str, reason: str) -> None
 def test_new_enum_member_in_same_major_is_invalid_not_guessed() -> None:
     data = {
         **full_record().model_dump(mode="json"),
-        "schema_version": "1.4",
+        "schema_version": "1.5",
         "outcome": "escalated",
     }
     parsed = parse_record(json.dumps(data))

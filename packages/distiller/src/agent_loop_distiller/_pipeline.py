@@ -400,6 +400,7 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
         out.kind, out.note = TickKind.IDLE, "lessons checked: nothing to fold in"
         work.book = context.lessons
         async with scope.stage("lessons_pr"):
+            scope.commit()  # a branch push and its pull request: a stop waits for both
             await _sync_pull(runtime, work, out)
         return
     else:

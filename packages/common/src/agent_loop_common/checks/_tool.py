@@ -15,6 +15,7 @@ from pydantic import Field
 
 from agent_loop_common.agents import fence_untrusted
 from agent_loop_common.checks._checks import Checks
+from agent_loop_common.progress import emit
 from agent_loop_common.repo import ReadTool, StagedFiles
 from agent_loop_common.sandbox import CommandRejected, SandboxError
 
@@ -64,6 +65,8 @@ def run_tests_tool(checks: Checks, stage: StagedFiles) -> ReadTool:
             return f"Refused: {exc}"
         except SandboxError as exc:
             return f"The tests could not run: {exc}"
+        shown = after.summary() + (f"; base {base.summary()}" if base is not None else "")
+        emit("tests.ran", by="run_tests", status="ran", summary=shown, args=list(args or ()))
         lines = [f"Tests on your staged change: {after.summary()}"]
         if base is not None:
             lines.append(

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
         TraceStep,
         Usage,
     )
-    from agent_loop_common.records._run_record import SCHEMA_VERSION, RunId, RunRecord
+    from agent_loop_common.records._run_record import DIFF_CHARS, SCHEMA_VERSION, RunId, RunRecord
     from agent_loop_common.records._versioning import (
         KNOWN_MAJORS,
         RECORD_MAJORS,
@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "DIFF_CHARS",
     "KNOWN_MAJORS",
     "MAX_LESSON_EVENTS",
     "RECORD_MAJORS",

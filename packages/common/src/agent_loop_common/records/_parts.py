@@ -243,6 +243,9 @@ class TraceStep(BaseModel):
     """Wall time of the step in milliseconds."""
     error: str = ""
     """Error text when `ok` is false."""
+    agent: str = ""
+    """Who took the step (2.3): the run's role (`builder`, `reviewer`, `distiller`) or
+    `verifier`; empty in older records."""
 
 
 class Links(BaseModel):
