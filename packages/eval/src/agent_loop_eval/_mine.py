@@ -9,8 +9,9 @@ For each merged pull request, oldest merge first, that no earlier run decided ab
    sandbox's rule (`is_test_path`), the rest code; it needs both, and at most
    `MineLimits.max_files` files and `max_changed_lines` changed lines;
 3. **trust**: every linked issue passes the rule live work uses (`issue_refusal`);
-4. **the change**: the files at the base (the merge commit's first parent: the commit
-   it was merged onto, for a squash its only parent) and at the merge commit, compared
+4. **the change**: the files at the base (the commit it was merged onto: the merge
+   commit's first parent, a squash commit's only parent, the parent of the first
+   rebased commit; `merged_onto`) and at the merge commit, compared
    on the PR's files only, so whatever else a merge brought stays out; `test_patch` is
    the change to test files, `patch` the rest;
 5. **validation** in the sandbox, set up as the builder sets up a run at that base (the
@@ -49,6 +50,7 @@ from agent_loop_eval._classify import Classified, classify
 from agent_loop_eval._instance import Instance, instance_id
 from agent_loop_eval._issues import issue_refusal, problem_statement
 from agent_loop_eval._mined import SkippedPull, SkipReason
+from agent_loop_eval._onto import merged_onto
 from agent_loop_eval._patches import BinaryChange, diff_files, split_test_paths
 from agent_loop_eval._testids import node_outcomes
 
@@ -248,7 +250,9 @@ class Miner:
         merge = await self.github.get_commit(merge_sha)
         if not merge.parents:
             raise _Skip(SkipReason.NO_LINKED_ISSUE, f"merge commit {merge_sha[:7]} has no parent")
-        base_sha = merge.parents[0]
+        base_sha = await merged_onto(
+            self.github, merge, head_sha=pull.head_sha, base_sha=pull.base_sha
+        )
         default = await self._default()
         base = RepoSnapshot(self.github, base_sha, default, label=f"base commit {base_sha[:7]}")
         merged = RepoSnapshot(self.github, merge_sha, default, label=f"merge {merge_sha[:7]}")

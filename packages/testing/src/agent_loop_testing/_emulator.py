@@ -460,7 +460,7 @@ class GitHubEmulator(EmulatorInspection):
             ).id
 
     def merge_pull(self, number: int, *, by: str | None = None, method: str = "merge") -> str:
-        """Merge on the server (`merge` or `squash`) as `by`; closes the issues the PR
+        """Merge on the server (`merge`, `squash` or `rebase`) as `by`; closes the issues the PR
         closes (`closingIssuesReferences`) when its base is the default branch. Returns
         the merge commit."""
         with self._st.lock:

@@ -274,6 +274,8 @@ def git_commit(c: gh.GitCommit) -> GitCommit:
         tree_sha=c.tree.sha,
         parents=tuple(p.sha for p in c.parents),
         message=c.message,
+        author_email=c.author.email,
+        authored_at=c.author.date,
     )
 
 

@@ -226,6 +226,10 @@ class GitCommit(_Frozen):
     tree_sha: str
     parents: tuple[str, ...]
     message: str
+    author_email: str = ""
+    """The author's email as the commit records it (kept when a commit is rebased)."""
+    authored_at: datetime | None = None
+    """The author's date (kept when a commit is rebased, unlike the committer's)."""
 
 
 class PathCommit(_Frozen):
