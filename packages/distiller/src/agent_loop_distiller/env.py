@@ -87,6 +87,9 @@ def _diagnosis_figures(result: TickResult) -> dict[str, str]:
         figures["narrowed"] = len(result.acted.narrowed)
         figures["reworded"] = len(result.acted.reworded)
         figures["flagged"] = len(result.acted.flagged)
+    if result.replayed is not None:
+        figures["replayed_pairs"] = result.replayed.count
+        figures["replay_model_calls"] = result.replayed.llm_calls
     return {key: str(n) for key, n in figures.items() if n}
 
 
@@ -102,6 +105,8 @@ def summarize_tick(result: TickResult) -> TickSummary:
         details["lessons_edits_ignored"] = "; ".join(
             x.describe() for x in result.lessons_edits_ignored
         )
+    if result.replayed is not None:
+        details |= _diagnosis_figures(result)  # replays may run on a tick with no record
     if result.record is not None:
         details["ingested"] = str(result.ingested)
         details["lessons"] = str(len(result.lessons.lessons)) if result.lessons else "0"
