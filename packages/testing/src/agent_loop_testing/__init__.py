@@ -74,6 +74,7 @@ if TYPE_CHECKING:
         EmulatedPull,
     )
     from agent_loop_testing._emulator_webhooks import Delivery, sign_payload
+    from agent_loop_testing._eval_task import ScriptedEvalTask
     from agent_loop_testing._facade import emulator_client, instant_retry
     from agent_loop_testing._harness import (
         ModelSlot,
@@ -90,7 +91,7 @@ if TYPE_CHECKING:
         serve_messages_model,
         to_call_llm_shape,
     )
-    from agent_loop_testing._per_issue import ModelPerIssue
+    from agent_loop_testing._per_issue import ModelPerArm, ModelPerIssue
     from agent_loop_testing._prompt_cache import (
         CacheCharge,
         SimulatedPromptCache,
@@ -109,6 +110,8 @@ _LAZY = {
     "CalcFix": "agent_loop_testing._calc_history",
     "CalcHistory": "agent_loop_testing._calc_history",
     "seed_calc_history": "agent_loop_testing._calc_history",
+    "ModelPerArm": "agent_loop_testing._per_issue",
+    "ScriptedEvalTask": "agent_loop_testing._eval_task",
     "ModelPerIssue": "agent_loop_testing._per_issue",
     "RecordingSandbox": "agent_loop_testing._recording_sandbox",
     "SandboxCall": "agent_loop_testing._recording_sandbox",
@@ -218,6 +221,7 @@ __all__ = [
     "InstantModel",
     "LoggedRequest",
     "MessagesServer",
+    "ModelPerArm",
     "ModelPerIssue",
     "ModelSlot",
     "NetworkAccessDenied",
@@ -227,6 +231,7 @@ __all__ = [
     "SchemaMismatch",
     "ScriptMismatch",
     "ScriptedCall",
+    "ScriptedEvalTask",
     "ScriptedModel",
     "SimulatedPromptCache",
     "Turn",

@@ -94,6 +94,9 @@ class IssueEvent(_Frozen):
     actor: User | None
     label: str | None
     created_at: datetime
+    commit_id: str | None = None
+    """The commit the event names: for a pull request's `merged` event, the commit GitHub
+    made on the base branch (REST's word for GraphQL's `mergeCommit`)."""
 
 
 class PullRequest(_Frozen):
@@ -226,6 +229,10 @@ class GitCommit(_Frozen):
     tree_sha: str
     parents: tuple[str, ...]
     message: str
+    author_email: str = ""
+    """The author's email as the commit records it (kept when a commit is rebased)."""
+    authored_at: datetime | None = None
+    """The author's date (kept when a commit is rebased, unlike the committer's)."""
 
 
 class PathCommit(_Frozen):

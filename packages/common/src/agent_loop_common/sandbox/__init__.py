@@ -67,6 +67,7 @@ from agent_loop_common.sandbox._flyte import (
     FlyteTestSpec,
     build_container_task,
     flyte_task_spec,
+    in_flyte_cluster,
 )
 from agent_loop_common.sandbox._guard import GUARD_PLACEHOLDER, without_guard
 from agent_loop_common.sandbox._limits import SandboxLimits
@@ -176,6 +177,7 @@ __all__ = [
     "flag_test_tampering",
     "flyte_task_spec",
     "folder_dependency_digest",
+    "in_flyte_cluster",
     "is_test_file",
     "limits_from_settings",
     "name_key",
