@@ -111,6 +111,7 @@ class _RawEvent(BaseModel):
     actor: gh.SimpleUser | None = None
     label: _RawLabel | None = None
     created_at: datetime
+    commit_id: str | None = None
 
 
 def issue_event(raw: Any) -> IssueEvent:
@@ -121,6 +122,7 @@ def issue_event(raw: Any) -> IssueEvent:
         actor=None if e.actor is None else user(e.actor),
         label=None if e.label is None else e.label.name,
         created_at=e.created_at,
+        commit_id=e.commit_id or None,
     )
 
 

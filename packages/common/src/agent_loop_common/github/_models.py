@@ -94,6 +94,9 @@ class IssueEvent(_Frozen):
     actor: User | None
     label: str | None
     created_at: datetime
+    commit_id: str | None = None
+    """The commit the event names: for a pull request's `merged` event, the commit GitHub
+    made on the base branch (REST's word for GraphQL's `mergeCommit`)."""
 
 
 class PullRequest(_Frozen):
