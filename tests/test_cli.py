@@ -391,6 +391,28 @@ def test_remote_status_reads_the_same_memory_with_the_same_page_and_json(
     assert [lesson["id"] for lesson in remote_doc["lessons"]] == ["L-0001"]
 
 
+def test_show_prints_one_run_from_local_or_remote_memory(
+    deployment: tuple[pathlib.Path, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    home, root = deployment
+    code, local, err = _run(["show", "run-b2", "--home", str(home)], capsys)
+    assert code == 0, err
+    assert local.startswith("run run-b2 · builder · ")
+    assert "  cost        $" in local
+    monkeypatch.setenv("AGENT_LOOP_MEMORY_ROOT", root)
+    code, remote, err = _run(["show", "run-b", "--remote", "--config", str(OFFLINE)], capsys)
+    assert code == 1  # a prefix of two runs
+    assert "'run-b' is the start of 2 run ids (run-b2, run-b1)" in err
+    code, remote, err = _run(["show", "run-b2", "--remote", "--config", str(OFFLINE)], capsys)
+    assert code == 0, err
+    assert remote == local  # the same record, reached as a deployment's
+    code, _, err = _run(["show", "run-b2", "--home", str(home), "--remote"], capsys)
+    assert code == cli.EXIT_CONFIG
+    assert "agent-loop show: --home reads local runs" in err
+
+
 @pytest.mark.usefixtures("_no_flyte_config")
 def test_remote_status_without_a_memory_root_exits_2_naming_it(
     capsys: pytest.CaptureFixture[str],

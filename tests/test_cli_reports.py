@@ -167,6 +167,7 @@ def test_the_distillers_report_counts_its_own_pass_as_status_does(
     html = _reported(out).read_text()
     assert "scripted" in html  # the model that answered
     assert "this pass" in html
+    assert "distiller add_lesson  Keep PRs small." in html  # its progress, as run printed it
     runs_in_report = re.search(r"Runs<b>(\d+)</b>", html)
     assert runs_in_report is not None
 

@@ -7,6 +7,7 @@ width so one long issue title cannot push the rest of a row off screen.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
@@ -14,7 +15,15 @@ from datetime import UTC, datetime
 # tick's report (agent_loop_common.progress: a light module, no Flyte, no pydantic).
 from agent_loop_common.progress import clip, fmt_duration, fmt_money
 
-__all__ = ["clip", "fmt_duration", "fmt_money", "fmt_rate", "fmt_time", "render_table"]
+__all__ = [
+    "clip",
+    "fmt_duration",
+    "fmt_money",
+    "fmt_rate",
+    "fmt_time",
+    "render_table",
+    "terminal_safe",
+]
 
 
 def render_table(
@@ -62,3 +71,29 @@ def fmt_rate(value: float | None) -> str:
 def fmt_time(moment: datetime) -> str:
     """A UTC timestamp to the second, as `2026-01-01 10:00:03`."""
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+_ESCAPE = re.compile(
+    # CSI (7-bit `ESC [` or 8-bit 0x9b): parameters, intermediates, a final byte
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    # OSC, DCS, SOS, PM, APC: a payload up to BEL or ST (or the end of the line)
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
+    # any other escape sequence (character sets, reset, keypad modes...)
+    r"|\x1b[ -/]*[0-~]?"
+)
+_BLANK = re.compile("[\t\r]")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with nothing a terminal would act on: escape sequences, controls, bidi marks.
+
+    Removes ANSI escape sequences whole (CSI, and OSC/DCS/APC/PM/SOS with their payload,
+    so a hyperlink's hidden target or a window title goes too), the C0 and C1 control
+    characters and DEL, and bidirectional embeddings, overrides, isolates and marks.
+    Tab and carriage return become spaces; newlines stay.
+    """
+    clean = _ESCAPE.sub("", text)
+    clean = _BLANK.sub(" ", clean)
+    return _BIDI.sub("", _CONTROL.sub("", clean))

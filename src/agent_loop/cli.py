@@ -444,12 +444,15 @@ def _proven_idle(args: argparse.Namespace) -> int | None:
         or getattr(args, "pr", None)
     ):
         return None
+    import time
+
     from agent_loop.live import print_end
     from agent_loop_common.records import Role
     from agent_loop_common.runtime import fast_idle_tick
     from agent_loop_common.settings import ConfigError, load_settings
 
     home = cast(Path | None, args.home)
+    started = time.monotonic()
     with _environ("AGENT_LOOP_HOME", None if home is None else str(home)):
         try:
             settings = load_settings()
@@ -464,7 +467,7 @@ def _proven_idle(args: argparse.Namespace) -> int | None:
             "in the settings since the last full idle tick (conditional reads, all "
             "unchanged); idle without starting Flyte"
         )
-    print_end(agent, summary, live_mode(args), 0.0, full=_print_summary)
+    print_end(agent, summary, live_mode(args), time.monotonic() - started, full=_print_summary)
     return 0
 
 

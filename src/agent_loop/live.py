@@ -73,7 +73,7 @@ class LivePrinter:
             return rendered if isinstance(rendered, str) else rendered.decode()
         if event.kind == "run.ended":  # the summary's last line says it (see `print_end`)
             return None
-        from agent_loop.status import terminal_safe
+        from agent_loop._table import terminal_safe
         from agent_loop_common.progress import event_line
 
         line = event_line(event)
@@ -123,7 +123,7 @@ def totals_line(summary: TickSummary, seconds: float) -> str:
 
 def one_line(agent: str, summary: TickSummary, seconds: float) -> str:
     """The whole tick in one line (`--quiet`): outcome, target, links, tries, cost, time."""
-    from agent_loop.status import terminal_safe
+    from agent_loop._table import terminal_safe
     from agent_loop_common.progress import clip, fmt_duration, fmt_money
 
     if summary.idle or summary.paused:

@@ -129,8 +129,7 @@ def _section(title: str, lines: Sequence[str]) -> list[str]:
 
 
 def _head(record: RunRecord) -> list[str]:
-    from agent_loop._table import fmt_duration, fmt_money, fmt_time
-    from agent_loop.status import terminal_safe
+    from agent_loop._table import fmt_duration, fmt_money, fmt_time, terminal_safe
 
     t = record.target
     what = (
@@ -165,7 +164,7 @@ def _head(record: RunRecord) -> list[str]:
 
 
 def _tries(record: RunRecord) -> list[str]:
-    from agent_loop.status import terminal_safe
+    from agent_loop._table import terminal_safe
 
     lines: list[str] = []
     for a in record.attempts:
@@ -180,7 +179,7 @@ def _tries(record: RunRecord) -> list[str]:
 
 
 def _evidence(record: RunRecord) -> list[str]:
-    from agent_loop.status import terminal_safe
+    from agent_loop._table import terminal_safe
 
     t = record.tests
     if t is None:
@@ -206,8 +205,7 @@ def _evidence(record: RunRecord) -> list[str]:
 
 
 def _trace(record: RunRecord) -> list[str]:
-    from agent_loop._table import clip, fmt_duration
-    from agent_loop.status import terminal_safe
+    from agent_loop._table import clip, fmt_duration, terminal_safe
 
     lines: list[str] = []
     width = len(str(len(record.trace)))
@@ -223,7 +221,7 @@ def _trace(record: RunRecord) -> list[str]:
 
 
 def _diff(record: RunRecord, limit: int) -> list[str]:
-    from agent_loop.status import terminal_safe
+    from agent_loop._table import terminal_safe
 
     if not record.diff:
         return []
@@ -243,7 +241,7 @@ def render_run(record: RunRecord, *, diff_lines: int = DIFF_LINES) -> str:
     if diff_lines:
         out += _section("Diff (proposed, against its base)", _diff(record, diff_lines))
     if record.problems:
-        from agent_loop.status import terminal_safe
+        from agent_loop._table import terminal_safe
 
         problems = [f"  {terminal_safe(p)}" for p in record.problems]
         out += _section("Problems worked around", problems)

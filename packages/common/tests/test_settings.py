@@ -160,6 +160,15 @@ ALL_VARIABLES: list[tuple[str, str, str, object]] = [
     ("AGENT_LOOP_LESSON_HOLDOUT", "0.1", "lesson_holdout", 0.1),
     ("AGENT_LOOP_COMPLIANCE_JUDGMENTS", "2", "compliance_judgments", 2),
     ("AGENT_LOOP_LESSONS_PR", "on", "lessons_pr", True),
+    ("AGENT_LOOP_LESSON_REPLAY", "on", "lesson_replay", True),
+    ("AGENT_LOOP_LESSON_REPLAY_MAX_INSTANCES", "6", "lesson_replay_max_instances", 6),
+    ("AGENT_LOOP_LESSON_REPLAY_MODEL_CALLS", "80", "lesson_replay_model_calls", 80),
+    (
+        "AGENT_LOOP_LESSON_REPLAY_INSTANCES",
+        "/data/instances.jsonl",
+        "lesson_replay_instances",
+        Path("/data/instances.jsonl"),
+    ),
     ("AGENT_LOOP_LESSONS_FILE", ".agent-loop/lessons.md", "lessons_file", ".agent-loop/lessons.md"),
     (
         "AGENT_LOOP_SHARE_LESSONS_FROM",

@@ -74,6 +74,12 @@ if TYPE_CHECKING:
         EmulatedPull,
     )
     from agent_loop_testing._emulator_webhooks import Delivery, sign_payload
+    from agent_loop_testing._eval_history import (
+        EVAL_HISTORY_OPS,
+        EVAL_HISTORY_REPO,
+        seed_eval_history,
+    )
+    from agent_loop_testing._eval_task import ScriptedEvalTask
     from agent_loop_testing._facade import emulator_client, instant_retry
     from agent_loop_testing._harness import (
         ModelSlot,
@@ -90,7 +96,7 @@ if TYPE_CHECKING:
         serve_messages_model,
         to_call_llm_shape,
     )
-    from agent_loop_testing._per_issue import ModelPerIssue
+    from agent_loop_testing._per_issue import ModelPerArm, ModelPerIssue
     from agent_loop_testing._prompt_cache import (
         CacheCharge,
         SimulatedPromptCache,
@@ -109,6 +115,11 @@ _LAZY = {
     "CalcFix": "agent_loop_testing._calc_history",
     "CalcHistory": "agent_loop_testing._calc_history",
     "seed_calc_history": "agent_loop_testing._calc_history",
+    "ModelPerArm": "agent_loop_testing._per_issue",
+    "ScriptedEvalTask": "agent_loop_testing._eval_task",
+    "EVAL_HISTORY_OPS": "agent_loop_testing._eval_history",
+    "EVAL_HISTORY_REPO": "agent_loop_testing._eval_history",
+    "seed_eval_history": "agent_loop_testing._eval_history",
     "ModelPerIssue": "agent_loop_testing._per_issue",
     "RecordingSandbox": "agent_loop_testing._recording_sandbox",
     "SandboxCall": "agent_loop_testing._recording_sandbox",
@@ -193,6 +204,8 @@ __all__ = [
     "CALC_REPO",
     "CALC_SUB",
     "DEFAULT_ROUTE",
+    "EVAL_HISTORY_OPS",
+    "EVAL_HISTORY_REPO",
     "TESTS",
     "TESTS_SUB",
     "VERIFIED",
@@ -220,6 +233,7 @@ __all__ = [
     "InstantModel",
     "LoggedRequest",
     "MessagesServer",
+    "ModelPerArm",
     "ModelPerIssue",
     "ModelSlot",
     "NetworkAccessDenied",
@@ -229,6 +243,7 @@ __all__ = [
     "SchemaMismatch",
     "ScriptMismatch",
     "ScriptedCall",
+    "ScriptedEvalTask",
     "ScriptedModel",
     "SimulatedPromptCache",
     "Turn",
@@ -252,6 +267,7 @@ __all__ = [
     "request_blocks",
     "seed_cachetools_history",
     "seed_calc_history",
+    "seed_eval_history",
     "serve_asgi",
     "serve_chat_model",
     "serve_for_cli",

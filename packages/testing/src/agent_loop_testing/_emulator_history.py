@@ -77,7 +77,8 @@ class HistoryPull:
     author: str | None = None
     merged_by: str | None = None
     method: str = "merge"
-    """`merge` (a merge commit, two parents) or `squash` (one commit, one parent)."""
+    """`merge` (a merge commit, two parents), `squash` (one commit, one parent) or
+    `rebase` (each commit replayed on the base branch, the last one its merge commit)."""
     merge: bool = True
     """False: opened only; a later `HistoryMerge` merges it (other merges land between)."""
     wait: timedelta = timedelta(0)

@@ -8,7 +8,7 @@ from html import escape
 from agent_loop_common.progress import ProgressEvent, event_line
 from agent_loop_common.records import RunRecord
 
-__all__ = ["TRACE_ROWS", "run_report_html"]
+__all__ = ["TRACE_ROWS", "progress_html", "run_report_html"]
 
 TRACE_ROWS = 200
 """Most trace steps shown (a long run's trace stays readable; the record keeps them all)."""
@@ -46,7 +46,7 @@ def _tests_html(record: RunRecord) -> str:
     return f"<h3>Tests</h3><table>{body}</table>"
 
 
-def _progress_html(events: Sequence[ProgressEvent]) -> str:
+def progress_html(events: Sequence[ProgressEvent]) -> str:
     """The run's progress, line for line as `agent-loop run` printed it live."""
     lines = [line for line in map(event_line, events) if line is not None]
     if not lines:
@@ -111,7 +111,7 @@ def run_report_html(
             "<h3>Tries</h3><table><tr><th>#</th><th>verified</th><th>staged</th>"
             f"<th>tokens</th><th>tests</th><th>notes</th></tr>{tries}</table>"
         )
-    parts.append(_progress_html(events))
+    parts.append(progress_html(events))
     if record.trace:
         steps = "".join(
             f"<li>{'✅' if s.ok else '❌'} {escape(s.agent)} <code>{escape(s.tool)}</code> "

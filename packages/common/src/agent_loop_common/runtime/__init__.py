@@ -27,6 +27,11 @@ from typing import TYPE_CHECKING
 from agent_loop_common._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from agent_loop_common.runtime._by_name import (
+        TaskNotFound,
+        call_task_by_name,
+        environment_module,
+    )
     from agent_loop_common.runtime._entry import agent_main, run_entry
     from agent_loop_common.runtime._fast_idle import fast_idle_tick
     from agent_loop_common.runtime._faults import operator_fault
@@ -146,6 +151,7 @@ __all__ = [
     "Scout",
     "Slot",
     "StopGate",
+    "TaskNotFound",
     "TaskWrites",
     "TickOutcome",
     "TickSummary",
@@ -154,8 +160,10 @@ __all__ = [
     "WriteBook",
     "Writer",
     "agent_main",
+    "call_task_by_name",
     "check_reserve",
     "drop_holder",
+    "environment_module",
     "fair_order",
     "fast_idle_tick",
     "fleet_tick",

@@ -64,6 +64,7 @@ from agent_loop_common.sandbox._flyte import (
     FlyteTestSpec,
     build_container_task,
     flyte_task_spec,
+    in_flyte_cluster,
 )
 from agent_loop_common.sandbox._limits import SandboxLimits
 from agent_loop_common.sandbox._paths import ProtectedPaths
@@ -168,6 +169,7 @@ __all__ = [
     "flag_test_tampering",
     "flyte_task_spec",
     "folder_dependency_digest",
+    "in_flyte_cluster",
     "is_test_file",
     "limits_from_settings",
     "name_key",

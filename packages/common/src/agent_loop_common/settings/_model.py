@@ -275,6 +275,14 @@ class Settings(BaseSettings):
     """Probability each applicable lesson is held out of a builder or reviewer run, so the distiller can measure what the lesson does (shown vs held out). The draw is a hash of the run id and the lesson id, recorded in the run's record, so a replay draws the same. A proven lesson is held out at a quarter of this rate, so decay is still noticed. 0 turns measurement off (every applicable lesson is shown, no lesson's effect is decided)."""
     compliance_judgments: int = Field(default=5, ge=0, le=100)
     """Most model calls per distiller tick that judge whether a run acted on a lesson which names no command, file or API its trace could show (one call per lesson and run, never bought twice, spent on the lessons closest to a decision). A reply that is not exactly `true` or `false` counts as unknown. 0 turns these judgments off (such lessons then have no compliance)."""
+    lesson_replay: bool = False
+    """Let the distiller prove new lessons by replay (`on`/`off`): each lesson still proving is replayed on up to `AGENT_LOOP_LESSON_REPLAY_MAX_INSTANCES` mined instances of the repository (`agent-loop eval mine`), once with it and once without, by calling the eval's deployed task by name; the pairs are kept on the lesson as replay evidence, apart from its live runs, and their sign test's e-value multiplies the live one. Costs builder runs: bounded by `AGENT_LOOP_LESSON_REPLAY_MODEL_CALLS`. See `docs/learning.md`."""
+    lesson_replay_max_instances: int = Field(default=10, ge=1, le=200)
+    """Most mined instances one lesson is replayed on (pairs that count); an instance whose pair cannot count (the lesson did not reach the prompt, a build failed) is tried once and not again, at most twice this many in all."""
+    lesson_replay_model_calls: int = Field(default=200, ge=1, le=100_000)
+    """Model calls a distiller tick may spend on lesson replays (both builds of every pair, verifier included): a pair starts only while the tick has spent fewer, so the pair in flight may end above it."""
+    lesson_replay_instances: Path | None = None
+    """The instances file lessons are replayed on (JSON lines, `agent-loop eval mine`'s format); empty: `<AGENT_LOOP_HOME>/eval/<owner>__<name>/instances.jsonl`, where `eval mine` writes them. On a cluster it must be a path the distiller's container can read."""
     lessons_pr: bool = False
     """Let the distiller keep one pull request (from its own branch, never the default branch) that writes the proven lessons, each with its evidence line, into a marked section of `AGENT_LOOP_LESSONS_FILE`. Once merged they are the repository's own instructions, read from the base branch; a trusted person's edit or deletion of a line there flows back into memory (the lesson reworded or retired, recorded as theirs). See `docs/memory.md`."""
     lessons_file: Literal["AGENTS.md", ".agent-loop/lessons.md"] = "AGENTS.md"
@@ -495,6 +503,7 @@ class Settings(BaseSettings):
         "setup_command",
         "pip_options",
         "flyte_config",
+        "lesson_replay_instances",
         mode="before",
     )
     @classmethod
@@ -585,6 +594,15 @@ class Settings(BaseSettings):
     def repo_name(self) -> str:
         """The repository name without its owner."""
         return self.repo.split("/", 1)[1]
+
+    @property
+    def eval_instances(self) -> Path:
+        """The repository's mined instances file: `AGENT_LOOP_LESSON_REPLAY_INSTANCES`, or
+        `<AGENT_LOOP_HOME>/eval/<owner>__<name>/instances.jsonl` (`agent-loop eval
+        mine`'s default, as SWE-bench names a repository's instances `owner__name-N`)."""
+        if self.lesson_replay_instances is not None:
+            return self.lesson_replay_instances
+        return self.home / "eval" / f"{self.owner}__{self.repo_name}" / "instances.jsonl"
 
     @property
     def claim_ttl(self) -> timedelta:
