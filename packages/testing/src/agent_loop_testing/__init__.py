@@ -89,7 +89,7 @@ if TYPE_CHECKING:
         stored_record,
         write_memory_file,
     )
-    from agent_loop_testing._held import HeldCall
+    from agent_loop_testing._held import HeldCall, HeldProgram
     from agent_loop_testing._instant import InstantModel
     from agent_loop_testing._messages_server import (
         MessagesServer,
@@ -165,6 +165,7 @@ _LAZY = {
     "approx_tokens": "agent_loop_testing._prompt_cache",
     "request_blocks": "agent_loop_testing._prompt_cache",
     "HeldCall": "agent_loop_testing._held",
+    "HeldProgram": "agent_loop_testing._held",
     "is_valid_ref_name": "agent_loop_testing._emulator_refname",
     "SchemaMismatch": "agent_loop_testing._emulator_schema",
     "assert_matches_schema": "agent_loop_testing._emulator_schema",
@@ -222,6 +223,7 @@ __all__ = [
     "GitHubEmulator",
     "GitHubHost",
     "HeldCall",
+    "HeldProgram",
     "History",
     "HistoryIssue",
     "HistoryMerge",
