@@ -7,8 +7,8 @@ workspace's Python runs each instance's tests), answered by `InstantModel` (thre
 turns and a verdict, in no time). What is measured is therefore the eval's own cost per
 instance: the base tarball download, the builder's replay (agent loop, visible tests
 on the base and on the change, verifier), the scoring run with the hidden tests, the
-results and the report. Baselines are run once per base commit and shared (as in a
-real run), so the per-instance cost is two sandbox runs.
+results and the report. Each instance runs its own runtime, so three sandbox runs:
+the visible tests on the base (its baseline), on the change, and the scoring run.
 
 Each K of PARALLEL (default 1 2 4) runs all instances with `--parallel K` in a fresh
 home and prints wall time and instances per minute (a Markdown table). Times move with

@@ -12,6 +12,15 @@ showed.
   `harmful` (median and quartiles over the series; "never" counts series that did not
   decide within the horizon).
 - Null: three lessons with no effect at all; a `proven` or `harmful` decision is wrong.
+- Replay (`--replay`, the arm of `AGENT_LOOP_LESSON_REPLAY=on`): the same series, with
+  and without the distiller's replays at each tick (the real `plan_replays`,
+  `run_replays`, `with_replays` and the decision on replay and live evidence); only the
+  eval's task is simulated: a build resolves a mined instance with 40% (plus the
+  lesson's effect when it is shown), reporting 30 model calls; 60 mined instances.
+  Budgets (`--replay-arms`): 120 model calls per tick and at most 10 counted pairs per
+  lesson (two pairs of 30-call builds per tick), 600 and 30, and 600 and 30 with a tick
+  after every live run (a quiet repository: the distiller ticks more often than work
+  arrives, and replays do not wait for work).
 - Tick cost: one distiller measurement (load the state, fold a tick's records, decide,
   save the state) with 200 lessons, after 1,000 / 10,000 / 100,000 runs of history:
   the median time of 15 ticks per stage (wall, and the whole tick's CPU time), and the
@@ -19,12 +28,14 @@ showed.
   minutes: `--histories 1000,10000` for a quicker look.
 
     uv run python bench/learning.py [--series 200] [--horizon 4000] [--holdout 0.2]
+    uv run python bench/learning.py --replay [--series 200]     # live only vs replay + live
     uv run python bench/learning.py --skip-series [--histories 1000,10000,100000]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import random
 import statistics
@@ -34,6 +45,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
 from agent_loop_common.exposure import draw_lessons, holdout_of
+from agent_loop_common.logs import configure_logging
 from agent_loop_common.memory import ContextView
 from agent_loop_common.records import (
     Attempt,
@@ -48,7 +60,15 @@ from agent_loop_common.records import (
     TargetKind,
     WorkKind,
 )
-from agent_loop_distiller import EffectBook, EffectPolicy, measure_effects
+from agent_loop_distiller import (
+    EffectBook,
+    EffectPolicy,
+    ReplayInstance,
+    measure_effects,
+    plan_replays,
+    run_replays,
+    with_replays,
+)
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 BASE = 0.40
@@ -82,11 +102,70 @@ def _record(run: int, seed: str, book: LessonBook, effects: Mapping[str, float],
     )  # fmt: skip
 
 
+REPLAY_BASE = 0.40
+"""Chance a build resolves a mined instance without the lesson (simulated)."""
+REPLAY_CALLS = 30
+"""Model calls one simulated build reports."""
+MINED = 60
+"""Instances in the simulated instances file."""
+
+
+def _mined(n: int) -> ReplayInstance:
+    """A mined instance as the instances file holds it (the fields selection reads)."""
+    return ReplayInstance.model_validate(
+        {
+            "instance_id": f"o__r-{n}",
+            "repo": "o/r",
+            "base_commit": f"{n:040x}",
+            "created_at": (T0 - timedelta(days=n)).isoformat(),
+        }
+    )
+
+
+class _Replays:
+    """The eval's task, simulated: a build of a mined instance resolves it with
+    `REPLAY_BASE`, plus the lesson's effect when the lesson is shown."""
+
+    def __init__(
+        self, effects: Mapping[str, float], rng: random.Random, budget: int, most: int
+    ) -> None:
+        self.effects = effects
+        self.rng = rng
+        self.budget = budget
+        self.most = most
+        self.calls = 0
+        self.instances = [_mined(n) for n in range(MINED)]
+
+    async def __call__(self, instance: Mapping[str, object], lessons: str) -> dict[str, object]:
+        self.calls += REPLAY_CALLS
+        shown = [] if lessons == "off" else [lessons]
+        p = min(max(REPLAY_BASE + sum(self.effects.get(i, 0.0) for i in shown), 0.0), 1.0)
+        return {"resolved": self.rng.random() < p, "outcome": "change", "lesson_ids": shown,
+                "llm_calls": REPLAY_CALLS}  # fmt: skip
+
+    def tick(self, book: LessonBook) -> tuple[LessonBook, list[str]]:
+        """One tick's replays (the real plan, pairing, budget and bookkeeping)."""
+        plan = plan_replays(book, book, self.instances, max_instances=self.most)
+        done = asyncio.run(run_replays(self, plan, budget_calls=self.budget, now=T0))
+        return with_replays(book, done), list(done.pairs)
+
+
 def series(
-    effects: Mapping[str, float], seed: int, horizon: int, holdout: float
+    effects: Mapping[str, float],
+    seed: int,
+    horizon: int,
+    holdout: float,
+    *,
+    replay: tuple[int, int] | None = None,
+    tick: int = TICK,
 ) -> dict[str, tuple[LessonState, int]]:
-    """One stream of runs; each lesson's final state and the run it was decided at."""
+    """One stream of runs; each lesson's final state and the run it was decided at
+    (`replay`: with the distiller's replays at every tick, `(model calls per tick, most
+    counted pairs per lesson)`)."""
     rng = random.Random(seed)
+    replays = None
+    if replay is not None:
+        replays = _Replays(effects, random.Random(seed + 1_000_003), *replay)
     book = LessonBook(lessons=[_lesson(i) for i in effects])
     state = EffectBook()
     decided: dict[str, tuple[LessonState, int]] = {}
@@ -94,16 +173,25 @@ def series(
     batch: list[RunRecord] = []
     for run in range(horizon):
         batch.append(_record(run, f"{seed:04x}", book, effects, rng, holdout, kinds))
-        if len(batch) < TICK:
+        if len(batch) < tick:
             continue
-        result = measure_effects(state, book, batch, T0, EffectPolicy())
+        replayed: list[str] = []
+        if replays is not None:
+            book, replayed = replays.tick(book)
+        result = measure_effects(state, book, batch, T0, EffectPolicy(), replayed=replayed)
         batch = []
         book = result.book
         for lesson_id, new in result.changed.items():
             decided.setdefault(lesson_id, (new, run + 1))
         if len(decided) == len(effects) or not book.lessons:
             break
+    if replays is not None:
+        _REPLAY_CALLS.append(replays.calls)
     return decided
+
+
+_REPLAY_CALLS: list[int] = []
+"""Model calls each replay series spent on replays (for the table)."""
 
 
 def _quartiles(values: list[int]) -> str:
@@ -137,6 +225,66 @@ def decisions_table(n: int, horizon: int, holdout: float) -> None:
         undecided = n - len(runs[k]) - sum(other[k].values())
         print(f"| {k} | {eff:+.2f} | {wanted[k].value} | {_quartiles(runs[k])} "
               f"| {len(runs[k])} | {wrong} | {undecided} |")  # fmt: skip
+
+
+def _arm_label(arm: tuple[int, int, int]) -> str:
+    every = "a tick every run" if arm[2] == 1 else f"a tick every {arm[2]} runs"
+    return f"replay + live ({arm[0]} calls/tick, {arm[1]} pairs/lesson, {every})"
+
+
+def replay_table(n: int, horizon: int, holdout: float, arms: list[tuple[int, int, int]]) -> None:
+    """Runs until A is proven and B, C retired: live evidence only, and replay + live
+    with each `(budget of model calls per tick, most counted pairs per lesson, live runs
+    per tick)`: a tick every run is a quiet repository, whose distiller ticks more often
+    than work arrives (replays do not wait for work)."""
+    effects = {"A": +0.30, "B": 0.0, "C": -0.15}
+    wanted = {"A": LessonState.PROVEN, "B": LessonState.NO_EFFECT, "C": LessonState.HARMFUL}
+    print(f"\nLive only vs replay + live: {n} series (holdout {holdout}, at most {horizon} runs "
+          f"each, a tick every {TICK} runs unless said; a simulated build reports {REPLAY_CALLS} model "
+          f"calls and resolves one of {MINED} mined instances {REPLAY_BASE:.0%} of the time "
+          "without the lesson, the lesson's effect added when shown, as live)\n")  # fmt: skip
+    print("| lesson | true effect | wanted | evidence | runs until decided: median (quartiles) "
+          "| decided so | decided otherwise | undecided | replay model calls (median) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
+    rows: dict[str, list[str]] = {k: [] for k in effects}
+    for arm in [None, *arms]:
+        runs: dict[str, list[int]] = {k: [] for k in effects}
+        other: dict[str, dict[str, int]] = {k: {} for k in effects}
+        _REPLAY_CALLS.clear()
+        for s in range(n):
+            got = series(effects, s, horizon, holdout, replay=arm and arm[:2],
+                         tick=arm[2] if arm else TICK)  # fmt: skip
+            for k, (state, at) in got.items():
+                if state is wanted[k]:
+                    runs[k].append(at)
+                else:
+                    other[k][state.value] = other[k].get(state.value, 0) + 1
+        calls = f"{statistics.median(_REPLAY_CALLS):,.0f}" if _REPLAY_CALLS else "0"
+        label = "live only" if arm is None else _arm_label(arm)
+        for k, eff in effects.items():
+            wrong = ", ".join(f"{v} {st}" for st, v in sorted(other[k].items())) or "0"
+            undecided = n - len(runs[k]) - sum(other[k].values())
+            rows[k].append(
+                f"| {k} | {eff:+.2f} | {wanted[k].value} | {label} | {_quartiles(runs[k])} "
+                f"| {len(runs[k])} | {wrong} | {undecided} | {calls} |"
+            )
+    for k in effects:
+        print("\n".join(rows[k]))
+    print(f"\nNo lesson has an effect ({n} series x 3 lessons), replay + live:\n")
+    print(
+        "| replays | wrong decisions (proven or harmful) per lesson | lessons decided no_effect |"
+    )
+    print("|---|---|---|")
+    nulls = {"N1": 0.0, "N2": 0.0, "N3": 0.0}
+    for arm in arms:
+        wrong = no_effect = 0
+        for s in range(n):
+            got = series(nulls, 10_000 + s, horizon, holdout, replay=arm[:2], tick=arm[2])
+            wrong += sum(st in (LessonState.PROVEN, LessonState.HARMFUL) for st, _ in got.values())
+            no_effect += sum(st is LessonState.NO_EFFECT for st, _ in got.values())
+        lessons = n * len(nulls)
+        print(f"| {_arm_label(arm)} | {wrong}/{lessons} = "
+              f"{wrong / lessons:.1%} | {no_effect}/{lessons} |")  # fmt: skip
 
 
 def null_table(n: int, horizon: int, holdout: float) -> None:
@@ -294,12 +442,28 @@ def main() -> None:
     parser.add_argument("--per-tick", type=int, default=20)
     parser.add_argument("--skip-series", action="store_true")
     parser.add_argument(
+        "--replay", action="store_true", help="only the replay arm: live only vs replay + live"
+    )
+    parser.add_argument(
+        "--replay-arms",
+        default="120:10:10,600:30:10,600:30:1",
+        help="replay budgets, comma-separated CALLS_PER_TICK:PAIRS_PER_LESSON:RUNS_PER_TICK",
+    )
+    parser.add_argument(
         "--histories",
         default="1000,10000,100000",
         help="runs of history before the timed ticks (comma-separated)",
     )
     parser.add_argument("--repeats", type=int, default=15, help="timed ticks per history")
     args = parser.parse_args()
+    if args.replay:
+        configure_logging("console", "WARNING")  # not a line per simulated pair
+        arms = [
+            (int(a), int(b), int(c))
+            for a, b, c in (part.split(":") for part in args.replay_arms.split(",") if part.strip())
+        ]
+        replay_table(args.series, args.horizon, args.holdout, arms)
+        return
     if not args.skip_series:
         decisions_table(args.series, args.horizon, args.holdout)
         null_table(args.series, args.horizon, args.holdout)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import pathlib
+import socket
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -172,9 +173,13 @@ def test_deploy_passes_agent_dry_run_and_config(
 
     monkeypatch.setattr(deploy, "deploy_agent", record)
     monkeypatch.setenv("AGENT_LOOP_REPO", "acme/widgets")
-    config = _cluster_config(tmp_path)
-    assert cli.main(["deploy", "reviewer", "--dry-run", "--config", str(config)]) == 1
-    assert cli.main(["deploy", "builder", "--config", str(config)]) == 1
+    # A real deploy first connects to the cluster's endpoint: here one that listens.
+    with socket.create_server(("127.0.0.1", 0)) as cluster:
+        config = tmp_path / "cluster.yaml"
+        port = cluster.getsockname()[1]
+        config.write_text(f"admin:\n  endpoint: dns:///127.0.0.1:{port}\n")
+        assert cli.main(["deploy", "reviewer", "--dry-run", "--config", str(config)]) == 1
+        assert cli.main(["deploy", "builder", "--config", str(config)]) == 1
     assert cli.main(["deploy", "distiller", "--dry-run"]) == 1
     assert calls == [
         ("reviewer", True, config),
@@ -384,6 +389,28 @@ def test_remote_status_reads_the_same_memory_with_the_same_page_and_json(
     assert remote_doc == local_doc  # the same root, reached as a deployment's
     assert [r["run_id"] for r in remote_doc["records"]] == ["run-r1", "run-b2", "run-b1"]
     assert [lesson["id"] for lesson in remote_doc["lessons"]] == ["L-0001"]
+
+
+def test_show_prints_one_run_from_local_or_remote_memory(
+    deployment: tuple[pathlib.Path, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    home, root = deployment
+    code, local, err = _run(["show", "run-b2", "--home", str(home)], capsys)
+    assert code == 0, err
+    assert local.startswith("run run-b2 · builder · ")
+    assert "  cost        $" in local
+    monkeypatch.setenv("AGENT_LOOP_MEMORY_ROOT", root)
+    code, remote, err = _run(["show", "run-b", "--remote", "--config", str(OFFLINE)], capsys)
+    assert code == 1  # a prefix of two runs
+    assert "'run-b' is the start of 2 run ids (run-b2, run-b1)" in err
+    code, remote, err = _run(["show", "run-b2", "--remote", "--config", str(OFFLINE)], capsys)
+    assert code == 0, err
+    assert remote == local  # the same record, reached as a deployment's
+    code, _, err = _run(["show", "run-b2", "--home", str(home), "--remote"], capsys)
+    assert code == cli.EXIT_CONFIG
+    assert "agent-loop show: --home reads local runs" in err
 
 
 @pytest.mark.usefixtures("_no_flyte_config")

@@ -48,6 +48,15 @@ def _tick(
 ) -> tuple[dict[str, object], list[str], str]:
     """One tick in a child process (`agent-loop run AGENT --json MORE...`): its summary,
     the heavy modules it imported, and what it said on stderr."""
+    out, heavy, err = _child(emulator, url, home, "run", agent, "--json", *more)
+    return json.loads(out.strip().splitlines()[-1]), heavy, err
+
+
+def _child(
+    emulator: GitHubEmulator, url: str, home: pathlib.Path, *argv: str
+) -> tuple[str, list[str], str]:
+    """`agent-loop ARGV...` in a child process: its stdout, the heavy modules it
+    imported, and its stderr."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "AGENT_LOOP_"))}
     env.update(
         {
@@ -61,7 +70,7 @@ def _tick(
         }
     )
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD, "run", agent, "--json", *more],
+        [sys.executable, "-c", _CHILD, *argv],
         env=env,
         capture_output=True,
         text=True,
@@ -70,7 +79,7 @@ def _tick(
     )
     facts = json.loads(done.stderr.strip().splitlines()[-1])
     assert facts["code"] == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1]), facts["heavy"], done.stderr
+    return done.stdout, facts["heavy"], done.stderr
 
 
 def test_the_second_idle_tick_is_proven_without_flyte_and_a_change_ends_that(
@@ -101,6 +110,15 @@ def test_the_second_idle_tick_is_proven_without_flyte_and_a_change_ends_that(
     fourth, heavy, _ = _tick(emulator, url, home)
     assert fourth["outcome"] == "idle"
     assert heavy == []
+    # printed for people, in full or in one line, the lean path stays lean
+    out, heavy, _ = _child(emulator, url, home, "run", "builder")
+    assert heavy == []
+    assert out.startswith("builder: idle tick, nothing to do (no eligible issue).")
+    assert out.splitlines()[-1].startswith("  took ")
+    out, heavy, _ = _child(emulator, url, home, "run", "builder", "--quiet")
+    assert heavy == []
+    assert out.startswith("builder: idle (no eligible issue) · ")
+    assert len(out.splitlines()) == 1
 
     reviewer, heavy, _ = _tick(emulator, url, home, "reviewer")
     assert reviewer["outcome"] == "idle"
@@ -112,7 +130,7 @@ def test_the_second_idle_tick_is_proven_without_flyte_and_a_change_ends_that(
     capsys.readouterr()
     assert main(["status", "--home", str(home), "--json"]) == 0
     idle = {c["role"]: c["count"] for c in json.loads(capsys.readouterr().out)["idle"]}
-    assert idle == {"builder": 4, "reviewer": 2}  # proven ticks count as idle runs too
+    assert idle == {"builder": 6, "reviewer": 2}  # proven ticks count as idle runs too
 
 
 def test_a_targeted_or_remote_tick_never_takes_the_lean_path(

@@ -95,6 +95,7 @@ def test_the_summary_prints_its_fields_in_a_fixed_order() -> None:
     # and every field of the summary has its place
     shown_elsewhere = {"role", "outcome", "target", "pr_url", "issue_urls", "details"}
     shown_elsewhere |= {"repo", "runs"}  # the runs of a tick that worked several, each a line
+    shown_elsewhere |= {"cost_usd"}  # on the last line, with the duration (agent_loop.live)
     assert set(TickSummary.model_fields) - shown_elsewhere == set(cli.SUMMARY_FIELDS)
 
 

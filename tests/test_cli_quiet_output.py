@@ -1,4 +1,5 @@
-"""`agent-loop run --json` prints one JSON object on stdout, even when litellm answered.
+"""`agent-loop run --json` prints only JSON lines on stdout, even when litellm answered:
+one per progress event, then the tick's summary as the last line.
 
 A real tick through the real CLI: the GitHub emulator served on loopback, and the model
 reached through litellm over HTTP (`AGENT_LOOP_MODEL=openai/scripted`,
@@ -43,7 +44,7 @@ def fresh_process_logging() -> Iterator[None]:
         root.setLevel(level)
 
 
-def test_a_json_tick_that_called_the_model_through_litellm_prints_one_json_object(
+def test_a_json_tick_that_called_the_model_through_litellm_prints_only_json_lines(
     monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     for key in list(os.environ):
@@ -78,10 +79,11 @@ def test_a_json_tick_that_called_the_model_through_litellm_prints_one_json_objec
     model.assert_finished()
     assert len(model.calls) == 4  # three builder turns and the verifier, all over HTTP
     assert code == 0, err
-    lines = out.splitlines()
-    assert len(lines) == 1, out
-    summary = json.loads(lines[0])
+    *events, summary = [json.loads(line) for line in out.splitlines()]
+    assert events, out
+    assert all(isinstance(e, dict) and "event" in e for e in events)
     assert isinstance(summary, dict)
+    assert "event" not in summary
     assert summary["outcome"] == "opened_pr"
     assert summary["llm_calls"] == 4
     report = pathlib.Path(summary["report"])

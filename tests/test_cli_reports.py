@@ -80,10 +80,12 @@ def test_a_ticks_report_is_kept_in_the_home_named_after_its_run(
     assert code == 0, err
     assert "model scripted" in err  # the headline names the model that will answer
     lines = out.splitlines()
-    assert lines[0].startswith(f"builder: opened_pr on issue #{number} -> http")
-    shown = [line.split(":")[0].strip() for line in lines[1:]]
+    head = next(i for i, line in enumerate(lines) if not line.startswith("  "))  # after progress
+    assert lines[head].startswith(f"builder: opened_pr on issue #{number} -> http")
+    shown = [line.split(":")[0].strip() for line in lines[head + 1 : -1]]
     assert shown == ["run_id", "tries", "tests", "llm_calls", "tokens", "github_requests", "report"]
-    run_id = lines[1].removeprefix("  run_id: ")
+    assert lines[-1].startswith("  took ")
+    run_id = lines[head + 1].removeprefix("  run_id: ")
     report = _reported(out)
     assert report == tmp_path / "home" / "reports" / f"builder-{run_id}.html"
     html = report.read_text()
@@ -165,6 +167,7 @@ def test_the_distillers_report_counts_its_own_pass_as_status_does(
     html = _reported(out).read_text()
     assert "scripted" in html  # the model that answered
     assert "this pass" in html
+    assert "distiller add_lesson  Keep PRs small." in html  # its progress, as run printed it
     runs_in_report = re.search(r"Runs<b>(\d+)</b>", html)
     assert runs_in_report is not None
 

@@ -21,7 +21,7 @@ from agent_loop_common.deploy import agent_secrets
 from agent_loop_common.runtime import remote_flyte_config
 from agent_loop_common.settings import ConfigError, Settings, load_settings
 
-__all__ = ["deploy_preflight", "deploy_settings"]
+__all__ = ["ClusterUnavailable", "deploy_preflight", "deploy_settings"]
 
 _PLACEHOLDER_REPO = "dry-run/unset"
 _SECRETS_FROM_FLYTE: dict[str, Any] = {
@@ -66,11 +66,27 @@ def deploy_preflight(agent: str, *, dry_run: bool, config: Path | None) -> Path 
         The Flyte config file (absolute); `None` for a dry run's offline config.
 
     Raises:
-        ConfigError: A bad setting (see `deploy_settings`), or no usable Flyte config
-            for a real deploy (`FlyteConfigError`).
+        ConfigError: A bad setting (see `deploy_settings`), no usable Flyte config for
+            a real deploy (`FlyteConfigError`), or a cluster whose endpoint does not
+            answer (`ClusterUnavailable`: a devbox not started).
     """
     settings = deploy_settings(dry_run=dry_run)
     if dry_run and config is None:
         return None
     purpose = f"agent-loop deploy {agent}" + (" --dry-run" if dry_run else "")
-    return remote_flyte_config(config or settings.flyte_config, purpose=purpose).path
+    remote = remote_flyte_config(config or settings.flyte_config, purpose=purpose)
+    if not dry_run:  # before half a minute of validation, and naming the endpoint
+        from agent_loop.cluster import cluster_problem
+
+        problem = cluster_problem(remote.endpoint, remote.path, purpose=purpose)
+        if problem is not None:
+            raise ClusterUnavailable(problem)
+    return remote.path
+
+
+class ClusterUnavailable(ConfigError):
+    """The Flyte cluster of a deploy does not answer; nothing was deployed."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__([problem])
+        self.args = (problem,)

@@ -7,16 +7,23 @@ width so one long issue title cannot push the rest of a row off screen.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-__all__ = ["clip", "fmt_duration", "fmt_money", "fmt_rate", "fmt_time", "render_table"]
+# One definition each, shared with the progress lines `agent-loop run` prints and the
+# tick's report (agent_loop_common.progress: a light module, no Flyte, no pydantic).
+from agent_loop_common.progress import clip, fmt_duration, fmt_money
 
-
-def clip(text: str, width: int) -> str:
-    """`text` on one line, cut to `width` characters with an ellipsis when longer."""
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= width else flat[: max(0, width - 1)] + "…"
+__all__ = [
+    "clip",
+    "fmt_duration",
+    "fmt_money",
+    "fmt_rate",
+    "fmt_time",
+    "render_table",
+    "terminal_safe",
+]
 
 
 def render_table(
@@ -61,26 +68,32 @@ def fmt_rate(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.0f}%"
 
 
-def fmt_money(value: float | None) -> str:
-    """US dollars with cents (four decimals below one cent)."""
-    if value is None:
-        return "-"
-    return f"${value:.4f}" if 0 < value < 0.01 else f"${value:.2f}"
-
-
-def fmt_duration(seconds: float | None) -> str:
-    """A duration as `1.2s`, `3m04s` or `2h05m`."""
-    if seconds is None:
-        return "-"
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, secs = divmod(round(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m{secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
-
-
 def fmt_time(moment: datetime) -> str:
     """A UTC timestamp to the second, as `2026-01-01 10:00:03`."""
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+_ESCAPE = re.compile(
+    # CSI (7-bit `ESC [` or 8-bit 0x9b): parameters, intermediates, a final byte
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    # OSC, DCS, SOS, PM, APC: a payload up to BEL or ST (or the end of the line)
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
+    # any other escape sequence (character sets, reset, keypad modes...)
+    r"|\x1b[ -/]*[0-~]?"
+)
+_BLANK = re.compile("[\t\r]")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with nothing a terminal would act on: escape sequences, controls, bidi marks.
+
+    Removes ANSI escape sequences whole (CSI, and OSC/DCS/APC/PM/SOS with their payload,
+    so a hyperlink's hidden target or a window title goes too), the C0 and C1 control
+    characters and DEL, and bidirectional embeddings, overrides, isolates and marks.
+    Tab and carriage return become spaces; newlines stay.
+    """
+    clean = _ESCAPE.sub("", text)
+    clean = _BLANK.sub(" ", clean)
+    return _BIDI.sub("", _CONTROL.sub("", clean))

@@ -2,10 +2,11 @@
 
 ```text
 agent-loop demo [--home DIR] [--quiet]             offline, no credentials
-agent-loop run builder [--issue N] [--json] [--home DIR] [--remote [--config FILE]]
+agent-loop run builder [--issue N] [--quiet|--json] [--home DIR] [--remote [--config FILE]]
 agent-loop run reviewer [--pr N] ...               one tick on your repository
 agent-loop run distiller ...
 agent-loop status [--home DIR] [--limit N]         runs, metrics, lessons
+agent-loop show RUN_ID [--home DIR | --remote]     one run: trace, diff, tests, cost
 agent-loop deploy builder|reviewer|distiller|gateway|eval [--dry-run] [--config FILE]
 agent-loop serve [--host H] [--port P]             the webhook gateway, runs in local mode
 agent-loop sandbox check|run [--dir PATH] [-- CMD ...]   the agents' test sandbox
@@ -35,14 +36,15 @@ import argparse
 import os
 import sys
 from collections.abc import Generator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
-from agent_loop import claims_cmd, emulator_cmd, eval_cmd, lessons_cmd, sandbox_cmd
+from agent_loop import claims_cmd, emulator_cmd, eval_cmd, lessons_cmd, sandbox_cmd, show_cmd
 from agent_loop.agents import AGENTS, TARGETS, AgentName, run_agent_once
 
 if TYPE_CHECKING:
+    from agent_loop.live import LiveMode
     from agent_loop_common.memory import MemoryLocation
     from agent_loop_common.runtime import TickSummary
     from agent_loop_common.settings import Settings
@@ -128,11 +130,17 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--issue", type=_positive, help="work on this issue only")
         elif agent == "reviewer":
             sub.add_argument("--pr", type=_positive, help="review this pull request only")
+        target = TARGETS[agent]
         sub.add_argument(
             "--repo",
             metavar="OWNER/NAME",
-            help="work in this repository only (one of AGENT_LOOP_REPOS; needed with "
-            "--issue, --pr or --retry-now when the list names several)",
+            help=(
+                f"work in this repository only (one of AGENT_LOOP_REPOS; needed with "
+                f"--{target} or --retry-now when the list names several)"
+                if target is not None
+                else "pass over this repository only (one of AGENT_LOOP_REPOS; default: "
+                "a pass over each)"
+            ),
         )
         sub.add_argument(
             "--home",
@@ -154,12 +162,21 @@ def build_parser() -> argparse.ArgumentParser:
             "--retry-now",
             action="store_true",
             help=(
-                "retry now, even if the target rests in back-off after failures"
-                + ("" if agent == "distiller" else f" (needs --{TARGETS[agent]})")
+                f"retry now, even if the {target} rests in back-off after failures "
+                f"(needs --{target})"
+                if target is not None
+                else "pass now, even if the distiller waits in back-off after failed passes"
             ),
         )
-        sub.add_argument(
-            "--json", action="store_true", help="print the tick's summary as one JSON line"
+        shown = sub.add_mutually_exclusive_group()
+        shown.add_argument(
+            "--quiet", action="store_true", help="print one line when the tick ends, nothing else"
+        )
+        shown.add_argument(
+            "--json",
+            action="store_true",
+            help="print one JSON line per progress event as it happens, then the tick's "
+            "summary as the last line (the same JSON object as before)",
         )
     run.epilog = _options_by_agent(agents.choices)
 
@@ -190,6 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
         "AGENT_LOOP_FLYTE_CONFIG, else where the flyte CLI looks)",
     )
     status.add_argument("--json", action="store_true", help="print the status as one JSON object")
+    show_cmd.add_parser(commands)
 
     deploy = commands.add_parser(
         "deploy",
@@ -281,10 +299,36 @@ def _options_by_agent(agents: Mapping[str, argparse.ArgumentParser]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `agent-loop` console script; returns the exit code."""
     args = build_parser().parse_args(argv)
-    from agent_loop._logging import preserved_logging
+    try:
+        if args.command == "run" and not args.remote:
+            return _stoppable_run(args)
+        from agent_loop._logging import preserved_logging
 
-    with preserved_logging():
-        return _command(args)
+        with preserved_logging():
+            return _command(args)
+    except KeyboardInterrupt:  # Ctrl-C while a command starts: a line, not a traceback
+        print("agent-loop: interrupted", file=sys.stderr)
+        return 130
+
+
+def _stoppable_run(args: argparse.Namespace) -> int:
+    """A local `run`, SIGINT and SIGTERM a stop request from its first moment to its last.
+
+    A signal before the tick starts (while Flyte and the agents import, during the
+    preflight) stops the command there, having claimed nothing; one during the tick
+    stops it at its next safe point (`_run_tick`). Installed here, before the heavy
+    imports, so that no moment of the command takes Ctrl-C as a traceback, and so that a
+    process started with SIGINT ignored (a shell script's background job, which a
+    script then stops with `kill -INT`) is not left to open its pull request anyway.
+    """
+    from agent_loop_common.runtime import reset_stop, stop_on_signals
+
+    reset_stop()
+    with stop_on_signals():
+        from agent_loop._logging import preserved_logging
+
+        with preserved_logging():
+            return _command(args)
 
 
 def _command(args: argparse.Namespace) -> int:
@@ -292,12 +336,14 @@ def _command(args: argparse.Namespace) -> int:
     if command == "run":  # an idle tick proven before anything heavy is imported
         proven = _proven_idle(args)
         if proven is not None:
-            return proven
+            return _stopped_before_start(args) or proven
     from agent_loop._logging import configure_cli_logging
     from agent_loop_common.settings import ConfigError
 
     level = cast(str | None, args.log_level)
-    quiet = ("demo", "status", "sandbox", "emulator", "lessons", "eval", "claims")
+    if command == "run" and args.quiet:  # one line: the agents' own logs only at WARNING
+        level = level or "WARNING"
+    quiet = ("demo", "status", "show", "sandbox", "emulator", "lessons", "eval", "claims")
     quiet_by_default = command in quiet
     configure_cli_logging("console", level or ("WARNING" if quiet_by_default else "INFO"))
     try:
@@ -307,6 +353,8 @@ def _command(args: argparse.Namespace) -> int:
             return _run(args, level)
         if command == "status":
             return _status(args)
+        if command == "show":
+            return show_cmd.main(args, lambda: _memory_location(args, "show"))
         if command == "serve":
             return _serve(args, level)
         if command == "sandbox":
@@ -396,11 +444,15 @@ def _proven_idle(args: argparse.Namespace) -> int | None:
         or getattr(args, "pr", None)
     ):
         return None
+    import time
+
+    from agent_loop.live import print_end
     from agent_loop_common.records import Role
     from agent_loop_common.runtime import fast_idle_tick
     from agent_loop_common.settings import ConfigError, load_settings
 
     home = cast(Path | None, args.home)
+    started = time.monotonic()
     with _environ("AGENT_LOOP_HOME", None if home is None else str(home)):
         try:
             settings = load_settings()
@@ -409,15 +461,13 @@ def _proven_idle(args: argparse.Namespace) -> int | None:
         summary = fast_idle_tick(settings, Role(agent))
     if summary is None:
         return None
-    _say(
-        f"agent-loop: one {agent} tick for {settings.repo}: nothing changed on GitHub or in "
-        "the settings since the last full idle tick (conditional reads, all unchanged); "
-        "idle without starting Flyte"
-    )
-    if args.json:
-        print(summary.model_dump_json())
-    else:
-        _print_summary(agent, summary, sys.stdout)
+    if not args.quiet:
+        _say(
+            f"agent-loop: one {agent} tick for {settings.repo}: nothing changed on GitHub or "
+            "in the settings since the last full idle tick (conditional reads, all "
+            "unchanged); idle without starting Flyte"
+        )
+    print_end(agent, summary, live_mode(args), time.monotonic() - started, full=_print_summary)
     return 0
 
 
@@ -464,7 +514,11 @@ def _one_repository(
 def _run_tick(
     args: argparse.Namespace, level: str | None, settings: Settings, target: int | None
 ) -> int:
-    """One tick with the command's settings: preflight, run, print the summary."""
+    """One tick with the command's settings: preflight, run (printing its progress as it
+    happens, `agent_loop.live`), print how it ended."""
+    import time
+
+    from agent_loop.live import print_end, watching
     from agent_loop_common.records import Role
     from agent_loop_common.runtime import (
         model_label,
@@ -487,15 +541,21 @@ def _run_tick(
 
         asyncio.run(preflight_sandbox(settings, Role(agent)))  # and tests must run here
         where = f"in Flyte local mode (home: {settings.home}), model {model_label(settings)}"
+    stopped = _stopped_before_start(args)
+    if stopped:
+        return stopped
     repos = settings.repo or ", ".join(settings.repos)
-    _say(f"agent-loop: one {agent} tick{what} for {repos} {where}")
-    from agent_loop_common.runtime import reset_stop, stop_on_signals, stop_requested
+    mode = live_mode(args)
+    if mode != "quiet":
+        _say(f"agent-loop: one {agent} tick{what} for {repos} {where}")
+    from agent_loop_common.runtime import stop_requested
 
-    reset_stop()
+    started = time.monotonic()
     try:
-        # Ctrl-C and SIGTERM stop a local tick at its next safe point (claim released, run
-        # recorded `interrupted`); a remote run goes on on its cluster either way.
-        with nullcontext() if remote else stop_on_signals():
+        # Ctrl-C and SIGTERM (handled since the command started: `_stoppable_run`) stop
+        # a local tick at its next safe point (claim released, run recorded
+        # `interrupted`); a remote run goes on on its cluster either way.
+        with watching(mode, remote=remote):
             summary = run_agent_once(
                 agent, settings, target=target, remote=remote, retry_now=retry_now
             )
@@ -511,10 +571,7 @@ def _run_tick(
         print("Run again with --log-level DEBUG for the full trace.", file=sys.stderr)
         interrupt = stop_requested()
         return EXIT_FAILED if interrupt is None else interrupt.exit_code
-    if args.json:
-        print(summary.model_dump_json())
-    else:
-        _print_summary(agent, summary, sys.stdout)
+    print_end(agent, summary, mode, time.monotonic() - started, full=_print_summary)
     interrupt = stop_requested()
     if interrupt is not None:
         from agent_loop.interrupted import farewell
@@ -524,6 +581,29 @@ def _run_tick(
     if summary.failed:
         return EXIT_FAILED
     return EXIT_CONFIG if summary.preflight_failed else 0
+
+
+def _stopped_before_start(args: argparse.Namespace) -> int:
+    """The exit code of a local `run` stopped (SIGINT, SIGTERM) before its tick started,
+    having said so; 0 when no stop was asked for (or the run is remote)."""
+    if args.remote:
+        return 0
+    from agent_loop_common.runtime import stop_requested
+
+    interrupt = stop_requested()
+    if interrupt is None:
+        return 0
+    print(
+        f"agent-loop: {interrupt.name}: stopped before the tick started: nothing was "
+        "claimed, no run record.",
+        file=sys.stderr,
+    )
+    return interrupt.exit_code
+
+
+def live_mode(args: argparse.Namespace) -> LiveMode:
+    """How `run` prints the tick: `json`, `quiet` (one line) or `text` (live lines)."""
+    return "json" if args.json else "quiet" if args.quiet else "text"
 
 
 @contextmanager
@@ -559,7 +639,7 @@ SUMMARY_FIELDS = (
 the agent's own details); `--json` keeps `TickSummary`'s declaration order."""
 
 _SHOWN_ELSEWHERE = frozenset(
-    {"role", "outcome", "target", "pr_url", "issue_urls", "details", "repo", "runs"}
+    {"role", "outcome", "target", "pr_url", "issue_urls", "details", "repo", "runs", "cost_usd"}
 )
 
 
@@ -609,23 +689,33 @@ def _memory_settings(home: Path | None) -> Settings:
     return load_settings(**overrides)
 
 
-def _status(args: argparse.Namespace) -> int:
-    import asyncio
-
-    from agent_loop.status import StatusError, read_snapshot, render_status, snapshot_json
+def _memory_location(args: argparse.Namespace, command: str) -> MemoryLocation | int:
+    """The memory `status` and `show` read: the local runs' (`--home`), or with `--remote`
+    a deployment's; exit code 2 when both are asked for."""
     from agent_loop_common.runtime import local_memory
 
     home = cast(Path | None, args.home)
     remote, config = bool(args.remote), cast(Path | None, args.config)
     if (home is not None and remote) or (config is not None and not remote):
         print(
-            "agent-loop status: --home reads local runs, --remote (with --config) a "
+            f"agent-loop {command}: --home reads local runs, --remote (with --config) a "
             "deployment's: use one.",
             file=sys.stderr,
         )
         return EXIT_CONFIG
     settings = _memory_settings(home)
-    location = _remote_memory(settings, config) if remote else local_memory(settings)
+    return _remote_memory(settings, config) if remote else local_memory(settings)
+
+
+def _status(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from agent_loop.status import StatusError, read_snapshot, render_status, snapshot_json
+
+    location = _memory_location(args, "status")
+    if isinstance(location, int):
+        return location
+    home, remote = cast(Path | None, args.home), bool(args.remote)
     try:
         snapshot = asyncio.run(read_snapshot(location))
     except StatusError as exc:
@@ -636,7 +726,8 @@ def _status(args: argparse.Namespace) -> int:
         print(snapshot_json(snapshot, limit=limit))
         return 0
     print(render_status(snapshot, limit=limit))
-    demo = _demo_home(settings) if snapshot.empty and home is None and not remote else None
+    empty_here = snapshot.empty and home is None and not remote
+    demo = _demo_home(_memory_settings(home)) if empty_here else None
     if demo is not None:
         print(f"The demo's memory is in {demo}: agent-loop status --home {demo}")
     return 0

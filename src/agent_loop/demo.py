@@ -43,6 +43,7 @@ from agent_loop.agents import AgentName, run_agent_once
 from agent_loop.demo_model import ReplayModel
 from agent_loop.demo_show import Narrator, show_results
 from agent_loop.status import read_snapshot
+from agent_loop_common.progress import use_progress
 from agent_loop_common.records import Outcome, Role
 from agent_loop_common.runtime import TickSummary, local_memory, use_model, use_sandbox
 from agent_loop_common.sandbox import open_sandbox
@@ -183,7 +184,7 @@ class _Story:
         self.emulator = emulator
         self.settings = settings
         self.say = narrator
-        self.model = ReplayModel(scripts.builder_episodes(), on_step=narrator.model_step)
+        self.model = ReplayModel(scripts.builder_episodes())
         self.report_paths: list[tuple[str, Path]] = []
         self.ticks: list[tuple[AgentName, TickSummary]] = []
         self.tick_seconds: list[float] = []
@@ -353,7 +354,8 @@ def _run_demo(home: Path, narrator: Narrator, log_level: str) -> DemoResult:
         story = _Acts(emulator, settings, narrator, issues)
         with (
             use_model(story.model, label=REPLAYED_LABEL),
-            use_sandbox(sandbox, watch=narrator.tests_step),
+            use_sandbox(sandbox),
+            use_progress(narrator.progress),
         ):
             for act in (story.build, story.review, story.distill):
                 act()

@@ -23,7 +23,7 @@ cost: a replayed model is free, and the figures still show what a run would send
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -34,13 +34,10 @@ from agent_loop_common.records import Role
 from agent_loop_common.verify import VERIFIER_MARKER
 from agent_loop_testing import ScriptedModel, ScriptMismatch, Turn
 
-__all__ = ["REPLAYED_MODEL", "Episode", "ReplayModel", "StepHook"]
+__all__ = ["REPLAYED_MODEL", "Episode", "ReplayModel"]
 
 REPLAYED_MODEL = "replayed"
 """The model name the replayed calls are recorded under."""
-
-StepHook = Callable[[str, str, LLMMessage], None]
-"""`(episode name, "agent" | "verifier", reply)`: called after each replayed reply."""
 
 
 @dataclass
@@ -73,11 +70,8 @@ class Episode:
 class ReplayModel:
     """A model provider for `use_model` that replays a story of episodes."""
 
-    def __init__(
-        self, episodes: Sequence[Episode] = (), *, on_step: StepHook | None = None
-    ) -> None:
+    def __init__(self, episodes: Sequence[Episode] = ()) -> None:
         self.episodes: list[Episode] = list(episodes)
-        self.on_step = on_step
         self.errors: list[ScriptMismatch] = []
         self._current: dict[Role, Episode] = {}
 
@@ -106,8 +100,6 @@ class ReplayModel:
                 completion_tokens=max(1, len(completion) // 4),
                 cost_usd=None,
             )
-            if self.on_step is not None:
-                self.on_step(episode.name, "verifier" if verifying else "agent", reply)
             return reply
 
         return call_llm

@@ -9,19 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-import json
 import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO, cast
-
-from flyte.ai.agents import LLMMessage
+from typing import TextIO
 
 from agent_loop._table import clip, fmt_duration
 from agent_loop.status import MemorySnapshot, lessons_table, metrics_table, runs_table
-from agent_loop_common.checks import CheckReport
 from agent_loop_common.github import GitHub, PullRequest
+from agent_loop_common.progress import ProgressEvent, ProgressKind, event_line
 from agent_loop_common.runtime import TickSummary
 from agent_loop_common.sandbox import Sandbox
 from agent_loop_testing import GitHubEmulator, emulator_client
@@ -29,28 +26,9 @@ from agent_loop_testing import GitHubEmulator, emulator_client
 __all__ = ["Narrator", "show_results"]
 
 _DIFF_LINES = 32
+_NOT_NARRATED: frozenset[ProgressKind] = frozenset({"run.ended"})
+"""Events the story tells its own way: each tick's end line (`tick_end`)."""
 _DIBS = "agent-loop:dibs"
-
-
-def _short_args(arguments: Mapping[str, Any]) -> str:
-    for key in (
-        "path",
-        "title",
-        "key",
-        "text",
-        "lesson_id",
-        "run_id",
-        "directory",
-        "reason",
-        "summary",
-    ):
-        value = arguments.get(key)
-        if isinstance(value, str) and value:
-            return clip(value, 70)
-    extra = arguments.get("args")
-    if isinstance(extra, list):
-        return clip(" ".join(str(a) for a in cast("list[object]", extra)), 70)
-    return ""
 
 
 class Narrator:
@@ -65,7 +43,7 @@ class Narrator:
 
     def __init__(self, out: TextIO, *, progress: bool = True, outcomes_only: bool = False) -> None:
         self.out = out
-        self.progress = progress and not outcomes_only
+        self.progress_shown = progress and not outcomes_only
         self.outcomes_only = outcomes_only
         self._ticks: dict[str, int] = {}
 
@@ -113,32 +91,17 @@ class Narrator:
 
     def tick_start(self, agent: str) -> None:
         self._ticks[agent] = self._ticks.get(agent, 0) + 1
-        if self.progress:
+        if self.progress_shown:
             self.line(f"-> {agent} tick {self._ticks[agent]}")
 
-    def model_step(self, episode: str, kind: str, reply: LLMMessage) -> None:
-        """A replayed model reply, as one line per tool call (or the verdict)."""
-        if not self.progress:
+    def progress(self, event: ProgressEvent) -> None:
+        """A run's progress event as it happens (`use_progress`), as `agent-loop run`
+        prints it: tool calls, what was staged, the tests, the verdict."""
+        if not self.progress_shown or event.kind in _NOT_NARRATED:
             return
-        who = "verifier" if kind == "verifier" else episode.split(":")[0]
-        for tool_call in reply.tool_calls:
-            args: object = tool_call.get("arguments", {})
-            shown = _short_args(cast("dict[str, Any]", args) if isinstance(args, dict) else {})
-            self.line(f"     {who:<9} {tool_call.get('name', '?')}  {shown}".rstrip())
-        if not reply.tool_calls and kind == "verifier":
-            verdict = _verdict_line(reply.content or "")
-            self.line(f"     verifier  {verdict}")
-
-    def tests_step(self, report: CheckReport) -> None:
-        """The tests' verdict on a submitted change, as soon as the pipeline has it."""
-        if not self.progress:
-            return
-        if report.rejects and report.verdict is not None:
-            failing = ", ".join(report.verdict.failing[:3])
-            why = f" ({clip(failing, 60)})" if failing else ""
-            self.line(f"     tests     REJECTED: {clip(report.summary, 60)}{why}")
-        else:
-            self.line(f"     tests     {report.status}: {clip(report.summary, 90)}")
+        line = event_line(event)
+        if line is not None:
+            self.line(f"     {line}")
 
     def tick_end(self, agent: str, tick: TickSummary, seconds: float) -> None:
         if tick.idle:
@@ -170,19 +133,6 @@ class Narrator:
         self.note("  export AGENT_LOOP_MODEL=anthropic/claude-sonnet-4-6   # or openai/gpt-5, ...")
         self.note("  uv run agent-loop run builder --issue 42")
         self.note(f"Look at this demo's memory again: uv run agent-loop status --home {home}")
-
-
-def _verdict_line(text: str) -> str:
-    start = text.rfind("{")
-    try:
-        parsed: object = json.loads(text[start:]) if start >= 0 else None
-    except ValueError:
-        parsed = None
-    if not isinstance(parsed, dict):
-        return clip(text, 100)
-    verdict = cast("dict[str, object]", parsed)
-    mark = "verified" if verdict.get("verified") is True else "REJECTED"
-    return f"{mark}: {clip(str(verdict.get('notes', '')), 90)}"
 
 
 async def _commit_diff(gh: GitHub, sha: str) -> list[str]:

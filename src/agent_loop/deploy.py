@@ -296,6 +296,8 @@ def deploy_agent(
         return 1
     if report.get("error"):
         print(f"{agent}: deploy failed: {report['error']}", file=stream)
+        if "unavailable" in str(report["error"]).lower() and config is not None:
+            print(f"  {_unavailable(agent, config, str(report['error']))}", file=stream)
         return 1
     for task in report["deployed"]["tasks"]:
         print(
@@ -304,6 +306,15 @@ def deploy_agent(
     for app in report["deployed"].get("apps", []):
         print(f"  deployed app {app['name']} revision {app['revision']}: {app['url']}", file=stream)
     return 0
+
+
+def _unavailable(agent: str, config: pathlib.Path, said: str) -> str:
+    """What to do when the cluster stopped answering during the deploy."""
+    from agent_loop.cluster import unavailable
+    from agent_loop_common.runtime import remote_flyte_config
+
+    endpoint = remote_flyte_config(config).endpoint
+    return unavailable(endpoint, config, purpose=f"agent-loop deploy {agent}", reason=said)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -154,6 +154,15 @@ def mine(args: argparse.Namespace) -> int:
     if settings is None:
         return EXIT_USAGE
     out = cast(Path | None, args.out) or default_instances_path(settings)
+    if settings.sandbox == "off":
+        # Every candidate would be decided `setup_failed` and remembered as known in the
+        # sidecar: a later run with a sandbox would never validate it.
+        print(
+            "agent-loop eval mine: AGENT_LOOP_SANDBOX=off: mining validates each pull "
+            "request by running its tests in the sandbox; choose one (see docs/sandbox.md).",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     try:
         sandbox = asyncio.run(sandbox_for(settings))
     except Exception as exc:  # ConfigError from the preflight: shown as the CLI does
@@ -199,7 +208,7 @@ async def _mine_all(
     known = known_pulls(out)
     results: list[Mined] = []
     async with github_from_settings(settings) as github:
-        miner = Miner(github, settings, sandbox)
+        miner = Miner(github, settings, sandbox, on_note=_note)
         pulls = await miner.candidates(since=since, known=known, limit=limit)
         print(
             f"agent-loop eval mine: {settings.repo}, {len(pulls)} new merged pull "
@@ -214,6 +223,11 @@ async def _mine_all(
             _progress(mined)
             results.append(mined)
     return results
+
+
+def _note(text: str) -> None:
+    """What mining falls back to (GraphQL failed), said once when it first happens."""
+    print(f"agent-loop eval mine: note: {text}", file=sys.stderr, flush=True)
 
 
 def _starting(pull: PullRequest) -> None:

@@ -2,7 +2,7 @@
 
 ```text
 agent-loop lessons list [--all] [--json]        the book (and, with --all, what left it)
-agent-loop lessons show ID [--json]             one lesson: effect per outcome, diagnosis, citations, provenance, history
+agent-loop lessons show ID [--json]             one lesson: effect per outcome, diagnosis, replays, citations, provenance, history
 agent-loop lessons retire ID [--reason TEXT]    take it out of the book, kept as the operator's
 agent-loop lessons pin ID | unpin ID            the distiller may not change or expire it
 ```
@@ -230,6 +230,11 @@ def _show(location: MemoryLocation, wanted: str, *, as_json: bool) -> int:
         if key == "diagnosis" and lesson.diagnosis is not None:
             # What was measured, how compliance was judged, the action done or flagged.
             shown = lesson.diagnosis.summary()
+        elif key == "replay" and lesson.replay is not None:
+            # The pairs replayed with and without it, and their sign test's e-values.
+            from agent_loop_distiller import replay_line
+
+            shown = replay_line(lesson.replay).removeprefix("replay: ")
         elif key == "effects":
             shown = "; ".join(cast("list[str]", value)) or "not measured yet"
         else:

@@ -38,6 +38,7 @@ from agent_loop._table import (
     fmt_rate,
     fmt_time,
     render_table,
+    terminal_safe,
 )
 from agent_loop_common.memory import (
     DIGEST_PATH,
@@ -79,31 +80,6 @@ __all__ = [
     "snapshot_json",
     "terminal_safe",
 ]
-
-_ESCAPE = re.compile(
-    # CSI (7-bit `ESC [` or 8-bit 0x9b): parameters, intermediates, a final byte
-    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
-    # OSC, DCS, SOS, PM, APC: a payload up to BEL or ST (or the end of the line)
-    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
-    # any other escape sequence (character sets, reset, keypad modes...)
-    r"|\x1b[ -/]*[0-~]?"
-)
-_BLANK = re.compile("[\t\r]")
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def terminal_safe(text: str) -> str:
-    """`text` with nothing a terminal would act on: escape sequences, controls, bidi marks.
-
-    Removes ANSI escape sequences whole (CSI, and OSC/DCS/APC/PM/SOS with their payload,
-    so a hyperlink's hidden target or a window title goes too), the C0 and C1 control
-    characters and DEL, and bidirectional embeddings, overrides, isolates and marks.
-    Tab and carriage return become spaces; newlines stay.
-    """
-    clean = _ESCAPE.sub("", text)
-    clean = _BLANK.sub(" ", clean)
-    return _BIDI.sub("", _CONTROL.sub("", clean))
 
 
 class StatusError(RuntimeError):
@@ -418,11 +394,15 @@ def metrics_table(metrics: Metrics) -> str:
         ],
         ["PRs opened", str(m.opened_prs), "builder runs that opened a PR"],
         ["success rate", fmt_rate(m.success_rate), "delivered / runs that did the work"],
-        ["verified", fmt_rate(m.verification_rate), "some try passed / runs with tries"],
+        [
+            "verified",
+            fmt_rate(m.verification_rate),
+            "some try passed / builder and reviewer runs with tries",
+        ],
         [
             "verified first try",
             fmt_rate(m.first_try_verification_rate),
-            "try 1 passed / runs with tries",
+            "try 1 passed / builder and reviewer runs with tries",
         ],
         ["error rate", fmt_rate(m.error_rate), "errors / runs not interrupted"],
         ["tokens", f"{m.tokens:,}", "all roles, prompt + completion"],

@@ -62,7 +62,9 @@ async def test_trace_records_tools_in_order_with_ok_and_errors() -> None:
         LLM_STEP,
     ]
     read, staged, refused, failed = run.tool_steps
-    assert read == TraceStep(tool="read_file", args='{"path": "README.md"}', ok=True, ms=read.ms)
+    assert read == TraceStep(
+        agent="builder", tool="read_file", args='{"path": "README.md"}', ok=True, ms=read.ms
+    )
     assert staged.ok
     assert staged.args.startswith('{"path": "src/app.py", "content": "xxxx')
     assert "(+440 chars)" in staged.args
@@ -110,8 +112,9 @@ async def test_unknown_tool_and_declined_approval_are_failed_steps() -> None:
     run = await run_agent(agent, "go", include_llm_steps=False)
     assert run.result.error == ""
     assert run.trace == [
-        TraceStep(tool="made_up", args="", ok=False, ms=0, error="unknown tool"),
+        TraceStep(agent="a", tool="made_up", args="", ok=False, ms=0, error="unknown tool"),
         TraceStep(
+            agent="a",
             tool="guarded_read",
             args='{"path": "secret"}',
             ok=False,

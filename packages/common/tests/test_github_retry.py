@@ -245,7 +245,8 @@ async def test_forbidden_is_an_auth_error_without_retry(clock: FakeTime) -> None
         await gh.get_ref("heads/main")
     assert len(seen) == 1
     assert info.value.status == 403
-    assert "grant the needed permission" in str(info.value)
+    assert "grants the needed permission" in str(info.value)
+    assert "Check GITHUB_TOKEN" in str(info.value)
 
 
 async def test_unauthorized_is_an_auth_error(clock: FakeTime) -> None:

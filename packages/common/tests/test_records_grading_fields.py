@@ -108,7 +108,7 @@ def test_new_fields_round_trip() -> None:
         general=True,
     )
     book = LessonBook(lessons=[lesson])
-    assert book.schema_version == "1.4"  # 1.2 `general`, 1.3 citations, 1.4 diagnosis
+    assert book.schema_version == "1.5"  # 1.2 `general`, 1.3 citations, 1.4 diagnosis, 1.5 replay
     assert LessonBook.model_validate_json(book.model_dump_json()) == book
     grade = pr_grade(5, GradeState.OPEN, 1)
     assert Grade.model_validate_json(grade.model_dump_json()) == grade

@@ -142,3 +142,40 @@ async def test_a_budget_stop_is_recorded_as_such_and_commits_nothing(
     assert result.record.outcome is Outcome.BUDGET_EXCEEDED
     assert key_files(memory.keys.ledger) == {}
     assert (await read_context(memory)).lessons.lessons == []
+
+
+async def test_a_stop_while_the_model_distills_releases_and_commits_nothing(
+    make_record: Any,
+    write_record: Any,
+    key_files: Any,
+    install: Any,
+    tick: Any,
+    memory: Any,
+    emulator: Any,
+) -> None:
+    import asyncio
+    import signal
+
+    from agent_loop_common.runtime import request_stop, reset_stop
+    from agent_loop_testing import HeldCall
+
+    await write_record(make_record("b-1", outcome=Outcome.REJECTED, notes=[(False, "Renamed X.")]))
+    held = HeldCall(good_script(), at=1)
+    install(held)
+
+    async def operator() -> None:
+        await asyncio.to_thread(held.reached.wait)
+        request_stop(signal.SIGTERM)
+
+    reset_stop()
+    try:
+        with held:
+            stopped, _ = await asyncio.gather(tick(), operator())
+    finally:
+        reset_stop()
+    assert stopped.kind is TickKind.INTERRUPTED
+    assert stopped.record is not None
+    assert stopped.record.outcome is Outcome.INTERRUPTED
+    assert key_files(memory.keys.ledger) == {}  # nothing committed: the next pass redoes it
+    assert (await read_context(memory)).lessons.lessons == []
+    assert emulator.refs("refs/agent-loop/") == {}  # the distiller's claim released

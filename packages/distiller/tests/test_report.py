@@ -140,12 +140,13 @@ def test_the_standalone_page_is_self_contained() -> None:
 
 def test_metrics_tab_has_charts_and_figures_with_denominators() -> None:
     html = render_tabs(hostile_data())["Metrics"]
-    assert html.count("<svg") == 4  # outcomes, rates, cost per PR, grades by month
+    # outcomes, ticks without a run, rates, PRs, cost, cost per PR, grades by month
+    assert html.count("<svg") == 7
     assert "Outcomes per day" in html
     assert "Cost per opened PR" in html
     assert "merged / (merged + closed_unmerged)" in html  # the stated denominator
     assert "50.0%" in html  # one merged, one closed unmerged
-    assert "Idle runs" in html
+    assert "Idle ticks" in html
 
 
 def test_runs_tab_has_one_row_per_run_with_its_trace_folded() -> None:

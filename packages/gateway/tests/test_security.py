@@ -133,7 +133,7 @@ def test_an_oversized_body_is_refused(
         emulator.add_issue("Huge", "x" * 30_000, author="alice")
         assert settle(emulator, served) == [413]
 
-        def chunks() -> Iterator[bytes]:  # no Content-Length: the cap holds on what is read
+        def chunks() -> Iterator[bytes]:  # no Content-Length: nothing to reserve, refused unread
             for _ in range(30):
                 yield b"x" * 1_000
 
@@ -146,7 +146,7 @@ def test_an_oversized_body_is_refused(
                 "X-Hub-Signature-256": "sha256=" + "0" * 64,
             },
         )
-        assert streamed.status_code == 413
+        assert streamed.status_code == 411
     assert runner.calls == []
     assert writes(emulator) == []
 

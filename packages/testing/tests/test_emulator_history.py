@@ -12,7 +12,9 @@ from agent_loop_testing import (
     HistoryIssue,
     HistoryMerge,
     HistoryPull,
+    HistoryPush,
     emulator_client,
+    seed_cachetools_history,
 )
 
 
@@ -84,3 +86,27 @@ async def test_a_history_reads_back_as_merged_work() -> None:
             raise AssertionError("an issue is not a pull request")
         events = await gh.list_issue_events(history.numbers["manual"])
         assert [(e.event, e.actor and e.actor.login) for e in events] == [("closed", "carol")]
+
+
+async def test_a_push_lands_between_pull_requests_and_the_vendored_history_plays() -> None:
+    emulator = _emulator()
+    history = emulator.seed_history(
+        [HistoryPush("release", "Release 1.0", {"CHANGES": "1.0\n"}, author="carol")]
+    )
+    (head, *_) = emulator.log("main")
+    assert head.sha == history.merges["release"]
+    assert emulator.file_at("main", "CHANGES") == b"1.0\n"
+
+    real = GitHubEmulator("tkem", "cachetools", default_branch="master")
+    seeded = seed_cachetools_history(real)
+    assert sorted(seeded.issues) == [218, 260, 356, 357, 387]
+    steps = seeded.manifest["steps"]
+    last = steps[-1]
+    async with emulator_client(real) as gh:
+        files = {f.filename for f in await gh.list_pull_files(seeded.pulls["18e5930"])}
+        assert files == set(last["changed"])
+        issue = await gh.get_issue(seeded.issues[387])
+        assert issue.user.login == "mdecuir"
+        assert issue.state == "closed"  # closed by the fix's merge
+    assert real.file_at("master", "LICENSE") is None  # only src/ and tests/ are vendored
+    assert real.file_at("master", "src/cachetools/__init__.py")

@@ -99,7 +99,7 @@ async def _tick(
         if issue is None:
             break
         async with scope.stage("claim"):
-            claim = await scope.claim(TargetKind.ISSUE, issue.number)
+            claim = await scope.claim(TargetKind.ISSUE, issue.number, title=issue.title)
         if claim is None:
             finder.refused[issue.number] = Refusal(
                 RefusalCode.CLAIMED, f"#{issue.number} was claimed by another run first"

@@ -19,6 +19,7 @@ __all__ = [
     "PROVIDER_KEYS",
     "key_env",
     "key_override",
+    "key_variable",
     "model_problems",
     "provider_of",
     "remember_model_keys",
@@ -105,6 +106,18 @@ def key_env(model: str) -> str:
     """The variable holding `model`'s key: the table's, else `<PROVIDER>_API_KEY`."""
     provider = provider_of(model)
     return PROVIDER_KEYS.get(provider, f"{provider.upper().replace('-', '_')}_API_KEY")
+
+
+def key_variable(model: str, environ: Mapping[str, str] | None = None) -> str:
+    """The variable an operator sets for `model`'s key: the one `AGENT_LOOP_MODEL_KEY_ENV`
+    names, else the provider's (`OPENAI_API_KEY`); empty when the model takes none."""
+    env = os.environ if environ is None else environ
+    override = env.get(KEY_ENV_OVERRIDE, "").strip()
+    if override:
+        return "" if override.lower() == "none" else override
+    if provider_of(model) in KEYLESS_PROVIDERS:
+        return ""
+    return key_env(model)
 
 
 def model_problems(

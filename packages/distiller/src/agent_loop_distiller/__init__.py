@@ -20,7 +20,8 @@ tick, its memory commit last), `_report` (the report's data and HTML), `env`
 (Flyte), `__main__`; and the distiller's own domain: `_grading`, `_lessons`,
 `_upkeep`, `_digest`, `_state`, and the lessons' measurement: `_outcomes`, `_effect`,
 `_diagnosis`, `_measure`, `_judge` (budgeted model judgments of compliance), `_act`
-(narrowing and rewording on a diagnosis).
+(narrowing and rewording on a diagnosis), `_replay` (lessons replayed with and without
+on mined instances, through the eval's task called by name).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from agent_loop_distiller._diagnosis import (
     diagnose,
     followed,
     narrow_scope,
+    replay_line,
 )
 from agent_loop_distiller._digest import estimate_tokens, render_digest, work_lines
 from agent_loop_distiller._effect import (
@@ -52,6 +54,7 @@ from agent_loop_distiller._effect import (
     forget_departed,
     graded_of,
     observe,
+    replay_e_values,
 )
 from agent_loop_distiller._errors import (
     DistillationFailed,
@@ -76,7 +79,7 @@ from agent_loop_distiller._lessons import (
     lesson_id,
     prescriptive_problem,
 )
-from agent_loop_distiller._measure import Measured, measure_effects, stratum_of
+from agent_loop_distiller._measure import Measured, measure_effects, replay_tally, stratum_of
 from agent_loop_distiller._outcomes import PullOutcomes, RunOutcomes, outcomes_of, pr_outcomes
 from agent_loop_distiller._pipeline import (
     CLAIM_KEY,
@@ -85,6 +88,18 @@ from agent_loop_distiller._pipeline import (
     run_distiller_tick,
 )
 from agent_loop_distiller._prompts import DISTILLER_MARKER, JUDGE_MARKER, REWORD_MARKER
+from agent_loop_distiller._replay import (
+    REPLAY_TASK,
+    ReplayCall,
+    Replayed,
+    ReplayInstance,
+    plan_replays,
+    read_replay_instances,
+    replay_candidates,
+    run_replays,
+    wants_replay,
+    with_replays,
+)
 from agent_loop_distiller._report import (
     FILE_CHARS,
     TAB_NAMES,
@@ -117,6 +132,7 @@ __all__ = [
     "DISTILLER_MARKER",
     "FILE_CHARS",
     "JUDGE_MARKER",
+    "REPLAY_TASK",
     "REWORD_MARKER",
     "TAB_NAMES",
     "Acted",
@@ -144,6 +160,9 @@ __all__ = [
     "ModelAsk",
     "ModelFailed",
     "PullOutcomes",
+    "ReplayCall",
+    "ReplayInstance",
+    "Replayed",
     "ReportData",
     "RunOutcomes",
     "SequentialTest",
@@ -176,9 +195,11 @@ __all__ = [
     "parse_judgment",
     "parse_rewording",
     "plan_peek",
+    "plan_replays",
     "pr_outcomes",
     "prescriptive_problem",
     "rank_lessons",
+    "read_replay_instances",
     "refresh_from_usage",
     "regrade",
     "render_digest",
@@ -189,10 +210,17 @@ __all__ = [
     "render_runs",
     "render_summary",
     "render_tabs",
+    "replay_candidates",
+    "replay_e_values",
+    "replay_line",
+    "replay_tally",
     "retry_at",
     "run_distiller_tick",
     "run_once",
+    "run_replays",
     "stratum_of",
+    "wants_replay",
+    "with_replays",
     "work_lines",
 ]
 

@@ -4,7 +4,8 @@ It collects unseen records and, only when there are none, asks GitHub with one
 conditional request whether any issue or PR opened or closed (a free `304` when not),
 regrading read-only when something did. With `AGENT_LOOP_LESSONS_PR=on`, a tick that
 would stop idle also asks (two more free `304`s when not) whether the lessons file or
-its pull request moved, so a maintainer's edit flows back without waiting for new work.
+its pull request moved, so a maintainer's edit flows back without waiting for new work;
+with `AGENT_LOOP_LESSON_REPLAY=on`, whether a lesson waits for replays (no request).
 Its answer: stop (idle, backed off) or claim. Under the claim the look's batch is
 reused unless another tick moved the ledger.
 """
@@ -22,6 +23,7 @@ from agent_loop_common.memory import DistillerMemory, IngestBatch, IngestPolicy
 from agent_loop_common.runtime import RunScope, Runtime
 from agent_loop_distiller._grading import follow_up
 from agent_loop_distiller._publish import lessons_moved
+from agent_loop_distiller._replay import plan_replays, read_replay_instances
 from agent_loop_distiller._select import (
     TickKind,
     failure_streak,
@@ -31,7 +33,7 @@ from agent_loop_distiller._select import (
 )
 from agent_loop_distiller._state import DistillerOptions
 
-__all__ = ["Look", "backoff_of", "look", "retention_of", "under_claim"]
+__all__ = ["Look", "backoff_of", "look", "replay_pending", "retention_of", "under_claim"]
 
 _log = structlog.get_logger(__name__)
 
@@ -66,6 +68,9 @@ class Look:
     lessons_moved: bool = False
     """The lessons file or its pull request changed while nothing else was new: the
     tick goes on only to fold a person's edit in and keep the pull request in step."""
+    replay_pending: bool = False
+    """Nothing else was new, but a lesson waits for replays (`AGENT_LOOP_LESSON_REPLAY`):
+    the tick goes on to replay it."""
 
 
 async def look(runtime: Runtime, scope: RunScope, opts: DistillerOptions, now: datetime) -> Look:
@@ -93,13 +98,29 @@ async def look(runtime: Runtime, scope: RunScope, opts: DistillerOptions, now: d
         else retry_at(failure_streak(batch.records), backoff_of(runtime, opts)),
         now=now,
     )
-    moved = False
+    moved = replay = False
     if stop is TickKind.IDLE and runtime.settings.lessons_pr:
         async with scope.stage("lessons_pr"):
             moved = await _lessons_moved(runtime)
         if moved:
             stop = None
-    return Look(memory, batch, stop, lessons_moved=moved)
+    if stop is TickKind.IDLE and runtime.settings.lesson_replay:
+        replay = await replay_pending(runtime, memory)
+        if replay:
+            stop = None
+    return Look(memory, batch, stop, lessons_moved=moved, replay_pending=replay)
+
+
+async def replay_pending(runtime: Runtime, memory: DistillerMemory) -> bool:
+    """Whether a lesson in memory waits for a replay on a mined instance (reads the
+    lessons and the instances file, no request): the tick then goes on to replay."""
+    settings = runtime.settings
+    instances = read_replay_instances(settings.eval_instances, settings.repo)
+    if not instances:
+        return False
+    stored = (await memory.context()).lessons
+    max_instances = settings.lesson_replay_max_instances
+    return bool(plan_replays(stored, stored, instances, max_instances=max_instances))
 
 
 async def _lessons_moved(runtime: Runtime) -> bool:

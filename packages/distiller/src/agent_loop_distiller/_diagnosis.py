@@ -30,11 +30,17 @@ from agent_loop_common.records import (
     DiagnosisAction,
     Lesson,
     LessonDiagnosis,
+    LessonReplay,
     LessonState,
     TraceStep,
     WorkKind,
 )
-from agent_loop_distiller._effect import EffectEstimate, LessonEffect, target_estimate
+from agent_loop_distiller._effect import (
+    EffectEstimate,
+    LessonEffect,
+    replay_e_values,
+    target_estimate,
+)
 
 __all__ = [
     "MIN_CHECKED_RUNS",
@@ -46,6 +52,7 @@ __all__ = [
     "diagnose",
     "followed",
     "narrow_scope",
+    "replay_line",
     "reset_compliance",
     "trace_text",
 ]
@@ -107,6 +114,8 @@ class Diagnosis:
     """Prompt tokens per run that showed it."""
     action: Action
     reason: str
+    replay: str = ""
+    """Its replay evidence in one line (`replay_line`; empty: never replayed)."""
 
     def line(self) -> str:
         """One line for people (the report, the retire reason)."""
@@ -127,6 +136,8 @@ class Diagnosis:
             )
             parts.append(f"followed in {self.compliance:.0%} of runs that saw it{base}")
         parts.append(f"{self.tokens_per_run:.0f} tokens/run")
+        if self.replay:
+            parts.append(self.replay)
         return "; ".join(parts)
 
     def record(self, at: datetime, *, done: bool, note: str = "") -> LessonDiagnosis:
@@ -198,8 +209,16 @@ def diagnose(effect: LessonEffect, lesson: Lesson | None = None) -> Diagnosis:
         "keep",
         "",
     )
+    draft = replace(draft, replay=replay_line(lesson.replay) if lesson and lesson.replay else "")
     action, reason = _action(effect, draft)
     return replace(draft, action=action, reason=reason)
+
+
+def replay_line(replay: LessonReplay) -> str:
+    """The replay evidence for people: the pairs, and the sign test's e-values (each
+    multiplies the live e-value of its direction; 40 decides)."""
+    helps, harms = replay_e_values(replay.wins, replay.losses)
+    return f"replay: {replay.summary()}, e-value {helps:.3g} for help, {harms:.3g} for harm"
 
 
 def _action(effect: LessonEffect, d: Diagnosis) -> tuple[Action, str]:

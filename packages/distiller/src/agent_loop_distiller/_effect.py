@@ -26,6 +26,12 @@ so by Ville's inequality it reaches `1/a` with probability at most `a`:
 `help` and `harm` each get half of `alpha`, so a lesson with no effect is wrongly
 called proven or harmful with probability at most `alpha`, however long it is watched.
 
+Replay evidence (`AGENT_LOOP_LESSON_REPLAY=on`: mined instances replayed with and
+without the lesson) has e-values of its own, from the discordant pairs only
+(`replay_e_values`: a sign test made always valid), and `decide` multiplies each into
+the live one of the same direction: a product of e-processes on independent data is an
+e-process, so the same thresholds keep the same error bound.
+
 Every lesson also keeps per-stratum counts of both arms for every metric: the estimate
 and its interval (Beta(1 + s, 1 + n - s) posteriors per arm and stratum, combined with the
 strata's weights) are for people; the e-processes decide. State per lesson is a fixed set
@@ -60,6 +66,7 @@ __all__ = [
     "graded_of",
     "observe",
     "remember_runs",
+    "replay_e_values",
     "target_estimate",
 ]
 
@@ -348,20 +355,56 @@ def fold(
     b.sum_x, b.sum_x2, a.sum_x, a.sum_x2 = sb, sb2, sa, sa2
 
 
-def decide(effect: LessonEffect, policy: EffectPolicy) -> LessonState:
+def replay_e_values(wins: int, losses: int) -> tuple[float, float]:
+    """The `(help, harm)` e-values of a lesson's paired replays: `wins` pairs resolved
+    only with the lesson, `losses` only without it (the discordant pairs; a pair resolved
+    on both sides or neither says nothing about the lesson and counts for nothing).
+
+    The sign test (McNemar's, for paired binary outcomes) made always valid: with `q`
+    the chance a discordant pair goes the lesson's way, `help` tests `q <= 1/2` with
+    the likelihood ratio of `q'` against `1/2` averaged over `q'` uniform on `[1/2, 1]`:
+
+        e = 2^n * 2 * integral_{1/2}^{1} q^w (1 - q)^l dq
+          = w! l! / (n + 1)! * sum_{j <= w} C(n + 1, j)          (n = w + l)
+
+    For every `q'` above one half the ratio is a supermartingale whenever `q <= 1/2`, so
+    the average is too: by Ville's inequality it ever reaches `1/a` with probability at
+    most `a`, however often it is looked at and whenever replays stop. `harm` is the
+    mirror image (`q >= 1/2`). Six wins and no loss give 18.1 (the fixed-sample exact
+    test's one-sided p is 1/64); eight and none give 56.8. Exact in integers, so a
+    state replayed decides the same.
+    """
+    n = wins + losses
+    if n == 0:
+        return 1.0, 1.0
+
+    def mixture(for_: int) -> float:
+        tail = sum(math.comb(n + 1, j) for j in range(for_ + 1))
+        return tail / ((n + 1) * math.comb(n, for_))
+
+    return mixture(wins), mixture(losses)
+
+
+def decide(
+    effect: LessonEffect, policy: EffectPolicy, replay: tuple[int, int] = (0, 0)
+) -> LessonState:
     """The state the evidence supports now (harm first: a hurting lesson goes first).
 
-    A retired lesson (`no_effect`, `harmful`) stays retired; a `proven` one is still
-    watched (it keeps a small holdout) and retires if it turns harmful or useless.
+    `replay`: the lesson's discordant replay pairs `(wins, losses)`; their e-values
+    (`replay_e_values`) multiply the live `help` and `harm` ones. Replays say nothing of
+    `no_effect`, which only live runs decide. A retired lesson (`no_effect`, `harmful`)
+    stays retired; a `proven` one is still watched (it keeps a small holdout) and
+    retires if it turns harmful or useless.
     """
     if effect.state in (LessonState.NO_EFFECT, LessonState.HARMFUL):
         return effect.state
     bar = policy.threshold
-    if effect.harm.e_value >= bar:
+    replay_help, replay_harm = replay_e_values(*replay)
+    if effect.harm.e_value * replay_harm >= bar:
         return LessonState.HARMFUL
     if effect.below.e_value >= bar and effect.above.e_value >= bar:
         return LessonState.NO_EFFECT
-    if effect.help.e_value >= bar:
+    if effect.help.e_value * replay_help >= bar:
         return LessonState.PROVEN
     return effect.state
 

@@ -16,7 +16,9 @@ metric) it folded, so no tick or restart folds one twice. Then every touched les
 decided
 again; a lesson that became `no_effect` or `harmful` leaves the book, kept as a
 `RetiredLesson` in its effect state with the diagnosis as the reason, and a `proven`
-one stays with its state set (runs then hold it out less often). Cost: proportional to
+one stays with its state set (runs then hold it out less often). A lesson's replay pairs
+(`Lesson.replay`, `AGENT_LOOP_LESSON_REPLAY=on`) enter every decision about it through
+their own e-values (`_effect.decide`). Cost: proportional to
 the new records times their exposures, whatever the history; the state holds the
 book's lessons and at most 50 departed ones (`_effect.forget_departed`).
 """
@@ -60,7 +62,7 @@ from agent_loop_distiller._effect import (
 )
 from agent_loop_distiller._outcomes import PR_METRICS, outcomes_of, pr_outcomes
 
-__all__ = ["Measured", "fold_pull_outcomes", "measure_effects", "stratum_of"]
+__all__ = ["Measured", "fold_pull_outcomes", "measure_effects", "replay_tally", "stratum_of"]
 
 
 @dataclass
@@ -86,6 +88,11 @@ def stratum_of(record: RunRecord) -> str:
 
 def _stratum(repo: str, kind: WorkKind | None) -> str:
     return f"{repo or '-'}|{kind.value if kind is not None else 'unknown'}"
+
+
+def replay_tally(lesson: Lesson) -> tuple[int, int]:
+    """The lesson's discordant replay pairs: `(resolved only with it, only without)`."""
+    return (lesson.replay.wins, lesson.replay.losses) if lesson.replay else (0, 0)
 
 
 def _settled(grade: Grade) -> bool:
@@ -184,6 +191,7 @@ def measure_effects(
     policy: EffectPolicy | None = None,
     judgments: Mapping[tuple[str, str], bool] | None = None,
     grades: Iterable[Grade] | None = None,
+    replayed: Iterable[str] = (),
 ) -> Measured:
     """Count the new records' exposures and the newly decided PR outcomes of `grades`
     (every grade followed; `None`: none this tick), decide, and retire what the
@@ -191,6 +199,8 @@ def measure_effects(
 
     `judgments` (lesson id, run id) -> followed: the model's compliance judgments for
     lessons that name nothing to look for in a trace (`_judge.judge_compliance`).
+    `replayed`: lessons whose replay evidence (`Lesson.replay`) grew this tick; they
+    are decided again too. Every decision takes a lesson's replay pairs into account.
     """
     rules = policy or EffectPolicy()
     lessons = {x.id: x for x in book.lessons}
@@ -224,6 +234,11 @@ def measure_effects(
         fold(effect, runs.get(lesson_id, ()), rules)
         effect.tokens_shown += compliance.tokens.get(lesson_id, 0) * (effect.shown - shown_before)
     touched = set(candidates)
+    for lesson_id in replayed:
+        if lesson_id in lessons:
+            effect = effects.touch(lesson_id)
+            effect.metric = lessons[lesson_id].metric
+            touched.add(lesson_id)
     if grades is not None:
         touched |= fold_pull_outcomes(effects, lessons, grades, rules)
     remember_runs(effects, new_ids)
@@ -234,7 +249,7 @@ def measure_effects(
         if effect is None or lesson.id not in touched:
             kept.append(lesson)
             continue
-        state = decide(effect, rules)
+        state = decide(effect, rules, replay_tally(lesson))
         if state is not effect.state:
             effect.state = state
             effect.decided_after = effect.applicable

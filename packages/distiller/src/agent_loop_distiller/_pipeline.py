@@ -19,7 +19,9 @@ re-reads under the claim, grades, and then either
   decided grades; the run is recorded (`DISTILLED`, or `error`/`rejected`/
   `budget_exceeded` with nothing committed, so the ledger stays where it was); or
 - keeps the books (`BOOKKEEPING`): grades, rollups and ledger (and the digest when the
-  grades it shows changed) are committed without a model call and without a record,
+  grades it shows changed, and the lessons when replays added evidence: with
+  `AGENT_LOOP_LESSON_REPLAY=on` lessons still proving are replayed on mined instances
+  with and without each, `_replay`) are committed without a distillation and a record,
   so a tick that only folds the distiller's own records never wakes the next one.
   A maintainer's edit of the lessons section (`AGENT_LOOP_LESSONS_PR=on`) is folded in
   this way too, on a tick that found nothing else new but saw the lessons file move.
@@ -30,8 +32,10 @@ then the ledger. The claim is renewed just before, so a tick that lost it commit
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Any
 
 import structlog
 
@@ -49,9 +53,17 @@ from agent_loop_common.records import (
     RetiredLesson,
     Target,
     TargetKind,
+    TraceStep,
     Visibility,
 )
-from agent_loop_common.runtime import RunScope, Runtime, preflight_model, run_scoped
+from agent_loop_common.runtime import (
+    RunScope,
+    Runtime,
+    call_task_by_name,
+    preflight_model,
+    probe_model,
+    run_scoped,
+)
 from agent_loop_common.settings import ConfigError
 from agent_loop_common.trust import Trust
 from agent_loop_distiller._act import act_on_diagnoses
@@ -69,6 +81,14 @@ from agent_loop_distiller._publish import (
     lessons_branch,
     lessons_moved,
     sync_lessons_pull,
+)
+from agent_loop_distiller._replay import (
+    REPLAY_TASK,
+    Replayed,
+    plan_replays,
+    read_replay_instances,
+    run_replays,
+    with_replays,
 )
 from agent_loop_distiller._report._gather import gather_report
 from agent_loop_distiller._select import TickKind, failure_streak, learnable, retry_at
@@ -99,6 +119,7 @@ async def _distill(
     records = learnable(work.batch.records)
     scope.target = Target(kind=TargetKind.REPO, title="distill lessons")
     preflight_model(runtime.settings)
+    await probe_model(runtime.settings)  # a wrong endpoint or key: named, not retried 4 times
     scope.lesson_ids = [lesson.id for lesson in work.context.lessons.lessons]
     before = runtime.usage.total_tokens
     async with scope.stage("distill"):
@@ -145,6 +166,12 @@ async def _distill(
     return result.edits
 
 
+def _asked(ask: ModelAsk | None, replayed: Replayed | None) -> list[TraceStep]:
+    """What the tick asked before the distiller agent ran: its model questions and its
+    replays (one step per pair), ahead of the agent's steps in the run's record."""
+    return [*(ask.steps if ask else []), *(replayed.steps if replayed else [])]
+
+
 def _model_ask(runtime: Runtime) -> ModelAsk | None:
     """The distiller's model for single-answer questions, or `None` when it is unusable
     here (the distillation then fails with the reason; the diagnosis only flags)."""
@@ -154,6 +181,29 @@ def _model_ask(runtime: Runtime) -> ModelAsk | None:
         _log.warning("distiller.no_model_for_questions", error=str(exc))
         return None
     return ModelAsk(runtime.call_llm("agent"), runtime.agent_model())
+
+
+async def _replay(
+    runtime: Runtime, book: LessonBook, stored: LessonBook, now: datetime
+) -> Replayed:
+    """Replay the lessons still proving on the repository's mined instances, with and
+    without each (`AGENT_LOOP_LESSON_REPLAY=on`), by calling the eval's task by name,
+    within the tick's budget of model calls (`_replay`)."""
+    settings = runtime.settings
+    instances = read_replay_instances(settings.eval_instances, settings.repo)
+    plan = plan_replays(book, stored, instances, max_instances=settings.lesson_replay_max_instances)
+
+    async def call(instance: Mapping[str, Any], lessons: str) -> Mapping[str, Any]:
+        return await call_task_by_name(REPLAY_TASK, instance=instance, lessons=lessons, model="")
+
+    replayed = await run_replays(
+        call, plan, budget_calls=settings.lesson_replay_model_calls, now=now
+    )
+    if not instances:
+        replayed.stopped = f"no mined instance of {settings.repo} in {settings.eval_instances}"
+    _log.info("distiller.replays", pairs=replayed.count, planned=replayed.planned,
+              calls=replayed.llm_calls, stopped=replayed.stopped or None)  # fmt: skip
+    return replayed
 
 
 async def _visibility(runtime: Runtime, base: BranchHead | None) -> Visibility:
@@ -247,7 +297,10 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
     async with scope.stage("claim"):
         # The claim guards memory, which bookkeeping writes without a model: the model is
         # checked only before the distiller agent runs.
-        claim = await scope.take(TargetKind.REPO, CLAIM_KEY, heartbeat=False)
+        # Replays run builds for minutes: then the claim is renewed while the tick works.
+        claim = await scope.take(
+            TargetKind.REPO, CLAIM_KEY, heartbeat=runtime.settings.lesson_replay
+        )
     if claim is None:
         out.kind, out.note = TickKind.BUSY, "another distiller run holds the claim"
         return
@@ -291,6 +344,11 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
         out.kind, out.note = TickKind.BACKED_OFF, "waiting after failed attempts"
         out.lessons = context.lessons
         return
+    if runtime.settings.lesson_replay:
+        async with scope.stage("replay"):
+            out.replayed = await _replay(runtime, book, context.lessons, now)
+        book = with_replays(book, out.replayed)
+    replayed = out.replayed.pairs if out.replayed is not None else {}
     async with scope.stage("measure"):
         effects = await memory.read_effects(EffectBook) or EffectBook()
         ask = _model_ask(runtime) if records else None
@@ -298,8 +356,9 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
             ask, effects, book, records, runtime.settings.compliance_judgments
         )
         out.measured = measure_effects(
-            effects, book, records, now, judgments=out.judged.answers, grades=grading.current
-        )
+            effects, book, records, now, judgments=out.judged.answers, grades=grading.current,
+            replayed=replayed,
+        )  # fmt: skip
         out.acted = await act_on_diagnoses(
             ask, effects, out.measured, now, limits=opts.limits, max_rewords=opts.max_rewords,
             repo=runtime.settings.repo, visibility=visibility,
@@ -315,7 +374,7 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
             edits = await _distill(runtime, scope, work, opts, now)
             out.edits = [*(out.acted.edits if out.acted else []), *edits]
         except DistillationFailed as exc:
-            scope.trace = [*(ask.steps if ask else []), *scope.trace]
+            scope.trace = [*_asked(ask, out.replayed), *scope.trace]
             out.kind, out.note = TickKind.FAILED, str(exc)
             budget = runtime.usage.exceeded
             if budget:
@@ -325,12 +384,13 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
                 scope.finish(Outcome.REJECTED if rejected else Outcome.ERROR, str(exc))
             await gather_report(runtime, scope, opts, out, work, now, committed=False)
             return
-        scope.trace = [*(ask.steps if ask else []), *scope.trace]  # what the model was asked
+        scope.trace = [*_asked(ask, out.replayed), *scope.trace]  # what the model was asked
     elif (
         grading.changed
         or batch.deferred
         or batch.buckets_scanned > opts.housekeeping_buckets
         or flowed
+        or replayed  # the pairs are kept on their lessons
     ):
         out.kind = TickKind.BOOKKEEPING
     elif seen.lessons_moved:
@@ -340,6 +400,7 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
         out.kind, out.note = TickKind.IDLE, "lessons checked: nothing to fold in"
         work.book = context.lessons
         async with scope.stage("lessons_pr"):
+            scope.commit()  # a branch push and its pull request: a stop waits for both
             await _sync_pull(runtime, work, out)
         return
     else:

@@ -24,6 +24,7 @@ from agent_loop_distiller._judge import Judged
 from agent_loop_distiller._lessons import Edit, LessonLimits
 from agent_loop_distiller._measure import Measured
 from agent_loop_distiller._publish import PullSync
+from agent_loop_distiller._replay import Replayed
 from agent_loop_distiller._report import ReportData
 from agent_loop_distiller._select import TickKind
 
@@ -89,6 +90,8 @@ class TickResult:
     """The compliance judgments this tick bought (`AGENT_LOOP_COMPLIANCE_JUDGMENTS`)."""
     acted: Acted | None = None
     """What the distiller did about the diagnoses: narrowed, reworded, flagged."""
+    replayed: Replayed | None = None
+    """The lesson replays this tick ran (`AGENT_LOOP_LESSON_REPLAY=on` only)."""
     lessons_pull: PullSync | None = None
     """What keeping the lessons pull request did (`AGENT_LOOP_LESSONS_PR=on` only)."""
     lessons_base: BranchHead | None = None

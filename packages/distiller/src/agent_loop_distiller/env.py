@@ -10,6 +10,7 @@ repository-level claim.
 from __future__ import annotations
 
 import pathlib
+from collections.abc import Sequence
 from datetime import datetime
 
 import flyte
@@ -23,7 +24,9 @@ from agent_loop_common.deploy import (
     agent_secrets,
     agent_trigger,
 )
+from agent_loop_common.progress import ProgressEvent
 from agent_loop_common.records import Outcome, Role
+from agent_loop_common.report import progress_html
 from agent_loop_common.runtime import (
     TickSummary,
     open_runtime,
@@ -84,6 +87,9 @@ def _diagnosis_figures(result: TickResult) -> dict[str, str]:
         figures["narrowed"] = len(result.acted.narrowed)
         figures["reworded"] = len(result.acted.reworded)
         figures["flagged"] = len(result.acted.flagged)
+    if result.replayed is not None:
+        figures["replayed_pairs"] = result.replayed.count
+        figures["replay_model_calls"] = result.replayed.llm_calls
     return {key: str(n) for key, n in figures.items() if n}
 
 
@@ -99,6 +105,8 @@ def summarize_tick(result: TickResult) -> TickSummary:
         details["lessons_edits_ignored"] = "; ".join(
             x.describe() for x in result.lessons_edits_ignored
         )
+    if result.replayed is not None:
+        details |= _diagnosis_figures(result)  # replays may run on a tick with no record
     if result.record is not None:
         details["ingested"] = str(result.ingested)
         details["lessons"] = str(len(result.lessons.lessons)) if result.lessons else "0"
@@ -115,14 +123,21 @@ def summarize_tick(result: TickResult) -> TickSummary:
     )
 
 
-async def publish_report(result: TickResult, run_id: str, model: str = "") -> None:
-    """Log the tick to the task's report: a summary, and the four tabs after real work.
+async def publish_report(
+    result: TickResult,
+    run_id: str,
+    model: str = "",
+    events: Sequence[ProgressEvent] = (),
+) -> None:
+    """Log the tick to the task's report: a summary and the pass's progress, and the
+    four tabs after real work.
 
     Args:
         result: The tick's result.
         run_id: The tick's run id.
         model: The model that answered (`Runtime.model_name`: a replayed or scripted
             model is named as such).
+        events: The pass's progress events (`Runtime.progress`), as `run` printed them.
     """
     facts = {"run": run_id, "tick": result.kind.value, "note": result.note or "–"}
     if model:
@@ -131,7 +146,7 @@ async def publish_report(result: TickResult, run_id: str, model: str = "") -> No
         facts["outcome"] = result.record.outcome.value
         if result.record.error:
             facts["error"] = result.record.error
-    await flyte.report.log.aio(render_summary(facts))
+    await flyte.report.log.aio(render_summary(facts) + progress_html(events))
     if result.report is not None:
         for name, html in render_tabs(result.report).items():
             flyte.report.get_tab(name).log(html)
@@ -160,7 +175,7 @@ async def distiller_tick(
             async with open_runtime(one, Role.DISTILLER) as runtime:
                 result = await run_distiller_tick(runtime, DistillerOptions(retry_now=retry_now))
                 run_id, model = runtime.run_id, runtime.model_name
-            await publish_report(result, run_id, model)
+            await publish_report(result, run_id, model, runtime.progress.events)
             summaries.append(summarize_tick(result))
             if stop_requested() is not None:  # the operator stopped the tick: no next pass
                 break

@@ -20,8 +20,12 @@ from agent_loop_common.trust import Trust, label_applied, untrusted_issue_editor
 __all__ = ["issue_refusal", "problem_statement"]
 
 
-async def issue_refusal(github: GitHub, trust: Trust, settings: Settings, issue: Issue) -> str:
-    """Why `issue`'s text may not be shown to a model, or `""` when it may."""
+async def issue_refusal(
+    github: GitHub, trust: Trust, settings: Settings, issue: Issue, *, edits: bool = True
+) -> str:
+    """Why `issue`'s text may not be shown to a model, or `""` when it may; with `edits`
+    False, who last changed its body is not asked (GitHub tells it through GraphQL
+    only) and its title's changes are still checked."""
     minimum = settings.trusted_min_permission
     agent = trust.agent_login
     permission = await trust.permission(issue.user.login)
@@ -49,7 +53,7 @@ async def issue_refusal(github: GitHub, trust: Trust, settings: Settings, issue:
         if refusal is not None or applied is None:
             return refusal.reason if refusal is not None else ""
         since = applied.at
-    who = await untrusted_issue_editor(github, trust, issue.number, events, since=since)
+    who = await untrusted_issue_editor(github, trust, issue.number, events, since=since, body=edits)
     if who is None:
         return ""
     return (

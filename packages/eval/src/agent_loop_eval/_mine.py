@@ -9,8 +9,9 @@ For each merged pull request, oldest merge first, that no earlier run decided ab
    sandbox's rule (`is_test_path`), the rest code; it needs both, and at most
    `MineLimits.max_files` files and `max_changed_lines` changed lines;
 3. **trust**: every linked issue passes the rule live work uses (`issue_refusal`);
-4. **the change**: the files at the base (the merge commit's first parent: the commit
-   it was merged onto, for a squash its only parent) and at the merge commit, compared
+4. **the change**: the files at the base (the commit it was merged onto: the merge
+   commit's first parent, a squash commit's only parent, the parent of the first
+   rebased commit; `merged_onto`) and at the merge commit, compared
    on the PR's files only, so whatever else a merge brought stays out; `test_patch` is
    the change to test files, `patch` the rest;
 5. **validation** in the sandbox, set up as the builder sets up a run at that base (the
@@ -21,7 +22,12 @@ For each merged pull request, oldest merge first, that no earlier run decided ab
    fix leaves the other modules' outcomes to compare.
 
 Mining only reads GitHub: listings, contents and tarballs over REST, the links and
-edits over GraphQL queries.
+edits over GraphQL queries. A GitHub (or GitHub-like server) whose GraphQL API fails
+still gets mined, as far as REST tells, and the miner says so once (`on_note`): the
+linked issues are the closing keywords of the PR's body only, the merge commit is the
+one the PR's `merged` event names, and an issue's text counts as its author's (who last
+edited a body is GraphQL's to tell; on GitHub only the author and people with write
+access can edit it).
 """
 
 from __future__ import annotations
@@ -33,7 +39,16 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from agent_loop_common.checks import CheckReport, Checks, open_sandbox_checks
-from agent_loop_common.github import GitHub, Issue, NotFound, PullFile, PullRequest
+from agent_loop_common.github import (
+    GitHub,
+    GitHubError,
+    Issue,
+    NotFound,
+    PullFile,
+    PullLinks,
+    PullRequest,
+    RateLimited,
+)
 from agent_loop_common.repo import RepoSnapshot
 from agent_loop_common.sandbox import (
     BaselineCache,
@@ -41,6 +56,7 @@ from agent_loop_common.sandbox import (
     TestCommand,
     TestOutcome,
     runs_pytest,
+    without_guard,
 )
 from agent_loop_common.settings import Settings
 from agent_loop_common.texts import closing_references
@@ -49,6 +65,7 @@ from agent_loop_eval._classify import Classified, classify
 from agent_loop_eval._instance import Instance, instance_id
 from agent_loop_eval._issues import issue_refusal, problem_statement
 from agent_loop_eval._mined import SkippedPull, SkipReason
+from agent_loop_eval._onto import merged_onto
 from agent_loop_eval._patches import BinaryChange, diff_files, split_test_paths
 from agent_loop_eval._testids import node_outcomes
 
@@ -111,6 +128,12 @@ def _decoded(path: str, data: bytes | None) -> str | None:
         raise _Skip(SkipReason.BINARY_CHANGE, f"{path} is not UTF-8 text") from None
 
 
+def _said(exc: GitHubError) -> str:
+    """GitHub's own words for a failure, short (the status when it said nothing)."""
+    said = " ".join(exc.github_message.split())[:120]
+    return said or (f"HTTP {exc.status}" if exc.status else type(exc).__name__)
+
+
 def _paths(files: list[PullFile]) -> list[str]:
     paths = {f.filename for f in files}
     paths.update(f.previous_filename for f in files if f.previous_filename)
@@ -125,6 +148,8 @@ class Miner:
         settings: The trust rule, the test and setup commands, the environment cache.
         sandbox: Where validation runs (`sandbox_for(settings)`).
         limits: How much one pull request may be.
+        on_note: Told once each thing mining cannot do as documented here (GitHub's
+            GraphQL API failed: what it falls back to), as a sentence for people.
     """
 
     def __init__(
@@ -133,14 +158,21 @@ class Miner:
         settings: Settings,
         sandbox: Sandbox,
         limits: MineLimits | None = None,
+        *,
+        on_note: Callable[[str], None] | None = None,
     ) -> None:
         self.github = github
         self.settings = settings
         self.sandbox = sandbox
         self.limits = limits or MineLimits()
+        self.on_note = on_note
+        self.notes: list[str] = []
+        """What `on_note` was told, in order."""
         self._trust: Trust | None = None
         self.baselines = BaselineCache()
         self._default_branch: str | None = None
+        self._graphql_links = True
+        self._graphql_edits = True
 
     async def candidates(
         self, *, since: datetime | None, known: Collection[int], limit: int | None
@@ -191,7 +223,9 @@ class Miner:
 
     async def _default(self) -> str:
         if self._default_branch is None:
-            self._default_branch = (await self.github.default_branch()).name
+            # REST's repository, not GraphQL's `default_branch()`: mining needs the name
+            # only, and goes on where GraphQL fails.
+            self._default_branch = (await self.github.repository()).default_branch
         return self._default_branch
 
     async def _issues(self, pull: PullRequest) -> tuple[list[Issue], str]:
@@ -202,7 +236,7 @@ class Miner:
                 SkipReason.NO_LINKED_ISSUE,
                 f"merged into {pull.base_ref}, not the default branch {default}",
             )
-        links = await self.github.pull_links(pull.number)
+        links = await self._links(pull.number)
         numbers = list(
             dict.fromkeys(
                 [*links.closing_issues, *closing_references(pull.body, self.github.full_name)]
@@ -218,9 +252,57 @@ class Miner:
                 issues.append(issue)
         if not issues:
             raise _Skip(SkipReason.NO_LINKED_ISSUE, "it closes no issue of the repository")
-        if not links.merge_commit_sha:
+        merge_sha = links.merge_commit_sha or await self._merged_event(pull.number)
+        if not merge_sha:
             raise _Skip(SkipReason.NO_LINKED_ISSUE, "GitHub names no merge commit for it")
-        return issues, links.merge_commit_sha
+        return issues, merge_sha
+
+    def _note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+            if self.on_note is not None:
+                self.on_note(text)
+
+    async def _links(self, number: int) -> PullLinks:
+        """GraphQL's links of PR `number`; none (after a note) once GraphQL failed."""
+        if self._graphql_links:
+            try:
+                return await self.github.pull_links(number)
+            except RateLimited:
+                raise
+            except GitHubError as exc:
+                self._graphql_links = False
+                self._note(
+                    f"GitHub's GraphQL API failed ({_said(exc)}): the issues a pull request "
+                    "closes are read from the closing keywords of its body only (an issue "
+                    "linked by hand is missed), its merge commit from its `merged` event"
+                )
+        return PullLinks(merge_commit_sha="", closing_issues=())
+
+    async def _merged_event(self, number: int) -> str:
+        """The commit PR `number`'s `merged` event names (REST's merge commit)."""
+        events = await self.github.list_issue_events(number)
+        found = [e.commit_id for e in events if e.event == "merged" and e.commit_id]
+        return found[-1] if found else ""
+
+    async def _refusal(self, issue: Issue) -> str:
+        """Why `issue` may not be shown to a model (`issue_refusal`); without the last
+        editor (after a note) once GraphQL failed to tell it."""
+        trust = await self.trust()
+        if self._graphql_edits:
+            try:
+                return await issue_refusal(self.github, trust, self.settings, issue)
+            except RateLimited:
+                raise
+            except GitHubError as exc:
+                if not exc.url.rstrip("/").endswith("graphql"):
+                    raise
+                self._graphql_edits = False
+                self._note(
+                    f"GitHub's GraphQL API failed ({_said(exc)}): who last edited an "
+                    "issue cannot be read, so an issue's text counts as its author's"
+                )
+        return await issue_refusal(self.github, trust, self.settings, issue, edits=False)
 
     def _split(self, files: list[PullFile]) -> tuple[list[str], list[str]]:
         code, tests = split_test_paths(_paths(files))
@@ -242,13 +324,15 @@ class Miner:
         issues, merge_sha = await self._issues(pull)
         code_paths, test_paths = self._split(await self.github.list_pull_files(pull.number))
         for issue in issues:
-            refused = await issue_refusal(self.github, await self.trust(), self.settings, issue)
+            refused = await self._refusal(issue)
             if refused:
                 raise _Skip(SkipReason.UNTRUSTED_ISSUE, refused)
         merge = await self.github.get_commit(merge_sha)
         if not merge.parents:
             raise _Skip(SkipReason.NO_LINKED_ISSUE, f"merge commit {merge_sha[:7]} has no parent")
-        base_sha = merge.parents[0]
+        base_sha = await merged_onto(
+            self.github, merge, head_sha=pull.head_sha, base_sha=pull.base_sha
+        )
         default = await self._default()
         base = RepoSnapshot(self.github, base_sha, default, label=f"base commit {base_sha[:7]}")
         merged = RepoSnapshot(self.github, merge_sha, default, label=f"merge {merge_sha[:7]}")
@@ -280,7 +364,9 @@ class Miner:
             classified = await self._validate(
                 checks, tests_change, {**tests_change, **fix_change}, test_paths, tree_files
             )
-            command = shlex.join(checks.command.argv) if checks.command else ""
+            # As a person would set it: the sandbox adds its pytest guard to every run
+            # itself, and `$SANDBOX_PYTEST_GUARD` is no setting's to name.
+            command = shlex.join(without_guard(checks.command.argv)) if checks.command else ""
             setup = shlex.join(checks.setup) if checks.setup else ""
         return Instance(
             instance_id=instance_id(self.github.full_name, pull.number),

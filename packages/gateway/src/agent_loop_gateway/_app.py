@@ -4,10 +4,12 @@ Each delivery goes through these steps in order, and the first that fails answer
 
 | step | refusal |
 |---|---|
-| size: `Content-Length` against the cap, before reading | 413 |
+| `Content-Length` present and no `Transfer-Encoding` (GitHub sends neither chunked nor compressed bodies), before reading | 411 |
+| size: `Content-Length` against the event's cap, before reading | 413 |
 | `X-Hub-Signature-256` missing or not `sha256=` and 64 hex digits, before reading | 401 |
-| the body: read within the deadline, and no more bytes than the cap | 408, 413 |
-| `X-Hub-Signature-256` over the raw bytes, constant-time | 401 |
+| room: `Content-Length` reserved from the byte budget, before reading | 429 (its source's share is taken), 503 (the whole budget is) |
+| the body: read within the deadline, the HMAC computed as it streams | 408 |
+| `X-Hub-Signature-256` against that HMAC, constant-time | 401 |
 | `X-GitHub-Event` and `X-GitHub-Delivery` present | 400 |
 | replay: delivery id or identical body seen lately | 204 |
 | JSON object | 400 |
@@ -15,11 +17,13 @@ Each delivery goes through these steps in order, and the first that fails answer
 | accepted: checks and dispatch continue in the background | 202 |
 
 Nothing before the signature parses the body, no body is read for a request that cannot
-be signed, and a body that does not arrive within `AGENT_LOOP_WEBHOOK_READ_TIMEOUT_SECONDS`
-is given up (the server gives the request head the same deadline: `_server`). A client
-that hangs up mid-body costs one log line. Nothing in the request talks to GitHub or
-runs an agent: every answer is computed in memory, well inside GitHub's ten-second
-limit. Every delivery is logged once with its outcome.
+be signed or does not fit the budget (`_budget`: what the gateway holds is bounded in
+bytes, whatever the number of connections), and a body that does not arrive within
+`AGENT_LOOP_WEBHOOK_READ_TIMEOUT_SECONDS` is given up (the server gives the request head
+the same deadline: `_server`). A reservation is released when its request ends, however
+it ends. A client that hangs up mid-body costs one log line. Nothing in the request
+talks to GitHub or runs an agent: every answer is computed in memory, well inside
+GitHub's ten-second limit. Every delivery is logged once with its outcome.
 """
 
 from __future__ import annotations
@@ -37,9 +41,10 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from agent_loop_gateway._budget import source_of
 from agent_loop_gateway._events import route_event
 from agent_loop_gateway._gateway import Gateway
-from agent_loop_gateway._signature import verify_signature
+from agent_loop_gateway._signature import SignatureCheck
 
 __all__ = ["build_app"]
 
@@ -50,28 +55,47 @@ _SIGNATURE_SHAPE = re.compile(r"sha256=[0-9a-fA-F]{64}")
 """What GitHub's `X-Hub-Signature-256` looks like; anything else is refused unread."""
 
 
-class _TooLarge(Exception):
-    pass
+def _declared_length(request: Request) -> int | None:
+    """The body's length as the HTTP parser will hold the client to it, or `None`.
+
+    A request that names a transfer encoding has none: the parser frames its body by the
+    encoding (`chunked` wins over `Content-Length`, RFC 9112 section 6.3), so a small
+    `Content-Length` beside it would reserve a few bytes for a body of any size.
+    """
+    if "transfer-encoding" in request.headers:
+        return None
+    declared = (request.headers.get("content-length") or "").strip()
+    return int(declared) if declared.isdigit() else None
 
 
-def _declared_too_large(request: Request, cap: int) -> bool:
-    declared = request.headers.get("content-length")
-    return declared is not None and declared.strip().isdigit() and int(declared) > cap
+class _LongerThanDeclared(Exception):
+    """More body bytes arrived than the request's reservation."""
 
 
-async def _read_capped(request: Request, cap: int) -> bytes:
+async def _receive(request: Request, check: SignatureCheck, size: int) -> bytes:
+    """The body, fed to `check` chunk by chunk as it streams in; never more than `size`
+    bytes (its reservation: the parser holds the client to its `Content-Length`, and this
+    holds the gateway to it whatever the parser does)."""
     body = bytearray()
     async for chunk in request.stream():
-        if len(body) + len(chunk) > cap:
-            raise _TooLarge
+        if len(body) + len(chunk) > size:
+            raise _LongerThanDeclared
+        check.update(chunk)
         body += chunk
     return bytes(body)
 
 
 def _answer(
-    status: int, outcome: str, *, delivery: str, event: str, action: str = "", reason: str = ""
+    status: int,
+    outcome: str,
+    *,
+    delivery: str,
+    event: str,
+    action: str = "",
+    reason: str = "",
+    source: str = "",
 ) -> Response:
-    level = "warning" if status in (400, 401, 408, 413) else "info"
+    level = "warning" if status in (400, 401, 408, 411, 413) else "info"
     getattr(_log, level)(
         "gateway.delivery",
         delivery=delivery or None,
@@ -80,13 +104,15 @@ def _answer(
         status=status,
         outcome=outcome,
         reason=reason or None,
+        source=source or None,
     )
     if status == 204:
         return Response(status_code=204)
     body: dict[str, Any] = {"outcome": outcome}
     if reason:
         body["reason"] = reason
-    return JSONResponse(body, status_code=status)
+    headers = {"Retry-After": "1"} if status in (429, 503) else None
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def build_app(gateway: Gateway) -> Starlette:
@@ -96,20 +122,43 @@ def build_app(gateway: Gateway) -> Starlette:
     async def webhook(request: Request) -> Response:
         delivery = request.headers.get("x-github-delivery", "")
         event = request.headers.get("x-github-event", "")
-        seen = {"delivery": delivery, "event": event}
-        too_large = f"over {config.max_body_bytes} bytes"
-        if _declared_too_large(request, config.max_body_bytes):
-            return _answer(413, "too_large", reason=too_large, **seen)
+        source = source_of(request.client.host if request.client is not None else None)
+        seen = {"delivery": delivery, "event": event, "source": source}
+        size = _declared_length(request)
+        if size is None:
+            reason = "Content-Length required, and no Transfer-Encoding"
+            return _answer(411, "no_length", reason=reason, **seen)
+        cap = config.body_cap(event)
+        if size > cap:
+            return _answer(413, "too_large", reason=f"over {cap} bytes", **seen)
         signature = request.headers.get("x-hub-signature-256")
         if signature is None or not _SIGNATURE_SHAPE.fullmatch(signature.strip()):
             return _answer(
                 401, "bad_signature", reason="missing or malformed X-Hub-Signature-256", **seen
             )
+        budget = gateway.bodies
+        refused = budget.reserve(source, size)
+        if refused == "source":
+            reason = f"this address holds {budget.of(source)} bytes of deliveries already"
+            return _answer(429, "busy", reason=reason, **seen)
+        if refused == "total":
+            return _answer(503, "busy", reason=f"{budget.held} bytes of deliveries held", **seen)
+        try:
+            return await signed(request, signature, size, seen)
+        finally:
+            budget.release(source, size)
+
+    async def signed(request: Request, signature: str, size: int, seen: dict[str, str]) -> Response:
+        """The rest of a delivery whose body fits its `size` bytes: received, checked,
+        routed."""
+        delivery = seen["delivery"]
+        event = seen["event"]
+        check = SignatureCheck(config.secret)
         try:
             async with asyncio.timeout(config.read_timeout_seconds):
-                body = await _read_capped(request, config.max_body_bytes)
-        except _TooLarge:
-            return _answer(413, "too_large", reason=too_large, **seen)
+                body = await _receive(request, check, size)
+        except _LongerThanDeclared:
+            return _answer(413, "too_large", reason=f"body longer than its {size} bytes", **seen)
         except TimeoutError:
             return _answer(
                 408,
@@ -118,9 +167,11 @@ def build_app(gateway: Gateway) -> Starlette:
                 **seen,
             )
         except ClientDisconnect:
-            _log.info("gateway.client_disconnected", delivery=delivery or None)
+            _log.info(
+                "gateway.client_disconnected", delivery=delivery or None, source=seen["source"]
+            )
             return Response(status_code=400)
-        if not verify_signature(config.secret, body, request.headers.get("x-hub-signature-256")):
+        if not check.matches(signature):
             return _answer(
                 401, "bad_signature", reason="missing or wrong X-Hub-Signature-256", **seen
             )

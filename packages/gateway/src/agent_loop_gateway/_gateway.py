@@ -26,8 +26,10 @@ from agent_loop_common.commands import (
     render_status,
 )
 from agent_loop_common.github import Comment, GitHub, NotFound
+from agent_loop_common.redaction import LIVE_SECRETS
 from agent_loop_common.settings import Settings
 from agent_loop_common.trust import comments_edited_by_untrusted
+from agent_loop_gateway._budget import BodyBudget
 from agent_loop_gateway._clock import Clock
 from agent_loop_gateway._dedup import DeliveryMemory
 from agent_loop_gateway._dispatch import Dispatcher, Runner
@@ -48,6 +50,7 @@ class GatewayConfig:
     repo: str
     secret: bytes
     max_body_bytes: int
+    """The body cap of an event without its own (`body_caps`)."""
     read_timeout_seconds: float
     coalesce_seconds: float
     dedup_size: int
@@ -55,6 +58,16 @@ class GatewayConfig:
     trusted_label: str | None
     min_permission: str
     bot_login: str | None
+    buffer_bytes: int = 64 * 1024 * 1024
+    """Body bytes all requests may hold at once (`BodyBudget.total`)."""
+    buffer_bytes_per_source: int = 8 * 1024 * 1024
+    """Body bytes one client address may hold at once (`BodyBudget.per_source`)."""
+    body_caps: tuple[tuple[str, int], ...] = ()
+    """`(event, cap)` for the events with a cap of their own."""
+
+    def body_cap(self, event: str) -> int:
+        """The largest body read for `event` (`X-GitHub-Event`)."""
+        return next((cap for name, cap in self.body_caps if name == event), self.max_body_bytes)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> GatewayConfig:
@@ -66,6 +79,7 @@ class GatewayConfig:
                 "scheduled ticks cover every repository of AGENT_LOOP_REPOS)"
             )
         secret = settings.webhook_secret.get_secret_value() if settings.webhook_secret else ""
+        LIVE_SECRETS.add(secret)  # never in anything the gateway posts (`redact_secrets`)
         if not secret:
             raise ValueError(
                 "AGENT_LOOP_WEBHOOK_SECRET is not set: the gateway verifies every delivery "
@@ -82,6 +96,14 @@ class GatewayConfig:
             trusted_label=settings.trusted_label,
             min_permission=settings.trusted_min_permission,
             bot_login=settings.bot_login,
+            buffer_bytes=settings.webhook_buffer_bytes,
+            buffer_bytes_per_source=settings.webhook_buffer_bytes_per_source,
+            body_caps=tuple(
+                (event.strip(), settings.webhook_body_cap(event.strip()))
+                for event, _, _ in (
+                    p.partition("=") for p in settings.webhook_max_body_bytes_by_event
+                )
+            ),
         )
 
 
@@ -113,6 +135,8 @@ class Gateway:
         self.clock = clock
         self._trust = trust
         self.memory = DeliveryMemory(clock, size=config.dedup_size)
+        self.bodies = BodyBudget(config.buffer_bytes, config.buffer_bytes_per_source)
+        """The delivery bytes held right now, in all and per source (`_budget`)."""
         self.dispatcher = Dispatcher(
             runner, clock=clock, window=config.coalesce_seconds, gate=self._gate
         )

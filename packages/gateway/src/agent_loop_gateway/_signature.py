@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-__all__ = ["signature_for", "verify_signature"]
+__all__ = ["SignatureCheck", "signature_for", "verify_signature"]
 
 _PREFIX = "sha256="
 
@@ -18,6 +18,30 @@ _PREFIX = "sha256="
 def signature_for(secret: bytes, body: bytes) -> str:
     """The header value GitHub sends for `body` (`sha256=<hex digest>`)."""
     return _PREFIX + hmac.new(secret, body, hashlib.sha256).hexdigest()
+
+
+class SignatureCheck:
+    """The HMAC of a body computed as it streams in, checked once it is complete.
+
+    The gateway feeds each chunk as it arrives, so the verdict is ready the moment the
+    last byte is, and nothing is computed over a whole buffer afterwards.
+    """
+
+    def __init__(self, secret: bytes) -> None:
+        if not secret:
+            raise ValueError("the webhook secret is empty")
+        self._mac = hmac.new(secret, digestmod=hashlib.sha256)
+
+    def update(self, chunk: bytes) -> None:
+        """Feed the next bytes of the body, in order."""
+        self._mac.update(chunk)
+
+    def matches(self, header: str | None) -> bool:
+        """Whether `header` (`X-Hub-Signature-256`) is the signature of what was fed."""
+        if header is None or not header.startswith(_PREFIX):
+            return False
+        expected = (_PREFIX + self._mac.hexdigest()).encode()
+        return hmac.compare_digest(expected, header.strip().encode("ascii", "replace"))
 
 
 def verify_signature(secret: bytes, body: bytes, header: str | None) -> bool:
@@ -28,9 +52,6 @@ def verify_signature(secret: bytes, body: bytes, header: str | None) -> bool:
         body: The request body exactly as received.
         header: The `X-Hub-Signature-256` header, or None when it is missing.
     """
-    if not secret:
-        raise ValueError("the webhook secret is empty")
-    if header is None or not header.startswith(_PREFIX):
-        return False
-    expected = signature_for(secret, body).encode()
-    return hmac.compare_digest(expected, header.strip().encode("ascii", "replace"))
+    check = SignatureCheck(secret)
+    check.update(body)
+    return check.matches(header)

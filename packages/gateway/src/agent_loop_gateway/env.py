@@ -20,6 +20,7 @@ import flyte
 import flyte.app
 
 from agent_loop_common.deploy import agent_env_vars, agent_image, gateway_secrets
+from agent_loop_common.settings import GATEWAY_MEMORY_MIB
 
 __all__ = ["PACKAGE_DIR", "PORT", "env", "serve"]
 
@@ -36,7 +37,9 @@ env = flyte.app.AppEnvironment(
     port=PORT,
     requires_auth=False,
     scaling=flyte.app.Scaling(replicas=(1, 1)),
-    resources=flyte.Resources(cpu=1, memory="512Mi"),
+    # The gateway's default byte budget (AGENT_LOOP_WEBHOOK_BUFFER_BYTES) is derived from
+    # this figure: change them together (settings._rules.GATEWAY_MEMORY_MIB).
+    resources=flyte.Resources(cpu=1, memory=f"{GATEWAY_MEMORY_MIB}Mi"),
 )
 
 

@@ -110,7 +110,7 @@ async def _tick(
         if candidate is None:
             continue
         async with scope.stage("claim"):
-            claim = await scope.claim(TargetKind.PR, pull.number)
+            claim = await scope.claim(TargetKind.PR, pull.number, title=pull.title)
         if claim is None:
             continue
         scope.target = Target(

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
         HistoryIssue,
         HistoryMerge,
         HistoryPull,
+        HistoryPush,
         HistoryStep,
     )
     from agent_loop_testing._emulator_host import GitHubHost
@@ -73,6 +74,12 @@ if TYPE_CHECKING:
         EmulatedPull,
     )
     from agent_loop_testing._emulator_webhooks import Delivery, sign_payload
+    from agent_loop_testing._eval_history import (
+        EVAL_HISTORY_OPS,
+        EVAL_HISTORY_REPO,
+        seed_eval_history,
+    )
+    from agent_loop_testing._eval_task import ScriptedEvalTask
     from agent_loop_testing._facade import emulator_client, instant_retry
     from agent_loop_testing._harness import (
         ModelSlot,
@@ -82,7 +89,7 @@ if TYPE_CHECKING:
         stored_record,
         write_memory_file,
     )
-    from agent_loop_testing._held import HeldCall
+    from agent_loop_testing._held import HeldCall, HeldProgram
     from agent_loop_testing._instant import InstantModel
     from agent_loop_testing._messages_server import (
         MessagesServer,
@@ -90,7 +97,7 @@ if TYPE_CHECKING:
         to_call_llm_shape,
         unpaired_tool_result,
     )
-    from agent_loop_testing._per_issue import ModelPerIssue
+    from agent_loop_testing._per_issue import ModelPerArm, ModelPerIssue
     from agent_loop_testing._prompt_cache import (
         CacheCharge,
         SimulatedPromptCache,
@@ -98,12 +105,22 @@ if TYPE_CHECKING:
         request_blocks,
     )
     from agent_loop_testing._recording_sandbox import RecordingSandbox, SandboxCall
+    from agent_loop_testing._vendored import (
+        CACHETOOLS_TEST_ARGS,
+        VendoredHistory,
+        seed_cachetools_history,
+    )
     from agent_loop_testing._zero_config import ZERO_CONFIG_CALC, wheelhouse
 
 _LAZY = {
     "CalcFix": "agent_loop_testing._calc_history",
     "CalcHistory": "agent_loop_testing._calc_history",
     "seed_calc_history": "agent_loop_testing._calc_history",
+    "ModelPerArm": "agent_loop_testing._per_issue",
+    "ScriptedEvalTask": "agent_loop_testing._eval_task",
+    "EVAL_HISTORY_OPS": "agent_loop_testing._eval_history",
+    "EVAL_HISTORY_REPO": "agent_loop_testing._eval_history",
+    "seed_eval_history": "agent_loop_testing._eval_history",
     "ModelPerIssue": "agent_loop_testing._per_issue",
     "RecordingSandbox": "agent_loop_testing._recording_sandbox",
     "SandboxCall": "agent_loop_testing._recording_sandbox",
@@ -135,8 +152,12 @@ _LAZY = {
     "HistoryIssue": "agent_loop_testing._emulator_history",
     "HistoryMerge": "agent_loop_testing._emulator_history",
     "HistoryPull": "agent_loop_testing._emulator_history",
+    "HistoryPush": "agent_loop_testing._emulator_history",
     "HistoryStep": "agent_loop_testing._emulator_history",
     "InstantModel": "agent_loop_testing._instant",
+    "CACHETOOLS_TEST_ARGS": "agent_loop_testing._vendored",
+    "VendoredHistory": "agent_loop_testing._vendored",
+    "seed_cachetools_history": "agent_loop_testing._vendored",
     "MessagesServer": "agent_loop_testing._messages_server",
     "serve_messages_model": "agent_loop_testing._messages_server",
     "to_call_llm_shape": "agent_loop_testing._messages_server",
@@ -146,6 +167,7 @@ _LAZY = {
     "approx_tokens": "agent_loop_testing._prompt_cache",
     "request_blocks": "agent_loop_testing._prompt_cache",
     "HeldCall": "agent_loop_testing._held",
+    "HeldProgram": "agent_loop_testing._held",
     "is_valid_ref_name": "agent_loop_testing._emulator_refname",
     "SchemaMismatch": "agent_loop_testing._emulator_schema",
     "assert_matches_schema": "agent_loop_testing._emulator_schema",
@@ -177,12 +199,15 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "CACHETOOLS_TEST_ARGS",
     "CALC",
     "CALC_ISSUE",
     "CALC_PYPROJECT",
     "CALC_REPO",
     "CALC_SUB",
     "DEFAULT_ROUTE",
+    "EVAL_HISTORY_OPS",
+    "EVAL_HISTORY_REPO",
     "TESTS",
     "TESTS_SUB",
     "VERIFIED",
@@ -200,14 +225,17 @@ __all__ = [
     "GitHubEmulator",
     "GitHubHost",
     "HeldCall",
+    "HeldProgram",
     "History",
     "HistoryIssue",
     "HistoryMerge",
     "HistoryPull",
+    "HistoryPush",
     "HistoryStep",
     "InstantModel",
     "LoggedRequest",
     "MessagesServer",
+    "ModelPerArm",
     "ModelPerIssue",
     "ModelSlot",
     "NetworkAccessDenied",
@@ -217,9 +245,11 @@ __all__ = [
     "SchemaMismatch",
     "ScriptMismatch",
     "ScriptedCall",
+    "ScriptedEvalTask",
     "ScriptedModel",
     "SimulatedPromptCache",
     "Turn",
+    "VendoredHistory",
     "approx_tokens",
     "assert_matches_schema",
     "block_network",
@@ -237,7 +267,9 @@ __all__ = [
     "read_only_cgroupfs",
     "read_only_cgroupfs_works",
     "request_blocks",
+    "seed_cachetools_history",
     "seed_calc_history",
+    "seed_eval_history",
     "serve_asgi",
     "serve_chat_model",
     "serve_for_cli",

@@ -35,20 +35,46 @@ __all__ = ["ChatServer", "serve_chat_model"]
 
 
 class ChatServer:
-    """The ASGI app behind `serve_chat_model`; `requests` counts the completions asked."""
+    """The ASGI app behind `serve_chat_model`; `requests` counts the completions asked,
+    `listings` the model listings (`GET /v1/models`, what the tick's probe asks).
 
-    def __init__(self, model: LLMCallable) -> None:
+    With `key`, every request must carry `Authorization: Bearer <key>` (else 401), as a
+    provider that refuses a wrong key does.
+    """
+
+    def __init__(self, model: LLMCallable, *, key: str | None = None) -> None:
         self.model = model
+        self.key = key
         self.requests = 0
+        self.listings = 0
         self.closing = threading.Event()
         self.app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self._complete, methods=["POST"]),
                 Route("/chat/completions", self._complete, methods=["POST"]),
+                Route("/v1/models", self._models, methods=["GET"]),
+                Route("/models", self._models, methods=["GET"]),
             ]
         )
 
+    def _refused(self, request: Request) -> JSONResponse | None:
+        if self.key is None or request.headers.get("authorization") == f"Bearer {self.key}":
+            return None
+        error = {"message": "Incorrect API key provided.", "type": "invalid_request_error"}
+        return JSONResponse({"error": error}, status_code=401)
+
+    async def _models(self, request: Request) -> JSONResponse:
+        self.listings += 1
+        refused = self._refused(request)
+        if refused is not None:
+            return refused
+        listed = {"id": "scripted", "object": "model", "created": 0, "owned_by": "agent-loop"}
+        return JSONResponse({"object": "list", "data": [listed]})
+
     async def _complete(self, request: Request) -> JSONResponse:
+        refused = self._refused(request)
+        if refused is not None:
+            return refused
         self.requests += 1
         body = cast("dict[str, Any]", await request.json())
         messages = cast("list[dict[str, Any]]", body.get("messages", []))
@@ -99,9 +125,10 @@ def _completion(model: str, reply: LLMMessage, number: int) -> dict[str, Any]:
 
 
 @contextmanager
-def serve_chat_model(model: LLMCallable) -> Generator[str]:
+def serve_chat_model(model: LLMCallable, *, key: str | None = None) -> Generator[str]:
     """Serve `model` as an OpenAI-compatible API on 127.0.0.1; yields its base URL
-    (ending in `/v1`, what `AGENT_LOOP_API_BASE` takes)."""
-    server = ChatServer(model)
+    (ending in `/v1`, what `AGENT_LOOP_API_BASE` takes). With `key`, a request without
+    that bearer key is refused (401)."""
+    server = ChatServer(model, key=key)
     with serve_app(server.app, server.closing) as url:
         yield f"{url}/v1"

@@ -22,11 +22,12 @@ with serve_for_cli(monkeypatch, emulator, tmp_path / "home", AGENT_LOOP_SANDBOX=
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import Callable, Generator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from agent_loop_common.records import Role, RunRecord
 from agent_loop_common.runtime import TickSummary, local_memory, use_model
@@ -174,6 +175,8 @@ class CliLoop:
         models: The model answering each role's runs (`provider` hands them out).
         printed: Every tick's (stdout, stderr), in order (e.g. to check a secret never
             reached the terminal).
+        events: Every progress event the ticks printed (`--json` prints one JSON line per
+            event before the summary), in order.
     """
 
     emulator: GitHubEmulator
@@ -181,6 +184,7 @@ class CliLoop:
     capture: pytest.CaptureFixture[str]
     models: dict[Role, LLMCallable] = field(default_factory=dict[Role, "LLMCallable"])
     printed: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
+    events: list[dict[str, object]] = field(default_factory=list[dict[str, object]])
 
     @property
     def settings(self) -> Settings:
@@ -192,13 +196,20 @@ class CliLoop:
         return self.models[role]
 
     def ticks(self, *argv: str) -> list[TickSummary]:
-        """Run `agent-loop run *argv --json`, which must exit 0; every tick's summary
-        (one line per repository it worked on)."""
+        """Run `agent-loop run *argv --json`, which must exit 0; the summary lines it
+        printed (its progress events, the lines with an `event`, go to `events`)."""
         code = self.main(["run", *argv, "--json"])
         out, err = self.capture.readouterr()
         self.printed.append((out, err))
         assert code == 0, err
-        return [TickSummary.model_validate_json(line) for line in out.strip().splitlines()]
+        summaries: list[TickSummary] = []
+        for line in out.strip().splitlines():
+            loaded = cast("dict[str, object]", json.loads(line))
+            if "event" in loaded:
+                self.events.append(loaded)
+            else:
+                summaries.append(TickSummary.model_validate(loaded))
+        return summaries
 
     def tick(self, *argv: str) -> TickSummary:
         """Run `agent-loop run *argv --json`, which must exit 0; the last tick's summary."""

@@ -460,7 +460,7 @@ class GitHubEmulator(EmulatorInspection):
             ).id
 
     def merge_pull(self, number: int, *, by: str | None = None, method: str = "merge") -> str:
-        """Merge on the server (`merge` or `squash`) as `by`; closes the issues the PR
+        """Merge on the server (`merge`, `squash` or `rebase`) as `by`; closes the issues the PR
         closes (`closingIssuesReferences`) when its base is the default branch. Returns
         the merge commit."""
         with self._st.lock:
@@ -555,12 +555,14 @@ class GitHubEmulator(EmulatorInspection):
         body: object = None,
         after: bool = False,
         before: Callable[[], None] | None = None,
+        body_regex: str | None = None,
     ) -> Fault:
         """Make the next `times` matching requests fail (or stall); see `_emulator_faults`.
 
         With `after`, each request takes effect first and then answers the error. With
         `before` (and `status=None`), `before()` runs just before the request is handled:
-        a change made on GitHub in the middle of a client's reads.
+        a change made on GitHub in the middle of a client's reads. With `body_regex`, only
+        requests whose body holds it match (one GraphQL query, say).
         """
         fault = Fault(
             method.upper(),
@@ -573,6 +575,7 @@ class GitHubEmulator(EmulatorInspection):
             body,
             after,
             before,
+            body_pattern=None if body_regex is None else re.compile(body_regex),
         )
         return self._faults.add(fault)
 

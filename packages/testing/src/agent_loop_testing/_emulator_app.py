@@ -206,7 +206,7 @@ class EmulatorApp:
             method = request.method
             path = api_path(request.url.path)
             body = await request.body()
-            fault = self.faults.take(method, path)
+            fault = self.faults.take(method, path, body=body)
             if fault is not None and fault.delay:
                 await asyncio.sleep(fault.delay)
             if fault is not None and fault.timeout:

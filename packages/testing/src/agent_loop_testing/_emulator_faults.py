@@ -15,6 +15,10 @@ behaves normally again. Kinds:
 - a race (`before=`, usually with `status=None`): something happens on GitHub just
   before the request is handled, as when a person deletes a comment between a client's
   listing and its next read.
+
+A fault with a `body_regex` matches only requests whose body holds it: one GraphQL query
+among the others (a GitHub-like server without some field answers that query only with
+an error).
 """
 
 from __future__ import annotations
@@ -65,12 +69,19 @@ class Fault:
     before: Callable[[], None] | None = None
     """Run (under the state lock) just before the request is handled."""
     fired: int = 0
+    body_pattern: re.Pattern[str] | None = None
+    """Match only requests whose body this regex is found in (one GraphQL query among
+    others, all posted to `/graphql`)."""
 
-    def matches(self, method: str, path: str) -> bool:
+    def matches(self, method: str, path: str, body: bytes = b"") -> bool:
         return (
             self.remaining > 0
             and self.method in ("*", method.upper())
             and self.pattern.search(path) is not None
+            and (
+                self.body_pattern is None
+                or self.body_pattern.search(body.decode("utf-8", "replace")) is not None
+            )
         )
 
 
@@ -86,10 +97,12 @@ class FaultBook:
             self._faults.append(fault)
         return fault
 
-    def take(self, method: str, path: str, *, timeouts_only: bool = False) -> Fault | None:
+    def take(
+        self, method: str, path: str, *, timeouts_only: bool = False, body: bytes = b""
+    ) -> Fault | None:
         with self._lock:
             for fault in self._faults:
-                if fault.matches(method, path) and (fault.timeout or not timeouts_only):
+                if fault.matches(method, path, body) and (fault.timeout or not timeouts_only):
                     fault.remaining -= 1
                     fault.fired += 1
                     return fault

@@ -281,8 +281,13 @@ class GitStore:
         return False
 
     def merge_base(self, a: str, b: str) -> str | None:
-        """The best common ancestor: the newest commit reachable from both."""
+        """The best common ancestor, as git's: a commit reachable from both that is not an
+        ancestor of another such commit (the newest of those, for a criss-cross history).
+        Commit times alone cannot decide: commits made in the same second tie."""
         common = self.ancestors(a) & self.ancestors(b)
+        # Everything reachable from a common commit is common, so a common commit with a
+        # common child is an ancestor of another common commit: not a best one.
+        common -= {p for sha in common for p in self.parents(sha)}
         if not common:
             return None
 

@@ -15,6 +15,7 @@ history = emulator.seed_history([
                 closes=("add",)),
     HistoryPull("docs", "Typo", {"README.md": "..."}),            # no issue, no test
     HistoryPull("late", "Slow one", {...}, merge=False),          # opened, not merged...
+    HistoryPush("direct", "Release 1.0", {"CHANGES": "..."}),      # straight to main
     HistoryIssue("other", "Another bug"),
     HistoryMerge("late"),                                          # ...merged later on
 ])
@@ -32,7 +33,15 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from agent_loop_testing._emulator import GitHubEmulator
 
-__all__ = ["History", "HistoryIssue", "HistoryMerge", "HistoryPull", "HistoryStep", "seed_history"]
+__all__ = [
+    "History",
+    "HistoryIssue",
+    "HistoryMerge",
+    "HistoryPull",
+    "HistoryPush",
+    "HistoryStep",
+    "seed_history",
+]
 
 
 @dataclass(frozen=True)
@@ -68,9 +77,22 @@ class HistoryPull:
     author: str | None = None
     merged_by: str | None = None
     method: str = "merge"
-    """`merge` (a merge commit, two parents) or `squash` (one commit, one parent)."""
+    """`merge` (a merge commit, two parents), `squash` (one commit, one parent) or
+    `rebase` (each commit replayed on the base branch, the last one its merge commit)."""
     merge: bool = True
     """False: opened only; a later `HistoryMerge` merges it (other merges land between)."""
+    wait: timedelta = timedelta(0)
+
+
+@dataclass(frozen=True)
+class HistoryPush:
+    """A commit pushed straight to the default branch (no pull request): work that lands
+    between the pull requests, as maintainers' direct commits do."""
+
+    key: str
+    message: str
+    files: Mapping[str, str | bytes | None] = field(default_factory=dict[str, "str | bytes | None"])
+    author: str | None = None
     wait: timedelta = timedelta(0)
 
 
@@ -84,7 +106,7 @@ class HistoryMerge:
     wait: timedelta = timedelta(0)
 
 
-HistoryStep = HistoryIssue | HistoryPull | HistoryMerge
+HistoryStep = HistoryIssue | HistoryPull | HistoryPush | HistoryMerge
 
 
 @dataclass
@@ -94,7 +116,7 @@ class History:
     numbers: dict[str, int] = field(default_factory=dict[str, int])
     """Issue or pull request number of each step's key."""
     merges: dict[str, str] = field(default_factory=dict[str, str])
-    """Merge commit of each merged pull request's key."""
+    """Merge commit of each merged pull request's key (and the commit of each push)."""
 
 
 def seed_history(emulator: GitHubEmulator, steps: Sequence[HistoryStep]) -> History:
@@ -116,6 +138,15 @@ def seed_history(emulator: GitHubEmulator, steps: Sequence[HistoryStep]) -> Hist
             continue
         if step.key in made.numbers:
             raise ValueError(f"two steps are named {step.key!r}")
+        if isinstance(step, HistoryPush):
+            made.numbers[step.key] = 0
+            made.merges[step.key] = emulator.push(
+                emulator.default_branch,
+                step.files,
+                author=step.author or emulator.owner,
+                message=step.message,
+            )
+            continue
         if isinstance(step, HistoryIssue):
             made.numbers[step.key] = emulator.add_issue(
                 step.title, step.body, author=step.author, labels=step.labels

@@ -12,10 +12,11 @@ merges (`closing_issues`, GraphQL's `closingIssuesReferences`).
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
 from agent_loop_testing import _emulator_hooks as hooks
 from agent_loop_testing._emulator_errors import ApiError, validation_failed
-from agent_loop_testing._emulator_git import EMPTY_TREE
+from agent_loop_testing._emulator_git import EMPTY_TREE, Identity
 from agent_loop_testing._emulator_gitdiff import (
     FileChange,
     file_changes,
@@ -220,12 +221,15 @@ def merge_pull(
     title: str | None = None,
     message: str | None = None,
 ) -> str:
-    """Merge on the server like GitHub: a merge (or squash) commit on the base branch."""
+    """Merge on the server like GitHub: a merge commit, a squash commit, or the PR's
+    commits rebased one by one (`rebase`) on the base branch; returns the commit the
+    base branch now points at (GitHub's `merge_commit_sha`: for a rebase, the last
+    rebased commit)."""
     issue, pull = get_pull(st, number)
     if issue.state != "open" or pull.merged_at is not None:
         raise ApiError(405, "Pull Request is not mergeable")
-    if method not in ("merge", "squash"):
-        raise ApiError(405, f"{method.capitalize()} merges are not allowed on this repository.")
+    if method not in ("merge", "squash", "rebase"):
+        raise ApiError(422, f"Invalid merge_method: {method}")
     head = head_sha(st, pull)
     if expected_sha is not None and expected_sha != head:
         raise ApiError(409, "Head branch was modified. Review and try the merge again.")
@@ -236,25 +240,27 @@ def merge_pull(
     if tree is None:
         raise ApiError(405, "Pull Request is not mergeable")
     st.tick()
-    who = st.identity(by)
-    if method == "merge":
-        subject = title or f"Merge pull request #{number} from {st.owner}/{pull.head_ref}"
-        text = f"{subject}\n\n{message if message is not None else issue.title}"
-        parents = [base, head]
+    if method == "rebase":
+        sha = _rebase(st, pull, base)
     else:
-        subject = title or f"{issue.title} (#{number})"
-        text = f"{subject}\n\n{message}" if message else subject
-        parents = [base]
-    # GitHub makes the commit itself: the merger is its author, GitHub its committer and
-    # signer (web-flow), so it is verified whoever merged.
-    sha = st.git.add_commit(
-        tree=tree,
-        parents=parents,
-        message=text,
-        author=who,
-        committer=web_flow_identity(st),
-        signature=armored(GITHUB_KEY_ID),
-    )
+        if method == "merge":
+            subject = title or f"Merge pull request #{number} from {st.owner}/{pull.head_ref}"
+            text = f"{subject}\n\n{message if message is not None else issue.title}"
+            parents = [base, head]
+        else:
+            subject = title or f"{issue.title} (#{number})"
+            text = f"{subject}\n\n{message}" if message else subject
+            parents = [base]
+        # GitHub makes the commit itself: the merger is its author, GitHub its committer
+        # and signer (web-flow), so it is verified whoever merged.
+        sha = st.git.add_commit(
+            tree=tree,
+            parents=parents,
+            message=text,
+            author=st.identity(by),
+            committer=web_flow_identity(st),
+            signature=armored(GITHUB_KEY_ID),
+        )
     st.git.refs[f"refs/heads/{pull.base_ref}"] = sha
     pull.merged_at, pull.merged_by, pull.merge_commit_sha = st.now, by, sha
     record_event(st, issue, "merged", by, commit_id=sha)
@@ -265,6 +271,39 @@ def merge_pull(
             event = next(e for e in reversed(st.events) if e.issue == closed.number)
             event.commit_id = sha  # GitHub's `closed` event names the merge commit
     return sha
+
+
+def _rebase(st: State, pull: PullRec, base: str) -> str:
+    """The PR's commits replayed on `base`, oldest first, each keeping its author and
+    message, GitHub (web-flow) their committer; returns the last one. A commit that
+    cannot be replayed (a merge commit, a conflict) refuses the whole rebase."""
+    tip = base
+    rebased: list[str] = []
+    for sha in pull_commits(st, pull):
+        original = st.git.commit(sha)
+        parents = st.git.parents(sha)
+        if original is None or len(parents) != 1:
+            raise ApiError(405, "This branch can't be rebased")
+        tree = merge_trees(
+            st.git, st.git.commit_tree(parents[0]), st.git.commit_tree(tip), original.tree.decode()
+        )
+        if tree is None:
+            raise ApiError(405, "This branch can't be rebased")
+        name, _, email = original.author.decode().partition(" <")
+        when = datetime.fromtimestamp(original.author_time, UTC)
+        tip = st.git.add_commit(
+            tree=tree,
+            parents=[tip],
+            message=original.message.decode(),
+            author=Identity(name, email.rstrip(">"), when),
+            committer=web_flow_identity(st),
+            signature=armored(GITHUB_KEY_ID),
+        )
+        rebased.append(tip)
+    if not rebased:
+        raise ApiError(405, "Pull Request is not mergeable")
+    pull.rebased = rebased
+    return tip
 
 
 def add_review(
@@ -492,6 +531,6 @@ def associated_pulls(st: State, sha: str) -> list[IssueRec]:
         merged = pull.merged_at is not None
         if landed != merged or (not merged and issue.state != "open"):
             continue
-        if sha == pull.merge_commit_sha or sha in pull_commits(st, pull):
+        if sha == pull.merge_commit_sha or sha in pull.rebased or sha in pull_commits(st, pull):
             found.append(issue)
     return found

@@ -246,7 +246,7 @@ def full_repository_json(st: State, urls: Urls, viewer: UserRec | None) -> Json:
     out.update(
         allow_squash_merge=True,
         allow_merge_commit=True,
-        allow_rebase_merge=False,
+        allow_rebase_merge=True,
         allow_auto_merge=False,
         delete_branch_on_merge=False,
         allow_update_branch=False,

@@ -88,6 +88,9 @@ class PullRec:
     linked_issues: list[int] = field(default_factory=list[int])
     """Issues linked by hand (the sidebar's "Development"): closed by the merge like the
     ones its body names with a closing keyword."""
+    rebased: list[str] = field(default_factory=list[str])
+    """The commits a rebase merge made on the base branch, oldest first (the last one is
+    `merge_commit_sha`)."""
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,11 @@ run (chained after any callback already installed, so an outer run or a UI still
 the events), and returns the `AgentResult` together with the flat trace and the wall
 time. It does not interpret the result: a model failure stays in `result.error`, and
 what the agent proposed is read from its stage, not from its text.
+
+It is also where every agent's work becomes live progress (`agent_loop_common.progress`):
+each tool call as it starts (`agent.tool`, with the argument a person recognises it by)
+and each step of the trace as it finishes (`agent.step`), so `agent-loop run`, the demo
+and the report show the verifier's reads as well as the builder's edits.
 """
 
 from __future__ import annotations
@@ -13,11 +18,12 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from flyte.ai.agents import Agent, AgentEvent, AgentResult, MemoryStore, agent_progress_cb
 
-from agent_loop_common.agents._trace import LLM_STEP, TraceCollector
+from agent_loop_common.agents._trace import LLM_STEP, TraceCollector, short_args
+from agent_loop_common.progress import current_run, emit, subject_of
 from agent_loop_common.records import TraceStep
 from agent_loop_common.staging import REFUSAL_PREFIX
 
@@ -82,15 +88,25 @@ async def run_agent(
         The result, the trace and the elapsed time. Never raises for a model or tool
         failure (the SDK reports those in `result.error` and the tool results).
     """
+    who = _who(agent.name)
+
+    def finished(step: TraceStep) -> None:
+        emit("agent.step", agent=who, tool=step.tool, ok=step.ok, ms=step.ms, error=step.error)
+
     collector = TraceCollector(
         agent_name=agent.name,
         refusal_prefixes=refusal_prefixes,
         include_llm_steps=include_llm_steps,
+        on_step=finished,
+        label=who,
     )
     outer = agent_progress_cb.get()
 
     async def callback(event: AgentEvent) -> None:
+        seen = collector.events
         await collector(event)
+        if event.type == "tool_start" and collector.events > seen:  # this run's own call
+            _tool_started(who, event.data)
         if on_event is not None and event.run_id in ("", collector.run_id):
             await on_event(event)
         if outer is not None:
@@ -107,3 +123,24 @@ async def run_agent(
     if result.error:
         stop = "model_error" if collector.model_failed else "turn_limit"
     return AgentRun(result=result, trace=collector.steps, elapsed_ms=elapsed, stop=stop)
+
+
+def _who(name: str) -> str:
+    """Who an agent is on a progress line: `verifier`, else the run's role (`builder`)."""
+    if name.startswith("verifier"):
+        return "verifier"
+    run = current_run()
+    return run.role if run is not None and run.role else name
+
+
+def _tool_started(who: str, data: dict[str, Any]) -> None:
+    raw: Any = data["args"] if "args" in data else data.get("code", "")
+    shown = short_args(raw)
+    arguments: dict[str, Any] = cast("dict[str, Any]", raw) if isinstance(raw, dict) else {}
+    emit(
+        "agent.tool",
+        agent=who,
+        tool=str(data.get("tool", "")),
+        subject=subject_of(arguments),
+        args=shown,
+    )

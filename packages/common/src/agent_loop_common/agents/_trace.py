@@ -76,6 +76,9 @@ class TraceCollector:
             error when the call failed).
         args_chars: Length cap of `TraceStep.args`.
         clock: Monotonic seconds; injectable for tests.
+        on_step: Called with each step as soon as it finished (live progress).
+        label: Who the steps are by, on each step (`TraceStep.agent`: the run's role or
+            `verifier`).
     """
 
     def __init__(
@@ -86,12 +89,16 @@ class TraceCollector:
         include_llm_steps: bool = True,
         args_chars: int = 200,
         clock: Callable[[], float] = time.monotonic,
+        on_step: Callable[[TraceStep], None] | None = None,
+        label: str = "",
     ) -> None:
         self._agent_name = agent_name
         self._refusals = tuple(refusal_prefixes)
         self._llm = include_llm_steps
         self._args_chars = args_chars
         self._clock = clock
+        self._on_step = on_step
+        self._label = label
         self.run_id: str | None = None
         self.events = 0
         self._slots: list[TraceStep | _Open] = []
@@ -108,6 +115,7 @@ class TraceCollector:
             slot
             if isinstance(slot, TraceStep)
             else TraceStep(
+                agent=self._label,
                 tool=slot.tool,
                 args=slot.args,
                 ok=False,
@@ -161,8 +169,14 @@ class TraceCollector:
     def _on_message(self) -> None:
         if self._turn is not None and self._llm:
             turn, started = self._turn
-            self._slots.append(
-                TraceStep(tool=LLM_STEP, args=f"turn {turn}", ok=True, ms=self._ms(started))
+            self._add(
+                TraceStep(
+                    agent=self._label,
+                    tool=LLM_STEP,
+                    args=f"turn {turn}",
+                    ok=True,
+                    ms=self._ms(started),
+                )
             )
         self._turn = None
 
@@ -172,9 +186,14 @@ class TraceCollector:
         if self._turn is not None and self._llm:
             turn, started = self._turn
             error = str(data.get("error") or "model call failed")[:_ERROR_CHARS]
-            self._slots.append(
+            self._add(
                 TraceStep(
-                    tool=LLM_STEP, args=f"turn {turn}", ok=False, ms=self._ms(started), error=error
+                    agent=self._label,
+                    tool=LLM_STEP,
+                    args=f"turn {turn}",
+                    ok=False,
+                    ms=self._ms(started),
+                    error=error,
                 )
             )
         self._turn = None
@@ -191,13 +210,25 @@ class TraceCollector:
         if not queue:
             # no start event: an unknown tool, or a call refused before it started
             args = self._approval_args.pop(tool, "")
-            self._slots.append(TraceStep(tool=tool, args=args, ok=ok, ms=0, error=error))
+            self._add(TraceStep(agent=self._label, tool=tool, args=args, ok=ok, ms=0, error=error))
             return
         pending = queue.popleft()
         step = TraceStep(
-            tool=tool, args=pending.args, ok=ok, ms=self._ms(pending.started), error=error
+            agent=self._label,
+            tool=tool,
+            args=pending.args,
+            ok=ok,
+            ms=self._ms(pending.started),
+            error=error,
         )
         self._slots[pending.slot] = step
+        if self._on_step is not None:
+            self._on_step(step)
+
+    def _add(self, step: TraceStep) -> None:
+        self._slots.append(step)
+        if self._on_step is not None:
+            self._on_step(step)
 
     def _on_tool_end(self, data: dict[str, Any]) -> None:
         result = str(data.get("result", ""))

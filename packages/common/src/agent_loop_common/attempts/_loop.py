@@ -11,11 +11,24 @@ the repository's tests run on the exact staged tree and on its base, and a hard-
 failure (a regression, a new non-zero exit, a timeout) rejects the try by code, its
 failing names and output tail fed back as the notes, without asking the verifier. A
 change that passes is shown to the verifier with that evidence and any tampering flags.
+A change whose code reaches into the test runner (`tampered`: found by the scan of the
+change or by the pytest guard in the run) is not rejected by code, since a finding is
+about the evidence, not proof of intent (a pytest plugin project touches the plugin
+manager): like a run that proves nothing, it is judged by the verifier on reading
+alone, shown what was found and told to reject code that steers the runner; when the
+verifier rejects it, the findings go back to the agent with its notes, and when it
+accepts, the pull request can only open as a draft saying why.
 A decomposition has no tests to run.
 
 A verdict counts only when the verifier was shown the whole change (issue 16): each
 written file whole in its prompt, or every line of it through `read_file` on the
 proposed tree. Otherwise the try is not accepted, so nothing unseen is committed.
+
+Each try is live progress (`agent_loop_common.progress`): `try.started`, what it
+proposed (`change.proposed`, with lines added and removed per file), the tests
+(`tests.ran`, from the checks), the verdict (`verifier.verdict`) and how it ended
+(`try.ended`). The last proposed change is kept as a diff against its base for the
+record (`RunScope.diff`), committed or not.
 """
 
 from __future__ import annotations
@@ -34,8 +47,10 @@ from agent_loop_common.attempts._types import (
 )
 from agent_loop_common.checks import CheckReport, Checks
 from agent_loop_common.llm import BudgetExceeded
+from agent_loop_common.progress import NOTE_CHARS, emit
+from agent_loop_common.records import DIFF_CHARS
 from agent_loop_common.runtime import RunScope
-from agent_loop_common.staging import ChangePlan
+from agent_loop_common.staging import ChangePlan, change_diff
 from agent_loop_common.verify import (
     Coverage,
     Verdict,
@@ -79,6 +94,7 @@ async def attempt_loop(
             proposer.reopen()
         if checks is not None:
             checks.new_try()
+        emit("try.started", number=number, tries=tries)
         started = scope.tokens()
         async with scope.stage(proposer.work_stage):
             run = await run_agent(proposer.agent, proposer.prompt(number, notes))
@@ -86,6 +102,7 @@ async def attempt_loop(
         _raise_if_failed(scope, run, proposer.agent.name)
         proposal = proposer.proposal(run)
         if isinstance(proposal, Declined):
+            _ended(number, "declined", proposal.reason)
             return Declined(proposal.reason, number)
         if proposal is None:
             notes, turn_limit = proposer.not_submitted, run.stop == "turn_limit"
@@ -96,8 +113,10 @@ async def attempt_loop(
                 staged_paths=proposer.staged_paths(),
                 tokens_at_start=started,
             )
+            _ended(number, "not_submitted", notes)
             continue
         turn_limit = False
+        await _proposed(scope, proposal, checks)
         report: CheckReport | None = None
         if checks is not None and isinstance(proposal, ChangePlan):
             async with scope.stage("test"):
@@ -113,6 +132,7 @@ async def attempt_loop(
                     tokens_at_start=started,
                     tests=report.line,
                 )
+                _ended(number, "tests_failed", notes)
                 continue
         async with scope.stage("verify"):
             verdict = await _verify(scope, proposer, proposal, number, started, report)
@@ -124,12 +144,49 @@ async def attempt_loop(
             tokens_at_start=started,
             tests=report.line if report else "",
         )
+        emit(
+            "verifier.verdict", number=number, verified=verdict.verified, notes=_note(verdict.notes)
+        )
+        _ended(number, "verified" if verdict.verified else "rejected", verdict.notes)
         if verdict.verified:
             return Verified(proposal, verdict.notes, number, tests=report)
         notes = verdict.notes
+        if report is not None and report.status == "tampered":
+            notes = "\n".join([notes, "", *report.tamper_notes()])
     if checks is not None and scope.tests is not None:
         scope.tests = scope.tests.model_copy(update={"runs": checks.runs})
     return Rejected(notes, tries, turn_limit)
+
+
+def _note(text: str) -> str:
+    return text if len(text) <= NOTE_CHARS else text[: NOTE_CHARS - 1] + "…"
+
+
+def _ended(number: int, result: str, notes: str) -> None:
+    emit("try.ended", number=number, result=result, notes=_note(notes))
+
+
+async def _proposed(scope: RunScope, plan: Plan, checks: Checks | None) -> None:
+    """Say what a try submitted, and keep a change's diff against its base for the record.
+
+    The base is the checks' tree (the commit the change applies to); without checks the
+    change is listed by path only.
+    """
+    if not isinstance(plan, ChangePlan):
+        emit("change.proposed", issues=[item.title for item in plan.items])
+        return
+    if checks is None:
+        emit("change.proposed", paths=sorted(plan.files), files=sorted(plan.files))
+        return
+    diff = change_diff(plan, await checks.tree.originals(sorted(plan.files)))
+    scope.diff = diff.capped(DIFF_CHARS)
+    emit(
+        "change.proposed",
+        paths=[f.path for f in diff.files],
+        files=[f"{f.path} (+{f.added} -{f.removed})" for f in diff.files],
+        added=sum(f.added for f in diff.files),
+        removed=sum(f.removed for f in diff.files),
+    )
 
 
 def _raise_if_failed(scope: RunScope, run: AgentRun, name: str) -> None:

@@ -14,7 +14,8 @@ after it knows the commit its change applies to:
   runtime's baseline store, by every run of a process at that commit).
 
 When the sandbox is off or no command is found, nothing runs: every report says why,
-and the pull request opens as a draft saying no tests ran.
+and the pull request opens as a draft saying no tests ran. Every verdict is live
+progress (`tests.ran`, `by="check"`), as each `run_tests` call of an agent is.
 """
 
 from __future__ import annotations
@@ -22,13 +23,14 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 from agent_loop_common.checks._report import CheckReport
+from agent_loop_common.progress import emit
 from agent_loop_common.repo import RepoSnapshot
-from agent_loop_common.runtime import Runtime, installed_sandbox
+from agent_loop_common.runtime import Runtime
 from agent_loop_common.sandbox import (
     ENVS_FOLDER,
     NO_TEST_COMMAND,
@@ -47,6 +49,7 @@ from agent_loop_common.sandbox import (
     extract_tarball,
     flag_test_tampering,
     plan_tests,
+    scan_test_machinery,
     validate_extra_args,
 )
 from agent_loop_common.settings import Settings
@@ -57,6 +60,9 @@ _DETECTED_FROM = (
     "AGENTS.md",
     "pyproject.toml",
     "pytest.ini",
+    ".pytest.ini",
+    "pytest.toml",
+    ".pytest.toml",
     "setup.cfg",
     "tox.ini",
     "conftest.py",
@@ -89,7 +95,6 @@ class Checks:
         baselines: Where baseline results are kept (per base SHA and command).
         max_tool_runs: Most `run_tests` calls per try.
         note: Why no tests run, when they do not (the sandbox is off, no command).
-        watch: Called with each report as soon as it is made (the demo narrates it).
         default_setup: The default Python setup, when `setup` is it (shown in words).
         setup_from_repo: `setup` was named by `AGENTS.md` (it gets no host folder bound).
         envs: Where environments built by the default setup are kept (per base commit,
@@ -106,7 +111,6 @@ class Checks:
         baselines: BaselineStore,
         max_tool_runs: int,
         note: str = "",
-        watch: Callable[[CheckReport], None] | None = None,
         default_setup: DefaultSetup | None = None,
         setup_from_repo: bool = False,
         envs: Path | None = None,
@@ -118,7 +122,6 @@ class Checks:
         self.baselines = baselines
         self.max_tool_runs = max_tool_runs
         self.note = note
-        self.watch = watch
         self.default_setup = default_setup
         self.setup_from_repo = setup_from_repo
         self.envs = envs
@@ -214,7 +217,7 @@ class Checks:
             files: The change: path -> full new content, `None` to delete.
         """
         base_texts = await self.tree.originals(sorted(files))
-        flags = flag_test_tampering(files, base_texts)
+        flags = flag_test_tampering(files, base_texts) + scan_test_machinery(files, base_texts)
         if not self.enabled or self.command is None:
             report = self._report(flags=flags)
         else:
@@ -228,8 +231,14 @@ class Checks:
                 after = await self._run(self.command.argv, changes=files)
                 verdict = compare(base, after)
                 report = self._report(verdict=verdict, flags=flags, base=base, after=after)
-        if self.watch is not None:
-            self.watch(report)
+        emit(
+            "tests.ran",
+            by="check",
+            status=report.status,
+            summary=report.summary,
+            rejects=report.rejects,
+            failing=list(report.verdict.failing[:10]) if report.verdict is not None else [],
+        )
         return report
 
     async def run(self, files: Mapping[str, str | None]) -> RunResult:
@@ -355,7 +364,6 @@ async def open_sandbox_checks(
         baselines=baselines,
         max_tool_runs=settings.max_test_runs,
         note=plan.note,
-        watch=installed.watch if (installed := installed_sandbox()) is not None else None,
         default_setup=plan.default_setup,
         setup_from_repo=plan.setup_from_repo,
         envs=(settings.home / ENVS_FOLDER).resolve(),

@@ -15,6 +15,7 @@ from pydantic import Field
 
 from agent_loop_common.agents import fence_untrusted
 from agent_loop_common.checks._checks import Checks
+from agent_loop_common.progress import emit
 from agent_loop_common.repo import ReadTool, StagedFiles
 from agent_loop_common.sandbox import CommandRejected, SandboxError
 
@@ -64,6 +65,8 @@ def run_tests_tool(checks: Checks, stage: StagedFiles) -> ReadTool:
             return f"Refused: {exc}"
         except SandboxError as exc:
             return f"The tests could not run: {exc}"
+        shown = after.summary() + (f"; base {base.summary()}" if base is not None else "")
+        emit("tests.ran", by="run_tests", status="ran", summary=shown, args=list(args or ()))
         lines = [f"Tests on your staged change: {after.summary()}"]
         if base is not None:
             lines.append(
@@ -71,6 +74,13 @@ def run_tests_tool(checks: Checks, stage: StagedFiles) -> ReadTool:
             )
         if after.tests is not None and after.tests.failing:
             lines.append("Failing: " + ", ".join(after.tests.failing[:20]))
+        on_base = {f.key for f in (base.guard_findings if base is not None else ())}
+        found = [f.detail for f in after.guard_findings if f.key not in on_base]
+        if found:
+            lines.append(
+                "The pytest guard found code steering this run from inside (results that "
+                "cannot be trusted; the pull request would be a draft): " + "; ".join(found[:5])
+            )
         if after.error:
             lines.append(after.error)
         text = after.output.text

@@ -111,6 +111,7 @@ class _RawEvent(BaseModel):
     actor: gh.SimpleUser | None = None
     label: _RawLabel | None = None
     created_at: datetime
+    commit_id: str | None = None
 
 
 def issue_event(raw: Any) -> IssueEvent:
@@ -121,6 +122,7 @@ def issue_event(raw: Any) -> IssueEvent:
         actor=None if e.actor is None else user(e.actor),
         label=None if e.label is None else e.label.name,
         created_at=e.created_at,
+        commit_id=e.commit_id or None,
     )
 
 
@@ -249,6 +251,9 @@ def commit_provenance(sha: str, node: dict[str, Any]) -> CommitProvenance:
             number=int(p["number"]),
             base_ref=str(p.get("baseRefName") or ""),
             merged_by=str(cast("dict[str, Any]", p.get("mergedBy") or {}).get("login") or ""),
+            merged_by_type=str(
+                cast("dict[str, Any]", p.get("mergedBy") or {}).get("__typename") or ""
+            ),
         )
         for p in cast("list[dict[str, Any]]", pulls.get("nodes") or [])
         if p.get("merged") is True
@@ -274,6 +279,8 @@ def git_commit(c: gh.GitCommit) -> GitCommit:
         tree_sha=c.tree.sha,
         parents=tuple(p.sha for p in c.parents),
         message=c.message,
+        author_email=c.author.email,
+        authored_at=c.author.date,
     )
 
 

@@ -55,8 +55,9 @@ class NotFound(GitHubError):
     """404: the object does not exist, or this identity cannot see it."""
 
     hint = (
-        "Check that it exists and that this identity can see it "
-        "(GitHub answers 404, not 403, for private resources without access)."
+        "Check that it exists (the repository is AGENT_LOOP_REPO, or one of "
+        "AGENT_LOOP_REPOS) and that this identity can see it (GitHub answers 404, not 403, "
+        "for private resources without access: GITHUB_TOKEN or the App must be given it)."
     )
 
 
@@ -91,8 +92,10 @@ class AuthError(GitHubError):
     """401, or a 403 that is not a rate limit: bad, expired or underprivileged credentials."""
 
     hint = (
-        "Check the token or GitHub App credentials, that they have not expired, and that "
-        "they grant the needed permission (contents, issues, pull requests: write)."
+        "Check GITHUB_TOKEN (or the GitHub App's GITHUB_APP_ID, GITHUB_APP_PRIVATE_KEY or "
+        "GITHUB_APP_PRIVATE_KEY_PATH, GITHUB_APP_INSTALLATION_ID): that it is valid, has "
+        "not expired, and grants the needed permission (contents, issues, pull requests: "
+        "write)."
     )
 
 
@@ -133,7 +136,10 @@ class RateLimited(GitHubError):
 class GitHubUnavailable(GitHubError):
     """5xx, timeouts and connection errors that outlasted the retry policy."""
 
-    hint = "GitHub is failing or unreachable; a later run can retry."
+    hint = (
+        "GitHub is failing or unreachable (GITHUB_API_URL names where it is looked for); "
+        "a later run can retry."
+    )
 
 
 def github_message(content: bytes) -> str:

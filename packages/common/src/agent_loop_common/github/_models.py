@@ -94,6 +94,9 @@ class IssueEvent(_Frozen):
     actor: User | None
     label: str | None
     created_at: datetime
+    commit_id: str | None = None
+    """The commit the event names: for a pull request's `merged` event, the commit GitHub
+    made on the base branch (REST's word for GraphQL's `mergeCommit`)."""
 
 
 class PullRequest(_Frozen):
@@ -226,6 +229,10 @@ class GitCommit(_Frozen):
     tree_sha: str
     parents: tuple[str, ...]
     message: str
+    author_email: str = ""
+    """The author's email as the commit records it (kept when a commit is rebased)."""
+    authored_at: datetime | None = None
+    """The author's date (kept when a commit is rebased, unlike the committer's)."""
 
 
 class PathCommit(_Frozen):
@@ -257,6 +264,10 @@ class MergedPull(_Frozen):
     """The branch it was merged into."""
     merged_by: str
     """The login of the person (or App) who merged it; empty when GitHub names nobody."""
+    merged_by_type: str = ""
+    """GitHub's type of that account (`mergedBy { __typename }`): `User` for a person's
+    account, `Bot` for a GitHub App or bot account (a merge bot, a workflow's token),
+    `Mannequin` for an imported placeholder; empty when GitHub did not say."""
 
 
 class CommitProvenance(_Frozen):

@@ -37,6 +37,7 @@ from agent_loop_common.llm._errors import (
     LLMError,
     ModelCallFailed,
     ModelRequestsDisabled,
+    ModelSettingNames,
     classify_error,
 )
 from agent_loop_common.llm._limits import (
@@ -72,6 +73,7 @@ __all__ = [
     "ModelCallFailed",
     "ModelRequestsDisabled",
     "ModelRetryPolicy",
+    "ModelSettingNames",
     "ModelUsage",
     "UsageMeter",
     "classify_error",

@@ -26,6 +26,7 @@ from agent_loop_common.llm._errors import (
     ErrorKind,
     ModelCallFailed,
     ModelRequestsDisabled,
+    ModelSettingNames,
     classify_error,
 )
 from agent_loop_common.llm._limits import (
@@ -53,6 +54,7 @@ def make_call_llm(
     timeout: float = 600.0,
     extra_params: Mapping[str, Any] | None = None,
     prompt_cache: bool = True,
+    settings: ModelSettingNames | None = None,
 ) -> LLMCallable:
     """Build the `call_llm` for one role of one pipeline run.
 
@@ -77,6 +79,7 @@ def make_call_llm(
         prompt_cache: Mark cache breakpoints (`with_cache_breakpoints`) where the model
             takes them (`AGENT_LOOP_PROMPT_CACHE`); providers that cache on their own
             need no marker.
+        settings: The settings behind the call, so a failure names the one to fix.
 
     Returns:
         An async callable to pass as `Agent(call_llm=...)`.
@@ -134,7 +137,7 @@ def make_call_llm(
 
         kwargs = request_kwargs(to_litellm_messages(system, messages), tools)
         started = time.monotonic()
-        response = await _complete_with_retries(model, kwargs, policy, usage)
+        response = await _complete_with_retries(model, kwargs, policy, usage, settings)
         tokens = usage_tokens(response)
         cost = _litellm.estimate_cost(response)  # priced with the cache's read/write rates
         usage.record(
@@ -163,7 +166,11 @@ def make_call_llm(
 
 
 async def _complete_with_retries(
-    model: str, kwargs: dict[str, Any], policy: ModelRetryPolicy, usage: UsageMeter
+    model: str,
+    kwargs: dict[str, Any],
+    policy: ModelRetryPolicy,
+    usage: UsageMeter,
+    settings: ModelSettingNames | None,
 ) -> object:
     attempt = 1
     while True:
@@ -172,7 +179,7 @@ async def _complete_with_retries(
         except Exception as exc:
             kind = classify_error(exc)
             if kind is not ErrorKind.TRANSIENT or attempt >= policy.max_attempts:
-                usage.failure = ModelCallFailed(model, kind, attempt, exc)
+                usage.failure = ModelCallFailed(model, kind, attempt, exc, settings=settings)
                 raise usage.failure from exc
             wait = policy.delay(attempt, exc)
             usage.retries += 1

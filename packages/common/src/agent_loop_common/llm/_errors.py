@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from dataclasses import dataclass
 from enum import StrEnum
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "LLMError",
     "ModelCallFailed",
     "ModelRequestsDisabled",
+    "ModelSettingNames",
     "classify_error",
 ]
 
@@ -108,7 +110,15 @@ class ModelCallFailed(LLMError):
         attempts: How many requests were made before giving up.
     """
 
-    def __init__(self, model: str, kind: ErrorKind, attempts: int, cause: BaseException) -> None:
+    def __init__(
+        self,
+        model: str,
+        kind: ErrorKind,
+        attempts: int,
+        cause: BaseException,
+        *,
+        settings: ModelSettingNames | None = None,
+    ) -> None:
         self.model = model
         self.kind = kind
         self.attempts = attempts
@@ -117,7 +127,56 @@ class ModelCallFailed(LLMError):
             why = f"still failing after {attempts} attempts"
         else:
             why = f"{kind.value} error, not retried"
-        super().__init__(f"model call to {model!r} failed ({why}): {label}: {detail}")
+        fix = settings.fix(model, kind, label, detail) if settings is not None else ""
+        message = f"model call to {model!r} failed ({why}): {label}: {detail}"
+        super().__init__(f"{message}. {fix}" if fix else message)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSettingNames:
+    """The settings behind a model call, so its failure names the one to fix.
+
+    Attributes:
+        model_variable: The setting that named the model (`AGENT_LOOP_MODEL`,
+            `AGENT_LOOP_VERIFIER_MODEL`).
+        key_variable: The variable holding the key (`OPENAI_API_KEY`, or the one
+            `AGENT_LOOP_MODEL_KEY_ENV` names); empty when the model takes none.
+        api_base: `AGENT_LOOP_API_BASE`, when set.
+    """
+
+    model_variable: str = "AGENT_LOOP_MODEL"
+    key_variable: str = ""
+    api_base: str | None = None
+
+    def fix(self, model: str, kind: ErrorKind, label: str, detail: str) -> str:
+        """What to check, naming the setting (empty when no setting is to blame)."""
+        if kind is ErrorKind.AUTH:
+            if self.key_variable:
+                return f"The provider refused the key: check {self.key_variable}."
+            return "The provider refused the call: check the model's credentials."
+        if kind is ErrorKind.NOT_FOUND:
+            base = f" and AGENT_LOOP_API_BASE={self.api_base}" if self.api_base else ""
+            return f"Check {self.model_variable}={model!r}{base}."
+        if _unreachable(label, detail):
+            if self.api_base:
+                return (
+                    f"Check AGENT_LOOP_API_BASE={self.api_base}: is its server running and "
+                    "reachable from here?"
+                )
+            return f"Check the route to {model!r}'s provider (network, HTTPS_PROXY)."
+        return ""
+
+
+_UNREACHABLE = re.compile(
+    r"connection (?:error|refused|reset)|failed to establish|cannot connect|connecterror"
+    r"|all connection attempts failed|timed out",
+    re.IGNORECASE,
+)
+
+
+def _unreachable(label: str, detail: str) -> bool:
+    """Whether the failure reads as a server that does not answer."""
+    return label == "connection failure" or bool(_UNREACHABLE.search(f"{label} {detail}"))
 
 
 _LIBRARY_NOISE = (

@@ -13,7 +13,7 @@ from datetime import UTC, date
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
-from agent_loop_common.metrics._tally import Tally, tally_records
+from agent_loop_common.metrics._tally import VERIFIED_ROLES, Tally, tally_records, unverified
 from agent_loop_common.records import Role, RunRecord
 
 __all__ = ["DailyRollup", "fold_records", "total_tally"]
@@ -70,10 +70,14 @@ def fold_records(
 
 
 def total_tally(rollups: Iterable[DailyRollup], role: Role | None = None) -> Tally:
-    """Sum the tallies of several days, for one role or all of them."""
+    """Sum the tallies of several days, for one role or all of them.
+
+    A role no verifier judges (the distiller) adds nothing to the verification counts,
+    also in rollups folded before `tally_records` left them out.
+    """
     total = Tally()
     for rollup in rollups:
         for r, t in rollup.by_role.items():
             if role is None or r is role:
-                total = total + t
+                total = total + (t if r in VERIFIED_ROLES else unverified(t))
     return total

@@ -45,9 +45,11 @@ class Metrics(BaseModel):
     success_rate: float | None = _Rate
     """successes / worked: runs that delivered, over runs that did not decline the work."""
     verification_rate: float | None = _Rate
-    """verified / with_attempts: runs where some try passed, over runs with any try."""
+    """verified / with_attempts: builder and reviewer runs where some try passed the
+    verifier, over those with any try (the distiller has no verifier)."""
     first_try_verification_rate: float | None = _Rate
-    """first_try_verified / with_attempts: runs whose try 1 passed, over runs with any try."""
+    """first_try_verified / with_attempts: builder and reviewer runs whose try 1 passed
+    the verifier, over those with any try."""
     error_rate: float | None = _Rate
     """errors / (runs - interrupted): runs that ended in an unexpected error, over the
     runs the operator did not stop."""

@@ -12,12 +12,13 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, NonNegativeFloat, NonNegativeInt
 
-from agent_loop_common.records import Grade, GradeState, Outcome, RunRecord, TargetKind
+from agent_loop_common.records import Grade, GradeState, Outcome, Role, RunRecord, TargetKind
 
 __all__ = [
     "IDLE_OUTCOMES",
     "SUCCESS_OUTCOMES",
     "UNCOUNTED_OUTCOMES",
+    "VERIFIED_ROLES",
     "GradeTally",
     "Tally",
     "tally_grades",
@@ -44,6 +45,14 @@ UNCOUNTED_OUTCOMES: frozenset[Outcome] = frozenset({Outcome.INTERRUPTED, Outcome
 """Outcomes that say nothing about the agents' work, so no rate counts them: a run the
 operator stopped (`interrupted`: counted in `runs`, in no rate) and a run that never
 reached its target (`preflight_failed`: not even in `runs`, counted apart)."""
+
+
+VERIFIED_ROLES: frozenset[Role] = frozenset({Role.BUILDER, Role.REVIEWER})
+"""The roles whose tries a verifier judges. Only their runs count in the verification
+figures (`with_attempts`, `verified`, `first_try_verified`): the distiller's one try is
+its pass, not a verdict, and counting it made every distiller pass "verified first try"."""
+
+_VERIFICATION = ("with_attempts", "verified", "first_try_verified")
 
 
 class _Additive(BaseModel):
@@ -78,8 +87,9 @@ class Tally(_Additive):
     wrong repository, a refused token, a missing issue, an unreachable model. Not in
     `runs` and in no rate; their GitHub requests still count in the sums below."""
     with_attempts: NonNegativeInt = 0
-    """Records with at least one try (the verification denominators), interrupted runs
-    left out (their last try was cut short)."""
+    """Records of a verified role (`VERIFIED_ROLES`: builder, reviewer) with at least one
+    try (the verification denominators), interrupted runs left out (their last try was
+    cut short)."""
     verified: NonNegativeInt = 0
     """Of `with_attempts`, records where some try passed the verifier."""
     first_try_verified: NonNegativeInt = 0
@@ -111,6 +121,12 @@ class Tally(_Additive):
     """How many records contributed to `issue_to_pr_seconds`."""
 
 
+def unverified(tally: Tally) -> Tally:
+    """`tally` without verification counts: the tally of a role no verifier judges, as
+    counted in rollups folded before `VERIFIED_ROLES` (see `total_tally`)."""
+    return tally.model_copy(update=dict.fromkeys(_VERIFICATION, 0))
+
+
 def tally_records(records: Iterable[RunRecord]) -> Tally:
     """Count one set of records."""
     counts = dict.fromkeys(Tally.model_fields, 0)
@@ -136,9 +152,10 @@ def tally_records(records: Iterable[RunRecord]) -> Tally:
         counts["successes"] += r.outcome in SUCCESS_OUTCOMES
         counts["errors"] += r.outcome is Outcome.ERROR
         counts["budget_exceeded"] += r.outcome is Outcome.BUDGET_EXCEEDED
-        counts["with_attempts"] += bool(r.attempts)
-        counts["verified"] += r.verified
-        counts["first_try_verified"] += r.first_try_verified
+        if r.role in VERIFIED_ROLES:
+            counts["with_attempts"] += bool(r.attempts)
+            counts["verified"] += r.verified
+            counts["first_try_verified"] += r.first_try_verified
         if r.outcome is Outcome.OPENED_PR:
             counts["opened_prs"] += 1
             created = r.target.created_at

@@ -25,9 +25,12 @@ if TYPE_CHECKING:
         LessonBook,
         LessonDiagnosis,
         LessonEvent,
+        LessonReplay,
         LessonState,
         OperatorEdit,
         OutcomeMetric,
+        ReplayArm,
+        ReplayPair,
         RetiredLesson,
         StaleLesson,
         Visibility,
@@ -44,7 +47,7 @@ if TYPE_CHECKING:
         TraceStep,
         Usage,
     )
-    from agent_loop_common.records._run_record import SCHEMA_VERSION, RunId, RunRecord
+    from agent_loop_common.records._run_record import DIFF_CHARS, SCHEMA_VERSION, RunId, RunRecord
     from agent_loop_common.records._versioning import (
         KNOWN_MAJORS,
         RECORD_MAJORS,
@@ -57,6 +60,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "DIFF_CHARS",
     "KNOWN_MAJORS",
     "MAX_LESSON_EVENTS",
     "RECORD_MAJORS",
@@ -78,6 +82,7 @@ __all__ = [
     "LessonDiagnosis",
     "LessonEvent",
     "LessonExposure",
+    "LessonReplay",
     "LessonState",
     "Links",
     "OperatorEdit",
@@ -85,6 +90,8 @@ __all__ = [
     "OutcomeMetric",
     "ParsedRecord",
     "RecordParse",
+    "ReplayArm",
+    "ReplayPair",
     "RetiredLesson",
     "Role",
     "RunId",

@@ -30,9 +30,12 @@ __all__ = [
     "LessonBook",
     "LessonDiagnosis",
     "LessonEvent",
+    "LessonReplay",
     "LessonState",
     "OperatorEdit",
     "OutcomeMetric",
+    "ReplayArm",
+    "ReplayPair",
     "RetiredLesson",
     "StaleLesson",
     "Visibility",
@@ -197,6 +200,116 @@ class LessonDiagnosis(BaseModel):
         return "; ".join(parts) + (f" - {self.note}" if self.note else "")
 
 
+class ReplayArm(BaseModel):
+    """One side of a paired replay: the eval's result for one instance, in brief."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    resolved: bool = False
+    """Every hidden test (`FAIL_TO_PASS`, `PASS_TO_PASS`) passed with the produced change."""
+    outcome: str = "error"
+    """How the replayed build ended (`change`, `rejected`, `declined`, `error`, ...)."""
+    lesson_shown: bool = False
+    """The lesson reached the build's prompt (the eval's `lesson_ids` named it)."""
+    llm_calls: NonNegativeInt = 0
+    tokens: NonNegativeInt = 0
+    """Prompt and completion tokens of the build."""
+    cost_usd: float = 0.0
+    error: str = ""
+    """An error of the eval itself or of the call (the pair then counts for nothing)."""
+
+
+class ReplayPair(BaseModel):
+    """One mined instance replayed twice, same base and same problem: with the lesson
+    and without it (since 1.5).
+
+    Only a pair whose two builds ran (no error) and whose "with" side showed the lesson
+    while the "without" side showed no lesson at all is `counted`; the rest are kept so
+    the instance is not replayed again for this lesson, with the reason in `note`.
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    instance_id: str
+    """The eval's instance (`owner__name-N`)."""
+    base_commit: str = ""
+    at: AwareDatetime
+    with_lesson: ReplayArm
+    without: ReplayArm
+    counted: bool = False
+    note: str = ""
+    """Why the pair does not count (empty when it does)."""
+
+    @property
+    def sign(self) -> int:
+        """+1 only the build with the lesson resolved it, -1 only the one without, 0 both
+        or neither (or the pair does not count): the sign test's datum."""
+        if not self.counted or self.with_lesson.resolved == self.without.resolved:
+            return 0
+        return 1 if self.with_lesson.resolved else -1
+
+
+class LessonReplay(BaseModel):
+    """A lesson's replay evidence (`AGENT_LOOP_LESSON_REPLAY=on`), kept apart from the
+    live evidence of its shown and held-out runs (since 1.5).
+
+    Each pair replays one mined instance the lesson applies to with it and without it;
+    the decision uses the discordant pairs only (resolved on one side alone), whose
+    e-value multiplies the live one (`agent_loop_distiller` `_effect.replay_e_values`).
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    pairs: list[ReplayPair] = Field(default_factory=list[ReplayPair])
+    """Every instance tried for the lesson, oldest first (bounded by the replay budget)."""
+
+    @property
+    def counted(self) -> int:
+        """Pairs that count."""
+        return sum(p.counted for p in self.pairs)
+
+    @property
+    def wins(self) -> int:
+        """Counted pairs resolved only with the lesson."""
+        return sum(p.sign > 0 for p in self.pairs)
+
+    @property
+    def losses(self) -> int:
+        """Counted pairs resolved only without it."""
+        return sum(p.sign < 0 for p in self.pairs)
+
+    @property
+    def both(self) -> int:
+        """Counted pairs resolved on both sides."""
+        return sum(p.counted and p.with_lesson.resolved and p.without.resolved for p in self.pairs)
+
+    @property
+    def llm_calls(self) -> int:
+        """Model calls spent on the lesson's replays, both sides of every pair."""
+        return sum(p.with_lesson.llm_calls + p.without.llm_calls for p in self.pairs)
+
+    @property
+    def cost_usd(self) -> float:
+        """What the replays cost, both sides of every pair."""
+        return sum(p.with_lesson.cost_usd + p.without.cost_usd for p in self.pairs)
+
+    def tried(self, instance_id: str) -> bool:
+        """Whether the instance was replayed for this lesson already."""
+        return any(p.instance_id == instance_id for p in self.pairs)
+
+    def summary(self) -> str:
+        """One line for people: `8 pairs: 5 only with it, 1 only without, 1 both, 1
+        neither (2 not counted)`."""
+        counted = self.counted
+        neither = counted - self.wins - self.losses - self.both
+        line = (
+            f"{counted} pair(s): {self.wins} resolved only with it, {self.losses} only "
+            f"without, {self.both} both, {neither} neither"
+        )
+        skipped = len(self.pairs) - counted
+        return line + (f" ({skipped} not counted)" if skipped else "")
+
+
 class Lesson(BaseModel):
     """One piece of advice, with the runs it was learned from."""
 
@@ -259,6 +372,9 @@ class Lesson(BaseModel):
     writes a new version (a new text is a new treatment, measured afresh) (1.4)."""
     diagnosis: LessonDiagnosis | None = None
     """The distiller's last diagnosis and the action it took or flagged (1.4)."""
+    replay: LessonReplay | None = None
+    """Its replay evidence: mined instances replayed with and without it (1.5; `None`:
+    never replayed)."""
 
     @property
     def metric(self) -> OutcomeMetric:
@@ -277,10 +393,10 @@ class LessonBook(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    schema_version: str = "1.4"
+    schema_version: str = "1.5"
     """Same versioning rule as `RunRecord` (1.1 added the lessons' provenance refs, hits
     and last-seen time; 1.2 `general`; 1.3 repository, visibility, author, citations,
-    pin and history; 1.4 `supersedes` and `diagnosis`)."""
+    pin and history; 1.4 `supersedes` and `diagnosis`; 1.5 `replay`)."""
     lessons: list[Lesson] = Field(default_factory=list[Lesson])
     """Current lessons, most useful first."""
 

@@ -27,16 +27,23 @@ from agent_loop_common.records._parts import (
     Usage,
 )
 
-__all__ = ["SCHEMA_VERSION", "RunId", "RunRecord"]
+__all__ = ["DIFF_CHARS", "SCHEMA_VERSION", "RunId", "RunRecord"]
 
-SCHEMA_VERSION = "2.2"
+SCHEMA_VERSION = "3.0"
 """The version this code writes. Bump the minor for added optional fields, the major for
 anything an older reader would misread (removed/renamed fields, new enum members).
 
 2.0 added the outcomes `interrupted` and `preflight_failed`: a 1.x reader defers such
 records as an unknown major instead of failing to validate them; 2.x reads every 1.x
 record unchanged. 2.1 added `tests.per_process_limits` and `tests.oom_kills`; 2.2
-`usage.tokens_cache_read` and `usage.tokens_cache_write`."""
+`usage.tokens_cache_read` and `usage.tokens_cache_write`; 2.3 `diff` (the change the run
+proposed) and `trace[].agent` (whose step it was). 3.0 added the tests' status
+`tampered` (with `tests.tampered`, `tests.not_shown_fixed` and `tests.guard_failing`):
+a 2.x reader defers such records; 3.x reads every 1.x and 2.x record unchanged."""
+
+DIFF_CHARS = 16_000
+"""Longest `RunRecord.diff` kept: a record is read by every status and distiller pass, so
+a huge change keeps its first part and says how much was left out."""
 
 RunId = Annotated[
     str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", strict=True)
@@ -109,6 +116,12 @@ class RunRecord(BaseModel):
     """What the repository's tests said about the change (1.2): command and its source,
     backend, base and after summaries, fail-to-pass tests, tampering flags. `None` when
     the run checked no change (a decomposition, a decline, an idle or failed run)."""
+    diff: str = ""
+    """The change the run proposed, as a unified diff against its base (2.3): the last
+    change a try submitted (the accepted one, when a try was accepted), whether or not
+    it was committed, cut to `DIFF_CHARS` characters with a note of what was left out.
+    Empty when the run proposed no change (a decomposition, a decline, an earlier
+    record)."""
 
     @property
     def duration_seconds(self) -> float:

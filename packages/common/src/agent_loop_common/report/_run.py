@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
 
+from agent_loop_common.progress import ProgressEvent, event_line
 from agent_loop_common.records import RunRecord
 
-__all__ = ["TRACE_ROWS", "run_report_html"]
+__all__ = ["TRACE_ROWS", "progress_html", "run_report_html"]
 
 TRACE_ROWS = 200
 """Most trace steps shown (a long run's trace stays readable; the record keeps them all)."""
@@ -44,13 +46,30 @@ def _tests_html(record: RunRecord) -> str:
     return f"<h3>Tests</h3><table>{body}</table>"
 
 
-def run_report_html(record: RunRecord | None, *, heading: str, idle: str) -> str:
-    """The tick's report: outcome, target, links, figures, tests, tries and the trace.
+def progress_html(events: Sequence[ProgressEvent]) -> str:
+    """The run's progress, line for line as `agent-loop run` printed it live."""
+    lines = [line for line in map(event_line, events) if line is not None]
+    if not lines:
+        return ""
+    body = escape("\n".join(lines))
+    return f"<h3>Progress</h3><pre>{body}</pre>"
+
+
+def run_report_html(
+    record: RunRecord | None,
+    *,
+    heading: str,
+    idle: str,
+    events: Sequence[ProgressEvent] = (),
+) -> str:
+    """The tick's report: outcome, target, links, figures, tests, tries, progress, trace.
 
     Args:
         record: The run's record; `None` for an idle tick.
         heading: The report's title, e.g. `Builder tick`.
         idle: What an idle tick's report says.
+        events: The run's progress events (`Runtime.progress`), shown as the lines
+            `agent-loop run` prints live.
     """
     if record is None:
         return f"<h2>{escape(heading)}</h2><p>{escape(idle)}</p>"
@@ -92,9 +111,11 @@ def run_report_html(record: RunRecord | None, *, heading: str, idle: str) -> str
             "<h3>Tries</h3><table><tr><th>#</th><th>verified</th><th>staged</th>"
             f"<th>tokens</th><th>tests</th><th>notes</th></tr>{tries}</table>"
         )
+    parts.append(progress_html(events))
     if record.trace:
         steps = "".join(
-            f"<li>{'✅' if s.ok else '❌'} <code>{escape(s.tool)}</code> {escape(s.args)} "
+            f"<li>{'✅' if s.ok else '❌'} {escape(s.agent)} <code>{escape(s.tool)}</code> "
+            f"{escape(s.args)} "
             f"({s.ms} ms){' ' + escape(s.error) if s.error else ''}</li>"
             for s in record.trace[:TRACE_ROWS]
         )

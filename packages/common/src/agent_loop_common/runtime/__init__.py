@@ -8,8 +8,9 @@ async with open_runtime(settings, Role.BUILDER) as rt:
 `use_model(provider, label=...)` installs an in-process model (scripted, replayed) for
 Flyte local mode: the offline demo and the end-to-end tests; records and reports name
 it by its label. `use_sandbox(sandbox)` does the same for the sandbox the builder's and
-reviewer's tests run in. `preflight_model` and `preflight_sandbox` refuse, before any
-claim, a run that could not finish its work; `check_reserve` holds new work back while
+reviewer's tests run in. `preflight_model`, `probe_model` (one cheap request: the model endpoint
+answers and takes the key) and `preflight_sandbox` refuse, before any claim, a run that
+could not finish its work; `check_reserve` holds new work back while
 the GitHub rate limit is down to `AGENT_LOOP_RATE_LIMIT_RESERVE` (the tick ends
 `paused`).
 
@@ -26,6 +27,11 @@ from typing import TYPE_CHECKING
 from agent_loop_common._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from agent_loop_common.runtime._by_name import (
+        TaskNotFound,
+        call_task_by_name,
+        environment_module,
+    )
     from agent_loop_common.runtime._entry import agent_main, run_entry
     from agent_loop_common.runtime._fast_idle import fast_idle_tick
     from agent_loop_common.runtime._faults import operator_fault
@@ -72,6 +78,13 @@ if TYPE_CHECKING:
     )
     from agent_loop_common.runtime._pause import Pause, ReserveReached, check_reserve
     from agent_loop_common.runtime._preflight import preflight_model
+    from agent_loop_common.runtime._probe import (
+        PROBE_TTL_SECONDS,
+        PROVIDER_MODEL_LISTS,
+        ModelUnavailable,
+        forget_probes,
+        probe_model,
+    )
     from agent_loop_common.runtime._remote import (
         CONFIG_TEMPLATE,
         FlyteConfigError,
@@ -113,7 +126,9 @@ __all__ = [
     "CONFIG_TEMPLATE",
     "IDLE",
     "PAUSED",
+    "PROBE_TTL_SECONDS",
     "PROOF_MAX_AGE",
+    "PROVIDER_MODEL_LISTS",
     "TESTING_ROLES",
     "AgentEntry",
     "DirectWriter",
@@ -123,6 +138,7 @@ __all__ = [
     "Interrupt",
     "LocalHolder",
     "ModelProvider",
+    "ModelUnavailable",
     "Pause",
     "Pipeline",
     "Posted",
@@ -135,6 +151,7 @@ __all__ = [
     "Scout",
     "Slot",
     "StopGate",
+    "TaskNotFound",
     "TaskWrites",
     "TickOutcome",
     "TickSummary",
@@ -143,11 +160,14 @@ __all__ = [
     "WriteBook",
     "Writer",
     "agent_main",
+    "call_task_by_name",
     "check_reserve",
     "drop_holder",
+    "environment_module",
     "fair_order",
     "fast_idle_tick",
     "fleet_tick",
+    "forget_probes",
     "github_from_settings",
     "installed_model",
     "installed_model_label",
@@ -165,6 +185,7 @@ __all__ = [
     "plan_slots",
     "preflight_model",
     "preflight_sandbox",
+    "probe_model",
     "record_failure",
     "remote_flyte_config",
     "request_stop",

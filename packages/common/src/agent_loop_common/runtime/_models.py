@@ -20,11 +20,12 @@ from flyte.ai.agents import LLMCallable
 from agent_loop_common.llm import (
     Budget,
     ModelRetryPolicy,
+    ModelSettingNames,
     UsageMeter,
     make_call_llm,
     masked_call_llm,
 )
-from agent_loop_common.model_keys import key_override
+from agent_loop_common.model_keys import key_override, key_variable
 from agent_loop_common.records import Role
 from agent_loop_common.settings import Settings
 
@@ -115,10 +116,13 @@ def _unmasked(
 ) -> LLMCallable:
     if _installed is not None:
         return _installed[0](role, purpose, usage, budget)
-    model = settings.model
+    model, variable = settings.model, "AGENT_LOOP_MODEL"
     if purpose == "verifier" and settings.verifier_model:
-        model = settings.verifier_model
+        model, variable = settings.verifier_model, "AGENT_LOOP_VERIFIER_MODEL"
     key = key_override()  # AGENT_LOOP_MODEL_KEY_ENV: the library would not read it itself
+    names = ModelSettingNames(
+        model_variable=variable, key_variable=key_variable(model), api_base=settings.api_base
+    )
     return make_call_llm(
         model=model,
         usage=usage,
@@ -129,4 +133,5 @@ def _unmasked(
         timeout=settings.llm_timeout_seconds,
         extra_params=None if key is None else {"api_key": key},
         prompt_cache=settings.prompt_cache,
+        settings=names,
     )

@@ -28,6 +28,7 @@ from agent_loop_common.github import (
 from agent_loop_common.llm import Budget, UsageMeter, prefetch_litellm
 from agent_loop_common.memory import MemoryLocation, read_etag_state, write_etag_state
 from agent_loop_common.model_keys import remember_model_keys
+from agent_loop_common.progress import RunProgress
 from agent_loop_common.records import Role
 from agent_loop_common.runtime._interrupt import Interrupt
 from agent_loop_common.runtime._models import installed_model, model_for, model_label
@@ -79,7 +80,14 @@ class Runtime:
     recheck_at: datetime | None = None
     """When a time-based rule could change this run's decision (`depends_on_time`);
     `None`: no such rule was involved. Bounds the tick's `IdleProof`."""
+    progress: RunProgress = field(default_factory=RunProgress)
+    """The run's live progress: what its events are tagged with, and the events it kept
+    (`run_scoped` binds it; the tick's report lists the events)."""
     _sandbox: Sandbox | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.progress.run_id:
+            self.progress.role, self.progress.run_id = self.role.value, self.run_id
 
     def depends_on_time(self, until: datetime | None = None) -> None:
         """The run's decision rests on the clock: a claim expiring or a back-off ending at

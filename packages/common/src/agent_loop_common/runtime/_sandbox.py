@@ -15,7 +15,7 @@ by the agent's environment with `use_flyte_tests_task`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -45,8 +45,6 @@ class InstalledSandbox:
     sandbox: Sandbox
     baselines: BaselineCache
     """Baseline results shared by the runs (one baseline per base SHA and command)."""
-    watch: Callable[[Any], None] | None = None
-    """Called with each `CheckReport` as soon as a change is judged (the demo narrates)."""
 
 
 _installed: InstalledSandbox | None = None
@@ -55,10 +53,7 @@ _flyte_task: Any = None
 
 @contextmanager
 def use_sandbox(
-    sandbox: Sandbox,
-    baselines: BaselineCache | None = None,
-    *,
-    watch: Callable[[Any], None] | None = None,
+    sandbox: Sandbox, baselines: BaselineCache | None = None
 ) -> Generator[BaselineCache]:
     """Run every run's tests in `sandbox` while the block runs.
 
@@ -66,14 +61,13 @@ def use_sandbox(
         sandbox: The backend (e.g. `open_sandbox(settings, allow_unisolated=True)`).
         baselines: The baseline store shared by those runs (a new one by default), so
             runs at one base commit run its baseline once.
-        watch: Called with each `CheckReport` as soon as a change is judged.
 
     Yields:
         The shared baseline store (its `runs` counts the baselines that actually ran).
     """
     global _installed
     store = baselines if baselines is not None else BaselineCache()
-    previous, _installed = _installed, InstalledSandbox(sandbox, store, watch)
+    previous, _installed = _installed, InstalledSandbox(sandbox, store)
     try:
         yield store
     finally:

@@ -38,6 +38,7 @@ from agent_loop_common.memory import (
     count_paused_run,
     write_run_record,
 )
+from agent_loop_common.progress import emit, run_progress
 from agent_loop_common.records import (
     Attempt,
     GitHubUsage,
@@ -58,6 +59,7 @@ from agent_loop_common.runtime._holders import drop_holder, note_holder
 from agent_loop_common.runtime._interrupt import StopGate, open_gate
 from agent_loop_common.runtime._pause import Pause, ReserveReached, check_reserve
 from agent_loop_common.runtime._preflight import preflight_model
+from agent_loop_common.runtime._probe import probe_model
 from agent_loop_common.runtime._runtime import Runtime
 from agent_loop_common.runtime._sandbox import TESTING_ROLES
 from agent_loop_common.runtime._writes import Receipt, Writer
@@ -105,6 +107,8 @@ class RunScope:
     """What the repository's tests said about the last change the run checked."""
     pause: Pause | None = None
     """Set when the rate-limit reserve stopped the run before it claimed anything."""
+    diff: str = ""
+    """The last change the run proposed, as a capped unified diff (`RunRecord.diff`)."""
     gate: StopGate | None = None
     """Where a stop request reaches the body (`run_scoped` opens it)."""
     _renewals: dict[ClaimTarget, asyncio.Task[object]] = field(
@@ -168,39 +172,44 @@ class RunScope:
         self.attempts.append(attempt)
         return attempt
 
-    async def claim(self, kind: TargetKind, key: int | str) -> Claim | None:
+    async def claim(self, kind: TargetKind, key: int | str, *, title: str = "") -> Claim | None:
         """Claim a target, after proving the run could finish its work.
 
         First the GitHub budget: at the rate-limit reserve nothing new is claimed
         (`ReserveReached`; `run_scoped` ends the tick `paused`). Then the preflight: the
         model is usable and, for the builder and the reviewer, a sandbox can run the
-        tests. Having work, the run starts loading the model library in the background
-        (`Runtime.warm_model`). A missing key, an unknown model or no working sandbox stops the run with
+        tests; the model's endpoint answers and takes the key (`probe_model`: one cheap
+        request per process). Having work, the run starts loading the model library in
+        the background (`Runtime.warm_model`). A missing key, an unknown model or no working sandbox stops the run with
         nothing public written; a tick that finds no work needs neither and is not
-        stopped by them.
+        stopped by them. A won claim is the run's first progress event (`run.claimed`,
+        with `title`).
         """
         check_reserve(
             self.runtime.github.rate_budget, RateReserve.from_settings(self.runtime.settings)
         )
         preflight_model(self.runtime.settings)
+        await probe_model(self.runtime.settings)  # the endpoint answers, the key is taken
         self.runtime.warm_model()
         if self.runtime.role in TESTING_ROLES:
             await self.runtime.sandbox()
-        return await self.take(kind, key)
+        return await self.take(kind, key, title=title)
 
     async def take(
-        self, kind: TargetKind, key: int | str, *, heartbeat: bool = True
+        self, kind: TargetKind, key: int | str, *, heartbeat: bool = True, title: str = ""
     ) -> Claim | None:
         """The claim itself (`claim` without its checks; the distiller's, which guards
         memory bookkeeping that needs no model): never cut by a stop between its ref and
         its comment, noted as this process's (`note_holder`), renewed every ttl/3 unless
-        `heartbeat` is off."""
+        `heartbeat` is off. A won claim is the run's first progress event (`run.claimed`)."""
         with self.holding():
             claim = await self.runtime.claimer.claim(kind, key)
         if claim is not None:
             note_holder(self.runtime.settings.home, self.runtime.run_id)
             if heartbeat:
                 self._beats[claim.target] = asyncio.create_task(self._heartbeat(claim.target))
+            self.runtime.progress.target = _target_label(kind, key)
+            emit("run.claimed", title=title)
         return claim
 
     async def _heartbeat(self, target: ClaimTarget) -> None:
@@ -366,6 +375,7 @@ class RunScope:
             backoff_until=self.backoff_until,
             problems=self.problems,
             tests=self.tests,
+            diff=self.diff,
         )
 
 
@@ -388,18 +398,19 @@ async def run_scoped(
         `runtime.interrupted` whether the operator stopped it first).
     """
     scope = RunScope(runtime=runtime, started_at=runtime.clock())
-    with collecting_problems() as problems:
-        cancelled = await _run_body(runtime, scope, body)
-        if cancelled is not None:  # from outside: release and record, shielded, then go
-            await _shielded(_release_all(runtime, scope))
-    scope.problems.extend(p for p in problems if p not in scope.problems)
-    stopped = (Outcome.ERROR, Outcome.INTERRUPTED, None)
-    if runtime.usage.exceeded and scope.outcome not in stopped:
-        scope.finish(Outcome.BUDGET_EXCEEDED, runtime.usage.exceeded)
-    if cancelled is not None:
-        await _shielded(_persist(runtime, scope))
-        raise cancelled
-    return await _persist(runtime, scope)
+    with run_progress(runtime.progress):
+        with collecting_problems() as problems:
+            cancelled = await _run_body(runtime, scope, body)
+            if cancelled is not None:  # from outside: release and record, shielded, then go
+                await _shielded(_release_all(runtime, scope))
+        scope.problems.extend(p for p in problems if p not in scope.problems)
+        stopped = (Outcome.ERROR, Outcome.INTERRUPTED, None)
+        if runtime.usage.exceeded and scope.outcome not in stopped:
+            scope.finish(Outcome.BUDGET_EXCEEDED, runtime.usage.exceeded)
+        if cancelled is not None:
+            await _shielded(_persist(runtime, scope))
+            raise cancelled
+        return await _persist(runtime, scope)
 
 
 async def record_failure(runtime: Runtime, exc: Exception) -> RunRecord:
@@ -410,7 +421,8 @@ async def record_failure(runtime: Runtime, exc: Exception) -> RunRecord:
     reason = operator_fault(exc)
     scope.fault = "operator" if reason is not None else "work"
     scope.finish(Outcome.ERROR, f"{type(exc).__name__}: {exc}")
-    record = await _persist(runtime, scope)
+    with run_progress(runtime.progress):
+        record = await _persist(runtime, scope)
     assert record is not None  # a failure is always recorded (`preflight_failed`)
     return record
 
@@ -578,6 +590,16 @@ async def _persist(runtime: Runtime, scope: RunScope) -> RunRecord | None:
         scope.finish(Outcome.PREFLIGHT_FAILED, scope.error)
     record = scope.record()
     await write_run_record(runtime.memory, record, now=runtime.clock())
+    emit(
+        "run.ended",
+        outcome=record.outcome.value,
+        tokens=record.usage.tokens,
+        cost_usd=record.usage.cost_usd,
+        llm_calls=record.usage.llm_calls,
+        seconds=round(runtime.progress.seconds, 2),
+        links=[u for u in (record.links.pr_url, *record.links.issue_urls) if u],
+        error=record.error[:300],
+    )
     _log.info(
         "run.recorded",
         role=runtime.role.value,
@@ -586,6 +608,13 @@ async def _persist(runtime: Runtime, scope: RunScope) -> RunRecord | None:
         target=f"{record.target.kind.value}#{record.target.number}",
     )
     return record
+
+
+def _target_label(kind: TargetKind, key: int | str) -> str:
+    """`issue #5`, `PR #7`, `repo`: the target as a progress line names it."""
+    if kind is TargetKind.REPO:
+        return "repo"
+    return f"{'PR' if kind is TargetKind.PR else kind.value} #{key}"
 
 
 class _GuardedWriter:

@@ -101,7 +101,9 @@ async def tick_body(
                 retry_now=retry_now,
             )
             await leave_idle_proof(runtime, record, note=idle, untargeted=target is None)
-        html = run_report_html(record, heading=heading, idle=f"Idle: {idle}.")
+        html = run_report_html(
+            record, heading=heading, idle=f"Idle: {idle}.", events=runtime.progress.events
+        )
         await flyte.report.log.aio(html, do_flush=True)
     return summarize(
         role, record, idle=idle, paused=runtime.paused, interrupted=runtime.interrupted
@@ -131,7 +133,9 @@ async def work_body(
                 tasks.writer(runtime.github.stats, runtime.settings.repo),
                 among=list(among),
             )
-        html = run_report_html(record, heading=heading, idle=f"Idle: {idle}.")
+        html = run_report_html(
+            record, heading=heading, idle=f"Idle: {idle}.", events=runtime.progress.events
+        )
         await flyte.report.log.aio(html, do_flush=True)
     return summarize(
         role, record, idle=idle, paused=runtime.paused, interrupted=runtime.interrupted

@@ -14,8 +14,10 @@ base = await cache.get_or_run(
     lambda: sandbox.run(base_tree, command.argv, setup=setup),
 )
 after = await sandbox.run(base_tree, command.argv, setup=setup, changes=staged_files)
-verdict = compare(base, after)                  # passed / failed / not_run, with evidence
-flags = flag_test_tampering(staged_files, base_contents)
+verdict = compare(base, after)                  # passed / failed / tampered / no_evidence / not_run
+flags = flag_test_tampering(staged_files, base_contents) + scan_test_machinery(
+    staged_files, base_contents
+)                                               # test_machinery flags: `tampered`
 ```
 
 A tree comes from a tarball (`extract_tarball`, GitHub's top folder stripped) or from
@@ -45,6 +47,7 @@ from agent_loop_common.sandbox._detect import (
     resolve_test_command,
     runs_pytest,
     with_junit_report,
+    with_pytest_guard,
 )
 from agent_loop_common.sandbox._docker import (
     DOCKER_BACKEND,
@@ -64,8 +67,11 @@ from agent_loop_common.sandbox._flyte import (
     FlyteTestSpec,
     build_container_task,
     flyte_task_spec,
+    in_flyte_cluster,
 )
+from agent_loop_common.sandbox._guard import GUARD_PLACEHOLDER, without_guard
 from agent_loop_common.sandbox._limits import SandboxLimits
+from agent_loop_common.sandbox._machinery import scan_test_machinery
 from agent_loop_common.sandbox._paths import ProtectedPaths
 from agent_loop_common.sandbox._plain import PLAIN_BACKEND, PlainSubprocessSandbox
 from agent_loop_common.sandbox._plan import NO_TEST_COMMAND, TestPlan, plan_tests
@@ -82,6 +88,7 @@ from agent_loop_common.sandbox._pysetup import (
 )
 from agent_loop_common.sandbox._reports import name_key
 from agent_loop_common.sandbox._result import (
+    GuardFinding,
     LimitName,
     OutputExcerpt,
     RunResult,
@@ -112,6 +119,7 @@ __all__ = [
     "DOCKER_BACKEND",
     "ENVS_FOLDER",
     "FLYTE_BACKEND",
+    "GUARD_PLACEHOLDER",
     "JUNIT_PLACEHOLDER",
     "NO_TEST_COMMAND",
     "OFF_BACKEND",
@@ -132,6 +140,7 @@ __all__ = [
     "EnvReuse",
     "FlyteSandbox",
     "FlyteTestSpec",
+    "GuardFinding",
     "LimitName",
     "OutputExcerpt",
     "PlainSubprocessSandbox",
@@ -168,6 +177,7 @@ __all__ = [
     "flag_test_tampering",
     "flyte_task_spec",
     "folder_dependency_digest",
+    "in_flyte_cluster",
     "is_test_file",
     "limits_from_settings",
     "name_key",
@@ -177,8 +187,11 @@ __all__ = [
     "resolve_test_command",
     "runs_pytest",
     "sandbox_facts",
+    "scan_test_machinery",
     "selected_backend",
     "validate_extra_args",
     "with_junit_report",
+    "with_pytest_guard",
+    "without_guard",
     "write_tree",
 ]

@@ -22,7 +22,12 @@ The reference table in `docs/configuration.md` is rendered from the field docstr
 
 from agent_loop_common.settings._docs import render_settings_table
 from agent_loop_common.settings._errors import ConfigError
-from agent_loop_common.settings._load import env_var_name, load_settings
+from agent_loop_common.settings._load import (
+    env_var_name,
+    known_variables,
+    load_settings,
+    unknown_variable_problems,
+)
 from agent_loop_common.settings._model import (
     ENV_PREFIX,
     SETTING_FLOORS,
@@ -34,6 +39,7 @@ from agent_loop_common.settings._model import (
 )
 from agent_loop_common.settings._rules import (
     CLAIM_SKEW,
+    GATEWAY_MEMORY_MIB,
     JUNIT_PLACEHOLDER_PATTERN,
     MIN_CLAIM_TTL_MINUTES,
     claim_ttl_problem,
@@ -45,6 +51,7 @@ from agent_loop_common.settings._rules import (
 __all__ = [
     "CLAIM_SKEW",
     "ENV_PREFIX",
+    "GATEWAY_MEMORY_MIB",
     "JUNIT_PLACEHOLDER_PATTERN",
     "MIN_CLAIM_TTL_MINUTES",
     "SETTING_FLOORS",
@@ -55,10 +62,12 @@ __all__ = [
     "claim_ttl_problem",
     "env_var_name",
     "field_bounds",
+    "known_variables",
     "load_settings",
     "normalize_cron",
     "parse_rate_reserve",
     "render_settings_table",
     "shell_syntax",
     "split_command",
+    "unknown_variable_problems",
 ]

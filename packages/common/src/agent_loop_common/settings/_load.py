@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Mapping
+from difflib import get_close_matches
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +15,15 @@ from pydantic import AliasChoices, SecretStr, ValidationError
 from agent_loop_common._fielddocs import field_docs
 from agent_loop_common.settings._errors import ConfigError, describe_validation_error
 from agent_loop_common.settings._model import ENV_PREFIX, Settings, allowed_range
+from agent_loop_common.settings._outside import OUTSIDE_THE_MODEL
 
-__all__ = ["env_var_name", "field_meaning", "load_settings"]
+__all__ = [
+    "env_var_name",
+    "field_meaning",
+    "known_variables",
+    "load_settings",
+    "unknown_variable_problems",
+]
 
 
 def env_var_name(field_name: str) -> str:
@@ -57,10 +68,11 @@ def load_settings(env_file: str | Path | None = None, **overrides: Any) -> Setti
     Raises:
         ConfigError: One message listing every missing or invalid variable.
     """
+    unknown = unknown_variable_problems(os.environ)
     try:
         # Passed through a dict: pyright sees only the fields, not BaseSettings' own options.
         init: dict[str, Any] = {"_env_file": env_file, **overrides}
-        return Settings(**init)
+        settings = Settings(**init)
     except ValidationError as exc:
         env_names: dict[str, str] = {}
         for name in Settings.model_fields:
@@ -77,7 +89,39 @@ def load_settings(env_file: str | Path | None = None, **overrides: Any) -> Setti
             secret=_secret_variables(),
             ranges={name: text for name, text in ranges.items() if text},
         )
-        raise ConfigError(_without_knock_ons(problems)) from None
+        raise ConfigError([*unknown, *_without_knock_ons(problems)]) from None
+    if unknown:
+        raise ConfigError(unknown)
+    return settings
+
+
+@cache
+def known_variables() -> frozenset[str]:
+    """Every `AGENT_LOOP_*` variable agent-loop reads: one per setting, and the few read
+    outside the settings (`OUTSIDE_THE_MODEL`)."""
+    names = {env_var_name(name) for name in Settings.model_fields}
+    names |= {name for name, _, _ in OUTSIDE_THE_MODEL}
+    return frozenset(n for n in names if n.startswith(ENV_PREFIX))
+
+
+def unknown_variable_problems(environ: Mapping[str, str]) -> list[str]:
+    """A problem for each set `AGENT_LOOP_*` variable that is no setting, naming the
+    closest known one: a misspelt variable used to be ignored in silence, its setting
+    left at its default."""
+    known = known_variables()
+    problems: list[str] = []
+    for name in sorted(environ):
+        if not name.startswith(ENV_PREFIX) or name in known:
+            continue
+        # Compared without the shared prefix, which would make every name look close.
+        tails = sorted(k.removeprefix(ENV_PREFIX) for k in known)
+        close = get_close_matches(name.removeprefix(ENV_PREFIX), tails, n=1, cutoff=0.6)
+        hint = f"did you mean {ENV_PREFIX}{close[0]}?" if close else "see docs/configuration.md"
+        problems.append(
+            f"{name}: not a setting of agent-loop ({hint}). Rename or unset it: a misspelt "
+            "setting would otherwise be ignored and its default used."
+        )
+    return problems
 
 
 _ALTERNATIVES = {"AGENT_LOOP_REPO": "AGENT_LOOP_REPOS"}

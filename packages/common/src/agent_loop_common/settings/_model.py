@@ -10,6 +10,7 @@ errors into one readable message naming each variable.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -30,6 +31,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from agent_loop_common.settings._auth import check_github_credentials
 from agent_loop_common.settings._rules import (
     MIN_CLAIM_TTL_MINUTES,
+    WEBHOOK_BUFFER_DEFAULT,
     parse_rate_reserve,
     split_command,
 )
@@ -85,6 +87,8 @@ SETTING_FLOORS: dict[str, str] = {
     "llm_retry_cap_seconds": "llm_retry_base_seconds",
     "backoff_cap_minutes": "backoff_base_minutes",
     "max_staged_total_bytes": "max_staged_file_bytes",
+    "webhook_buffer_bytes_per_source": "webhook_max_body_bytes",
+    "webhook_buffer_bytes": "webhook_buffer_bytes_per_source",
 }
 """Settings that must be at least another one (a cap and its base, a total and its part):
 field -> the field it must be at least."""
@@ -233,16 +237,28 @@ class Settings(BaseSettings):
     # ------------------------------------------------------------ events (gateway)
     webhook_secret: SecretStr | None = None
     """Secret GitHub signs webhook deliveries with (the App's or the repository webhook's "Secret"). Needed by the gateway (`agent-loop serve`, `agent-loop deploy gateway`) only; the agents never read it."""
-    webhook_max_body_bytes: int = Field(default=1_000_000, ge=1_000, le=100_000_000)
-    """Largest webhook delivery the gateway reads, in bytes; a bigger one is refused with 413 before anything else is done with it."""
+    webhook_max_body_bytes: int = Field(default=262_144, ge=1_000, le=100_000_000)
+    """Largest webhook delivery the gateway reads, in bytes (256 KiB: GitHub's issue, comment, review and pull request payloads are a few to a few tens of kB); a bigger one is refused with 413 before its body is read. Raise it for one event with `AGENT_LOOP_WEBHOOK_MAX_BODY_BYTES_BY_EVENT`."""
     webhook_coalesce_seconds: float = Field(default=1.0, ge=0, le=60)
     """Deliveries for one issue or pull request within this many seconds start a single run (one action on GitHub often sends several events)."""
     webhook_dedup_size: int = Field(default=10_000, ge=100, le=10_000_000)
     """How many recent deliveries the gateway remembers (by `X-GitHub-Delivery` and by body) to refuse a replay."""
     webhook_read_timeout_seconds: float = Field(default=10.0, ge=1, le=300)
     """How long the gateway waits for a delivery's request head, and again for its body; a slower connection is dropped (head) or answered 408 (body). GitHub sends a delivery whole and at once, and gives up itself after ten seconds."""
-    webhook_max_connections: int = Field(default=512, ge=1, le=100_000)
-    """Most connections the gateway serves at once; past it a new request is answered 503 at once (GitHub records the failed delivery, the agents' cron picks the work up)."""
+    webhook_max_connections: int = Field(default=1024, ge=1, le=100_000)
+    """Most connections the gateway serves at once; past it a new request is answered 503 at once (GitHub records the failed delivery, the agents' cron picks the work up). Each costs at most 64 KiB of read buffer: the bodies it receives count against `AGENT_LOOP_WEBHOOK_BUFFER_BYTES` instead."""
+    webhook_max_connections_per_source: int = Field(default=128, ge=1, le=100_000)
+    """Most connections one client address (an IPv6 /64) may hold open at the gateway; more are closed as they open, so one address cannot take the connections. Connections from `AGENT_LOOP_WEBHOOK_TRUSTED_PROXIES` are not counted this way (their clients are told apart by `X-Forwarded-For`)."""
+    webhook_buffer_bytes_per_source: int = Field(
+        default=8 * 1024 * 1024, ge=1_000, le=10_000_000_000
+    )
+    """Delivery bytes the gateway holds at once for one client address (an IPv6 /64), reserved by each request's `Content-Length` before its body is read; past it a request is answered 429 at once, unread, so one address cannot take the whole `AGENT_LOOP_WEBHOOK_BUFFER_BYTES`."""
+    webhook_buffer_bytes: int = Field(default=WEBHOOK_BUFFER_DEFAULT, ge=1_000, le=10_000_000_000)
+    """Delivery bytes the gateway holds at once, in all (the bodies being received; reserved by each request's `Content-Length` before its body is read); past it a request is answered 503 at once, unread. The default is an eighth of the deployed gateway's memory (512 MiB), whatever the number of connections."""
+    webhook_max_body_bytes_by_event: Annotated[tuple[str, ...], NoDecode] = ()
+    """`event=bytes` pairs, comma-separated, raising (or lowering) `AGENT_LOOP_WEBHOOK_MAX_BODY_BYTES` for one `X-GitHub-Event`, e.g. `pull_request=1000000`. Each must fit `AGENT_LOOP_WEBHOOK_BUFFER_BYTES_PER_SOURCE`."""
+    webhook_trusted_proxies: Annotated[tuple[str, ...], NoDecode] = ()
+    """Addresses or networks (`10.0.0.0/8`, `*` for any) of the proxies in front of the gateway, comma-separated: from them `X-Forwarded-For` names the client, for the per-source limits and the logs. Empty: nobody's `X-Forwarded-For` is believed, and the connecting address is the client (behind an ingress, every delivery would then count as one source)."""
 
     # ------------------------------------------------------------ memory and local mode
     home: Path = Path(".agent-loop")
@@ -259,6 +275,14 @@ class Settings(BaseSettings):
     """Probability each applicable lesson is held out of a builder or reviewer run, so the distiller can measure what the lesson does (shown vs held out). The draw is a hash of the run id and the lesson id, recorded in the run's record, so a replay draws the same. A proven lesson is held out at a quarter of this rate, so decay is still noticed. 0 turns measurement off (every applicable lesson is shown, no lesson's effect is decided)."""
     compliance_judgments: int = Field(default=5, ge=0, le=100)
     """Most model calls per distiller tick that judge whether a run acted on a lesson which names no command, file or API its trace could show (one call per lesson and run, never bought twice, spent on the lessons closest to a decision). A reply that is not exactly `true` or `false` counts as unknown. 0 turns these judgments off (such lessons then have no compliance)."""
+    lesson_replay: bool = False
+    """Let the distiller prove new lessons by replay (`on`/`off`): each lesson still proving is replayed on up to `AGENT_LOOP_LESSON_REPLAY_MAX_INSTANCES` mined instances of the repository (`agent-loop eval mine`), once with it and once without, by calling the eval's deployed task by name; the pairs are kept on the lesson as replay evidence, apart from its live runs, and their sign test's e-value multiplies the live one. Costs builder runs: bounded by `AGENT_LOOP_LESSON_REPLAY_MODEL_CALLS`. See `docs/learning.md`."""
+    lesson_replay_max_instances: int = Field(default=10, ge=1, le=200)
+    """Most mined instances one lesson is replayed on (pairs that count); an instance whose pair cannot count (the lesson did not reach the prompt, a build failed) is tried once and not again, at most twice this many in all."""
+    lesson_replay_model_calls: int = Field(default=200, ge=1, le=100_000)
+    """Model calls a distiller tick may spend on lesson replays (both builds of every pair, verifier included): a pair starts only while the tick has spent fewer, so the pair in flight may end above it."""
+    lesson_replay_instances: Path | None = None
+    """The instances file lessons are replayed on (JSON lines, `agent-loop eval mine`'s format); empty: `<AGENT_LOOP_HOME>/eval/<owner>__<name>/instances.jsonl`, where `eval mine` writes them. On a cluster it must be a path the distiller's container can read."""
     lessons_pr: bool = False
     """Let the distiller keep one pull request (from its own branch, never the default branch) that writes the proven lessons, each with its evidence line, into a marked section of `AGENT_LOOP_LESSONS_FILE`. Once merged they are the repository's own instructions, read from the base branch; a trusted person's edit or deletion of a line there flows back into memory (the lesson reworded or retired, recorded as theirs). See `docs/memory.md`."""
     lessons_file: Literal["AGENTS.md", ".agent-loop/lessons.md"] = "AGENTS.md"
@@ -290,7 +314,7 @@ class Settings(BaseSettings):
     pip_options: str | None = None
     """Extra arguments for `pip install` in the default Python setup (a Python repository with no setup or test command configured gets a private environment in the copy, see `docs/sandbox.md`), e.g. `--index-url https://mirror.example/simple` behind a mirror, or `--no-index --find-links wheels` for a wheelhouse in the repository. Same syntax as the test command."""
     test_junit_report: bool = True
-    """Append `--junitxml=$SANDBOX_JUNIT` to a pytest test command that names no JUnit report of its own, so every test's outcome (the counts and the fail-to-pass tests) is known for set commands too. `false` runs the command exactly as given."""
+    """Append `--junitxml=$SANDBOX_JUNIT` to a pytest test command that names no JUnit report of its own, so every test's outcome (the counts and the fail-to-pass tests) is known for set commands too. `false` leaves the report option out (pytest commands still get the sandbox's guard plugin, `-p $SANDBOX_PYTEST_GUARD`: see `docs/sandbox.md`)."""
     max_test_runs: int = Field(default=5, ge=1, le=50)
     """Most test runs an agent may start in one try (its `run_tests` tool); the baseline and the final check do not count."""
     sandbox_timeout_seconds: float = Field(default=600.0, ge=1, le=86_400)
@@ -407,12 +431,51 @@ class Settings(BaseSettings):
         return value
 
     @field_validator(
-        "repos", "protected_paths", "sandbox_readonly_paths", "share_lessons_from", mode="before"
+        "repos",
+        "protected_paths",
+        "sandbox_readonly_paths",
+        "share_lessons_from",
+        "webhook_max_body_bytes_by_event",
+        "webhook_trusted_proxies",
+        mode="before",
     )
     @classmethod
     def _split_lists(cls, value: object) -> object:
         if isinstance(value, str):
             return tuple(p.strip() for p in re.split(r"[,\n]", value) if p.strip())
+        return value
+
+    @field_validator("webhook_max_body_bytes_by_event")
+    @classmethod
+    def _check_event_caps(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        top = info.data.get("webhook_buffer_bytes_per_source")
+        for pair in value:
+            event, sep, number = pair.partition("=")
+            if (
+                not sep
+                or not re.fullmatch(r"[a-z_]+", event.strip())
+                or not number.strip().isdigit()
+            ):
+                raise ValueError(f"expected event=bytes pairs (pull_request=1000000), got {pair!r}")
+            size = int(number)
+            if size < 1_000 or (isinstance(top, int) and size > top):
+                raise ValueError(
+                    f"{event.strip()}: {size} bytes must be from 1000 to "
+                    f"AGENT_LOOP_WEBHOOK_BUFFER_BYTES_PER_SOURCE ({top})"
+                )
+        return value
+
+    @field_validator("webhook_trusted_proxies")
+    @classmethod
+    def _check_proxies(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in value:
+            if entry != "*":
+                try:
+                    ipaddress.ip_network(entry, strict=False)
+                except ValueError:
+                    raise ValueError(
+                        f"expected addresses or networks (10.0.0.0/8) or *, got {entry!r}"
+                    ) from None
         return value
 
     @field_validator("sandbox_readonly_paths")
@@ -440,6 +503,7 @@ class Settings(BaseSettings):
         "setup_command",
         "pip_options",
         "flyte_config",
+        "lesson_replay_instances",
         mode="before",
     )
     @classmethod
@@ -462,7 +526,13 @@ class Settings(BaseSettings):
         check_github_credentials({**info.data, "github_app_installation_id": value})
         return value
 
-    @field_validator("llm_retry_cap_seconds", "backoff_cap_minutes", "max_staged_total_bytes")
+    @field_validator(
+        "llm_retry_cap_seconds",
+        "backoff_cap_minutes",
+        "max_staged_total_bytes",
+        "webhook_buffer_bytes_per_source",
+        "webhook_buffer_bytes",
+    )
     @classmethod
     def _check_at_least_its_floor(cls, value: float, info: ValidationInfo) -> float:
         # A field validator on the later field (not a model validator), so the problem is
@@ -490,6 +560,14 @@ class Settings(BaseSettings):
         return self
 
     # ------------------------------------------------------------ derived values
+    def webhook_body_cap(self, event: str) -> int:
+        """The largest body the gateway reads for `event` (`X-GitHub-Event`)."""
+        for pair in self.webhook_max_body_bytes_by_event:
+            name, _, number = pair.partition("=")
+            if name.strip() == event:
+                return int(number)
+        return self.webhook_max_body_bytes
+
     @property
     def many_repos(self) -> bool:
         """Configured with `AGENT_LOOP_REPOS` (each repository has its own memory namespace)."""
@@ -516,6 +594,15 @@ class Settings(BaseSettings):
     def repo_name(self) -> str:
         """The repository name without its owner."""
         return self.repo.split("/", 1)[1]
+
+    @property
+    def eval_instances(self) -> Path:
+        """The repository's mined instances file: `AGENT_LOOP_LESSON_REPLAY_INSTANCES`, or
+        `<AGENT_LOOP_HOME>/eval/<owner>__<name>/instances.jsonl` (`agent-loop eval
+        mine`'s default, as SWE-bench names a repository's instances `owner__name-N`)."""
+        if self.lesson_replay_instances is not None:
+            return self.lesson_replay_instances
+        return self.home / "eval" / f"{self.owner}__{self.repo_name}" / "instances.jsonl"
 
     @property
     def claim_ttl(self) -> timedelta:

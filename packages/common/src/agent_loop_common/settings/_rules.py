@@ -21,8 +21,10 @@ from datetime import timedelta
 
 __all__ = [
     "CLAIM_SKEW",
+    "GATEWAY_MEMORY_MIB",
     "JUNIT_PLACEHOLDER_PATTERN",
     "MIN_CLAIM_TTL_MINUTES",
+    "WEBHOOK_BUFFER_DEFAULT",
     "claim_ttl_problem",
     "parse_rate_reserve",
     "shell_syntax",
@@ -47,6 +49,15 @@ def claim_ttl_problem(ttl: timedelta, skew: timedelta = CLAIM_SKEW) -> str | Non
 
 MIN_CLAIM_TTL_MINUTES = int((2 * CLAIM_SKEW).total_seconds() // 60) + 1
 """The shortest whole-minute claim TTL that `claim_ttl_problem` accepts."""
+
+
+GATEWAY_MEMORY_MIB = 512
+"""Memory the deployed gateway gets (its `AppEnvironment`'s resources, in MiB)."""
+
+WEBHOOK_BUFFER_DEFAULT = GATEWAY_MEMORY_MIB * 1024 * 1024 // 8
+"""Delivery bytes the gateway may hold at once by default: an eighth of its deployed
+memory, which leaves the rest to the interpreter, the libraries, each connection's read
+buffer (at most 64 KiB, times `AGENT_LOOP_WEBHOOK_MAX_CONNECTIONS`) and the answers."""
 
 
 JUNIT_PLACEHOLDER_PATTERN = re.compile(r"\$(?:SANDBOX_JUNIT\b|\{SANDBOX_JUNIT\})")

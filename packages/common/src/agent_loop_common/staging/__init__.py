@@ -31,6 +31,7 @@ from agent_loop_common.staging._change_tools import (
     fix_tools,
     implementation_tools,
 )
+from agent_loop_common.staging._diff import ChangeDiff, FileDiff, change_diff
 from agent_loop_common.staging._errors import PlanError, PolicyViolation, StagingError
 from agent_loop_common.staging._fields import REFUSAL_PREFIX, StagingTool
 from agent_loop_common.staging._issue_tools import decomposition_tools
@@ -62,11 +63,13 @@ __all__ = [
     "INSTRUCTION_GLOBS",
     "REFUSAL_PREFIX",
     "REPOSITORY_CONFIG_GLOBS",
+    "ChangeDiff",
     "ChangePlan",
     "ChangeStage",
     "DecompositionPlan",
     "DecompositionStage",
     "ExistsAtBase",
+    "FileDiff",
     "IsDirAtBase",
     "PathRelation",
     "PlanError",
@@ -79,6 +82,7 @@ __all__ = [
     "StagingTool",
     "TextAtBase",
     "ancestors",
+    "change_diff",
     "change_tools",
     "decomposition_tools",
     "directory_lookup",

@@ -109,12 +109,14 @@ async def untrusted_issue_editor(
     events: Sequence[IssueEvent],
     *,
     since: datetime | None = None,
+    body: bool = True,
 ) -> str | None:
     """Who below the trust rule last changed issue `number`'s text: `@login`, `a deleted
     account`, or `None` when nobody did.
 
     A title change is a `renamed` event (`events`: the issue's event listing), a body
-    change its last edit (one GraphQL request). With `since` (the opt-in label's time),
+    change its last edit (one GraphQL request; with `body` False it is not asked, for a
+    caller that knows GraphQL cannot answer). With `since` (the opt-in label's time),
     every title change and the last body edit at or after it count; without it, the
     last title change and the last body edit.
     """
@@ -126,6 +128,8 @@ async def untrusted_issue_editor(
         edit = Edit(editor=login, edited_at=event.created_at)
         if await untrusted_edit(trust, edit, since=since) is not None:
             return f"@{login}" if login else "a deleted account"
+    if not body:
+        return None
     edit = await untrusted_edit(trust, await github.last_edit(number), since=since)
     if edit is not None:
         return f"@{edit.editor}" if edit.editor else "a deleted account"

@@ -1,10 +1,12 @@
-"""The Metrics tab: headline figures with their denominators, and charts over time.
+"""The Metrics tab: headline cards, charts over time, each with its definition, and
+every figure with its denominator.
 
-Everything is computed from the daily rollups (exact sums of the ingested records) and
-the grades (what humans did with the agents' PRs), through `agent_loop_common.metrics`,
-so the figures here and in `agent-loop status` agree. This pass's own record is written
-when the tick ends and ingested by the next pass, so the headline figures add it
-explicitly (and say so): `status`, which reads every record, counts it too.
+Everything is computed from the daily rollups (exact sums of the ingested records),
+with this pass's own record folded in (it is written when the tick ends and ingested
+by the next pass), and from the grades (what people did with the agents' PRs). Each
+card and each chart reads the same `Figure`s over the same periods (`_figures`), so a
+card is always its chart's sum, and the ratios are `Metrics`' (the "All figures" table
+and `agent-loop status` count the same way).
 """
 
 from __future__ import annotations
@@ -17,14 +19,23 @@ from agent_loop_common.metrics import (
     DailyRollup,
     Metrics,
     Tally,
+    fold_records,
     summarize,
     tally_grades,
-    tally_records,
     total_tally,
 )
-from agent_loop_common.records import Grade, GradeState, Role, RunRecord, TargetKind
-from agent_loop_distiller._report._charts import Series, bar_chart, line_chart
+from agent_loop_common.records import Grade, Role, RunRecord, TargetKind
+from agent_loop_distiller._report._charts import bar_chart, line_chart
 from agent_loop_distiller._report._data import ReportData
+from agent_loop_distiller._report._figures import (
+    CARDS,
+    Card,
+    Period,
+    card_value,
+    definitions,
+    series,
+    total,
+)
 from agent_loop_distiller._report._html import (
     esc,
     fmt_cost,
@@ -38,6 +49,7 @@ from agent_loop_distiller._report._html import (
 __all__ = ["render_metrics"]
 
 _GREEN, _RED, _GREY, _BLUE, _AMBER = "#2da44e", "#cf222e", "#8c959f", "#0969da", "#bf8700"
+_PURPLE = "#8250df"
 
 
 def _days(rollups: Sequence[DailyRollup], last: date, window: int) -> list[date]:
@@ -59,20 +71,28 @@ def _value(metrics: Metrics, name: str) -> str:
     return fmt_int(value) if isinstance(value, int) else f"{value:,.2f}"
 
 
-def _cards(metrics: Metrics, idle: int) -> str:
-    shown = [
-        ("Runs", fmt_int(metrics.runs)),
-        ("Idle runs", fmt_int(idle)),
-        ("Success rate", fmt_rate(metrics.success_rate)),
-        ("First-try verified", fmt_rate(metrics.first_try_verification_rate)),
-        ("PRs opened", fmt_int(metrics.opened_prs)),
-        ("Merged (of decided)", fmt_rate(metrics.merged_rate)),
-        ("Cost per PR", fmt_cost(metrics.cost_per_opened_pr)),
-        ("Cached input", fmt_rate(metrics.cached_input_rate)),
-        ("Total cost", fmt_cost(metrics.cost_usd)),
-    ]
-    cards = "".join(f'<div class="card">{esc(k)}<b>{esc(v)}</b></div>' for k, v in shown)
-    return f'<div class="cards">{cards}</div>'
+def _card_text(card: Card, value: float | None) -> str:
+    if card.money:
+        return fmt_cost(value)
+    if card.den:
+        return fmt_rate(value)
+    return fmt_int(round(value or 0))
+
+
+def _cards(window: Period) -> str:
+    """The headline cards, each computed from its chart's figures over the window (and
+    saying which in its data, so a test can add the chart up)."""
+    shown: list[str] = []
+    for card in CARDS:
+        value = card_value(card, window)
+        den = f' data-den="{esc(" ".join(card.den))}"' if card.den else ""
+        exact = "" if value is None else f' data-value="{value:.12g}"'
+        shown.append(
+            f'<div class="card" data-chart="{esc(card.chart)}" '
+            f'data-num="{esc(" ".join(card.num))}"{den}{exact}>'
+            f"{esc(card.title)}<b>{esc(_card_text(card, value))}</b></div>"
+        )
+    return f'<div class="cards">{"".join(shown)}</div>'
 
 
 def _figures(metrics: Metrics) -> str:
@@ -83,10 +103,10 @@ def _figures(metrics: Metrics) -> str:
     return table(["Figure", "Value", "Definition (denominator)"], rows, numeric=[1])
 
 
-def _by_role(rollups: Sequence[DailyRollup], own: Sequence[RunRecord]) -> str:
+def _by_role(rollups: Sequence[DailyRollup]) -> str:
     rows: list[list[str]] = []
     for role in Role:
-        t = total_tally(rollups, role) + tally_records(r for r in own if r.role is role)
+        t = total_tally(rollups, role)
         if not t.runs:
             continue
         m = summarize(t)
@@ -117,59 +137,100 @@ def _by_role(rollups: Sequence[DailyRollup], own: Sequence[RunRecord]) -> str:
     return table(headers, rows, numeric=[1, 2, 3, 4, 5, 6, 7])
 
 
-def _daily_charts(rollups: Sequence[DailyRollup], days: list[date]) -> str:
-    by_day = {r.day: r for r in rollups}
-    tallies = [by_day[d].tally if d in by_day else Tally() for d in days]
-    idle = [float(sum(by_day[d].idle_runs.values())) if d in by_day else 0.0 for d in days]
-    labels = [d.strftime("%m-%d") for d in days]
-    summaries = [summarize(t) for t in tallies]
+def _money(v: float) -> str:
+    return f"${v:.2f}"
+
+
+def _daily_charts(days: Sequence[Period]) -> str:
+    labels = [p.label for p in days]
+    kinds = ("succeeded", "failed", "declined", "interrupted")
     outcomes = bar_chart(
         "Outcomes per day",
         labels,
-        [
-            Series("succeeded", [float(t.successes) for t in tallies], _GREEN),
-            Series("failed", [float(t.worked - t.successes) for t in tallies], _RED),
-            Series("declined", [float(t.runs - t.worked) for t in tallies], _AMBER),
-            Series("idle", idle, _GREY),
-        ],
+        [series(k, days, c) for k, c in zip(kinds, (_GREEN, _RED, _AMBER, _PURPLE), strict=True)],
+        chart="outcomes",
+        note=definitions(
+            kinds,
+            "Runs that reached their target, this pass included: a day's bars sum to its "
+            "runs, and the Runs card is their sum over the window.",
+        ),
     )
+    no_run = bar_chart(
+        "Ticks without a run, per day",
+        labels,
+        [series("idle", days, _GREY), series("preflight", days, _RED)],
+        chart="no-run",
+        note=definitions(
+            ("idle", "preflight"),
+            "Neither is a run: the Runs card and every rate leave them out; the Idle ticks "
+            "and Preflight failures cards are their sums.",
+        ),
+    )
+    rated = ("success", "verified", "first_try", "cached_input")
     rates = line_chart(
         "Rates per day",
         labels,
-        [
-            Series("success", [m.success_rate for m in summaries], _GREEN),
-            Series("verified", [m.verification_rate for m in summaries], _BLUE),
-            Series(
-                "first-try verified", [m.first_try_verification_rate for m in summaries], _AMBER
-            ),
-        ],
+        [series(k, days, c) for k, c in zip(rated, (_GREEN, _BLUE, _AMBER, _PURPLE), strict=True)],
+        chart="rates",
+        note=definitions(
+            rated,
+            "Each point is the day's numerator over its denominator; each card is the "
+            "window's numerators over its denominators (never an average of the points). "
+            "A day with an empty denominator is a gap, not 0.",
+        ),
+    )
+    prs = bar_chart(
+        "PRs opened per day",
+        labels,
+        [series("prs", days, _BLUE)],
+        chart="prs",
+        note=definitions(("prs",), "The PRs opened card is their sum."),
     )
     cost = bar_chart(
-        "Cost per opened PR, per day (all roles' cost / PRs opened that day)",
+        "Cost per day",
         labels,
-        [Series("cost per PR", [m.cost_per_opened_pr for m in summaries], _BLUE)],
-        fmt=lambda v: f"${v:.2f}",
+        [series("cost", days, _BLUE)],
+        fmt=_money,
+        chart="cost",
+        note=definitions(("cost",), "The Total cost card is their sum."),
     )
-    return outcomes + rates + cost
+    per_pr = series("cost_per_pr", days, _BLUE)
+    top = max((v for v in per_pr.values if v is not None), default=0.0) or 1.0
+    cost_per_pr = line_chart(
+        "Cost per opened PR, per day",
+        labels,
+        [per_pr],
+        top=top,
+        fmt=_money,
+        chart="cost-per-pr",
+        note=definitions(
+            ("cost_per_pr",), "The Cost per PR card is the window's cost over its PRs."
+        ),
+    )
+    return outcomes + no_run + rates + prs + cost + cost_per_pr
 
 
-def _grade_chart(grades: Sequence[Grade]) -> str:
-    months: dict[str, dict[GradeState, float]] = defaultdict(lambda: defaultdict(float))
+def _months(grades: Sequence[Grade]) -> list[Period]:
+    """The agent PRs' grades by the month each PR was opened (decompositions apart)."""
+    by_month: dict[str, list[Grade]] = defaultdict(list)
     for g in grades:
         if g.target.kind is TargetKind.PR:
-            opened = (g.opened_at or g.graded_at).astimezone(UTC)
-            months[opened.strftime("%Y-%m")][g.state] += 1
-    labels = sorted(months)
+            by_month[(g.opened_at or g.graded_at).astimezone(UTC).strftime("%Y-%m")].append(g)
+    return [Period(label=m, grades=tally_grades(by_month[m])) for m in sorted(by_month)]
+
+
+def _grade_chart(months: Sequence[Period]) -> str:
+    keys = ("merged", "closed", "open")
     return bar_chart(
-        "Agent PRs by month opened: what humans decided",
-        labels,
-        [
-            Series("merged", [months[m][GradeState.MERGED] for m in labels], _GREEN),
-            Series(
-                "closed unmerged", [months[m][GradeState.CLOSED_UNMERGED] for m in labels], _RED
-            ),
-            Series("open", [months[m][GradeState.OPEN] for m in labels], _GREY),
-        ],
+        "Agent PRs by month opened: what people decided",
+        [p.label for p in months],
+        [series(k, months, c) for k, c in zip(keys, (_GREEN, _RED, _GREY), strict=True)],
+        chart="grades",
+        note=definitions(
+            keys,
+            "The Merged (of decided) card is merged / (merged + closed unmerged) over "
+            "these months: open PRs are not decided yet.",
+        ),
     )
 
 
@@ -182,23 +243,37 @@ def _counted(own: Sequence[RunRecord]) -> str:
     if not own:
         return ""
     return (
-        f'<p class="muted">Figures count the runs ingested so far and this pass '
-        f"(run {esc(own[0].run_id)}), as <code>agent-loop status</code> does; the charts "
-        "show the ingested runs only.</p>"
+        f'<p class="muted">Cards and charts count the runs ingested so far and this pass '
+        f"(run {esc(own[0].run_id)}), as <code>agent-loop status</code> does.</p>"
     )
+
+
+def _window(data: ReportData, window_days: int) -> tuple[list[Period], list[DailyRollup]]:
+    """The charted days (this pass folded into its day) and their rollups."""
+    by_day = {r.day: r for r in data.rollups}
+    by_day.update(fold_records(by_day, _own_pass(data)))
+    days = _days(list(by_day.values()), data.generated_at.astimezone(UTC).date(), window_days)
+    periods = [
+        Period(
+            label=day.strftime("%m-%d"),
+            runs=by_day[day].tally if day in by_day else Tally(),
+            idle=sum(by_day[day].idle_runs.values()) if day in by_day else 0,
+        )
+        for day in days
+    ]
+    return periods, [by_day[day] for day in days if day in by_day]
 
 
 def render_metrics(data: ReportData, *, window_days: int = 30) -> str:
     """The Metrics tab's HTML."""
-    rollups = data.rollups
-    own = _own_pass(data)
-    metrics = summarize(total_tally(rollups) + tally_records(own), tally_grades(data.grades))
-    idle = sum(sum(r.idle_runs.values()) for r in rollups)
-    days = _days(rollups, data.generated_at.astimezone(UTC).date(), window_days)
+    days, rollups = _window(data, window_days)
+    months = _months(data.grades)
+    window = total(days) + total(months)
+    metrics = summarize(window.runs, tally_grades(data.grades))
     return (
-        _cards(metrics, idle)
-        + _counted(own)
-        + section("Over time", _daily_charts(rollups, days) + _grade_chart(data.grades))
-        + section("By role", _by_role(rollups, own))
+        _cards(window)
+        + _counted(_own_pass(data))
+        + section("Over time", _daily_charts(days) + _grade_chart(months))
+        + section("By role", _by_role(rollups))
         + section(f"All figures (last {window_days} days)", _figures(metrics))
     )

@@ -1,0 +1,138 @@
+"""Runs that never reached their target fail before claiming, name the setting to fix,
+exit 2, and are counted apart: `status` shows them as preflight failures and no rate
+moves (issue 31).
+
+Before: a repository typo, a refused token and `--issue 99` each became a recorded run,
+and after four such `status` read 25% success and 50% errors; a wrong model endpoint
+claimed the issue, ran the base tests, retried four times and said "InternalServerError:
+Connection error." naming no setting. All through the CLI against the served emulator.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import socket
+from collections.abc import Iterator
+from contextlib import nullcontext
+from typing import Any
+
+import pytest
+
+from agent_loop import cli
+from agent_loop_common.records import Role
+from agent_loop_common.runtime import TickSummary, forget_probes, use_model
+from agent_loop_common.verify import VERIFIER_MARKER
+from agent_loop_testing import (
+    VERIFIED,
+    CliLoop,
+    GitHubEmulator,
+    ScriptedModel,
+    call,
+    serve_for_cli,
+    turn,
+)
+
+
+@pytest.fixture
+def loop(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> Iterator[CliLoop]:
+    forget_probes()
+    emulator = GitHubEmulator()
+    emulator.seed_files({"README.md": "# widgets\n"})
+    with serve_for_cli(monkeypatch, emulator, tmp_path / "home", AGENT_LOOP_SANDBOX="off"):
+        yield CliLoop(emulator, cli.main, capsys)
+    forget_probes()
+
+
+def _refused(loop: CliLoop, *argv: str, installed: bool = True) -> TickSummary:
+    """`agent-loop run builder *argv --json`, which must exit 2: its summary. With
+    `installed`, a scripted model that must never be called answers."""
+    never = ScriptedModel([])
+    loop.models[Role.BUILDER] = never
+    with use_model(loop.provider) if installed else nullcontext():
+        code = cli.main(["run", "builder", *argv, "--json"])
+    never.assert_finished()
+    out, err = loop.capture.readouterr()
+    assert code == 2, err
+    assert out.strip(), err
+    return TickSummary.model_validate_json(out.strip().splitlines()[-1])
+
+
+def _status(loop: CliLoop) -> tuple[dict[str, Any], str]:
+    assert cli.main(["status", "--json"]) == 0
+    document = json.loads(loop.capture.readouterr().out)
+    assert cli.main(["status"]) == 0
+    return document["metrics"], loop.capture.readouterr().out
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.usefixtures("quiet_logs")
+def test_four_bad_inputs_are_preflight_failures_and_leave_the_rates_alone(
+    loop: CliLoop, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    emulator = loop.emulator
+    emulator.add_issue("Add a colour", "Widgets need a colour.")
+    model = ScriptedModel(
+        [
+            turn(tool_calls=[call("stage_file", path="colour.txt", content="blue\n")]),
+            turn(
+                tool_calls=[
+                    call("submit_implementation", title="Colour", body="Adds it.", summary="s")
+                ]
+            ),
+            turn("Submitted."),
+        ],
+        routes={VERIFIER_MARKER: [turn(VERIFIED)]},
+    )
+    assert loop.run(Role.BUILDER, model).outcome == "opened_pr"
+    before, _ = _status(loop)
+
+    # 1. A repository that is not there.
+    monkeypatch.setenv("AGENT_LOOP_REPO", "acme/widgetz")
+    typo = _refused(loop)
+    assert typo.outcome == "preflight_failed"
+    assert "404" in typo.error
+    assert "AGENT_LOOP_REPO" in typo.error
+    monkeypatch.setenv("AGENT_LOOP_REPO", emulator.full_name)
+
+    # 2. A token GitHub refuses.
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_not-a-token")
+    token = _refused(loop)
+    assert token.outcome == "preflight_failed"
+    assert "401" in token.error
+    assert "GITHUB_TOKEN" in token.error
+    monkeypatch.setenv("GITHUB_TOKEN", emulator.bot_token)
+
+    # 3. An issue that does not exist.
+    missing = _refused(loop, "--issue", "99")
+    assert missing.outcome == "preflight_failed"
+    assert missing.error == f"issue #99 does not exist in {emulator.full_name}"
+
+    # 4. A model endpoint that does not answer: found before the issue is claimed.
+    number = emulator.add_issue("Add a size", "Widgets need a size.")
+    base = f"http://127.0.0.1:{_closed_port()}/v1"
+    monkeypatch.setenv("AGENT_LOOP_MODEL", "openai/scripted")
+    monkeypatch.setenv("AGENT_LOOP_API_BASE", base)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    monkeypatch.setenv("AGENT_LOOP_ALLOW_MODEL_REQUESTS", "1")  # the endpoint is loopback
+    endpoint = _refused(loop, "--issue", str(number), installed=False)
+    assert endpoint.outcome == "preflight_failed"
+    assert f"AGENT_LOOP_API_BASE={base}: the model server does not answer" in endpoint.error
+    assert emulator.comments(number) == []  # nothing was claimed, nothing was posted
+    assert emulator.refs("refs/agent-loop/") == {}
+
+    after, page = _status(loop)
+    rates = [k for k in before if k.endswith("_rate")]
+    assert {k: after[k] for k in rates} == {k: before[k] for k in rates}
+    assert (after["runs"], after["preflight_failures"]) == (before["runs"], 4)
+    assert "Failed before reaching a target (4)" in page
+    recent = page[page.index("Recent runs") : page.index("Failed before reaching a target")]
+    assert "acme/widgetz" not in recent  # no permanent section for a typo
+    assert "preflight_failed" not in recent
