@@ -356,6 +356,14 @@ def compare(args: argparse.Namespace) -> int:
             print(f"agent-loop eval compare: {path}: {exc}", file=sys.stderr)
             return EXIT_USAGE
     comparison = compare_results(loaded[0], loaded[1])
+    if comparison.paired == 0:
+        print(
+            f"agent-loop eval compare: {args.a} and {args.b} ran no instance in common "
+            f"({len(comparison.unpaired_a)} and {len(comparison.unpaired_b)} instance(s)): "
+            "nothing to pair; run both on the same instances file.",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     if args.json:
         print(comparison.model_dump_json())
     else:
