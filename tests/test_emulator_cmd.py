@@ -77,7 +77,7 @@ def test_bad_usage_exits_2_before_serving(
 ) -> None:
     missing = os.fspath(tmp_path / "missing.json")
     assert cli.main(["emulator", "serve", "--seed", missing]) == cli.EXIT_CONFIG
-    assert "not demo, empty or a readable file" in capsys.readouterr().err
+    assert "not demo, empty, history or a readable file" in capsys.readouterr().err
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()

@@ -1,7 +1,7 @@
 """`agent-loop emulator serve` and `act`: a GitHub on this machine to try the agents against.
 
 ```text
-agent-loop emulator serve [--port N] [--seed demo|empty|FILE] [--webhook URL [--webhook-secret S]]
+agent-loop emulator serve [--port N] [--seed demo|empty|history|FILE] [--webhook URL [--webhook-secret S]]
 agent-loop emulator act --as owner|writer|stranger|bot issue|comment|review|approve|merge ...
 ```
 
@@ -27,6 +27,9 @@ Seeds:
 - `demo` (default): the demo's sample project (`acme/widgets`, a tiny package with
   tests) and the owner's three issues (a feature, a bug, a specification);
 - `empty`: `acme/widgets` with a README and no issue;
+- `history`: `acme/calc`, a tiny calculator grown by six merged pull requests, three of
+  which `agent-loop eval mine` makes instances of (docs/eval.md, "Try it on the
+  emulator"; `agent_loop_testing.seed_eval_history`);
 - `FILE`: a JSON file `{"repo": "owner/name", "files": {"path": "text", ...},
   "issues": [{"title": "...", "body": "...", "labels": ["..."]}, ...]}`.
 
@@ -67,7 +70,7 @@ __all__ = [
 ]
 
 EXIT_USAGE = 2
-SEEDS = ("demo", "empty")
+SEEDS = ("demo", "empty", "history")
 """The built-in seeds; anything else names a JSON file."""
 
 
@@ -130,9 +133,10 @@ def add_parser(commands: Any) -> None:
     serve.add_argument(
         "--seed",
         default="demo",
-        metavar="demo|empty|FILE",
+        metavar="demo|empty|history|FILE",
         help="what the repository holds: the demo's project and issues (default), an "
-        "empty repository, or a JSON file {repo, files, issues}",
+        "empty repository, a history of merged pull requests to try agent-loop eval on "
+        "(acme/calc), or a JSON file {repo, files, issues}",
     )
     serve.add_argument(
         "--webhook", metavar="URL", help="deliver webhooks to URL (e.g. agent-loop serve's)"
@@ -162,12 +166,16 @@ def load_seed(seed: str) -> tuple[str, dict[str, str], list[dict[str, Any]]]:
         return "acme/widgets", dict(project.FILES), issues
     if seed == "empty":
         return "acme/widgets", {"README.md": "# widgets\n"}, []
+    if seed == "history":  # files and issues come with its history (`build_emulator`)
+        from agent_loop_testing import EVAL_HISTORY_REPO
+
+        return EVAL_HISTORY_REPO, {}, []
     path = Path(seed)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise SeedError(
-            f"--seed {seed}: not demo, empty or a readable file ({exc.strerror})"
+            f"--seed {seed}: not demo, empty, history or a readable file ({exc.strerror})"
         ) from None
     except json.JSONDecodeError as exc:
         raise SeedError(f"--seed {seed}: not JSON ({exc})") from None
@@ -196,18 +204,21 @@ def _parse_seed(seed: str, data: object) -> tuple[str, dict[str, str], list[dict
 
 
 def build_emulator(
-    repo: str, files: dict[str, str], issues: list[dict[str, Any]]
+    repo: str, files: dict[str, str], issues: list[dict[str, Any]], *, history: bool = False
 ) -> tuple[GitHubEmulator, list[int]]:
     """The emulator `serve` serves: the real clock, random tokens, the people of
-    `PEOPLE`, the seed's files and issues (filed by the owner). Returns it and the
-    issues' numbers."""
-    from agent_loop_testing import GitHubEmulator
+    `PEOPLE`, the seed's files and issues (filed by the owner), or with `history` the
+    `history` seed's merged pull requests. Returns it and the seed's issues' numbers."""
+    from agent_loop_testing import GitHubEmulator, seed_eval_history
 
     owner, name = repo.split("/")
     emulator = GitHubEmulator(owner, name, clock="real", random_tokens=True)
     for person in PEOPLE.values():
         if person.login and person.login != owner:
             emulator.add_user(person.login, permission=person.permission)
+    if history:
+        seed_eval_history(emulator)
+        return emulator, []
     emulator.seed_files(files, message="seed")
     numbers = [
         emulator.add_issue(i["title"], str(i.get("body", "")), labels=list(i.get("labels", [])))
@@ -237,7 +248,7 @@ def exports(
         "AGENT_LOOP_REPO": emulator.full_name,
         "AGENT_LOOP_BOT_LOGIN": emulator.bot_login,
     }
-    if seed == "demo":  # the sample project's tests, with the pytest next to agent-loop
+    if seed in ("demo", "history"):  # the sample's tests, with the pytest next to agent-loop
         from agent_loop.demo import demo_test_command
 
         values["AGENT_LOOP_TEST_COMMAND"] = demo_test_command()
@@ -273,7 +284,7 @@ def _serve(args: argparse.Namespace) -> int:
     port = cast(int, args.port)
     if not 0 <= port <= 65535:
         return _fail(f"--port {port}: expected 0 to 65535")
-    emulator, numbers = build_emulator(repo, files, issues)
+    emulator, numbers = build_emulator(repo, files, issues, history=seed == "history")
     webhook = cast(str | None, args.webhook)
     secret = None
     if webhook is not None:
@@ -298,6 +309,8 @@ def _serve(args: argparse.Namespace) -> int:
             stack.callback(signal.signal, signum, signal.signal(signum, interrupted))
         lines = exports(emulator, url, webhook_secret=secret, seed=seed)
         shown = ", ".join(f"#{n}" for n in numbers) or "no issue"
+        if seed == "history":
+            shown = "six merged pull requests"
         _say(f"agent-loop emulator: GitHub at {url} with {repo} ({shown}); Ctrl-C stops it")
         _say(f"agent-loop emulator: open {url}/{repo} in a browser to follow along")
         if webhook is not None:

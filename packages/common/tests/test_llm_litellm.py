@@ -426,7 +426,10 @@ async def test_anthropic_request_disables_parallel_tool_use_and_clamps_max_token
     assert path == "/v1/messages"
     assert body["tool_choice"] == {"type": "auto", "disable_parallel_tool_use": True}
     assert body["max_tokens"] == 64_000  # the model's published output limit
-    assert body["system"] == [{"type": "text", "text": "sys"}]
+    # Prompt caching is on by default: the system text ends the stable prefix.
+    assert body["system"] == [
+        {"type": "text", "text": "sys", "cache_control": {"type": "ephemeral"}}
+    ]
     assert body["tools"][0]["name"] == "add"
     assert message.tool_calls == [{"id": "toolu_1", "name": "add", "arguments": {"a": 1, "b": 2}}]
     assert (usage.prompt_tokens, usage.completion_tokens) == (1000, 50)

@@ -355,3 +355,98 @@ def test_the_default_budget_fits_the_deployed_memory() -> None:
     worst = defaults["webhook_buffer_bytes"] + defaults["webhook_max_connections"] * 64 * 2**10
     assert worst <= deployed // 4
     assert defaults["webhook_buffer_bytes_per_source"] * 4 <= defaults["webhook_buffer_bytes"]
+
+
+def test_a_chunked_body_under_a_small_content_length_is_refused_unread(
+    settings: Settings, emulator: GitHubEmulator, runner: FakeRunner
+) -> None:
+    """Attack (re-audit of issue 30, item 4): `Transfer-Encoding: chunked` beside
+    `Content-Length: 100`. The HTTP parser frames the body by the transfer encoding (it
+    wins over the length, RFC 9112), so the gateway reserved 100 bytes and then read
+    whatever was streamed: one connection under a well-formed wrong signature made it
+    hold 400 MB within the body deadline, against the deployed 512 Mi. Now a request that
+    names a transfer encoding is answered 411 before a byte of its body is read."""
+    with serve(settings, emulator, runner) as served:
+        emulator.add_webhook(f"http://127.0.0.1:{served.port}/webhook", SECRET)
+        before = _rss()
+        conn = socket.create_connection(("127.0.0.1", served.port), timeout=10)
+        conn.sendall(
+            head(
+                {
+                    "Content-Length": "100",
+                    "Transfer-Encoding": "chunked",
+                    "X-GitHub-Event": "issues",
+                    "X-GitHub-Delivery": "smuggled",
+                    "X-Hub-Signature-256": "sha256=" + "ab" * 32,
+                }
+            )
+        )
+        piece = b" " * 2**20
+        chunk = b"%x\r\n" % len(piece) + piece + b"\r\n"
+        sent, peak = 0, before
+        with contextlib.suppress(OSError):  # refused: the server stops reading and closes
+            while sent < 96:
+                conn.sendall(chunk)
+                sent += 1
+                if sent % 8 == 0:
+                    peak = max(peak, _rss())
+            conn.sendall(b"0\r\n\r\n")
+        answered = _answer(conn)
+        conn.close()
+        peak = max(peak, _rss())
+        held = served.gateway.bodies.peak
+        # A real delivery right after is answered as usual.
+        emulator.add_issue("Fix it", "x", author="alice", labels=["agent"])
+        deliveries = emulator.wait_for_deliveries()
+
+    assert answered == 411
+    assert held == 0  # nothing was reserved: refused before the budget was asked
+    grown = peak - before
+    assert grown < 32 * 2**20, f"resident memory grew {grown / 2**20:.0f} MiB"
+    assert deliveries
+    assert {d.status for d in deliveries} <= {202, 204}
+    assert 202 in {d.status for d in deliveries}
+
+
+async def test_a_body_longer_than_its_reservation_is_never_read_past_it(gateway: Gateway) -> None:
+    """Whatever the HTTP server in front does, the app reads at most the bytes it
+    reserved: a body that runs past its `Content-Length` is answered 413 at the first
+    chunk that would overrun, and the stream is read no further."""
+    chunks = [b"x" * 8] * 100
+    asked = 0
+
+    async def receive() -> dict[str, object]:
+        nonlocal asked
+        asked += 1
+        return {"type": "http.request", "body": chunks[asked - 1], "more_body": asked < 100}
+
+    sent: list[dict[str, object]] = []
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    headers = {
+        "content-length": "10",
+        "x-github-event": "issues",
+        "x-github-delivery": "longer",
+        "x-hub-signature-256": "sha256=" + "ab" * 32,
+    }
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/webhook",
+        "raw_path": b"/webhook",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(k.encode(), v.encode()) for k, v in headers.items()],
+        "client": ("192.0.2.9", 4000),
+        "server": ("127.0.0.1", 8080),
+    }
+    await build_app(gateway)(scope, receive, send)  # type: ignore[arg-type]
+
+    assert sent[0]["status"] == 413
+    assert asked == 2  # 8 bytes fit the 10 reserved, the next 8 would not
+    assert gateway.bodies.held == 0

@@ -99,7 +99,7 @@ def compare_results(a: Sequence[InstanceResult], b: Sequence[InstanceResult]) ->
 def comparison_text(c: Comparison, *, a_name: str = "A", b_name: str = "B") -> str:
     """The comparison as a person reads it in a terminal: the paired table, the rates,
     the difference with its interval and p-value, tokens and cost side by side."""
-    width = len("A resolved")  # the rows' labels, whatever the runs are called
+    width = len("A resolved")  # the rows' labels (the runs' names are on lines of their own)
     lines = [
         f"A: {a_name}",
         f"B: {b_name}",

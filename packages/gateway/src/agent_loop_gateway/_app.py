@@ -4,7 +4,7 @@ Each delivery goes through these steps in order, and the first that fails answer
 
 | step | refusal |
 |---|---|
-| `Content-Length` present (GitHub always sends it), before reading | 411 |
+| `Content-Length` present and no `Transfer-Encoding` (GitHub sends neither chunked nor compressed bodies), before reading | 411 |
 | size: `Content-Length` against the event's cap, before reading | 413 |
 | `X-Hub-Signature-256` missing or not `sha256=` and 64 hex digits, before reading | 401 |
 | room: `Content-Length` reserved from the byte budget, before reading | 429 (its source's share is taken), 503 (the whole budget is) |
@@ -56,15 +56,30 @@ _SIGNATURE_SHAPE = re.compile(r"sha256=[0-9a-fA-F]{64}")
 
 
 def _declared_length(request: Request) -> int | None:
+    """The body's length as the HTTP parser will hold the client to it, or `None`.
+
+    A request that names a transfer encoding has none: the parser frames its body by the
+    encoding (`chunked` wins over `Content-Length`, RFC 9112 section 6.3), so a small
+    `Content-Length` beside it would reserve a few bytes for a body of any size.
+    """
+    if "transfer-encoding" in request.headers:
+        return None
     declared = (request.headers.get("content-length") or "").strip()
     return int(declared) if declared.isdigit() else None
 
 
-async def _receive(request: Request, check: SignatureCheck) -> bytes:
-    """The body (the HTTP parser holds the client to its `Content-Length`), fed to
-    `check` chunk by chunk as it streams in."""
+class _LongerThanDeclared(Exception):
+    """More body bytes arrived than the request's reservation."""
+
+
+async def _receive(request: Request, check: SignatureCheck, size: int) -> bytes:
+    """The body, fed to `check` chunk by chunk as it streams in; never more than `size`
+    bytes (its reservation: the parser holds the client to its `Content-Length`, and this
+    holds the gateway to it whatever the parser does)."""
     body = bytearray()
     async for chunk in request.stream():
+        if len(body) + len(chunk) > size:
+            raise _LongerThanDeclared
         check.update(chunk)
         body += chunk
     return bytes(body)
@@ -111,7 +126,8 @@ def build_app(gateway: Gateway) -> Starlette:
         seen = {"delivery": delivery, "event": event, "source": source}
         size = _declared_length(request)
         if size is None:
-            return _answer(411, "no_length", reason="Content-Length required", **seen)
+            reason = "Content-Length required, and no Transfer-Encoding"
+            return _answer(411, "no_length", reason=reason, **seen)
         cap = config.body_cap(event)
         if size > cap:
             return _answer(413, "too_large", reason=f"over {cap} bytes", **seen)
@@ -128,18 +144,21 @@ def build_app(gateway: Gateway) -> Starlette:
         if refused == "total":
             return _answer(503, "busy", reason=f"{budget.held} bytes of deliveries held", **seen)
         try:
-            return await signed(request, signature, seen)
+            return await signed(request, signature, size, seen)
         finally:
             budget.release(source, size)
 
-    async def signed(request: Request, signature: str, seen: dict[str, str]) -> Response:
-        """The rest of a delivery whose body fits: received, checked, routed."""
+    async def signed(request: Request, signature: str, size: int, seen: dict[str, str]) -> Response:
+        """The rest of a delivery whose body fits its `size` bytes: received, checked,
+        routed."""
         delivery = seen["delivery"]
         event = seen["event"]
         check = SignatureCheck(config.secret)
         try:
             async with asyncio.timeout(config.read_timeout_seconds):
-                body = await _receive(request, check)
+                body = await _receive(request, check, size)
+        except _LongerThanDeclared:
+            return _answer(413, "too_large", reason=f"body longer than its {size} bytes", **seen)
         except TimeoutError:
             return _answer(
                 408,

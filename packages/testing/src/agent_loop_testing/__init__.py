@@ -74,6 +74,11 @@ if TYPE_CHECKING:
         EmulatedPull,
     )
     from agent_loop_testing._emulator_webhooks import Delivery, sign_payload
+    from agent_loop_testing._eval_history import (
+        EVAL_HISTORY_OPS,
+        EVAL_HISTORY_REPO,
+        seed_eval_history,
+    )
     from agent_loop_testing._eval_task import ScriptedEvalTask
     from agent_loop_testing._facade import emulator_client, instant_retry
     from agent_loop_testing._harness import (
@@ -84,7 +89,7 @@ if TYPE_CHECKING:
         stored_record,
         write_memory_file,
     )
-    from agent_loop_testing._held import HeldCall
+    from agent_loop_testing._held import HeldCall, HeldProgram
     from agent_loop_testing._instant import InstantModel
     from agent_loop_testing._messages_server import (
         MessagesServer,
@@ -112,6 +117,9 @@ _LAZY = {
     "seed_calc_history": "agent_loop_testing._calc_history",
     "ModelPerArm": "agent_loop_testing._per_issue",
     "ScriptedEvalTask": "agent_loop_testing._eval_task",
+    "EVAL_HISTORY_OPS": "agent_loop_testing._eval_history",
+    "EVAL_HISTORY_REPO": "agent_loop_testing._eval_history",
+    "seed_eval_history": "agent_loop_testing._eval_history",
     "ModelPerIssue": "agent_loop_testing._per_issue",
     "RecordingSandbox": "agent_loop_testing._recording_sandbox",
     "SandboxCall": "agent_loop_testing._recording_sandbox",
@@ -157,6 +165,7 @@ _LAZY = {
     "approx_tokens": "agent_loop_testing._prompt_cache",
     "request_blocks": "agent_loop_testing._prompt_cache",
     "HeldCall": "agent_loop_testing._held",
+    "HeldProgram": "agent_loop_testing._held",
     "is_valid_ref_name": "agent_loop_testing._emulator_refname",
     "SchemaMismatch": "agent_loop_testing._emulator_schema",
     "assert_matches_schema": "agent_loop_testing._emulator_schema",
@@ -195,6 +204,8 @@ __all__ = [
     "CALC_REPO",
     "CALC_SUB",
     "DEFAULT_ROUTE",
+    "EVAL_HISTORY_OPS",
+    "EVAL_HISTORY_REPO",
     "TESTS",
     "TESTS_SUB",
     "VERIFIED",
@@ -212,6 +223,7 @@ __all__ = [
     "GitHubEmulator",
     "GitHubHost",
     "HeldCall",
+    "HeldProgram",
     "History",
     "HistoryIssue",
     "HistoryMerge",
@@ -255,6 +267,7 @@ __all__ = [
     "request_blocks",
     "seed_cachetools_history",
     "seed_calc_history",
+    "seed_eval_history",
     "serve_asgi",
     "serve_chat_model",
     "serve_for_cli",

@@ -251,6 +251,9 @@ def commit_provenance(sha: str, node: dict[str, Any]) -> CommitProvenance:
             number=int(p["number"]),
             base_ref=str(p.get("baseRefName") or ""),
             merged_by=str(cast("dict[str, Any]", p.get("mergedBy") or {}).get("login") or ""),
+            merged_by_type=str(
+                cast("dict[str, Any]", p.get("mergedBy") or {}).get("__typename") or ""
+            ),
         )
         for p in cast("list[dict[str, Any]]", pulls.get("nodes") or [])
         if p.get("merged") is True
