@@ -314,7 +314,7 @@ class Settings(BaseSettings):
     pip_options: str | None = None
     """Extra arguments for `pip install` in the default Python setup (a Python repository with no setup or test command configured gets a private environment in the copy, see `docs/sandbox.md`), e.g. `--index-url https://mirror.example/simple` behind a mirror, or `--no-index --find-links wheels` for a wheelhouse in the repository. Same syntax as the test command."""
     test_junit_report: bool = True
-    """Append `--junitxml=$SANDBOX_JUNIT` to a pytest test command that names no JUnit report of its own, so every test's outcome (the counts and the fail-to-pass tests) is known for set commands too. `false` runs the command exactly as given."""
+    """Append `--junitxml=$SANDBOX_JUNIT` to a pytest test command that names no JUnit report of its own, so every test's outcome (the counts and the fail-to-pass tests) is known for set commands too. `false` leaves the report option out (pytest commands still get the sandbox's guard plugin, `-p $SANDBOX_PYTEST_GUARD`: see `docs/sandbox.md`)."""
     max_test_runs: int = Field(default=5, ge=1, le=50)
     """Most test runs an agent may start in one try (its `run_tests` tool); the baseline and the final check do not count."""
     sandbox_timeout_seconds: float = Field(default=600.0, ge=1, le=86_400)
