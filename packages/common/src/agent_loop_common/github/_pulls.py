@@ -11,6 +11,7 @@ from agent_loop_common.github import _convert as conv
 from agent_loop_common.github._base import translated
 from agent_loop_common.github._errors import NotFound, describe
 from agent_loop_common.github._graphql import GraphQLBase
+from agent_loop_common.github._issues import raw_list
 from agent_loop_common.github._models import (
     CheckRun,
     CommitStatus,
@@ -150,6 +151,9 @@ class PullOps(GraphQLBase):
         gh = await self._gh()
         paginator = gh.rest.paginate(
             gh.rest.pulls.async_list_files,
+            # The raw JSON, parsed leniently (`conv.pull_file`): githubkit's model needs
+            # urls and shas this facade never reads.
+            map_func=raw_list,
             owner=self._owner,
             repo=self._name,
             pull_number=n,
