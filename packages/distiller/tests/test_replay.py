@@ -239,8 +239,11 @@ def test_the_instances_file_is_read_leniently(tmp_path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
     got = read_replay_instances(path, "ACME/calc")
     assert [i.instance_id for i in got] == ["acme__calc-1", "acme__calc-3"]
-    # Every field travels to the eval's task as it was, the ones not read here included.
-    assert got[0].model_dump(mode="json")["FAIL_TO_PASS"] == '["tests/test_calc.py::test_x"]'
+    # Every field travels to the eval's task, the ones not read here included; the test
+    # lists decoded (SWE-bench's JSON text: a cluster's guessed type takes lists only).
+    sent = got[0].model_dump(mode="json")
+    assert sent["FAIL_TO_PASS"] == ["tests/test_calc.py::test_x"]
+    assert sent["problem_statement"] == "Issue 1"
 
 
 # ------------------------------------------------------------------ pairs and budget
