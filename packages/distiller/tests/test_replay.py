@@ -290,6 +290,19 @@ async def test_the_order_of_a_pairs_builds_is_drawn() -> None:
     assert again.calls == task.calls  # drawn by hash: the same every time
 
 
+async def test_a_stop_request_ends_the_replays_before_the_next_pair() -> None:
+    lesson = _lesson("a")
+    instances = [_instance(n) for n in (1, 2, 3)]
+    task = ScriptedEvalTask(
+        {(i.instance_id, c): True for i in instances for c in (lesson.id, "off")}
+    )
+    stops = iter([False, True])
+    done = await run_replays(task, [(lesson, i) for i in instances], budget_calls=1_000,
+                             now=NOW, stopping=lambda: next(stops))  # fmt: skip
+    assert (done.count, done.stopped) == (1, "stopped by the operator")
+    assert len(task.calls) == 2
+
+
 @pytest.mark.parametrize("fault", ["errors", "raises"])
 async def test_a_failure_ends_the_ticks_replays(fault: str) -> None:
     lesson = _lesson("a")

@@ -291,9 +291,11 @@ async def run_replays(
     *,
     budget_calls: int,
     now: datetime,
+    stopping: Callable[[], bool] = lambda: False,
 ) -> Replayed:
     """Replay the plan's pairs in order while the tick has spent fewer than
-    `budget_calls` model calls; never raises for a failed call (it ends the replays).
+    `budget_calls` model calls and `stopping()` is false (the operator's stop, checked
+    before each pair); never raises for a failed call (it ends the replays).
 
     Each pair is two calls of the eval's task: `lessons=<the lesson's id>` and
     `lessons=off`, in an order drawn per pair (`_shown_first`). A failed call records
@@ -306,6 +308,9 @@ async def run_replays(
     for lesson, instance in todo:
         if out.llm_calls >= budget_calls:
             out.stopped = f"the tick's budget of {budget_calls} model calls is spent"
+            break
+        if stopping():
+            out.stopped = "stopped by the operator"
             break
         data = instance.model_dump(mode="json")
         started = time.perf_counter()
