@@ -8,7 +8,11 @@ at a phase it is provably in (never after a sleep): while the model call is in f
 (the served model holds it: `HeldCall`), or while the tests run (the staged test writes
 a file in the sandbox's `/tmp`, then waits). Then: the process exits 130 / 143, the
 claim is gone (no claim ref, the claim comment released), the run is recorded
-`interrupted`, and a rerun takes the issue at once and opens its pull request.
+`interrupted`, and a rerun takes the issue at once and opens its pull request. The
+same holds when the signal comes twice at once (what `uv run` hands its child when its
+process group is signalled without a terminal), and a signal before the tick starts
+(in its sandbox preflight, held: `HeldProgram`) stops the command there, claiming
+nothing, even when the process started with SIGINT ignored (a shell's background job).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from agent_loop_testing import (
     CliLoop,
     GitHubEmulator,
     HeldCall,
+    HeldProgram,
     ScriptedModel,
     bwrap_e2e_marks,
     call,
@@ -132,9 +137,11 @@ def _interrupted(
     *,
     sig: signal.Signals,
     during: str,
+    echo: bool = False,
 ) -> tuple[subprocess.CompletedProcess[str], TickSummary, int]:
     """Run `agent-loop run builder --json` and signal it `during` the model call or the
-    tests; its exit, printed summary and process id."""
+    tests (`echo`: twice, 200 ms apart, as `uv run` delivers a signal sent to its process
+    group when no terminal did); its exit, printed summary and process id."""
     held = HeldCall(model, at=1 if during == "model" else 10_000)
     with emulator.serve() as url, serve_chat_model(held) as api_base, held:
         env = _environ(url, emulator, tmp_path, api_base)
@@ -150,6 +157,9 @@ def _interrupted(
         else:
             _wait_for(lambda: _markers(proc.pid), "the tests running", proc)
         proc.send_signal(sig)
+        if echo:  # uv run forwards the group's signal to its child, 200 ms later
+            time.sleep(0.2)
+            proc.send_signal(sig)
         try:
             out, err = proc.communicate(timeout=120)
         except subprocess.TimeoutExpired:
@@ -185,7 +195,34 @@ def test_a_signal_releases_the_claim_records_the_run_and_a_rerun_works_at_once(
 ) -> None:
     model = _model_then_tests() if during == "tests" else ScriptedModel([], name="builder")
     done, summary, pid = _interrupted(emulator, tmp_path, model, sig=sig, during=during)
+    _assert_stopped_cleanly(emulator, done, summary, sig)
+    if during == "tests":  # the sandbox's test process went with the run, its folder too
+        assert not _markers(pid)
+    _assert_rerun_works(emulator, tmp_path, monkeypatch, capsys, summary, sig)
 
+
+def test_one_signal_delivered_twice_at_once_is_one_ctrl_c(
+    emulator: GitHubEmulator,
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`uv run agent-loop run ...` signalled as a process group without a terminal
+    (`kill -INT -PGID`, a CI runner's cancel) hands its child the signal twice, 200 ms
+    apart: that is one Ctrl-C, not the second one that exits at once leaving the claim."""
+    model = ScriptedModel([], name="builder")
+    sig = signal.SIGINT
+    done, summary, _ = _interrupted(emulator, tmp_path, model, sig=sig, during="model", echo=True)
+    _assert_stopped_cleanly(emulator, done, summary, sig)
+    _assert_rerun_works(emulator, tmp_path, monkeypatch, capsys, summary, sig)
+
+
+def _assert_stopped_cleanly(
+    emulator: GitHubEmulator,
+    done: subprocess.CompletedProcess[str],
+    summary: TickSummary,
+    sig: signal.Signals,
+) -> None:
     assert done.returncode == 128 + sig, done.stderr
     assert summary.outcome == Outcome.INTERRUPTED
     assert summary.target == "issue#1"
@@ -198,11 +235,18 @@ def test_a_signal_releases_the_claim_records_the_run_and_a_rerun_works_at_once(
     assert {m.run for m in markers} == {summary.run_id}
     assert f"stopped by the operator ({sig.name})" in claim.body
     assert emulator.pulls() == []
-    if during == "tests":  # the sandbox's test process went with the run, its folder too
-        assert not _markers(pid)
 
-    # The run is recorded; a rerun, at once, takes the issue and opens the pull request
-    # (in process and without the sandbox: what is proven is that nothing blocks it).
+
+def _assert_rerun_works(
+    emulator: GitHubEmulator,
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    summary: TickSummary,
+    sig: signal.Signals,
+) -> None:
+    """The run is recorded; a rerun, at once, takes the issue and opens the pull request
+    (in process and without the sandbox: what is proven is that nothing blocks it)."""
     with serve_for_cli(monkeypatch, emulator, tmp_path / "home", AGENT_LOOP_SANDBOX="off"):
         loop = CliLoop(emulator, cli.main, capsys)
         record = loop.record(summary.run_id)
@@ -213,3 +257,40 @@ def test_a_signal_releases_the_claim_records_the_run_and_a_rerun_works_at_once(
         )
         rerun = loop.run(Role.BUILDER, again, "--issue", "1")
     assert rerun.outcome == Outcome.OPENED_PR
+
+
+def test_a_signal_before_the_tick_starts_stops_it_there_even_with_sigint_ignored(
+    emulator: GitHubEmulator, tmp_path: pathlib.Path
+) -> None:
+    """A shell script's background job starts with SIGINT ignored, and a script stops it
+    with `kill -INT`: from the command's first moment (here: its sandbox preflight,
+    held), a signal is a stop request, honoured before anything is claimed."""
+    with (
+        HeldProgram("bwrap") as held,
+        emulator.serve() as url,
+        serve_chat_model(ScriptedModel([], name="builder")) as api,
+    ):
+        env = _environ(url, emulator, tmp_path, api)
+        env["PATH"] = held.path(env.get("PATH", os.defpath))
+        proc = subprocess.Popen(
+            [_agent_loop(), "run", "builder", "--issue", "1"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+        )
+        try:
+            _wait_for(held.reached, "the sandbox preflight", proc)
+            proc.send_signal(signal.SIGINT)
+        finally:
+            held.release()
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, f"{out}\n{err}"
+    assert "SIGINT: stopped before the tick started: nothing was claimed" in err
+    assert "Traceback" not in err
+    assert emulator.comments(1) == []
+    assert emulator.refs("refs/agent-loop/") == {}
+    assert not (tmp_path / "home" / "reports").exists() or not any(
+        (tmp_path / "home" / "reports").iterdir()
+    )

@@ -207,6 +207,7 @@ def test_mining_a_history_finds_exactly_the_valid_instances(
         assert fix.problem_statement == "add() subtracts\nadd(2, 3) gives -1.\n"
         assert fix.issue_numbers == [numbers["add"]]
         assert fix.test_command.startswith(sys.executable)
+        assert "SANDBOX_PYTEST_GUARD" not in fix.test_command  # a setting may not name it
         _holds_together(emulator, fix, "src/calc.py", CALC_FIXED)
 
         div = instances[numbers["pr-div"]]

@@ -370,12 +370,12 @@ def _walk(
     out = shell.run(commands[1])
     assert out.strip() == f"@stranger filed issue #5: {web}/issues/5"
     out = shell.run(commands[2])
-    assert out.startswith("builder: skipped on issue #5"), out
+    assert _outcome(out).startswith("builder: skipped on issue #5"), out
     assert "#5 is not from a trusted source: author @stranger has read permission" in out
     # 3. the builder's PR, with the sample's tests run on base and change
     playbook.current = builder = _builder()
     out = shell.run(commands[3])
-    assert out.startswith(f"builder: opened_pr on issue #4 -> {web}/pull/6"), out
+    assert _outcome(out).startswith(f"builder: opened_pr on issue #4 -> {web}/pull/6"), out
     builder.assert_finished()
     pull = shell.get("/repos/acme/widgets/pulls/6")
     assert pull["user"]["login"] == "agent-loop[bot]"
@@ -401,7 +401,7 @@ def _walk(
     head_before = pull["head"]["sha"]
     playbook.current = reviewer = _reviewer(comment["id"])
     out = shell.run(commands[5])
-    assert out.startswith("reviewer: pushed_fix on PR #6"), out
+    assert _outcome(out).startswith("reviewer: pushed_fix on PR #6"), out
     reviewer.assert_finished()
     review_run = _run_id(out)
     after = shell.get("/repos/acme/widgets/pulls/6")
@@ -422,7 +422,7 @@ def _walk(
     # 7. the distiller grades the merged PR and learns the lesson
     playbook.current = distiller = _distiller(review_run)
     out = shell.run(commands[8])
-    assert out.startswith("distiller: distilled"), out
+    assert _outcome(out).startswith("distiller: distilled"), out
     distiller.assert_finished()
     status = shell.run(commands[9])
     assert "graded PRs" in status
@@ -435,3 +435,8 @@ def _walk(
     [grade] = [g for g in grades if g["target"]["number"] == 6]
     assert grade["state"] == "merged"
     assert grade["review_rounds"] == 1
+
+
+def _outcome(out: str) -> str:
+    """A tick's outcome line: the first one not indented (its live lines are)."""
+    return next((line for line in out.splitlines() if line and not line[0].isspace()), "")

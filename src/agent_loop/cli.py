@@ -36,7 +36,7 @@ import argparse
 import os
 import sys
 from collections.abc import Generator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
@@ -299,10 +299,36 @@ def _options_by_agent(agents: Mapping[str, argparse.ArgumentParser]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `agent-loop` console script; returns the exit code."""
     args = build_parser().parse_args(argv)
-    from agent_loop._logging import preserved_logging
+    try:
+        if args.command == "run" and not args.remote:
+            return _stoppable_run(args)
+        from agent_loop._logging import preserved_logging
 
-    with preserved_logging():
-        return _command(args)
+        with preserved_logging():
+            return _command(args)
+    except KeyboardInterrupt:  # Ctrl-C while a command starts: a line, not a traceback
+        print("agent-loop: interrupted", file=sys.stderr)
+        return 130
+
+
+def _stoppable_run(args: argparse.Namespace) -> int:
+    """A local `run`, SIGINT and SIGTERM a stop request from its first moment to its last.
+
+    A signal before the tick starts (while Flyte and the agents import, during the
+    preflight) stops the command there, having claimed nothing; one during the tick
+    stops it at its next safe point (`_run_tick`). Installed here, before the heavy
+    imports, so that no moment of the command takes Ctrl-C as a traceback, and so that a
+    process started with SIGINT ignored (a shell script's background job, which a
+    script then stops with `kill -INT`) is not left to open its pull request anyway.
+    """
+    from agent_loop_common.runtime import reset_stop, stop_on_signals
+
+    reset_stop()
+    with stop_on_signals():
+        from agent_loop._logging import preserved_logging
+
+        with preserved_logging():
+            return _command(args)
 
 
 def _command(args: argparse.Namespace) -> int:
@@ -310,7 +336,7 @@ def _command(args: argparse.Namespace) -> int:
     if command == "run":  # an idle tick proven before anything heavy is imported
         proven = _proven_idle(args)
         if proven is not None:
-            return proven
+            return _stopped_before_start(args) or proven
     from agent_loop._logging import configure_cli_logging
     from agent_loop_common.settings import ConfigError
 
@@ -515,18 +541,21 @@ def _run_tick(
 
         asyncio.run(preflight_sandbox(settings, Role(agent)))  # and tests must run here
         where = f"in Flyte local mode (home: {settings.home}), model {model_label(settings)}"
+    stopped = _stopped_before_start(args)
+    if stopped:
+        return stopped
     repos = settings.repo or ", ".join(settings.repos)
     mode = live_mode(args)
     if mode != "quiet":
         _say(f"agent-loop: one {agent} tick{what} for {repos} {where}")
-    from agent_loop_common.runtime import reset_stop, stop_on_signals, stop_requested
+    from agent_loop_common.runtime import stop_requested
 
-    reset_stop()
     started = time.monotonic()
     try:
-        # Ctrl-C and SIGTERM stop a local tick at its next safe point (claim released, run
-        # recorded `interrupted`); a remote run goes on on its cluster either way.
-        with nullcontext() if remote else stop_on_signals(), watching(mode, remote=remote):
+        # Ctrl-C and SIGTERM (handled since the command started: `_stoppable_run`) stop
+        # a local tick at its next safe point (claim released, run recorded
+        # `interrupted`); a remote run goes on on its cluster either way.
+        with watching(mode, remote=remote):
             summary = run_agent_once(
                 agent, settings, target=target, remote=remote, retry_now=retry_now
             )
@@ -552,6 +581,24 @@ def _run_tick(
     if summary.failed:
         return EXIT_FAILED
     return EXIT_CONFIG if summary.preflight_failed else 0
+
+
+def _stopped_before_start(args: argparse.Namespace) -> int:
+    """The exit code of a local `run` stopped (SIGINT, SIGTERM) before its tick started,
+    having said so; 0 when no stop was asked for (or the run is remote)."""
+    if args.remote:
+        return 0
+    from agent_loop_common.runtime import stop_requested
+
+    interrupt = stop_requested()
+    if interrupt is None:
+        return 0
+    print(
+        f"agent-loop: {interrupt.name}: stopped before the tick started: nothing was "
+        "claimed, no run record.",
+        file=sys.stderr,
+    )
+    return interrupt.exit_code
 
 
 def live_mode(args: argparse.Namespace) -> LiveMode:

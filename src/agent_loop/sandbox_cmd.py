@@ -257,6 +257,10 @@ def _verdict_line(verdict: TestVerdict) -> str:
         return "failed: " + "; ".join(verdict.reasons)
     if verdict.status == "no_evidence":
         return f"no evidence: {verdict.no_verdict}"
+    if verdict.status == "tampered":
+        return "tampered (the pytest guard found code steering the run from inside): " + (
+            "; ".join(verdict.tampered)
+        )
     if verdict.status == "not_run":
         return verdict.summary
     return "passed (this run alone: a tick also compares it with the base commit's run)"

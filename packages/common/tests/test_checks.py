@@ -177,6 +177,84 @@ def test_a_report_renders_each_readers_view_and_sanitizes_test_names() -> None:
     assert report.line == "passed: 4 passed (base: 3 passed)"
 
 
+def test_a_change_that_reaches_into_the_runner_is_tampered_in_every_view() -> None:
+    """A finding makes the status `tampered` (never `passed`), the pull request a draft
+    (not judged) saying why, the verifier is shown it, the record holds it."""
+    machinery = TamperFlag(
+        kind="test_machinery",
+        path="src/calc.py",
+        detail="walks every live object (gc.get_objects) (line 9)",
+    )
+    report = CheckReport(
+        command=TestCommand(argv=("python", "-m", "pytest", "-q"), source="pyproject.toml"),
+        setup=None,
+        backend="bwrap",
+        isolated=True,
+        verdict=TestVerdict(
+            status="tampered",
+            summary="2 passed (base: 1 failed, 1 passed)",
+            tampered=("registered a pytest plugin from src/calc.py:12 (_Steer; hooks: x)",),
+            guard_failing=("tests/test_calc.py::test_subtract",),
+            not_shown_fixed=("tests.test_calc::test_gone",),
+        ),
+        flags=(machinery,),
+    )
+    assert report.status == "tampered"
+    assert not report.judged
+    assert not report.rejects
+    assert report.why_no_verdict.startswith("the change's code reaches into the test runner")
+    body = report.markdown()
+    assert body.startswith("## Tests\n**Tampered**: the change's code reaches into the test")
+    assert "- src/calc.py: walks every live object (gc.get_objects) (line 9)" in body
+    assert "- pytest guard: registered a pytest plugin from src/calc.py:12" in body
+    assert "- Reported: 2 passed (base: 1 failed, 1 passed) (not evidence" in body
+    assert "saw these tests fail when pytest made their reports: `tests/test_calc.py" in body
+    assert "Not shown fixed (failed on the base, absent after the change): `tests." in body
+    assert "a process the change's code also runs in" in body
+    verifier = report.for_verifier()
+    assert "its results CANNOT be trusted" in verifier
+    assert '<untrusted-data label="what was found">' in verifier
+    assert "must be rejected" in verifier
+    notes = "\n".join(report.tamper_notes())
+    assert "remove this code" in notes
+    assert "gc.get_objects" in notes
+    evidence = report.evidence(runs=2)
+    assert evidence.status == "tampered"
+    assert evidence.tampered == [
+        "src/calc.py: walks every live object (gc.get_objects) (line 9)",
+        "pytest guard: registered a pytest plugin from src/calc.py:12 (_Steer; hooks: x)",
+    ]
+    assert evidence.guard_failing == ["tests/test_calc.py::test_subtract"]
+    assert evidence.not_shown_fixed == ["tests.test_calc::test_gone"]
+    # the scan alone is enough, whatever the run said (or with no run at all)
+    passed = TestVerdict(status="passed", summary="2 passed (base: 2 passed)")
+    for verdict in (passed, None):
+        alone = CheckReport(
+            command=None,
+            setup=None,
+            backend="off",
+            isolated=False,
+            verdict=verdict,
+            flags=(machinery,),
+            note="the sandbox is off",
+        )
+        assert alone.status == "tampered"
+        assert alone.ran == (verdict is not None)
+        assert "src/calc.py: walks every live object" in alone.markdown()
+    # a hard-rule failure is still a failure (rejected by code), the finding in its notes
+    failed = CheckReport(
+        command=None,
+        setup=None,
+        backend="bwrap",
+        isolated=True,
+        flags=(machinery,),
+        verdict=TestVerdict(status="failed", summary="1 failed (base: 1 passed)"),
+    )
+    assert failed.status == "failed"
+    assert failed.rejects
+    assert "gc.get_objects" in failed.feedback()
+
+
 def test_an_unisolated_run_is_labelled_as_such() -> None:
     report = CheckReport(
         command=TestCommand(argv=("python", "-m", "pytest"), source="setting"),

@@ -7,6 +7,9 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
+import sys
+import time
 from collections.abc import AsyncGenerator, Iterator
 
 import pytest
@@ -207,3 +210,52 @@ def test_signals_request_a_stop_then_exit_at_once_and_are_restored() -> None:
     assert "exiting at once" in said[1]
     assert "nothing was claimed" in said[1]
     assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_the_same_signal_twice_at_once_is_one_request_and_a_later_one_exits() -> None:
+    """`uv run` forwards a signal its process group already got to its child, 200 ms
+    later, when no terminal delivered it (`kill -INT -PGID`, a CI runner's cancel): the
+    child sees one stop twice, and must not take the echo for a second Ctrl-C (which
+    exits at once, leaving the claim for its whole TTL). A repeat after the window, or
+    another signal, still exits at once."""
+    said: list[str] = []
+    exits: list[int] = []
+    with stop_on_signals(said.append, exit_now=exits.append, repeat_window=0.5):
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)  # the wrapper's echo
+        assert exits == []
+        assert len(said) == 1
+        assert "stopping at the next safe point" in said[0]
+        time.sleep(0.6)
+        os.kill(os.getpid(), signal.SIGINT)  # the operator's second Ctrl-C
+    assert exits == [130]
+    assert "exiting at once" in said[1]
+
+
+def test_a_repeat_of_another_signal_exits_at_once() -> None:
+    said: list[str] = []
+    exits: list[int] = []
+    with stop_on_signals(said.append, exit_now=exits.append, repeat_window=60):
+        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signal.SIGINT)
+    assert exits == [130]
+
+
+def test_a_signal_inside_the_stop_bookkeeping_does_not_deadlock() -> None:
+    """A signal handler runs in the main thread between two bytecodes, so it can land
+    while that thread is inside the stop bookkeeping's lock (opening a gate, listing
+    what is held); the handler takes the same lock and must not wait for itself."""
+    code = (
+        "import os, signal\n"
+        "from agent_loop_common.runtime import left_behind, stop_on_signals, stop_requested\n"
+        "from agent_loop_common.runtime import _interrupt\n"
+        "with stop_on_signals(lambda text: None):\n"
+        "    with _interrupt._lock:\n"  # where `left_behind` or `open_gate` would be
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "        left_behind()\n"
+        "    print(stop_requested().name)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "SIGINT"), done.stderr

@@ -99,7 +99,7 @@ def full_record() -> RunRecord:
 
 
 EXPECTED_JSON: dict[str, Any] = {
-    "schema_version": "2.3",
+    "schema_version": "3.0",
     "run_id": "b-20260301-abc",
     "role": "builder",
     "agent_id": "builder@v3",
@@ -171,6 +171,9 @@ EXPECTED_JSON: dict[str, Any] = {
         "failing": [],
         "tamper_flags": [],
         "inconsistent": [],
+        "not_shown_fixed": [],
+        "tampered": [],
+        "guard_failing": [],
         "runs": 3,
         "per_process_limits": False,
         "oom_kills": 0,
@@ -284,7 +287,7 @@ def test_newer_minor_with_unknown_fields_is_read_by_this_reader() -> None:
     assert "sandbox" not in parsed.record.model_dump()
 
 
-@pytest.mark.parametrize("version", ["3.0", "10.1", "v2", "x"])
+@pytest.mark.parametrize("version", ["4.0", "10.1", "v2", "x"])
 def test_unknown_major_is_classified_not_parsed(version: str) -> None:
     data = {**full_record().model_dump(mode="json"), "schema_version": version, "role": "triager"}
     assert parse_record(json.dumps(data)) == UnknownMajor(
@@ -305,6 +308,37 @@ def test_invalid_input_is_classified_never_raised(raw: str, reason: str) -> None
     parsed = parse_record(raw)
     assert isinstance(parsed, InvalidRecord)
     assert reason in parsed.reason
+
+
+def test_a_tampered_verdict_is_schema_3_and_older_records_still_read() -> None:
+    """3.0 added `tampered` to the tests' status (a new enum member, so a new major: a
+    2.x reader leaves these records for a newer one); every 1.x and 2.x record reads as
+    before."""
+    tampered = full_record().model_copy(
+        update={
+            "tests": TestEvidence(
+                status="tampered",
+                tampered=["src/calc.py: walks every live object (gc.get_objects) (line 3)"],
+                guard_failing=["tests/test_calc.py::test_subtract"],
+            )
+        }
+    )
+    parsed = parse_record(tampered.model_dump_json())
+    assert isinstance(parsed, ParsedRecord)
+    assert parsed.record.schema_version == "3.0"
+    assert parsed.record.tests is not None
+    assert parsed.record.tests.status == "tampered"
+    for version in ("1.4", "2.1"):
+        older = {**EXPECTED_JSON, "schema_version": version}
+        older["tests"] = {
+            k: v
+            for k, v in EXPECTED_JSON["tests"].items()
+            if k not in ("not_shown_fixed", "tampered", "guard_failing")
+        }
+        parsed_older = parse_record(json.dumps(older))
+        assert isinstance(parsed_older, ParsedRecord), version
+        assert parsed_older.record.tests is not None
+        assert parsed_older.record.tests.tampered == []
 
 
 def test_new_enum_member_in_same_major_is_invalid_not_guessed() -> None:
@@ -352,7 +386,7 @@ def test_schema_2_outcomes_are_read_and_every_1_x_record_still_is(outcome: str) 
     assert isinstance(parsed, ParsedRecord)
     assert parsed.record.outcome.value == outcome
     assert parsed.record.schema_version == SCHEMA_VERSION
-    assert SCHEMA_VERSION.startswith("2.")
+    assert int(SCHEMA_VERSION.split(".")[0]) >= 2
     old = {**full_record().model_dump(mode="json"), "schema_version": "1.4"}
     parsed_old = parse_record(json.dumps(old))
     assert isinstance(parsed_old, ParsedRecord)

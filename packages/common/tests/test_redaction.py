@@ -10,9 +10,12 @@ made of letters only, where the issuer's format allows it.
 from __future__ import annotations
 
 import base64
+import json
 import pathlib
+import re
 import string
 from collections.abc import Iterator
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -208,3 +211,74 @@ def test_remember_model_keys_reads_the_override_variable() -> None:
 def test_a_token_in_settings_is_live() -> None:
     TokenAuth(token=SHAPELESS)
     assert redact_secrets(SHAPELESS[::-1]) == REDACTED
+
+
+def _escaped_contexts(key: str) -> dict[str, str]:
+    """Where a key sits right after an escape sequence, not a word boundary: the
+    re-audit's shapes (a JSON or Python string in a test's failure output, colored
+    output)."""
+    return {
+        "json after an escaped newline": json.dumps({"log": "connecting\n" + key + "\nok"}),
+        "repr after an escaped tab": repr(f"token:\t{key}"),
+        "after an escaped carriage return": f"'\\r{key}'",
+        "after a \\u escape": f'"\\u00e9{key}"',
+        "colored output": f"\x1b[31m{key}\x1b[0m",
+        "bold colored output": f"\x1b[1;31m{key}\x1b[0m",
+    }
+
+
+@pytest.mark.parametrize(("prefix", "body"), NO_DIGIT_KEYS.values(), ids=NO_DIGIT_KEYS.keys())
+def test_a_key_right_after_an_escape_sequence_is_caught(prefix: str, body: str) -> None:
+    """Re-audit of issue 30, item 8: a shape starts where a word does, so `\\nsk-...` in
+    a JSON string (the `n` of the escape is a letter) went through."""
+    key = prefix + body
+    for where, text in _escaped_contexts(key).items():
+        out = redact_secrets(text)
+        assert key not in out, where
+        assert body[-16:] not in out, where
+        assert REDACTED in out, where
+
+
+def test_an_aws_secret_with_escaped_slashes_is_caught() -> None:
+    """Some JSON encoders write `/` as `\\/`."""
+    secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    text = json.dumps({"aws_secret_access_key": secret}).replace("/", "\\/")
+    assert "\\/" in text
+    out = redact_secrets(text)
+    assert "bPxRfiCY" not in out
+    assert REDACTED in out
+
+
+# A shapeless secret whose base64 holds `/` and `+` at every alignment.
+SLASHED = "~~~shapeless?key>>>with~~~odd?bytes>>>"
+
+
+def test_a_live_secret_is_caught_in_escaped_and_percent_encoded_forms() -> None:
+    """Re-audit of issue 30, item 8: the live secret in a URL's userinfo percent-encoded
+    in full or in lower-case hex, its base64 in JSON with `\\/` escapes, and split over
+    lines inside a JSON string (the breaks are `\\n` escapes, not whitespace)."""
+    LIVE_SECRETS.add(SLASHED)
+    LIVE_SECRETS.add(SHAPELESS)
+    raw = SLASHED.encode()
+    basic = base64.b64encode(b"x-access-token:" + raw).decode()
+    assert "/" in basic
+    leaks = {
+        "userinfo, every byte encoded": "https://x:"
+        + "".join(f"%{b:02X}" for b in raw)
+        + "@git.example/r",
+        "userinfo, lower-case hex": "https://x:" + "".join(f"%{b:02x}" for b in raw) + "@h/r",
+        "userinfo, quote() with lower-case hex": "https://u:"
+        + re.sub("%[0-9A-F]{2}", lambda m: m.group(0).lower(), quote(SLASHED, safe=""))
+        + "@h",
+        "base64 with escaped slashes": json.dumps({"auth": f"Basic {basic}"}).replace("/", "\\/"),
+        "json string wrapped over lines": json.dumps(
+            SHAPELESS[:9] + "\n" + SHAPELESS[9:18] + "\n" + SHAPELESS[18:]
+        ),
+    }
+    for form, leak in leaks.items():
+        out = redact_secrets(f"before {leak} after")
+        assert REDACTED in out, form
+        for piece in (SLASHED[3:14], SHAPELESS[9:18], basic[24:40]):
+            assert piece not in out, (form, out)
+        assert out.startswith("before "), form
+        assert out.endswith(" after"), form

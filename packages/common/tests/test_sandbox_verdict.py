@@ -107,6 +107,27 @@ def test_fail_to_pass_from_printed_names_when_the_run_passes() -> None:
     assert verdict.fail_to_pass == ("t.py::test_bug",)
 
 
+def test_a_base_failure_absent_after_the_change_is_not_shown_fixed() -> None:
+    """Compared both ways: a base failure gone from the change's results (deselected by
+    a staged `.pytest.ini`, deleted, renamed) is never silent and never evidence."""
+    base = _result(1, tests=_junit(test_ok="passed", test_bug="failed"))
+    after = _result(0, tests=_junit(test_ok="passed"))
+    verdict = compare(base, after)
+    assert verdict.status == "passed"
+    assert verdict.fail_to_pass == ()
+    assert verdict.not_shown_fixed == ("tests.test_a::test_bug",)
+    assert (
+        "- Not shown fixed (failed on the base, absent after the change): `tests.test_a::test_bug`"
+    ) in verdict.evidence()
+    assert "not shown fixed" in verdict.feedback()
+    # printed counts only: gone from a run with no more passing tests is not shown fixed
+    printed_base = _result(1, tests=TestCounts(failed=1, passed=3, failing=("t.py::test_bug",)))
+    printed_after = _result(0, tests=TestCounts(passed=3))
+    printed = compare(printed_base, printed_after)
+    assert printed.fail_to_pass == ()
+    assert printed.not_shown_fixed == ("t.py::test_bug",)
+
+
 def test_a_new_test_that_fails_fails_the_change() -> None:
     base = _result(tests=_junit(test_old="passed"))
     after = _result(1, tests=_junit(test_old="passed", test_new="failed"))
@@ -269,11 +290,66 @@ def test_removed_test_functions_are_flagged() -> None:
             '{"scripts": {"test": "jest"}}',
             '{"scripts": {"test": "jest --passWithNoTests"}}',
         ),
+        # pytest 9 reads these before the older names
+        (".pytest.ini", None, "[pytest]\naddopts = --deselect tests/test_a.py::test_bug\n"),
+        ("pytest.toml", None, "[pytest]\naddopts = ['-k', 'not bug']\n"),
+        (".pytest.toml", None, "[pytest]\naddopts = ['-k', 'not bug']\n"),
+        ("tox.ini", "[testenv]\ncommands = pytest\n", "[testenv]\ncommands = pytest -k ok\n"),
+        # the other parsed runners
+        ("jest.preset.js", None, "module.exports = {}\n"),
+        ("web/vitest.workspace.ts", None, "export default []\n"),
+        (".mocharc.cjs", None, "module.exports = {grep: 'ok'}\n"),
+        ("package.json", '{"ava": {}}', '{"ava": {"match": ["ok"]}}'),
+        ("package.json", '{"scripts": {}}', '{"scripts": {"pretest": "rm -rf test"}}'),
+        ("go.mod", "module x\n\ngo 1.22\n", "module x\n\ngo 1.22\n\nreplace y => ./y\n"),
+        ("go.work", None, "go 1.22\n\nuse ./fake\n"),
+        ("Cargo.toml", "[package]\nname='x'\n", "[package]\nname='x'\n[lib]\ntest = false\n"),
+        ("Cargo.toml", "[[test]]\nname='a'\n", "[[test]]\nname='a'\nharness = false\n"),
+        (".cargo/config.toml", None, "[target.x86_64-unknown-linux-gnu]\nrunner = 'true'\n"),
+        ("crates/a/.cargo/config", "[alias]\n", "[alias]\ntest = 'check'\n"),
     ],
 )
 def test_test_configuration_edits_are_flagged(path: str, before: str | None, after: str) -> None:
     flags = flag_test_tampering({path: after}, {path: before})
     assert "test_config" in {f.kind for f in flags}, flags
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "pytest.ini",
+        ".pytest.ini",
+        "pytest.toml",
+        ".pytest.toml",
+        "conftest.py",
+        "tests/conftest.py",
+        "jest.config.js",
+        "go.mod",
+        "go.work",
+        ".cargo/config.toml",
+    ],
+)
+def test_test_configuration_is_compared_both_ways(path: str) -> None:
+    """Added, edited or deleted: each is a change to what the runner reads."""
+    for staged, base, verb in (
+        ("x = 1\n", None, "added"),
+        ("x = 2\n", "x = 1\n", "edited"),
+        (None, "x = 1\n", "deleted"),
+    ):
+        details = [f.detail for f in flag_test_tampering({path: staged}, {path: base})]
+        assert any(d.startswith("test configuration") or "cargo" in d for d in details), details
+        assert any(d.endswith(verb) for d in details), (verb, details)
+    assert flag_test_tampering({path: "x = 1\n"}, {path: "x = 1\n"}) == ()
+
+
+def test_go_build_constraints_and_test_main_are_flagged() -> None:
+    before = "package calc\n\nfunc TestAdd(t *testing.T) {}\n"
+    constrained = "//go:build never\n\n" + before
+    [flag] = flag_test_tampering({"calc_test.go": constrained}, {"calc_test.go": before})
+    assert (flag.kind, flag.detail.split(":")[0]) == ("skip_added", "a build constraint (`//go")
+    main = before + "\nfunc TestMain(m *testing.M) { os.Exit(0) }\n"
+    flags = flag_test_tampering({"calc_test.go": main}, {"calc_test.go": before})
+    assert any(f.kind == "evidence_hook" and "TestMain" in f.detail for f in flags), flags
 
 
 @pytest.mark.parametrize(

@@ -261,3 +261,29 @@ async def test_a_vouched_edit_after_an_ignored_one_still_flows_back(
     assert by_id[A].text == "Run make lint before committing."
     assert (by_id[B].text, by_id[B].author_login) == ("Keep fixtures in tests/fixtures.", "maint")
     assert [x.lessons for x in result.lessons_edits_ignored] == [(A,)]
+
+
+async def test_a_pull_request_merged_by_an_app_vouches_for_no_person(
+    tick: Tick, seeded: GitHubEmulator, memory: MemoryLocation
+) -> None:
+    """Re-audit of issue 30, item 2: a merge bot (a GitHub App with write access, which
+    merges whatever its rules let through) merges a stranger's pull request whose commit
+    claims the maintainer's email. `mergedBy` names the App's bot account, which passes
+    the permission rule but is not a person: the edit is ignored and listed. Before, the
+    text became a lesson "worded by" the bot."""
+    seeded.add_user("mergebot[bot]", permission="write", type="Bot")
+    await _open_and_merge(tick, seeded)
+    number = await _fork_style_pull(seeded, _reworded(_agents_md(seeded), 0, EVIL, A))
+    seeded.merge_pull(number, by="mergebot[bot]")
+
+    result = await tick(BOOKKEEPING, lessons_pr=True)
+
+    lessons = (await read_context(memory)).lessons.lessons
+    assert all("curl" not in x.text for x in lessons)
+    assert all(x.author is not LessonAuthor.MAINTAINER for x in lessons)
+    (ignored,) = result.lessons_edits_ignored
+    assert (ignored.claimed, ignored.branch) == ("maint", "main")
+    assert ignored.reason == (
+        f"merged in #{number} by @mergebot[bot], an App or bot account (Bot), not a person"
+    )
+    assert "not a person" in await _pull_body(seeded)

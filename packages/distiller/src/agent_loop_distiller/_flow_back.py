@@ -9,8 +9,9 @@ for a person who passes the shared trust rule (`AGENT_LOOP_TRUSTED_MIN_PERMISSIO
 never the agents' own identity):
 
 - **merged**: the commit belongs to a pull request merged into the branch read (GitHub's
-  `associatedPullRequests`), and the person who merged it (`mergedBy`) passes; the edit
-  is theirs, since they accepted it;
+  `associatedPullRequests`), and the person who merged it (`mergedBy`, a `User`: a merge
+  by an App or bot account, which merges whatever its rules let through, vouches for no
+  person) passes; the edit is theirs, since they accepted it;
 - **signed**: the commit carries a signature GitHub verified (`VALID`) made by the
   signer's own registered key (GitHub checks the key is theirs and the committer email
   is one of their verified emails), and the signer passes. GitHub's own signature (a
@@ -42,7 +43,13 @@ from datetime import datetime
 
 import structlog
 
-from agent_loop_common.github import CommitProvenance, GitHub, NotFound, PathCommit
+from agent_loop_common.github import (
+    CommitProvenance,
+    GitHub,
+    MergedPull,
+    NotFound,
+    PathCommit,
+)
 from agent_loop_common.records import (
     Lesson,
     LessonAuthor,
@@ -148,17 +155,25 @@ def _not_a_person(login: str, trust: Trust) -> str:
     return f"@{login}, who lacks the trusted permission ({trust.minimum})"
 
 
+def _merger(pull: MergedPull, trust: Trust) -> str:
+    """Why the account that merged `pull` vouches for nobody."""
+    if pull.merged_by and pull.merged_by_type != "User" and not trust.is_agent(pull.merged_by):
+        kind = "an App or bot account" if pull.merged_by_type == "Bot" else "an account"
+        return f"@{pull.merged_by}, {kind} ({pull.merged_by_type or 'of no type'}), not a person"
+    return _not_a_person(pull.merged_by, trust)
+
+
 def _vouched(provenance: CommitProvenance | None, trust: Trust, branch: str) -> tuple[str, str]:
     """`(login, "")` for the trusted person GitHub vouches for, else `("", reason)`."""
     if provenance is None:
         return "", "GitHub does not know this commit"
     merged = [p for p in provenance.merged if p.base_ref == branch]
     for pull in merged:
-        if _person(pull.merged_by, trust):
+        if pull.merged_by_type == "User" and _person(pull.merged_by, trust):
             return pull.merged_by, ""
     if _person(provenance.signer, trust):
         return provenance.signer, ""
-    reasons = [f"merged in #{p.number} by {_not_a_person(p.merged_by, trust)}" for p in merged]
+    reasons = [f"merged in #{p.number} by {_merger(p, trust)}" for p in merged]
     if not merged:
         reasons.append(f"no pull request merged it into {branch}")
     state = provenance.signature_state
@@ -216,7 +231,14 @@ async def read_flow_back(
     logins = {
         login
         for p in provenance.values()
-        for login in (p.signer, *(m.merged_by for m in p.merged if m.base_ref == branch_name))
+        for login in (
+            p.signer,
+            *(
+                m.merged_by
+                for m in p.merged
+                if m.base_ref == branch_name and m.merged_by_type == "User"
+            ),
+        )
         if login
     }
     await trust.resolve(logins)

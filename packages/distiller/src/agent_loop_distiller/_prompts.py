@@ -118,6 +118,10 @@ def _tests_line(record: RunRecord) -> str:
 
 
 _TEST_STATUS = {
+    "tampered": (
+        "TAMPERED (the change's code reached into the test runner; its results cannot be "
+        "trusted; not a test pass)"
+    ),
     "no_evidence": "NO EVIDENCE (the tests ran but prove nothing; not a test pass)",
     "not_run": "NOT RUN (no tests ran; not a test pass)",
 }

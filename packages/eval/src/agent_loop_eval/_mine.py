@@ -56,6 +56,7 @@ from agent_loop_common.sandbox import (
     TestCommand,
     TestOutcome,
     runs_pytest,
+    without_guard,
 )
 from agent_loop_common.settings import Settings
 from agent_loop_common.texts import closing_references
@@ -363,7 +364,9 @@ class Miner:
             classified = await self._validate(
                 checks, tests_change, {**tests_change, **fix_change}, test_paths, tree_files
             )
-            command = shlex.join(checks.command.argv) if checks.command else ""
+            # As a person would set it: the sandbox adds its pytest guard to every run
+            # itself, and `$SANDBOX_PYTEST_GUARD` is no setting's to name.
+            command = shlex.join(without_guard(checks.command.argv)) if checks.command else ""
             setup = shlex.join(checks.setup) if checks.setup else ""
         return Instance(
             instance_id=instance_id(self.github.full_name, pull.number),

@@ -89,12 +89,13 @@ if TYPE_CHECKING:
         stored_record,
         write_memory_file,
     )
-    from agent_loop_testing._held import HeldCall
+    from agent_loop_testing._held import HeldCall, HeldProgram
     from agent_loop_testing._instant import InstantModel
     from agent_loop_testing._messages_server import (
         MessagesServer,
         serve_messages_model,
         to_call_llm_shape,
+        unpaired_tool_result,
     )
     from agent_loop_testing._per_issue import ModelPerArm, ModelPerIssue
     from agent_loop_testing._prompt_cache import (
@@ -160,11 +161,13 @@ _LAZY = {
     "MessagesServer": "agent_loop_testing._messages_server",
     "serve_messages_model": "agent_loop_testing._messages_server",
     "to_call_llm_shape": "agent_loop_testing._messages_server",
+    "unpaired_tool_result": "agent_loop_testing._messages_server",
     "CacheCharge": "agent_loop_testing._prompt_cache",
     "SimulatedPromptCache": "agent_loop_testing._prompt_cache",
     "approx_tokens": "agent_loop_testing._prompt_cache",
     "request_blocks": "agent_loop_testing._prompt_cache",
     "HeldCall": "agent_loop_testing._held",
+    "HeldProgram": "agent_loop_testing._held",
     "is_valid_ref_name": "agent_loop_testing._emulator_refname",
     "SchemaMismatch": "agent_loop_testing._emulator_schema",
     "assert_matches_schema": "agent_loop_testing._emulator_schema",
@@ -222,6 +225,7 @@ __all__ = [
     "GitHubEmulator",
     "GitHubHost",
     "HeldCall",
+    "HeldProgram",
     "History",
     "HistoryIssue",
     "HistoryMerge",
@@ -276,6 +280,7 @@ __all__ = [
     "subtract_try",
     "to_call_llm_shape",
     "turn",
+    "unpaired_tool_result",
     "wheelhouse",
     "write_memory_file",
 ]

@@ -11,6 +11,13 @@ the repository's tests run on the exact staged tree and on its base, and a hard-
 failure (a regression, a new non-zero exit, a timeout) rejects the try by code, its
 failing names and output tail fed back as the notes, without asking the verifier. A
 change that passes is shown to the verifier with that evidence and any tampering flags.
+A change whose code reaches into the test runner (`tampered`: found by the scan of the
+change or by the pytest guard in the run) is not rejected by code, since a finding is
+about the evidence, not proof of intent (a pytest plugin project touches the plugin
+manager): like a run that proves nothing, it is judged by the verifier on reading
+alone, shown what was found and told to reject code that steers the runner; when the
+verifier rejects it, the findings go back to the agent with its notes, and when it
+accepts, the pull request can only open as a draft saying why.
 A decomposition has no tests to run.
 
 A verdict counts only when the verifier was shown the whole change (issue 16): each
@@ -144,6 +151,8 @@ async def attempt_loop(
         if verdict.verified:
             return Verified(proposal, verdict.notes, number, tests=report)
         notes = verdict.notes
+        if report is not None and report.status == "tampered":
+            notes = "\n".join([notes, "", *report.tamper_notes()])
     if checks is not None and scope.tests is not None:
         scope.tests = scope.tests.model_copy(update={"runs": checks.runs})
     return Rejected(notes, tries, turn_limit)

@@ -49,6 +49,7 @@ from agent_loop_common.sandbox import (
     extract_tarball,
     flag_test_tampering,
     plan_tests,
+    scan_test_machinery,
     validate_extra_args,
 )
 from agent_loop_common.settings import Settings
@@ -59,6 +60,9 @@ _DETECTED_FROM = (
     "AGENTS.md",
     "pyproject.toml",
     "pytest.ini",
+    ".pytest.ini",
+    "pytest.toml",
+    ".pytest.toml",
     "setup.cfg",
     "tox.ini",
     "conftest.py",
@@ -213,7 +217,7 @@ class Checks:
             files: The change: path -> full new content, `None` to delete.
         """
         base_texts = await self.tree.originals(sorted(files))
-        flags = flag_test_tampering(files, base_texts)
+        flags = flag_test_tampering(files, base_texts) + scan_test_machinery(files, base_texts)
         if not self.enabled or self.command is None:
             report = self._report(flags=flags)
         else:

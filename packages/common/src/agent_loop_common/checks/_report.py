@@ -22,6 +22,7 @@ from agent_loop_common.sandbox import (
     TestCommand,
     TestVerdict,
     VerdictStatus,
+    without_guard,
 )
 from agent_loop_common.texts import public_text
 
@@ -29,6 +30,9 @@ __all__ = ["CheckReport"]
 
 _SHOWN_NAMES = 10
 _FEEDBACK_CHARS = 6_000
+TAMPERED_HEAD = (
+    "the change's code reaches into the test runner, so what the tests reported cannot be trusted"
+)
 
 
 def _code(text: str, limit: int = 200) -> str:
@@ -92,8 +96,26 @@ class CheckReport:
         return run.oom_kills + (run.setup.oom_kills if run.setup is not None else 0)
 
     @property
+    def tampered(self) -> tuple[str, ...]:
+        """Why the tests' results cannot be trusted: what the scan of the change found
+        (`path: shape`) and what the pytest guard found in the run. Empty when nothing."""
+        scanned = tuple(f"{f.path}: {f.detail}" for f in self.flags if f.kind == "test_machinery")
+        found = self.verdict.tampered if self.verdict is not None else ()
+        return scanned + tuple(f"pytest guard: {finding}" for finding in found)
+
+    @property
     def status(self) -> VerdictStatus:
-        """`passed`, `failed`, `no_evidence` (ran, proves nothing), or `not_run`."""
+        """`passed`, `failed`, `tampered` (the change's code reaches into the test runner),
+        `no_evidence` (ran, proves nothing), or `not_run`. A hard-rule failure stays
+        `failed`; anything else with a finding is `tampered`, never `passed`."""
+        status = self._run_status
+        if status != "failed" and self.tampered:
+            return "tampered"
+        return status
+
+    @property
+    def _run_status(self) -> VerdictStatus:
+        """What the runs alone say, before the scan of the change is counted."""
         if self.verdict is not None:
             return self.verdict.status
         return "no_evidence" if self.base is not None else "not_run"
@@ -109,6 +131,8 @@ class CheckReport:
         """Why the tests give no verdict (`""` when they give one)."""
         if self.judged:
             return ""
+        if self.status == "tampered":
+            return f"{TAMPERED_HEAD} ({'; '.join(self.tampered[:3])})"
         if self.verdict is not None and self.verdict.no_verdict:
             return self.verdict.no_verdict
         return self.note or "nothing ran"
@@ -121,7 +145,7 @@ class CheckReport:
     @property
     def ran(self) -> bool:
         """Whether the tests ran on the change."""
-        return self.status != "not_run"
+        return self._run_status != "not_run"
 
     @property
     def summary(self) -> str:
@@ -138,9 +162,19 @@ class CheckReport:
         return f"{self.status}: {self.summary}"
 
     def _command_text(self) -> str:
+        """The command as configured: the guard's `-p $SANDBOX_PYTEST_GUARD` is the
+        sandbox's own (said on its own line), not part of what a person would run."""
         if self.command is None:
             return ""
-        return " ".join(self.command.argv)
+        return " ".join(without_guard(self.command.argv))
+
+    def _guard_line(self) -> list[str]:
+        if self.after is None or not self.after.guarded:
+            return []
+        return [
+            "- Guard: pytest loaded the sandbox's guard first; it found no code steering "
+            "the run from inside"
+        ]
 
     def feedback(self) -> str:
         """What the agent is told when the tests reject its try (the verifier's notes)."""
@@ -152,6 +186,7 @@ class CheckReport:
         if self.verdict is not None:
             lines.append(self.verdict.feedback())
         lines += self._flag_lines()
+        lines += self.tamper_notes()
         lines.append(
             "Fix the code (or the tests you added) so that no test that passed on the base "
             "fails, then submit again. You can run the tests yourself with run_tests first."
@@ -159,20 +194,35 @@ class CheckReport:
         text = "\n".join(lines)
         return text if len(text) <= _FEEDBACK_CHARS else text[: _FEEDBACK_CHARS - 1] + "…"
 
+    def tamper_notes(self) -> list[str]:
+        """Lines for the agent when its change reaches into the test runner (after the
+        verifier's notes, when it rejects a `tampered` try)."""
+        if not self.tampered:
+            return []
+        return [
+            "The pipeline found that your change reaches into the test runner, so its test "
+            "results cannot be trusted and the pull request can only open as a draft. "
+            "Unless the task itself is about test tooling, remove this code:",
+            *[f"- {line}" for line in self.tampered[:20]],
+        ]
+
     def _hook_lines(self) -> list[str]:
         hooks = [f for f in self.flags if f.kind == "evidence_hook"]
         return [f"Flag: {f.path}: {f.detail}" for f in hooks]
 
     def _flag_lines(self) -> list[str]:
-        if not self.flags:
+        flags = [f for f in self.flags if f.kind != "test_machinery"]
+        if not flags:
             return []
         return ["Test tampering flags (shown to the verifier and in the pull request):"] + [
-            f"- {f.path}: {f.detail}" for f in self.flags
+            f"- {f.path}: {f.detail}" for f in flags
         ]
 
     def for_verifier(self) -> str:
         """The evidence section of the verifier's prompt."""
         head = "## Checked by the pipeline (by code, before you)"
+        if self.status == "tampered":
+            return self._tampered_for_verifier(head)
         if not self.ran:
             return "\n".join(
                 [
@@ -205,6 +255,11 @@ class CheckReport:
                 ("Fail-to-pass (failed or absent on the base, pass now)", verdict.fail_to_pass),
                 ("Already failing on the base, still failing", verdict.still_failing),
                 ("Passed on the base, no longer run", verdict.disappeared),
+                (
+                    "Failed on the base and absent from the change's run: NOT shown fixed "
+                    "(deselected, deleted, renamed or not collected)",
+                    verdict.not_shown_fixed,
+                ),
             )
             data += [f"{label}: {', '.join(names[:30])}" for label, names in groups if names]
         data += [f"Tampering flag: {f.path}: {f.detail}" for f in self.flags]
@@ -217,9 +272,48 @@ class CheckReport:
         )
         return "\n".join(parts)
 
+    def _tampered_for_verifier(self, head: str) -> str:
+        ran = (
+            f"The tests ran ({self._command_text()}; reported: {self.summary})"
+            if self.ran
+            else f"No tests ran ({self.note or 'nothing ran'})"
+        )
+        data = [*self.tampered]
+        verdict = self.verdict
+        if verdict is not None and verdict.guard_failing:
+            data.append(
+                "Tests the pytest guard saw fail when pytest made their reports: "
+                + ", ".join(verdict.guard_failing[:30])
+            )
+        if verdict is not None and verdict.not_shown_fixed:
+            data.append(
+                "Failed on the base and absent from the change's run (NOT shown fixed): "
+                + ", ".join(verdict.not_shown_fixed[:30])
+            )
+        data += [
+            f"Tampering flag: {f.path}: {f.detail}"
+            for f in self.flags
+            if f.kind != "test_machinery"
+        ]
+        return "\n".join(
+            [
+                head,
+                f"TAMPERED: {ran}, but its results CANNOT be trusted: the change's code "
+                "reaches into the test runner (found by reading the change and by the guard "
+                "pytest loads first). Nothing shows this change works.",
+                fence_untrusted("what was found", "\n".join(data), 6_000),
+                "Judge the change on reading alone, and be strict: code that reaches into "
+                "the test runner to change what it reports must be rejected. Accept only "
+                "when the task itself is about test tooling and this code is what it asks "
+                "for; the pull request then opens as a draft that says why.",
+            ]
+        )
+
     def markdown(self) -> str:
         """The `## Tests` section of a pull request body or a fix summary."""
         lines = ["## Tests"]
+        if self.status == "tampered":
+            return self._tampered_markdown()
         if not self.ran:
             lines.append(f"**No tests ran**: {public_text(self.note or 'nothing ran', limit=500)}.")
             lines.append("Verification was model-only; run the tests before merging.")
@@ -240,6 +334,8 @@ class CheckReport:
         lines.append(f"- Result: {public_text(self.summary, limit=300)}")
         if self.per_process_limits:
             lines.append(f"- Limits: {public_text(self.per_process_limits, limit=400)}")
+        if self.judged:
+            lines += self._guard_line()
         if not self.judged:
             lines.append("Verification was model-only; run the tests before merging.")
             lines += self._flag_markdown()
@@ -252,13 +348,57 @@ class CheckReport:
                 lines.append(f"- Already failing on the base: {_names(verdict.still_failing)}")
             if verdict.disappeared:
                 lines.append(f"- No longer run: {_names(verdict.disappeared)}")
+            if verdict.not_shown_fixed:
+                lines.append(
+                    "- ⚠️ Not shown fixed (failed on the base, absent after the change): "
+                    + _names(verdict.not_shown_fixed)
+                )
+            lines += [f"- Note: {public_text(n, limit=300)}" for n in verdict.notes]
+        lines += self._flag_markdown()
+        return "\n".join(lines)
+
+    def _tampered_markdown(self) -> str:
+        lines = [
+            "## Tests",
+            f"**Tampered**: {TAMPERED_HEAD}. What was found:",
+            *[f"- {public_text(line, limit=300)}" for line in self.tampered[:20]],
+        ]
+        if self.ran:
+            source = self.command.source if self.command else "?"
+            label = "" if self.isolated else " (not isolated)"
+            backend = self.backend.removesuffix(" (not isolated)")
+            command = _code(self._command_text(), 300)
+            lines.append(
+                f"- Command: `{command}` (from {source}), in the `{backend}` sandbox{label}"
+            )
+            lines.append(
+                f"- Reported: {public_text(self.summary, limit=300)} (not evidence: the "
+                "change's code ran in the reporting process)"
+            )
+            if self.per_process_limits:
+                lines.append(f"- Limits: {public_text(self.per_process_limits, limit=400)}")
+        verdict = self.verdict
+        if verdict is not None and verdict.guard_failing:
+            lines.append(
+                "- The pytest guard saw these tests fail when pytest made their reports: "
+                + _names(verdict.guard_failing)
+            )
+        if verdict is not None and verdict.not_shown_fixed:
+            lines.append(
+                "- ⚠️ Not shown fixed (failed on the base, absent after the change): "
+                + _names(verdict.not_shown_fixed)
+            )
+        lines.append(
+            "The evidence is the repository's own tests run on the change, reported by a "
+            "process the change's code also runs in: run the tests in your CI before merging."
+        )
         lines += self._flag_markdown()
         return "\n".join(lines)
 
     def _flag_markdown(self) -> list[str]:
         lines: list[str] = []
         hooks = [f for f in self.flags if f.kind == "evidence_hook"]
-        weakening = [f for f in self.flags if f.kind != "evidence_hook"]
+        weakening = [f for f in self.flags if f.kind not in ("evidence_hook", "test_machinery")]
         for flags, title in (
             (weakening, "- ⚠️ The change weakens the tests; look closely:"),
             (hooks, "- ⚠️ The change touches how test results are reported; look closely:"),
@@ -294,6 +434,9 @@ class CheckReport:
             failing=list(verdict.failing) if verdict else [],
             tamper_flags=[f"{f.path}: {f.detail}" for f in self.flags],
             inconsistent=list(verdict.inconsistent) if verdict else [],
+            not_shown_fixed=list(verdict.not_shown_fixed) if verdict else [],
+            tampered=list(self.tampered),
+            guard_failing=list(verdict.guard_failing) if verdict else [],
             runs=runs,
             per_process_limits=bool(self.per_process_limits),
             oom_kills=self.oom_kills,

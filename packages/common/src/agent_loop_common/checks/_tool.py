@@ -74,15 +74,24 @@ def run_tests_tool(checks: Checks, stage: StagedFiles) -> ReadTool:
             )
         if after.tests is not None and after.tests.failing:
             lines.append("Failing: " + ", ".join(after.tests.failing[:20]))
+        on_base = {f.key for f in (base.guard_findings if base is not None else ())}
+        found = [f.detail for f in after.guard_findings if f.key not in on_base]
+        if found:
+            lines.append(
+                "The pytest guard found code steering this run from inside (results that "
+                "cannot be trusted; the pull request would be a draft): " + "; ".join(found[:5])
+            )
         if after.error:
             lines.append(after.error)
         text = after.output.text
         if len(text) > _HEAD_CHARS + _TAIL_CHARS:
             cut = len(text) - _HEAD_CHARS - _TAIL_CHARS
             text = (
-                f"{text[:_HEAD_CHARS]}\n[... {cut} characters not shown ...]\n{text[-_TAIL_CHARS:]}"
+                f"{text[:_HEAD_CHARS]}\n[... {cut} characters not shown; select fewer tests "
+                "with run_tests arguments (a file, -k a name) to see more of their output "
+                f"...]\n{text[-_TAIL_CHARS:]}"
             )
-        lines.append(fence_untrusted("test output", text, _HEAD_CHARS + _TAIL_CHARS + 100))
+        lines.append(fence_untrusted("test output", text, _HEAD_CHARS + _TAIL_CHARS + 300))
         left = checks.max_tool_runs - checks.tool_runs
         lines.append(f"({left} run(s) left in this try.)")
         return "\n".join(lines)

@@ -38,7 +38,7 @@ _PROVENANCE = """
 ... on Commit {
   oid
   associatedPullRequests(first: 10) {
-    nodes { number merged baseRefName mergedBy { login } }
+    nodes { number merged baseRefName mergedBy { __typename login } }
   }
   signature { isValid state wasSignedByGitHub signer { login } }
 }

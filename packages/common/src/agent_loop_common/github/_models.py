@@ -264,6 +264,10 @@ class MergedPull(_Frozen):
     """The branch it was merged into."""
     merged_by: str
     """The login of the person (or App) who merged it; empty when GitHub names nobody."""
+    merged_by_type: str = ""
+    """GitHub's type of that account (`mergedBy { __typename }`): `User` for a person's
+    account, `Bot` for a GitHub App or bot account (a merge bot, a workflow's token),
+    `Mannequin` for an imported placeholder; empty when GitHub did not say."""
 
 
 class CommitProvenance(_Frozen):

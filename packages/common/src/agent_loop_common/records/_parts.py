@@ -149,12 +149,13 @@ class TestEvidence(BaseModel):
     isolated)`), or `off`."""
     isolated: bool = True
     """False when the tests ran without isolation (the demo's plain subprocess) or not at all."""
-    status: Literal["passed", "failed", "no_evidence", "not_run"] = "not_run"
-    """The hard rules' verdict on the change: `passed`, `failed`, `no_evidence` (the tests
-    ran but prove nothing about the change: the same failure on the base, zero tests, a
-    runner or setup error, evidence that disagrees with itself on the base; `summary`
-    says which), or `not_run` (the sandbox is off, or no test command was found). Only
-    `passed` is a test pass."""
+    status: Literal["passed", "failed", "tampered", "no_evidence", "not_run"] = "not_run"
+    """The hard rules' verdict on the change: `passed`, `failed`, `tampered` (schema 2.0:
+    the change's code reaches into the test runner, so what the tests reported cannot be
+    trusted; `tampered` says why), `no_evidence` (the tests ran but prove nothing about
+    the change: the same failure on the base, zero tests, a runner or setup error,
+    evidence that disagrees with itself on the base; `summary` says which), or `not_run`
+    (the sandbox is off, or no test command was found). Only `passed` is a test pass."""
     summary: str = ""
     """One line for people, e.g. `12 passed (base: 11 passed)`, or why no tests ran."""
     base: str = ""
@@ -174,6 +175,15 @@ class TestEvidence(BaseModel):
     inconsistent: list[str] = Field(default_factory=list[str])
     """How the change's run contradicted itself (exit status, printed summary, JUnit
     report); such a try is rejected as inconsistent evidence."""
+    not_shown_fixed: list[str] = Field(default_factory=list[str])
+    """Tests that failed on the base and are absent from the change's results
+    (deselected, deleted, renamed): nothing shows them fixed (schema 2.0)."""
+    tampered: list[str] = Field(default_factory=list[str])
+    """Why the status is `tampered`: what the scan of the change found (`path: shape`)
+    and what the pytest guard found in the run (`pytest guard: ...`) (schema 2.0)."""
+    guard_failing: list[str] = Field(default_factory=list[str])
+    """The tests the pytest guard saw fail when pytest made their reports, in a
+    `tampered` run (the reported outcomes are not to be believed) (schema 2.0)."""
     runs: NonNegativeInt = 0
     """Commands run in the sandbox by the run: baselines, checks of tries, `run_tests`."""
     per_process_limits: bool = False

@@ -29,7 +29,7 @@ from agent_loop_common.records._parts import (
 
 __all__ = ["DIFF_CHARS", "SCHEMA_VERSION", "RunId", "RunRecord"]
 
-SCHEMA_VERSION = "2.3"
+SCHEMA_VERSION = "3.0"
 """The version this code writes. Bump the minor for added optional fields, the major for
 anything an older reader would misread (removed/renamed fields, new enum members).
 
@@ -37,7 +37,9 @@ anything an older reader would misread (removed/renamed fields, new enum members
 records as an unknown major instead of failing to validate them; 2.x reads every 1.x
 record unchanged. 2.1 added `tests.per_process_limits` and `tests.oom_kills`; 2.2
 `usage.tokens_cache_read` and `usage.tokens_cache_write`; 2.3 `diff` (the change the run
-proposed) and `trace[].agent` (whose step it was)."""
+proposed) and `trace[].agent` (whose step it was). 3.0 added the tests' status
+`tampered` (with `tests.tampered`, `tests.not_shown_fixed` and `tests.guard_failing`):
+a 2.x reader defers such records; 3.x reads every 1.x and 2.x record unchanged."""
 
 DIFF_CHARS = 16_000
 """Longest `RunRecord.diff` kept: a record is read by every status and distiller pass, so

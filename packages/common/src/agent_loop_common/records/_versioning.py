@@ -35,9 +35,10 @@ KNOWN_MAJORS: frozenset[int] = frozenset({1})
 """Major versions of the single-writer documents (ledger, lessons, rollups, grades) this
 reader understands. Run records have their own: `RECORD_MAJORS`."""
 
-RECORD_MAJORS: frozenset[int] = frozenset({1, int(SCHEMA_VERSION.split(".")[0])})
-"""Major versions of run records this reader understands: 1, and 2, which only added
-the outcomes `interrupted` and `preflight_failed` (every 1.x record reads unchanged)."""
+RECORD_MAJORS: frozenset[int] = frozenset({1, 2, int(SCHEMA_VERSION.split(".")[0])})
+"""Major versions of run records this reader understands: 1; 2, which only added the
+outcomes `interrupted` and `preflight_failed`; 3, which only added the tests' status
+`tampered` (every 1.x and 2.x record reads unchanged)."""
 
 
 @dataclass(frozen=True, slots=True)

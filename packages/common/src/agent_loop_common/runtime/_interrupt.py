@@ -11,7 +11,11 @@ Here a signal becomes a *stop request* instead of an exception:
 - `stop_on_signals()` installs SIGINT and SIGTERM handlers in the main thread for the
   duration of a tick (the CLI, `python -m agent_loop_<role>`, a task on a cluster).
   The first signal calls `request_stop`; a second one exits at once (`os._exit`), after
-  saying what may be left behind (`left_behind`: the claims still held).
+  saying what may be left behind (`left_behind`: the claims still held). The same
+  signal again within `REPEAT_WINDOW_SECONDS` of the first is not a second one: it is
+  the first delivered twice, as `uv run` does (it forwards a signal its process group
+  already received to its child, 200 ms later, when no terminal delivered it), so a
+  single `kill -INT -PGID` of `uv run agent-loop run ...` must not exit at once.
 - `request_stop` records the request (`stop_requested`) and hands it to every open
   `StopGate`, thread-safely, on its own event loop.
 - `run_scoped` opens one `StopGate` around a pipeline body. The gate cancels the body's
@@ -30,12 +34,14 @@ import asyncio
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import FrameType
 
 __all__ = [
+    "REPEAT_WINDOW_SECONDS",
     "Interrupt",
     "StopGate",
     "left_behind",
@@ -47,6 +53,12 @@ __all__ = [
 ]
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+REPEAT_WINDOW_SECONDS = 1.0
+"""The same signal again this soon after the first is the first delivered twice (a
+wrapper forwarding what its process group already got: `uv run` does, 200 ms later),
+not an operator's second Ctrl-C; a person's second press comes later, or is another
+signal."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,9 +154,13 @@ class StopGate:
         self._open = False
 
 
-_lock = threading.Lock()
+# Reentrant: `request_stop` runs in signal handlers, which run in the main thread
+# between two bytecodes, possibly while that thread is inside one of the sections below.
+_lock = threading.RLock()
 _gates: set[StopGate] = set()
 _requested: Interrupt | None = None
+_requested_at = 0.0
+"""When the first request was made (`time.monotonic`)."""
 
 
 def stop_requested() -> Interrupt | None:
@@ -166,11 +182,12 @@ def request_stop(signum: int) -> bool:
     Safe from a signal handler and from any thread: each gate gets the request on its
     own loop (`call_soon_threadsafe`). A gate opened later sees it at once.
     """
-    global _requested
+    global _requested, _requested_at
     with _lock:
         first = _requested is None
         if first:
             _requested = Interrupt(signum)
+            _requested_at = time.monotonic()
         interrupt = _requested
         gates = list(_gates)
     assert interrupt is not None
@@ -180,6 +197,17 @@ def request_stop(signum: int) -> bool:
         except RuntimeError:  # its loop closed: that run has ended
             continue
     return first
+
+
+def _repeated(signum: int, window: float) -> bool:
+    """Whether `signum` is the first request's signal again, within `window` seconds."""
+    with _lock:
+        first = _requested
+        return (
+            first is not None
+            and first.signum == signum
+            and time.monotonic() - _requested_at < window
+        )
 
 
 @contextmanager
@@ -218,18 +246,24 @@ def stop_on_signals(
     say: Callable[[str], None] | None = None,
     *,
     exit_now: Callable[[int], None] = os._exit,
+    repeat_window: float = REPEAT_WINDOW_SECONDS,
 ) -> Generator[None]:
     """SIGINT and SIGTERM stop the tick at its next safe point while this block runs.
 
     The first signal requests the stop (`request_stop`) and, through `say`, tells the
     operator what happens next. A second signal says what may be left behind (the
     claims still held: they expire by themselves, or `agent-loop claims release`) and
-    exits at once with 128 + its number. Outside the main thread (where Python cannot
-    install handlers) this does nothing: the thread that owns the signals does it.
+    exits at once with 128 + its number; the first one's signal again within
+    `repeat_window` seconds is that same request delivered twice (`uv run` forwards it)
+    and changes nothing. The handlers are installed whatever the signals' disposition
+    was, an inherited "ignore" included (a shell script's background job): a stop asked
+    for is always honoured. Outside the main thread (where Python cannot install
+    handlers) this does nothing: the thread that owns the signals does it.
 
     Args:
         say: Where to tell the operator (default: standard error, unbuffered).
         exit_now: How the second signal ends the process (tests pass their own).
+        repeat_window: Seconds during which the first signal, again, is not a second.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -244,6 +278,8 @@ def stop_on_signals(
                 "point, then releasing the claim and recording the run (again to exit at "
                 "once)"
             )
+            return
+        if _repeated(signum, repeat_window):
             return
         held = left_behind()
         what = (

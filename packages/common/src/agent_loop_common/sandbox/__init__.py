@@ -14,8 +14,10 @@ base = await cache.get_or_run(
     lambda: sandbox.run(base_tree, command.argv, setup=setup),
 )
 after = await sandbox.run(base_tree, command.argv, setup=setup, changes=staged_files)
-verdict = compare(base, after)                  # passed / failed / not_run, with evidence
-flags = flag_test_tampering(staged_files, base_contents)
+verdict = compare(base, after)                  # passed / failed / tampered / no_evidence / not_run
+flags = flag_test_tampering(staged_files, base_contents) + scan_test_machinery(
+    staged_files, base_contents
+)                                               # test_machinery flags: `tampered`
 ```
 
 A tree comes from a tarball (`extract_tarball`, GitHub's top folder stripped) or from
@@ -45,6 +47,7 @@ from agent_loop_common.sandbox._detect import (
     resolve_test_command,
     runs_pytest,
     with_junit_report,
+    with_pytest_guard,
 )
 from agent_loop_common.sandbox._docker import (
     DOCKER_BACKEND,
@@ -66,7 +69,9 @@ from agent_loop_common.sandbox._flyte import (
     flyte_task_spec,
     in_flyte_cluster,
 )
+from agent_loop_common.sandbox._guard import GUARD_PLACEHOLDER, without_guard
 from agent_loop_common.sandbox._limits import SandboxLimits
+from agent_loop_common.sandbox._machinery import scan_test_machinery
 from agent_loop_common.sandbox._paths import ProtectedPaths
 from agent_loop_common.sandbox._plain import PLAIN_BACKEND, PlainSubprocessSandbox
 from agent_loop_common.sandbox._plan import NO_TEST_COMMAND, TestPlan, plan_tests
@@ -83,6 +88,7 @@ from agent_loop_common.sandbox._pysetup import (
 )
 from agent_loop_common.sandbox._reports import name_key
 from agent_loop_common.sandbox._result import (
+    GuardFinding,
     LimitName,
     OutputExcerpt,
     RunResult,
@@ -113,6 +119,7 @@ __all__ = [
     "DOCKER_BACKEND",
     "ENVS_FOLDER",
     "FLYTE_BACKEND",
+    "GUARD_PLACEHOLDER",
     "JUNIT_PLACEHOLDER",
     "NO_TEST_COMMAND",
     "OFF_BACKEND",
@@ -133,6 +140,7 @@ __all__ = [
     "EnvReuse",
     "FlyteSandbox",
     "FlyteTestSpec",
+    "GuardFinding",
     "LimitName",
     "OutputExcerpt",
     "PlainSubprocessSandbox",
@@ -179,8 +187,11 @@ __all__ = [
     "resolve_test_command",
     "runs_pytest",
     "sandbox_facts",
+    "scan_test_machinery",
     "selected_backend",
     "validate_extra_args",
     "with_junit_report",
+    "with_pytest_guard",
+    "without_guard",
     "write_tree",
 ]

@@ -25,6 +25,12 @@ from agent_loop_common.sandbox._capture import OutputCapture
 from agent_loop_common.sandbox._command import JUNIT_PLACEHOLDER
 from agent_loop_common.sandbox._errors import CommandRejected, TreeError
 from agent_loop_common.sandbox._evidence import evidence_disagreements
+from agent_loop_common.sandbox._guard import (
+    guard_findings,
+    has_guard_placeholder,
+    install_guard,
+    read_guard_reports,
+)
 from agent_loop_common.sandbox._limits import SandboxLimits
 from agent_loop_common.sandbox._paths import ProtectedPaths
 from agent_loop_common.sandbox._process import ProcessOutcome
@@ -144,6 +150,9 @@ class Sandbox(ABC):
     """False only for the plain subprocess: it shares the machine with the agent."""
     enabled: ClassVar[bool] = True
     """False only for `off`: nothing runs."""
+    pytest_guard: ClassVar[bool] = True
+    """The backend can show the pytest guard's folder to the command (`_guard`); one that
+    cannot runs a guarded command without it (`-p $SANDBOX_PYTEST_GUARD` dropped)."""
     fixed_repo_path: ClassVar[bool] = False
     """The copy is always at one path inside (`/sandbox/repo`), so an environment built in
     one copy (an editable install names that path) works in another (`reuse`)."""
@@ -262,6 +271,11 @@ class Sandbox(ABC):
                 await asyncio.to_thread(_clear_report, workspace)
                 if reuse is not None and matches and changes is None:
                     await asyncio.to_thread(_keep_env, workspace, reuse)
+            if self.pytest_guard and has_guard_placeholder(argv):
+                # Named after the setup ran: nothing the change runs before pytest knows it.
+                workspace.guard_module = await asyncio.to_thread(
+                    install_guard, workspace.guard, list(changes or ())
+                )
             result = await self._execute(
                 workspace,
                 tuple(argv),
@@ -347,7 +361,18 @@ async def _with_report(result: RunResult, workspace: Workspace, argv: Sequence[s
     merged = result.model_copy(update=update)
     expected = any(JUNIT_PLACEHOLDER in arg or "{SANDBOX_JUNIT}" in arg for arg in argv)
     disagreements = evidence_disagreements(merged, junit_expected=expected)
-    return merged.model_copy(update={"disagreements": disagreements}) if disagreements else merged
+    if disagreements:
+        merged = merged.model_copy(update={"disagreements": disagreements})
+    if workspace.guard_module is None:
+        return merged
+    reading = await asyncio.to_thread(read_guard_reports, workspace.out, workspace.guard_module)
+    return merged.model_copy(
+        update={
+            "guarded": True,
+            "guard_findings": guard_findings(merged, reading),
+            "guard_failing": tuple(redact_secrets(n) for n in reading.failing),
+        }
+    )
 
 
 class DisabledSandbox(Sandbox):

@@ -271,6 +271,7 @@ class BwrapSandbox(Sandbox):
             etc_passthrough=[e for e in ETC_FILES if os.path.exists(e)],
             limits=self.limits,
             path=path,
+            guard=workspace.guard if workspace.guard_module and not network else None,
         )
         return layout, stages, notes, binds
 
@@ -283,7 +284,7 @@ class BwrapSandbox(Sandbox):
         time_limit: float,
         bind_program: bool = True,
     ) -> RunResult:
-        argv = expand_placeholders(argv, junit_path=JUNIT_PATH)
+        argv = expand_placeholders(argv, junit_path=JUNIT_PATH, guard=workspace.guard_module)
         layout, stages, notes, binds = await asyncio.to_thread(
             functools.partial(
                 self._layout, workspace, argv[0], network=network, bind_program=bind_program

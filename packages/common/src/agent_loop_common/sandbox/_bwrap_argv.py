@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agent_loop_common.sandbox._guard import GUARD_DIR
 from agent_loop_common.sandbox._limits import SandboxLimits
 
 __all__ = [
@@ -91,6 +92,8 @@ class BwrapLayout:
         etc_passthrough: Host `/etc` entries to bind read-only.
         limits: The limits, applied by `prlimit` inside.
         path: `PATH` inside.
+        guard: The pytest guard's folder, shown read-only at `/sandbox/guard` and put
+            on `PYTHONPATH` (a guarded pytest run only).
     """
 
     bwrap: str
@@ -106,11 +109,15 @@ class BwrapLayout:
     etc_passthrough: Sequence[str] = ()
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     path: str = "/usr/local/bin:/usr/bin:/bin"
+    guard: Path | None = None
 
 
-def sandbox_env(path: str) -> dict[str, str]:
-    """The command's whole environment."""
-    return {"PATH": path, "HOME": HOME_DIR, "LANG": "C.UTF-8", "SANDBOX_JUNIT": JUNIT_PATH}
+def sandbox_env(path: str, *, guard: bool = False) -> dict[str, str]:
+    """The command's whole environment (`PYTHONPATH` only for the pytest guard)."""
+    env = {"PATH": path, "HOME": HOME_DIR, "LANG": "C.UTF-8", "SANDBOX_JUNIT": JUNIT_PATH}
+    if guard:
+        env["PYTHONPATH"] = GUARD_DIR
+    return env
 
 
 def bwrap_argv(layout: BwrapLayout, argv: Sequence[str], *, network: bool) -> list[str]:
@@ -139,7 +146,7 @@ def bwrap_argv(layout: BwrapLayout, argv: Sequence[str], *, network: bool) -> li
         "sandbox",
         "--clearenv",
     ]
-    for key, value in sandbox_env(layout.path).items():
+    for key, value in sandbox_env(layout.path, guard=layout.guard is not None).items():
         cmd += ["--setenv", key, value]
     for folder, target in layout.system.items():
         cmd += (
@@ -175,6 +182,8 @@ def bwrap_argv(layout: BwrapLayout, argv: Sequence[str], *, network: bool) -> li
     # virtual environment) stays visible instead of being hidden by the sandbox's /tmp.
     for source, inside in layout.readonly:
         cmd += ["--ro-bind", str(source), str(inside)]
+    if layout.guard is not None:
+        cmd += ["--ro-bind", str(layout.guard), GUARD_DIR]
     cmd += [
         "--remount-ro",
         "/dev",

@@ -18,6 +18,7 @@ import posixpath
 from collections.abc import Sequence
 
 from agent_loop_common.sandbox._errors import CommandRejected
+from agent_loop_common.sandbox._guard import GUARD_PLACEHOLDER, without_guard
 from agent_loop_common.settings import JUNIT_PLACEHOLDER_PATTERN, shell_syntax, split_command
 
 __all__ = [
@@ -47,9 +48,20 @@ def parse_command(text: str, *, what: str = "command") -> tuple[str, ...]:
         raise CommandRejected(str(exc)) from None
 
 
-def expand_placeholders(argv: Sequence[str], *, junit_path: str) -> tuple[str, ...]:
-    """`argv` with every `$SANDBOX_JUNIT` replaced by `junit_path`."""
-    return tuple(JUNIT_PLACEHOLDER_PATTERN.sub(junit_path, arg) for arg in argv)
+def expand_placeholders(
+    argv: Sequence[str], *, junit_path: str, guard: str | None = None
+) -> tuple[str, ...]:
+    """`argv` with every `$SANDBOX_JUNIT` replaced by `junit_path`, and the pytest guard's
+    placeholder by the run's guard module (`-p $SANDBOX_PYTEST_GUARD` dropped when the
+    run has none: a backend that cannot show the guard to the command)."""
+    if guard is None:
+        argv = without_guard(argv)
+    return tuple(
+        guard
+        if arg == GUARD_PLACEHOLDER and guard is not None
+        else JUNIT_PLACEHOLDER_PATTERN.sub(junit_path, arg)
+        for arg in argv
+    )
 
 
 def validate_extra_args(

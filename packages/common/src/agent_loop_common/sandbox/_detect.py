@@ -13,8 +13,8 @@ match wins:
    A command found there that the sandbox refuses (shell syntax such as `&&`) is
    skipped with a note, and detection goes on.
 2. **Python with pytest**: `pyproject.toml` with a `[tool.pytest` section or a pytest
-   dependency, `pytest.ini`, `setup.cfg` with `[tool:pytest]`, `tox.ini` with `[pytest]`,
-   a root `conftest.py`: `python -m pytest -q --junitxml=$SANDBOX_JUNIT` (the JUnit
+   dependency, `pytest.toml`, `.pytest.toml`, `pytest.ini`, `.pytest.ini`, `setup.cfg`
+   with `[tool:pytest]`, `tox.ini` with `[pytest]`, a root `conftest.py`: `python -m pytest -q --junitxml=$SANDBOX_JUNIT` (the JUnit
    report names every test, which the verdict needs for per-test comparisons).
 3. **`package.json`** with a `scripts.test` that is not npm's placeholder: `npm test`.
 4. **`go.mod`**: `go test ./...`.
@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agent_loop_common.sandbox._command import parse_command
 from agent_loop_common.sandbox._errors import CommandRejected
+from agent_loop_common.sandbox._guard import GUARD_PLACEHOLDER, without_guard
 
 __all__ = [
     "CommandSource",
@@ -41,6 +42,7 @@ __all__ = [
     "resolve_test_command",
     "runs_pytest",
     "with_junit_report",
+    "with_pytest_guard",
 ]
 
 CommandSource = Literal[
@@ -48,6 +50,9 @@ CommandSource = Literal[
     "AGENTS.md",
     "pyproject.toml",
     "pytest.ini",
+    ".pytest.ini",
+    "pytest.toml",
+    ".pytest.toml",
     "setup.cfg",
     "tox.ini",
     "conftest.py",
@@ -86,8 +91,9 @@ class TestCommand(BaseModel):
     """Candidates that were skipped on the way, and why."""
 
     def describe(self) -> str:
-        """`python -m pytest -q (from pyproject.toml)`."""
-        return f"{' '.join(self.argv)} (from {self.source})"
+        """`python -m pytest -q (from pyproject.toml)`: as a person would run it (the
+        pytest guard's `-p $SANDBOX_PYTEST_GUARD` is the sandbox's own)."""
+        return f"{' '.join(without_guard(self.argv))} (from {self.source})"
 
 
 def _reader(files: Mapping[str, str] | FileReader) -> FileReader:
@@ -144,8 +150,9 @@ def _pytest_source(read: FileReader) -> CommandSource | None:
     pyproject = read("pyproject.toml") or ""
     if "[tool.pytest" in pyproject or re.search(r"""["']pytest\b""", pyproject):
         return "pyproject.toml"
-    if read("pytest.ini") is not None:
-        return "pytest.ini"
+    for name in ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini"):
+        if read(name) is not None:
+            return cast("CommandSource", name)
     if "[tool:pytest]" in (read("setup.cfg") or ""):
         return "setup.cfg"
     if "[pytest]" in (read("tox.ini") or ""):
@@ -262,3 +269,20 @@ def with_junit_report(command: TestCommand) -> TestCommand:
         "(AGENT_LOOP_TEST_JUNIT_REPORT=false runs the command as given)"
     )
     return command.model_copy(update={"argv": (*argv, _JUNIT_ARG), "notes": (*command.notes, note)})
+
+
+def with_pytest_guard(command: TestCommand) -> TestCommand:
+    """`command` with `-p $SANDBOX_PYTEST_GUARD` when it runs pytest: the sandbox fills in
+    its guard plugin, which pytest loads before anything of the repository's and which
+    records code that steers the run's evidence from inside (`_guard`, docs/sandbox.md).
+    """
+    argv = command.argv
+    if not runs_pytest(argv) or GUARD_PLACEHOLDER in argv:
+        return command
+    note = (
+        f"added -p {GUARD_PLACEHOLDER}: the sandbox's pytest guard loads first and records "
+        "code that steers the run from inside"
+    )
+    return command.model_copy(
+        update={"argv": (*argv, "-p", GUARD_PLACEHOLDER), "notes": (*command.notes, note)}
+    )

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from agent_loop_common.sandbox._base import Sandbox, result_from
 from agent_loop_common.sandbox._command import expand_placeholders
+from agent_loop_common.sandbox._guard import GUARD_DIR
 from agent_loop_common.sandbox._limits import SandboxLimits
 from agent_loop_common.sandbox._paths import ProtectedPaths
 from agent_loop_common.sandbox._process import run_process
@@ -63,6 +64,8 @@ class DockerSpec:
         uid: The user the command runs as.
         gid: Its group.
         limits: Time, memory, process and file-size limits.
+        guard: The pytest guard's folder, mounted read-only at `/sandbox/guard` and put
+            on `PYTHONPATH` (a guarded pytest run only).
     """
 
     docker: str
@@ -74,6 +77,7 @@ class DockerSpec:
     uid: int
     gid: int
     limits: SandboxLimits
+    guard: Path | None = None
 
 
 def docker_argv(spec: DockerSpec, argv: Sequence[str], *, network: bool) -> list[str]:
@@ -123,6 +127,16 @@ def docker_argv(spec: DockerSpec, argv: Sequence[str], *, network: bool) -> list
         "LANG=C.UTF-8",
         "--env",
         f"SANDBOX_JUNIT={JUNIT_PATH}",
+        *(
+            [
+                "--mount",
+                f"type=bind,source={spec.guard},target={GUARD_DIR},readonly",
+                "--env",
+                f"PYTHONPATH={GUARD_DIR}",
+            ]
+            if spec.guard is not None
+            else []
+        ),
         "--entrypoint",
         argv[0],
         spec.image,
@@ -175,7 +189,7 @@ class DockerSandbox(Sandbox):
         time_limit: float,
         bind_program: bool = True,
     ) -> RunResult:
-        argv = expand_placeholders(argv, junit_path=JUNIT_PATH)
+        argv = expand_placeholders(argv, junit_path=JUNIT_PATH, guard=workspace.guard_module)
         uid, gid = self._identity()
         spec = DockerSpec(
             docker=self.docker,
@@ -187,6 +201,7 @@ class DockerSandbox(Sandbox):
             uid=uid,
             gid=gid,
             limits=self.limits,
+            guard=workspace.guard if workspace.guard_module and not network else None,
         )
         env = client_env(os.environ)
 

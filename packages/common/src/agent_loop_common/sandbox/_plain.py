@@ -38,6 +38,7 @@ def plain_env(workspace: Workspace, argv0: str) -> dict[str, str]:
         "LANG": "C.UTF-8",
         "TMPDIR": str(workspace.tmp),
         "SANDBOX_JUNIT": str(workspace.junit),
+        **({"PYTHONPATH": str(workspace.guard)} if workspace.guard_module else {}),
     }
 
 
@@ -56,7 +57,9 @@ class PlainSubprocessSandbox(Sandbox):
         time_limit: float,
         bind_program: bool = True,
     ) -> RunResult:
-        argv = expand_placeholders(argv, junit_path=str(workspace.junit))
+        argv = expand_placeholders(
+            argv, junit_path=str(workspace.junit), guard=workspace.guard_module
+        )
         env = plain_env(workspace, argv[0])
         program = argv[0]
         if "/" in program and not program.startswith("/"):

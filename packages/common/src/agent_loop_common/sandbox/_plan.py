@@ -7,7 +7,8 @@ Python project the builder tested fine). So both ask `plan_tests`:
 
 1. the test command: `AGENT_LOOP_TEST_COMMAND`, else detected from the files
    (`resolve_test_command`), with `--junitxml=$SANDBOX_JUNIT` added to a pytest command
-   that names no report (`AGENT_LOOP_TEST_JUNIT_REPORT`);
+   that names no report (`AGENT_LOOP_TEST_JUNIT_REPORT`), and the sandbox's pytest
+   guard (`-p $SANDBOX_PYTEST_GUARD`) to every pytest command;
 2. the setup: `AGENT_LOOP_SETUP_COMMAND`, else a `Setup command:` line of `AGENTS.md`
    (then it was chosen by the repository, and gets no host folder bound);
 3. neither setup nor test command configured, and the command detected from a Python
@@ -24,7 +25,12 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict
 
 from agent_loop_common.sandbox._command import parse_command
-from agent_loop_common.sandbox._detect import TestCommand, resolve_test_command, with_junit_report
+from agent_loop_common.sandbox._detect import (
+    TestCommand,
+    resolve_test_command,
+    with_junit_report,
+    with_pytest_guard,
+)
 from agent_loop_common.sandbox._pysetup import (
     DefaultSetup,
     agents_md_setup_command,
@@ -108,6 +114,10 @@ def plan_tests(
         default = default_python_setup(read, command, pip_options)
         if default is not None:
             setup, command = default.setup, default.command
+    if command is not None:
+        # pytest loads the sandbox's guard first: code that steers the run from inside
+        # (a plugin registered from product code, a flipped report) is recorded.
+        command = with_pytest_guard(command)
     return TestPlan(
         command=command,
         setup=setup,

@@ -59,7 +59,16 @@ DEPENDENCY_FILES = (
 
 _EXTRAS = ("test", "tests", "dev")
 _REQUIREMENTS = ("requirements-dev.txt", "requirements-test.txt", "requirements.txt")
-_PYTHON_SOURCES = ("pyproject.toml", "pytest.ini", "setup.cfg", "tox.ini", "conftest.py")
+_PYTHON_SOURCES = (
+    "pyproject.toml",
+    "pytest.toml",
+    ".pytest.toml",
+    "pytest.ini",
+    ".pytest.ini",
+    "setup.cfg",
+    "tox.ini",
+    "conftest.py",
+)
 
 # Run by /bin/sh inside the sandbox: the arguments after the script are pip's.
 _SCRIPT = f"""set -e

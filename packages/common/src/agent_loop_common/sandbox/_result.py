@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 __all__ = [
     "CountUnit",
     "CountsSource",
+    "GuardFinding",
     "LimitName",
     "OutputExcerpt",
     "RunResult",
@@ -127,6 +128,33 @@ class TestCounts(BaseModel):
         return ", ".join(shown) + (" (packages)" if self.unit == "packages" else "")
 
 
+class GuardFinding(BaseModel):
+    """Something the pytest guard (or the check of its report) found in one run.
+
+    The guard is loaded first in a sandboxed pytest run (`_guard`) and watches for code
+    that steers the run's evidence from inside: a plugin registered or a hook added by a
+    module that is neither a test file nor a declared plugin, a report, a session counter
+    or the terminal's tally changed from such a module, pytest's own functions replaced.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str
+    """What was found (`plugin_registered`, `report_changed`, `absent`, ...)."""
+    detail: str
+    """One line for people, naming the file and line when known."""
+    where: str = ""
+    """The file (relative to the repository when inside it) the guard traced it to."""
+    subject: str = ""
+    """What it was done to (a plugin, a hook, a test, a counter)."""
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """What makes two runs' findings the same (line numbers left out), so a finding
+        the base commit's run has too is not held against the change."""
+        return (self.kind, self.where.rsplit(":", 1)[0], self.subject)
+
+
 class RunResult(BaseModel):
     """What one command did in a sandbox."""
 
@@ -180,6 +208,16 @@ class RunResult(BaseModel):
     """Things a person should know about this run (a refused read-only bind, ...)."""
     setup: RunResult | None = None
     """The setup command's result, when one ran first on the same copy of the tree."""
+    guarded: bool = False
+    """The pytest guard was loaded first in this run (a pytest command, a backend that
+    can make the guard available; see `_guard`)."""
+    guard_findings: tuple[GuardFinding, ...] = ()
+    """What the pytest guard found: ways the change's code steered the run from inside,
+    or the guard's own absence when pytest ran. The verdict is `tampered` on any the
+    base commit's run does not have too."""
+    guard_failing: tuple[str, ...] = ()
+    """The tests the guard saw fail when pytest made their reports (capped), whatever
+    the reports said later."""
 
     @property
     def ran(self) -> bool:

@@ -5,6 +5,21 @@ few (`it.only`) or loosening the test configuration. None of that is forbidden (
 person may ask for it), but none of it may pass unnoticed: the verifier and the pull
 request body show these flags. Pure: it compares the staged files with their base
 contents.
+
+The configuration each parsed runner reads is known by name, whichever way it changes
+(added, edited, deleted): pytest's `pytest.toml`, `.pytest.toml`, `pytest.ini`,
+`.pytest.ini` (pytest 9 reads these first), `pyproject.toml`'s `[tool.pytest...]`,
+`tox.ini`'s `[pytest]` (and `[testenv...]`, which `tox` runs), `setup.cfg`'s
+`[tool:pytest]`, any `conftest.py`; jest, vitest, mocha, ava, karma and playwright
+configuration files and `package.json`'s `jest`/`mocha`/`vitest`/`ava` keys and test
+scripts; `go.mod`, `go.work`, a build constraint (`//go:build`) added to a Go test file
+(it drops the file from `go test`) and `TestMain` (it decides the exit status); `Cargo.toml`'s
+test-shaping tables (`[[test]]`, `[lib]`, `[profile.test]`, `[workspace]`, `[features]`)
+and `.cargo/config.toml` (a `runner` or an `alias` replaces what `cargo test` runs).
+
+One kind is more than a flag: `test_machinery`, code outside the tests that reaches into
+the test runner itself (`_machinery.scan_test_machinery`: `gc` walks, pytest's plugin
+manager, hook names built at run time, ...). It makes the verdict `tampered`.
 """
 
 from __future__ import annotations
@@ -18,12 +33,18 @@ from pydantic import BaseModel, ConfigDict
 
 __all__ = ["TamperFlag", "TamperKind", "flag_test_tampering", "is_test_file"]
 
-TamperKind = Literal["deleted_test", "removed_tests", "skip_added", "test_config", "evidence_hook"]
+TamperKind = Literal[
+    "deleted_test", "removed_tests", "skip_added", "test_config", "evidence_hook", "test_machinery"
+]
 """`deleted_test`: a test file deleted. `removed_tests`: fewer test functions in a test
-file. `skip_added`: more skip/xfail/focus markers. `test_config`: the test runner's
-configuration edited. `evidence_hook`: code that can change how results are reported
-(an `atexit` hook, `os._exit`, pytest internals, the JUnit report's path, a file Python
-runs at start-up)."""
+file. `skip_added`: more skip/xfail/focus markers (or a Go build constraint on a test
+file). `test_config`: the test runner's configuration added, edited or deleted.
+`evidence_hook`: code that can change how results are reported (an `atexit` hook,
+`os._exit`, pytest internals, the JUnit report's path, a file Python runs at start-up,
+Go's `TestMain`). `test_machinery`: code outside the tests that reaches into the test
+runner (a `gc` walk, pytest's plugin manager, a hook name built at run time, frames,
+`sys.modules` or `builtins` surgery, a module shadowing pytest): the verdict is then
+`tampered`, never `passed`."""
 
 _TEST_FILE = re.compile(
     r"(^|/)(tests?|__tests__|spec)/"
@@ -42,27 +63,49 @@ _SKIP_MARKERS = (
     ("t.Skip(", re.compile(r"\bt\.Skip(Now|f)?\(")),
     ("#[ignore]", re.compile(r"#\[ignore\b")),
 )
+_GO_BUILD_CONSTRAINT = re.compile(r"^\s*//(?:go:build\s|\s*\+build\s)", re.MULTILINE)
+"""A Go build constraint: on a `_test.go` file it can drop the file from `go test`."""
 _TEST_DEF = re.compile(
     r"^\s*(async\s+)?def\s+test\w*\s*\(|^\s*func\s+Test\w*\(|\b(it|test)\(\s*['\"`]|#\[test\]",
     re.MULTILINE,
 )
+PYTEST_CONFIG_FILES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini")
+"""pytest's own configuration files, in the order pytest 9 looks for them (before
+`pyproject.toml`, `tox.ini` and `setup.cfg`)."""
 _CONFIG_NAMES = frozenset(
     {
-        "pytest.ini",
+        *PYTEST_CONFIG_FILES,
         "conftest.py",
         "setup.cfg",
         "tox.ini",
         "noxfile.py",
-        ".mocharc.js",
-        ".mocharc.json",
-        ".mocharc.yml",
-        ".mocharc.yaml",
         "karma.conf.js",
+        "karma.conf.cjs",
+        "karma.conf.ts",
         "phpunit.xml",
         "phpunit.xml.dist",
+        "go.mod",
+        "go.work",
+        "Cargo.toml",
     }
 )
-_CONFIG_PREFIXES = ("jest.config.", "vitest.config.", "vite.config.", "playwright.config.")
+_CONFIG_PREFIXES = (
+    "jest.config.",
+    "jest.preset.",
+    "vitest.config.",
+    "vitest.workspace.",
+    "vite.config.",
+    "playwright.config.",
+    ".mocharc.",
+    "ava.config.",
+)
+_CARGO_CONFIG = re.compile(r"(^|/)\.cargo/config(\.toml)?$")
+"""Cargo's configuration: a `[target.<triple>] runner` or an `alias` replaces what
+`cargo test` runs."""
+_CARGO_TEST_TABLES = ("[[test]]", "[lib]", "[profile.test]", "[workspace]", "[features]")
+_PACKAGE_JSON_KEYS = ("jest", "mocha", "vitest", "ava", "c8", "nyc")
+_PACKAGE_JSON_SCRIPTS = ("test", "pretest", "posttest")
+"""`npm test` runs `pretest`, `test` and `posttest`."""
 
 # What code under test can use to forge its own evidence: it runs in the test runner's
 # process, so it can rewrite the report at exit and leave with a chosen status, or reach
@@ -72,6 +115,10 @@ _HOOKS_ANYWHERE = (
     ("`atexit`", re.compile(r"\batexit\b")),
     ("`os._exit`", re.compile(r"\b_exit\s*\(|\bos\._exit\b")),
     ("the JUnit report path", re.compile(r"SANDBOX_JUNIT|junit|/sandbox/out", re.IGNORECASE)),
+    (
+        "Go's `TestMain` (it decides the test binary's exit status)",
+        re.compile(r"\bfunc\s+TestMain\s*\("),
+    ),
 )
 _HOOKS_OUTSIDE_TESTS = (
     (
@@ -84,7 +131,20 @@ _HOOKS_OUTSIDE_TESTS = (
     ),
 )
 _STARTUP_NAMES = ("sitecustomize.py", "usercustomize.py")
-_CODE_SUFFIXES = (".py", ".pyi", ".pth", ".cfg", ".toml", ".ini", ".js", ".mjs", ".cjs", ".ts")
+_CODE_SUFFIXES = (
+    ".py",
+    ".pyi",
+    ".pth",
+    ".cfg",
+    ".toml",
+    ".ini",
+    ".js",
+    ".mjs",
+    ".cjs",
+    ".ts",
+    ".go",
+    ".rs",
+)
 
 
 class TamperFlag(BaseModel):
@@ -131,27 +191,51 @@ def _json_key(text: str | None, key: str) -> str:
     return match.group(1) if match else ""
 
 
+def _verb(new: str | None, old: str | None) -> str:
+    return "deleted" if new is None else "added" if old is None else "edited"
+
+
+def _config_flag(path: str, new: str | None, old: str | None, what: str) -> list[TamperFlag]:
+    return [TamperFlag(kind="test_config", path=path, detail=f"{what} {_verb(new, old)}")]
+
+
+def _package_json_changes(new: str | None, old: str | None) -> list[str]:
+    changed = [key for key in _PACKAGE_JSON_KEYS if _json_key(new, key) != _json_key(old, key)]
+    scripts_new, scripts_old = _json_key(new, "scripts") or None, _json_key(old, "scripts") or None
+    changed += [
+        f"scripts.{name}"
+        for name in _PACKAGE_JSON_SCRIPTS
+        if _json_key(scripts_new, name) != _json_key(scripts_old, name)
+    ]
+    return changed
+
+
 def _config_flags(path: str, new: str | None, old: str | None) -> list[TamperFlag]:
+    """A flag when the change adds, edits or deletes what a test runner reads."""
+    if new == old:
+        return []
     name = posixpath.basename(path)
+    sections = {
+        "setup.cfg": ("[tool:pytest",),
+        "tox.ini": ("[pytest", "[testenv", "[tox"),
+        "Cargo.toml": _CARGO_TEST_TABLES,
+    }.get(name)
+    if sections is not None:
+        changed = [h for h in sections if _section(new, h) != _section(old, h)]
+        if not changed:
+            return []
+        tables = ", ".join(f"{h}{']' if not h.endswith(']') else ''}" for h in changed)
+        return _config_flag(path, new, old, f"test configuration ({tables})")
     if name in _CONFIG_NAMES or name.startswith(_CONFIG_PREFIXES):
-        if name == "setup.cfg" and _section(new, "[tool:pytest") == _section(old, "[tool:pytest"):
-            return []
-        if name == "tox.ini" and _section(new, "[pytest") == _section(old, "[pytest"):
-            return []
-        verb = "deleted" if new is None else "added" if old is None else "edited"
-        return [TamperFlag(kind="test_config", path=path, detail=f"test configuration {verb}")]
+        return _config_flag(path, new, old, "test configuration")
+    if _CARGO_CONFIG.search(path):
+        return _config_flag(path, new, old, "cargo configuration (runner, aliases)")
     if name == "pyproject.toml":
-        before, after = _section(old, "[tool.pytest"), _section(new, "[tool.pytest")
-        if before != after:
+        if _section(old, "[tool.pytest") != _section(new, "[tool.pytest"):
             return [TamperFlag(kind="test_config", path=path, detail="[tool.pytest] edited")]
+        return []
     if name == "package.json":
-        changed = [
-            key for key in ("jest", "mocha", "vitest") if _json_key(new, key) != _json_key(old, key)
-        ]
-        if _json_key(_json_key(new, "scripts") or None, "test") != _json_key(
-            _json_key(old, "scripts") or None, "test"
-        ):
-            changed.append("scripts.test")
+        changed = _package_json_changes(new, old)
         if changed:
             return [
                 TamperFlag(kind="test_config", path=path, detail=f"{', '.join(changed)} edited")
@@ -213,6 +297,17 @@ def flag_test_tampering(
                 flags.append(
                     TamperFlag(kind="skip_added", path=path, detail=f"{added} more `{label}`")
                 )
+        if path.endswith("_test.go") and _GO_BUILD_CONSTRAINT.findall(new) != (
+            _GO_BUILD_CONSTRAINT.findall(old) if old else []
+        ):
+            flags.append(
+                TamperFlag(
+                    kind="skip_added",
+                    path=path,
+                    detail="a build constraint (`//go:build`) changed: it can drop the file "
+                    "from `go test`",
+                )
+            )
         removed = _count(_TEST_DEF, old) - _count(_TEST_DEF, new)
         if old is not None and removed > 0:
             flags.append(

@@ -11,6 +11,7 @@ nothing else the command may see:
   shm/    the command's /dev/shm
   out/    where the command may write a JUnit report ($SANDBOX_JUNIT)
   etc/    generated passwd, group and hosts files
+  guard/  the pytest guard, read-only (a guarded pytest run only: `_guard`)
 ```
 
 The original tree is only ever read. All writes into the copy are checked against
@@ -277,6 +278,10 @@ class Workspace:
         self.out = root / "out"
         self.shm = root / "shm"
         self.etc = root / "etc"
+        self.guard = root / "guard"
+        """The pytest guard's read-only folder (made only for a guarded run)."""
+        self.guard_module: str | None = None
+        """The run's guard module name, once the guard is installed (`_guard`)."""
 
     @property
     def junit(self) -> Path:

@@ -10,7 +10,15 @@ it):
   more tests fail than on the base (when names are unknown), or when the setup command
   failed;
 - a test that failed on the base and passes after it, or that the change added (absent
-  on the base) and passes, is **fail-to-pass evidence**;
+  on the base) and passes, is **fail-to-pass evidence**; a test that failed on the base
+  and is **absent** from the change's results (deselected, deleted, renamed, not
+  collected) is **not shown fixed**, never evidence. Results are compared both ways:
+  tests that passed on the base and are gone are listed too (`disappeared`);
+- the **pytest guard** found that code in the run steered its evidence from inside (a
+  plugin registered from product code, a report flipped, a counter changed, the guard
+  itself missing: `RunResult.guard_findings`), and the base's run did not find the same:
+  the change is **tampered**, never `passed` (a hard-rule failure still fails it). The
+  caller adds what the scan of the change found (`scan_test_machinery`);
 - the run's own evidence disagrees with itself (exit status, printed summary and JUnit
   report contradict each other, `evidence_disagreements`): the change **fails** with an
   "inconsistent evidence" reason, unless the base's run disagrees too (then there is
@@ -25,7 +33,8 @@ it):
 
 Per-test comparisons need names: JUnit reports give every test with its outcome; from
 pytest's printed output only the failing ones are known, and fail-to-pass evidence is
-then limited to base failures that are gone from a passing run.
+then limited to base failures that are gone from a passing run that ran at least as
+many passing tests more (else they are not shown fixed).
 """
 
 from __future__ import annotations
@@ -39,10 +48,12 @@ from agent_loop_common.sandbox._result import RunResult, TestCounts
 
 __all__ = ["TestVerdict", "VerdictStatus", "compare"]
 
-VerdictStatus = Literal["passed", "failed", "no_evidence", "not_run"]
+VerdictStatus = Literal["passed", "failed", "tampered", "no_evidence", "not_run"]
 """`passed`: no hard rule failed and the tests say something about the change.
-`failed`: at least one hard rule failed. `no_evidence`: the tests ran but prove nothing
-(see `TestVerdict.no_verdict`). `not_run`: nothing ran."""
+`failed`: at least one hard rule failed. `tampered`: the change's code reaches into the
+test runner, so what the tests reported cannot be trusted (see `TestVerdict.tampered`).
+`no_evidence`: the tests ran but prove nothing (see `TestVerdict.no_verdict`).
+`not_run`: nothing ran."""
 
 _FEEDBACK_TAIL = 4000
 _SHOWN = 10
@@ -74,6 +85,17 @@ class TestVerdict(BaseModel):
     """Tests that failed on the base and still fail (not the change's fault)."""
     disappeared: tuple[str, ...] = ()
     """Tests that passed on the base and are gone after the change (JUnit only)."""
+    not_shown_fixed: tuple[str, ...] = ()
+    """Tests that failed on the base and are absent from the change's results
+    (deselected, deleted, renamed, not collected): nothing shows them fixed."""
+    tampered: tuple[str, ...] = ()
+    """What the pytest guard found in the change's run that the base's run did not
+    have: code that steered the evidence from inside the runner."""
+    guard_failing: tuple[str, ...] = ()
+    """The tests the pytest guard saw fail in the change's run, when pytest made their
+    reports (shown when the verdict is `tampered`: the reported outcomes are not)."""
+    notes: tuple[str, ...] = ()
+    """Things a reader should know (the guard found the same on the base commit, ...)."""
     failing: tuple[str, ...] = ()
     """Every test failing after the change."""
     output_tail: str = ""
@@ -93,6 +115,14 @@ class TestVerdict(BaseModel):
         """What to tell the model that wrote the change."""
         lines = [f"Tests: {self.summary}"]
         lines += [f"- {reason}" for reason in self.reasons]
+        if self.tampered:
+            lines.append("The pytest guard found code steering the test run from inside:")
+            lines += [f"- {finding}" for finding in self.tampered]
+        if self.not_shown_fixed:
+            lines.append(
+                "Failed on the base and absent from your run (not shown fixed): "
+                + ", ".join(self.not_shown_fixed[:20])
+            )
         if self.failing:
             lines.append("Failing tests: " + ", ".join(self.failing[:20]))
         if self.output_tail and self.status == "failed":
@@ -112,6 +142,12 @@ class TestVerdict(BaseModel):
             lines.append(f"- Already failing on the base: {_names(self.still_failing)}")
         if self.disappeared:
             lines.append(f"- No longer run: {_names(self.disappeared)}")
+        if self.not_shown_fixed:
+            lines.append(
+                "- Not shown fixed (failed on the base, absent after the change): "
+                + _names(self.not_shown_fixed)
+            )
+        lines += [f"- Tampered: {finding}" for finding in self.tampered]
         return lines
 
 
@@ -206,14 +242,21 @@ def compare(base: RunResult | None, after: RunResult) -> TestVerdict:
     )
     still_failing = sorted(after_fail[k] for k in after_fail if k in base_fail)
     fail_to_pass: list[str] = []
+    not_shown_fixed: list[str] = []
+    after_all = _all_keys(after.tests)
     if after_pass is not None:
         for key, name in after_pass.items():
             if key in base_fail or (base_all is not None and key not in base_all):
                 fail_to_pass.append(name)
-    elif after.exit_code == 0 and after.tests is not None:
-        fail_to_pass = [name for key, name in base_fail.items() if key not in after_fail]
+        if after_all is not None:
+            not_shown_fixed = [name for key, name in base_fail.items() if key not in after_all]
+    else:
+        gone = [name for key, name in base_fail.items() if key not in after_fail]
+        if _printed_fixed(usable_base, after, len(gone)):
+            fail_to_pass = gone
+        else:
+            not_shown_fixed = gone
     disappeared: list[str] = []
-    after_all = _all_keys(after.tests)
     if base_pass is not None and after_all is not None:
         disappeared = sorted(name for key, name in base_pass.items() if key not in after_all)
 
@@ -260,8 +303,17 @@ def compare(base: RunResult | None, after: RunResult) -> TestVerdict:
             reasons += [f"inconsistent evidence: {d}" for d in after.disagreements]
     if not reasons and not no_verdict:
         no_verdict = _no_evidence(usable_base, after)
+    tampered, notes = _guard_findings(base, after)
     failing = tuple(after.tests.failing) if after.tests is not None else ()
-    status: VerdictStatus = "failed" if reasons else "no_evidence" if no_verdict else "passed"
+    status: VerdictStatus = (
+        "failed"
+        if reasons
+        else "tampered"
+        if tampered
+        else "no_evidence"
+        if no_verdict
+        else "passed"
+    )
     return TestVerdict(
         status=status,
         summary=summary,
@@ -270,9 +322,49 @@ def compare(base: RunResult | None, after: RunResult) -> TestVerdict:
         inconsistent=after.disagreements,
         regressions=tuple(regressions),
         new_failures=tuple(new_failures),
-        fail_to_pass=tuple(sorted(fail_to_pass)),
+        # What a run the change's code steered reported passing is not evidence.
+        fail_to_pass=() if tampered else tuple(sorted(fail_to_pass)),
         still_failing=tuple(still_failing),
         disappeared=tuple(disappeared),
+        not_shown_fixed=tuple(sorted(not_shown_fixed)),
+        tampered=tampered,
+        guard_failing=after.guard_failing if tampered else (),
+        notes=notes,
         failing=failing,
         output_tail=after.output.last(_FEEDBACK_TAIL),
     )
+
+
+def _printed_fixed(base: RunResult | None, after: RunResult, gone: int) -> bool:
+    """From printed counts only: whether base failures no longer failing were run and
+    passed (a passing run with at least that many more passing tests), rather than
+    dropped from the run."""
+    if not gone or after.exit_code != 0 or after.tests is None:
+        return False
+    if base is None or base.tests is None:
+        return False
+    return after.tests.passed >= base.tests.passed + gone
+
+
+def _guard_findings(
+    base: RunResult | None, after: RunResult
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(what the guard found in the change's run and not in the base's, notes)."""
+    if not after.guard_findings:
+        return (), ()
+    on_base = (
+        {f.key for f in base.guard_findings}
+        if base is not None and base.ran
+        else set[tuple[str, str, str]]()
+    )
+    new = tuple(f.detail for f in after.guard_findings if f.key not in on_base)
+    same = [f.detail for f in after.guard_findings if f.key in on_base]
+    notes = (
+        (
+            "the pytest guard found the same on the base commit, so it is not held against "
+            f"the change: {same[0]}" + (f" (and {len(same) - 1} more)" if len(same) > 1 else ""),
+        )
+        if same
+        else ()
+    )
+    return new, notes
