@@ -26,7 +26,17 @@ every module from source again: seconds of `compile`. The children therefore wri
 caches under a private `PYTHONPYCACHEPREFIX`, and one uncounted issue -> PR tick fills it
 first; its time is shown as the first tick of a fresh install.
 
-Run with `uv run --frozen python bench/tick_time.py [RUNS]`; it prints a Markdown table.
+- issue -> PR with the tests in the sandbox (`--sandboxed` runs only this kind): the
+  zero-configuration calc sample (`ZERO_CONFIG_CALC`, pip from a local wheelhouse) in
+  bubblewrap, with a model that answers at once (`InstantModel` behind the same
+  OpenAI-compatible server): the tests' part of the tick (the default environment's
+  build, the run on the base commit, the run on the change) against the conversation's.
+  `after the conversation` is the tick's `test` stage: what the tests still cost once
+  the change is submitted; `change's run` is the run on the change alone (its record's
+  `tests.after`).
+
+Run with `uv run --frozen python bench/tick_time.py [RUNS] [--sandboxed]`; it prints
+Markdown tables.
 `python -X importtime` on the same command shows what the imports cost.
 """
 
@@ -34,6 +44,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -45,7 +56,17 @@ from pathlib import Path
 
 from agent_loop_common.llm import ALLOW_MODEL_REQUESTS_ENV
 from agent_loop_common.verify import VERIFIER_MARKER
-from agent_loop_testing import GitHubEmulator, ScriptedModel, call, serve_chat_model, turn
+from agent_loop_testing import (
+    ZERO_CONFIG_CALC,
+    GitHubEmulator,
+    InstantModel,
+    ScriptedModel,
+    bwrap_works,
+    call,
+    serve_chat_model,
+    turn,
+    wheelhouse,
+)
 
 CLI = str(Path(sys.executable).with_name("agent-loop"))
 CORE = "def make_widget(name, colour='blue'):\n    return {'name': name, 'colour': colour}\n"
@@ -151,8 +172,71 @@ def _idle_series(
             billed[key] = billed.get(key, 0) + _billed(emulator, before)
 
 
+def _record(home: Path, run_id: str) -> dict[str, object]:
+    found = next(home.glob(f"flyte-data/**/runs/{run_id}.json"))
+    return dict(json.loads(found.read_text()))
+
+
+def _seconds_of(run: str) -> float:
+    """`exit 0: 2 passed (0.61 s)` -> 0.61."""
+    match = re.search(r"\(([\d.]+) s\)\s*$", run)
+    return float(match.group(1)) if match else float("nan")
+
+
+def sandboxed(runs: int) -> None:
+    """Issue -> PR ticks with the tests in bubblewrap (see the module docstring)."""
+    works, why = bwrap_works()
+    if not works:
+        print(f"Issue -> PR with the tests in the sandbox: skipped ({why}).")
+        return
+    walls: list[float] = []
+    stages: dict[str, list[float]] = {}
+    change_runs: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp, wheelhouse() as wheels:
+        for i in range(runs + 1):  # the first fills the bytecode cache: not counted
+            emulator = GitHubEmulator()
+            emulator.seed_files(ZERO_CONFIG_CALC)
+            emulator.add_issue("Add subtract()", "We need `subtract(a, b)` in calc.")
+            with emulator.serve() as github_url, serve_chat_model(InstantModel().answer) as api:
+                home = Path(tmp) / f"sandboxed-{i}"
+                env = _env(home, github_url, api, emulator)
+                env.update(
+                    {
+                        "AGENT_LOOP_SANDBOX": "bwrap",
+                        "AGENT_LOOP_SANDBOX_READONLY_PATHS": str(wheels),
+                        "AGENT_LOOP_PIP_OPTIONS": f"--no-index --find-links {wheels}",
+                    }
+                )
+                seconds, summary = _tick(env, "builder", "sandboxed")
+            if summary["outcome"] != "opened_pr":
+                raise SystemExit(f"expected a pull request, got {summary}")
+            if i == 0:
+                continue
+            record = _record(home, str(summary["run_id"]))
+            walls.append(seconds)
+            for stage, spent in dict(record["stage_seconds"]).items():  # type: ignore[arg-type]
+                stages.setdefault(stage, []).append(float(spent))
+            tests = dict(record["tests"])  # type: ignore[arg-type]
+            change_runs.append(_seconds_of(str(tests["after"])))
+    print(
+        f"Issue -> PR with the tests in the sandbox (bubblewrap, default setup, instant "
+        f"model), {runs} ticks each in its own process, median:\n"
+    )
+    print("| part | median | each |")
+    print("|---|---:|---|")
+    rows = [("tick, wall", walls), *((f"stage `{k}`", v) for k, v in stages.items())]
+    rows.append(("the change's run (its record's `tests.after`)", change_runs))
+    for label, values in rows:
+        each = ", ".join(f"{v:.2f}" for v in values)
+        print(f"| {label} | {statistics.median(values):.2f} s | {each} |")
+    print()
+
+
 def main() -> None:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    runs = int(next((a for a in sys.argv[1:] if a.isdigit()), "3"))
+    if "--sandboxed" in sys.argv[1:]:
+        sandboxed(runs)
+        return
     first: dict[str, list[float]] = {"builder": [], "reviewer": []}
     steady: dict[str, list[float]] = {"builder": [], "reviewer": []}
     billed: dict[str, int] = {}
@@ -201,6 +285,8 @@ def main() -> None:
     print("|---|---:|")
     for stage, values in stages.items():
         print(f"| {stage} | {statistics.median(values):.2f} s |")
+    print()
+    sandboxed(runs)
 
 
 if __name__ == "__main__":

@@ -2,15 +2,17 @@
 
 A live tick finds and claims an issue on GitHub and the benchmark replays one on a
 snapshot in hand (`replay_build`), but from the issue's text and the commit on, both
-run exactly this: the maintainers' instructions and the lessons from the base commit
-and memory, the first prompt, the run's test `Checks` on the base tree, and the shared
-attempt loop with the builder's proposer. Only how the lessons are chosen differs: a
+run exactly this: the run's test `Checks` on the base tree (their baseline started at
+once, beside everything that follows), the maintainers' instructions and the lessons
+from the base commit and memory, the first prompt, and the shared attempt loop with the
+builder's proposer. Only how the lessons are chosen differs: a
 live run draws them (`draw_lessons`: some held out, so their effect can be measured),
 a replay shows what it was asked to (all, none, or the lessons named).
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -98,24 +100,28 @@ async def build(scope: RunScope, ask: BuildAsk, snapshot: RepoSnapshot) -> Attem
         VerifierError: The verifier's run failed (no verdict).
     """
     rt = scope.runtime
-    rules = await repository_instructions(snapshot)
-    job = BuildJob(
-        number=ask.number,
-        prompt=build_prompt(
-            issue_block=ask.issue_text,
-            context_block=await _context(scope, ask, snapshot),
-            number=ask.number,
-            tries=rt.settings.max_tries,
-            may_decompose=ask.may_decompose,
-            instructions=rules.render(),
-        ),
-        issue_text=ask.issue_text,
-        request=ask.request,
-        background=ask.background,
-        snapshot=snapshot,
-        may_decompose=ask.may_decompose,
-    )
     async with open_checks(rt, tree=snapshot, config=snapshot) as checks:
+        # The environment's build and the run on the base commit do not depend on the
+        # change: they go on beside the reading and the conversation from here on.
+        checks.start_baseline(scope.stage)
+        await asyncio.sleep(0)  # let it start: the reads below may never suspend
+        rules = await repository_instructions(snapshot)
+        job = BuildJob(
+            number=ask.number,
+            prompt=build_prompt(
+                issue_block=ask.issue_text,
+                context_block=await _context(scope, ask, snapshot),
+                number=ask.number,
+                tries=rt.settings.max_tries,
+                may_decompose=ask.may_decompose,
+                instructions=rules.render(),
+            ),
+            issue_text=ask.issue_text,
+            request=ask.request,
+            background=ask.background,
+            snapshot=snapshot,
+            may_decompose=ask.may_decompose,
+        )
         return await attempt_loop(
             scope, BuildProposer(rt, job, checks), tries=rt.settings.max_tries, checks=checks
         )

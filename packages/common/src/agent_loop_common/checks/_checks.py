@@ -11,7 +11,10 @@ after it knows the commit its change applies to:
   change under test, so a change cannot choose its own judge;
 - the **baseline** (the command on the tree) runs at most once per base SHA and
   command, shared by every try and every `run_tests` call of the run (and, through the
-  runtime's baseline store, by every run of a process at that commit).
+  runtime's baseline store, by every run of a process at that commit). It does not
+  depend on the change, so a run starts it as soon as its checks are open
+  (`start_baseline`): the environment's build and the run on the base go on beside the
+  agent's conversation, and only the change's own run waits for the change.
 
 When the sandbox is off or no command is found, nothing runs: every report says why,
 and the pull request opens as a draft saying no tests ran. Every verdict is live
@@ -21,10 +24,11 @@ progress (`tests.ran`, `by="check"`), as each `run_tests` call of an agent is.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import tempfile
-from collections.abc import AsyncGenerator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
 from agent_loop_common.checks._report import CheckReport
@@ -132,6 +136,7 @@ class Checks:
         """`run_tests` calls in the current try."""
         self._root: Path | None = None
         self._lock = asyncio.Lock()
+        self._early: asyncio.Task[None] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -187,6 +192,34 @@ class Checks:
         argv = self.command.argv
         key = baseline_key(self.tree.sha, argv, self.setup)
         return await self.baselines.get_or_run(key, lambda: self._run(argv))
+
+    def start_baseline(self, timed: Callable[[str], AbstractAsyncContextManager[None]]) -> None:
+        """Start the baseline now, in the background, under the stage `timed("baseline")`.
+
+        The environment's build and the run on the base commit then overlap the agent's
+        conversation; `check` and `run_tests` join the run in flight (the baseline store
+        runs a key once). A failure here is not reported: the first caller that needs the
+        baseline runs it again and gets the error where it belongs. Nothing starts when
+        no tests run. `aclose` cancels a run still going when the checks close.
+        """
+        if not self.enabled or self._early is not None:
+            return
+
+        async def run() -> None:
+            async with timed("baseline"):
+                await self.baseline()
+
+        self._early = asyncio.create_task(run(), name="checks-baseline")
+        self._early.add_done_callback(_quiet)
+
+    async def aclose(self) -> None:
+        """Stop a baseline `start_baseline` began that nobody waited for, then `close`."""
+        early, self._early = self._early, None
+        if early is not None and not early.done():
+            early.cancel()
+            with contextlib.suppress(BaseException):
+                await early
+        await asyncio.to_thread(self.close)
 
     def _report(
         self,
@@ -288,6 +321,12 @@ class Checks:
             self._root = None
 
 
+def _quiet(task: asyncio.Task[None]) -> None:
+    """Retrieve a background baseline's failure: whoever needs it runs it again."""
+    if not task.cancelled():
+        task.exception()
+
+
 def _unusable(base: RunResult | None) -> str:
     """Why the baseline says the tests cannot judge anything here, or `""`."""
     if base is None:
@@ -371,4 +410,4 @@ async def open_sandbox_checks(
     try:
         yield checks
     finally:
-        await asyncio.to_thread(checks.close)
+        await checks.aclose()

@@ -135,6 +135,7 @@ def make_call_llm(
             usage.failure = ModelRequestsDisabled(model)
             raise usage.failure
 
+        await _litellm.loaded()  # an import under way is waited for off the event loop
         kwargs = request_kwargs(to_litellm_messages(system, messages), tools)
         started = time.monotonic()
         response = await _complete_with_retries(model, kwargs, policy, usage, settings)

@@ -16,6 +16,7 @@ this model" exceptions into `None`.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib
 import os
@@ -34,6 +35,7 @@ __all__ = [
     "estimate_cost",
     "explicit_cache_markers",
     "load_litellm",
+    "loaded",
     "model_output_limit",
     "offline_environment",
     "offline_providers",
@@ -111,6 +113,17 @@ def load_litellm() -> ModuleType:
     if running is not None and running is not threading.current_thread():
         running.join()
     return _import_litellm()
+
+
+async def loaded() -> ModuleType:
+    """`load_litellm` without holding up the event loop: an import still under way (the
+    prefetch's, seconds) is waited for in a worker thread, so the run's other work (the
+    tests' baseline, a claim's heartbeat) goes on meanwhile."""
+    with _prefetch_lock:
+        running = _prefetch is not None and _prefetch.is_alive()
+    if "litellm" in sys.modules and not running:
+        return load_litellm()
+    return await asyncio.to_thread(load_litellm)
 
 
 async def acompletion(**kwargs: Any) -> object:

@@ -179,8 +179,9 @@ class RunScope:
         (`ReserveReached`; `run_scoped` ends the tick `paused`). Then the preflight: the
         model is usable and, for the builder and the reviewer, a sandbox can run the
         tests; the model's endpoint answers and takes the key (`probe_model`: one cheap
-        request per process). Having work, the run starts loading the model library in
-        the background (`Runtime.warm_model`). A missing key, an unknown model or no working sandbox stops the run with
+        request per process). Having work and a usable model, the run starts loading the
+        model library in the background (`Runtime.warm_model`) before the probe, the
+        sandbox's check and the claim's writes, which then overlap it. A missing key, an unknown model or no working sandbox stops the run with
         nothing public written; a tick that finds no work needs neither and is not
         stopped by them. A won claim is the run's first progress event (`run.claimed`,
         with `title`).
@@ -189,8 +190,8 @@ class RunScope:
             self.runtime.github.rate_budget, RateReserve.from_settings(self.runtime.settings)
         )
         preflight_model(self.runtime.settings)
+        self.runtime.warm_model()  # under way while the probe, the sandbox and the claim go
         await probe_model(self.runtime.settings)  # the endpoint answers, the key is taken
-        self.runtime.warm_model()
         if self.runtime.role in TESTING_ROLES:
             await self.runtime.sandbox()
         return await self.take(kind, key, title=title)
