@@ -31,9 +31,13 @@ first; its time is shown as the first tick of a fresh install.
   bubblewrap, with a model that answers at once (`InstantModel` behind the same
   OpenAI-compatible server): the tests' part of the tick (the default environment's
   build, the run on the base commit, the run on the change) against the conversation's.
-  `after the conversation` is the tick's `test` stage: what the tests still cost once
-  the change is submitted; `change's run` is the run on the change alone (its record's
-  `tests.after`).
+  The builder starts the baseline (the environment's build and the run on the base) as
+  its checks open, right after the claim, as the `baseline` stage beside `build`; the
+  `test` stage is what the tests still cost once the change is submitted: the wait for
+  the baseline, if it is not done, and the change's own run (copying the tree and the
+  environment in, then the test command, whose own time is the record's `tests.after`).
+  Again with a model that takes PACE seconds per call: when the conversation outlasts
+  the environment's build, as a real model's does, `test` is the change's run alone.
 
 Run with `uv run --frozen python bench/tick_time.py [RUNS] [--sandboxed]`; it prints
 Markdown tables.
@@ -42,6 +46,7 @@ Markdown tables.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -53,6 +58,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+from flyte.ai.agents import LLMCallable, LLMMessage
 
 from agent_loop_common.llm import ALLOW_MODEL_REQUESTS_ENV
 from agent_loop_common.verify import VERIFIER_MARKER
@@ -147,6 +155,9 @@ def _env(home: Path, github_url: str, api_base: str, emulator: GitHubEmulator) -
     return env
 
 
+PACE = 5.0
+"""Seconds the paced model takes per call (a real model takes longer, and many more turns)."""
+
 STEADY = 3
 """Idle ticks measured after the first, in the same home."""
 
@@ -183,7 +194,57 @@ def _seconds_of(run: str) -> float:
     return float(match.group(1)) if match else float("nan")
 
 
-def sandboxed(runs: int) -> None:
+_TIMED_CHILD = """\
+import json, sys, time
+from agent_loop_common.sandbox import Sandbox
+untimed = Sandbox.run
+async def timed(self, tree, argv, **kw):
+    started = time.perf_counter()
+    try:
+        return await untimed(self, tree, argv, **kw)
+    finally:
+        spent = time.perf_counter() - started
+        line = {"sandbox_run": spent, "change": kw.get("changes") is not None}
+        print(json.dumps(line), file=sys.stderr, flush=True)
+Sandbox.run = timed
+from agent_loop.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+"""The CLI, printing the wall time of each sandbox run on stderr (the change's own run
+has no stage of its own: it is the end of the `test` stage)."""
+
+
+def _timed_tick(env: dict[str, str], kind: str) -> tuple[float, dict[str, object], float]:
+    """A builder tick through `_TIMED_CHILD`: its wall time, summary, and the wall time
+    of its last sandbox run on a change."""
+    began, cpu = time.perf_counter(), _cpu()
+    argv = [sys.executable, "-c", _TIMED_CHILD, "run", "builder", "--json"]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - began
+    CPU.setdefault(kind, []).append(_cpu() - cpu)
+    if done.returncode != 0:
+        raise SystemExit(f"tick failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    runs = [
+        json.loads(line) for line in done.stderr.splitlines() if line.startswith('{"sandbox_run"')
+    ]
+    change = [float(r["sandbox_run"]) for r in runs if r["change"]]
+    return seconds, json.loads(done.stdout.splitlines()[-1]), change[-1] if change else 0.0
+
+
+def _paced(seconds: float) -> LLMCallable:
+    """`InstantModel` answering each call after `seconds`, as a real model takes time."""
+    instant = InstantModel()
+
+    async def answer(
+        model: str, system: str, messages: list[dict[str, Any]], tools: Any
+    ) -> LLMMessage:
+        await asyncio.sleep(seconds)
+        return await instant.answer(model, system, messages, tools)
+
+    return answer
+
+
+def sandboxed(runs: int, pace: float = 0.0) -> None:
     """Issue -> PR ticks with the tests in bubblewrap (see the module docstring)."""
     works, why = bwrap_works()
     if not works:
@@ -192,12 +253,15 @@ def sandboxed(runs: int) -> None:
     walls: list[float] = []
     stages: dict[str, list[float]] = {}
     change_runs: list[float] = []
+    commands: list[float] = []
+    kind = f"sandboxed {pace:g}"
     with tempfile.TemporaryDirectory() as tmp, wheelhouse() as wheels:
         for i in range(runs + 1):  # the first fills the bytecode cache: not counted
             emulator = GitHubEmulator()
             emulator.seed_files(ZERO_CONFIG_CALC)
             emulator.add_issue("Add subtract()", "We need `subtract(a, b)` in calc.")
-            with emulator.serve() as github_url, serve_chat_model(InstantModel().answer) as api:
+            model = _paced(pace) if pace else InstantModel().answer
+            with emulator.serve() as github_url, serve_chat_model(model) as api:
                 home = Path(tmp) / f"sandboxed-{i}"
                 env = _env(home, github_url, api, emulator)
                 env.update(
@@ -207,7 +271,7 @@ def sandboxed(runs: int) -> None:
                         "AGENT_LOOP_PIP_OPTIONS": f"--no-index --find-links {wheels}",
                     }
                 )
-                seconds, summary = _tick(env, "builder", "sandboxed")
+                seconds, summary, change_run = _timed_tick(env, kind)
             if summary["outcome"] != "opened_pr":
                 raise SystemExit(f"expected a pull request, got {summary}")
             if i == 0:
@@ -217,15 +281,19 @@ def sandboxed(runs: int) -> None:
             for stage, spent in dict(record["stage_seconds"]).items():  # type: ignore[arg-type]
                 stages.setdefault(stage, []).append(float(spent))
             tests = dict(record["tests"])  # type: ignore[arg-type]
-            change_runs.append(_seconds_of(str(tests["after"])))
+            commands.append(_seconds_of(str(tests["after"])))
+            change_runs.append(change_run)
+    model = f"a model answering each call in {pace:g} s" if pace else "an instant model"
     print(
-        f"Issue -> PR with the tests in the sandbox (bubblewrap, default setup, instant "
-        f"model), {runs} ticks each in its own process, median:\n"
+        f"Issue -> PR with the tests in the sandbox (bubblewrap, default setup, {model}), "
+        f"{runs} ticks each in its own process, median:\n"
     )
     print("| part | median | each |")
     print("|---|---:|---|")
     rows = [("tick, wall", walls), *((f"stage `{k}`", v) for k, v in stages.items())]
-    rows.append(("the change's run (its record's `tests.after`)", change_runs))
+    rows.append(("the change's own run in the sandbox (copy, environment, command)", change_runs))
+    rows.append(("of which the test command (its record's `tests.after`)", commands))
+    rows.append(("CPU of the tick's processes", CPU[kind][1:]))
     for label, values in rows:
         each = ", ".join(f"{v:.2f}" for v in values)
         print(f"| {label} | {statistics.median(values):.2f} s | {each} |")
@@ -236,6 +304,7 @@ def main() -> None:
     runs = int(next((a for a in sys.argv[1:] if a.isdigit()), "3"))
     if "--sandboxed" in sys.argv[1:]:
         sandboxed(runs)
+        sandboxed(runs, pace=PACE)
         return
     first: dict[str, list[float]] = {"builder": [], "reviewer": []}
     steady: dict[str, list[float]] = {"builder": [], "reviewer": []}
@@ -287,6 +356,7 @@ def main() -> None:
         print(f"| {stage} | {statistics.median(values):.2f} s |")
     print()
     sandboxed(runs)
+    sandboxed(runs, pace=PACE)
 
 
 if __name__ == "__main__":
