@@ -168,6 +168,16 @@ def test_targets_are_read_as_people_write_them(words: list[str], kind: str, key:
 
 
 @pytest.mark.usefixtures("quiet_logs")
+@pytest.mark.parametrize(
+    "words",
+    [["issue", "-3"], ["-3"], ["#-3"], ["issue", "0"], ["#5x"], ["pr", "7", "extra"], ["issue"]],
+)
+def test_a_malformed_target_is_refused_not_read_as_another(words: list[str]) -> None:
+    """`issue -3` must not release issue #3: a sign is no separator."""
+    with pytest.raises(ValueError):
+        parse_target(words)
+
+
 def test_a_target_that_names_nothing_is_a_usage_error(
     home: pathlib.Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
