@@ -10,9 +10,13 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agent_loop import cli
-from agent_loop_eval import Instance
-from agent_loop_testing import GitHubEmulator, serve_for_cli
+from agent_loop import cli, eval_run_cmd
+from agent_loop_common.memory import LESSONS_PATH
+from agent_loop_common.records import Lesson, LessonBook
+from agent_loop_common.runtime import local_memory
+from agent_loop_common.settings import load_settings
+from agent_loop_eval import Instance, read_instances
+from agent_loop_testing import GitHubEmulator, serve_for_cli, write_memory_file
 
 
 @pytest.fixture
@@ -85,3 +89,30 @@ def test_compare_names_a_run_it_cannot_read(
 ) -> None:
     assert cli.main(["eval", "compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 2
     assert "agent-loop eval compare:" in capsys.readouterr().err
+
+
+def test_lessons_are_named_as_lessons_show_takes_them(
+    served: tuple[GitHubEmulator, pathlib.Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--lessons L-aaaa` names `acme/widgets#L-aaaa` (the id `lessons list` prints); a
+    name matching no lesson in memory is refused, not run as "no lesson at all"."""
+    emulator, file = served
+    location = local_memory(load_settings())
+    now = datetime.now(UTC)
+    book = LessonBook(
+        lessons=[
+            Lesson(id="acme/widgets#L-aaaa", text="Run make lint.", created_at=now, updated_at=now)
+        ]
+    )
+    write_memory_file(location, location.keys.context, LESSONS_PATH, book.model_dump_json())
+    assert cli.main(["eval", "run", str(file), "--lessons", "L-aaaa,L-typo"]) == cli.EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert "not a lesson in memory: L-typo" in err
+    assert "L-aaaa" not in err.split("not a lesson in memory:", 1)[1]
+    # Known names pass to the next check (the sandbox here), short or full, as full ids.
+    for named in ("L-aaaa", "acme/widgets#L-aaaa"):
+        assert cli.main(["eval", "run", str(file), "--lessons", named]) == cli.EXIT_CONFIG
+        assert "AGENT_LOOP_SANDBOX=off" in capsys.readouterr().err
+        chosen = eval_run_cmd.lesson_ids(load_settings(), read_instances(file), [named])
+        assert chosen == (["acme/widgets#L-aaaa"], [])
+    assert emulator.requests == []

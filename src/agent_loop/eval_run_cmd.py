@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # imported when the command runs: `agent-loop --help` stays f
     from agent_loop_common.settings import Settings
     from agent_loop_eval import Instance, InstanceResult
 
-__all__ = ["add_compare", "add_run", "compare", "run"]
+__all__ = ["add_compare", "add_run", "compare", "lesson_ids", "run"]
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -200,6 +200,32 @@ def _preflight(settings: Settings, model: str, *, remote: bool) -> None:
     preflight_model(checked if model else settings)
 
 
+def lesson_ids(
+    settings: Settings, instances: Sequence[Instance], wanted: Sequence[str]
+) -> tuple[list[str], list[str]]:
+    """The lessons `--lessons ID,...` names, as their full ids in the local memory of the
+    instances' repositories (`L-1a2b` names `acme/calc#L-1a2b`, as `lessons show` takes
+    it), and the names that match none: a typo or a short id would otherwise select no
+    lesson at all, silently."""
+    import asyncio
+
+    from agent_loop_common.memory import read_context
+    from agent_loop_common.runtime import local_memory
+
+    known: list[str] = []
+    for repo in sorted({i.repo for i in instances}):
+        location = local_memory(settings.for_repo(repo))
+        known += [x.id for x in asyncio.run(read_context(location)).lessons.lessons]
+    found: list[str] = []
+    unknown: list[str] = []
+    for name in wanted:
+        matches = [k for k in known if k == name or k.endswith(f"#{name}")]
+        found += matches
+        if not matches:
+            unknown.append(name)
+    return list(dict.fromkeys(found)), unknown
+
+
 def run(args: argparse.Namespace) -> int:
     """`agent-loop eval run`; returns the exit code."""
     from agent_loop_builder import LessonChoice
@@ -212,10 +238,11 @@ def run(args: argparse.Namespace) -> int:
     if instances is None:
         return EXIT_USAGE
     try:
-        lessons = str(LessonChoice.parse(cast(str, args.lessons)))
+        choice = LessonChoice.parse(cast(str, args.lessons))
     except ValueError as exc:
         print(f"agent-loop eval run: --lessons: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    lessons = str(choice)
     model = cast(str, args.model).strip()
     remote = bool(args.remote)
     config = cast(Path | None, args.config)
@@ -225,6 +252,17 @@ def run(args: argparse.Namespace) -> int:
     parallel = cast(int, args.parallel)
     with _home(cast(Path | None, args.home)):
         settings = load_settings(**({"flyte_config": config} if config else {}))
+        if choice.mode == "only" and not remote:
+            ids, unknown = lesson_ids(settings, instances, choice.ids)
+            if unknown:
+                print(
+                    f"agent-loop eval run: --lessons: not a lesson in memory: "
+                    f"{', '.join(unknown)} (`agent-loop lessons list` shows the ids; on and "
+                    "off choose all or none)",
+                    file=sys.stderr,
+                )
+                return EXIT_USAGE
+            lessons = str(LessonChoice("only", tuple(ids)))
         _preflight(settings, model, remote=remote)
         out = cast(Path | None, args.out) or (
             settings.home / "eval" / "runs" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -318,6 +356,14 @@ def compare(args: argparse.Namespace) -> int:
             print(f"agent-loop eval compare: {path}: {exc}", file=sys.stderr)
             return EXIT_USAGE
     comparison = compare_results(loaded[0], loaded[1])
+    if comparison.paired == 0:
+        print(
+            f"agent-loop eval compare: {args.a} and {args.b} ran no instance in common "
+            f"({len(comparison.unpaired_a)} and {len(comparison.unpaired_b)} instance(s)): "
+            "nothing to pair; run both on the same instances file.",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     if args.json:
         print(comparison.model_dump_json())
     else:

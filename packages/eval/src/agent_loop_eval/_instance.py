@@ -92,9 +92,10 @@ class Instance(BaseModel):
     PASS_TO_PASS: list[str] = Field(default_factory=list[str])
     """Tests that pass both before and after the fix (bounded): a resolving change keeps
     all of them passing."""
-    created_at: datetime
+    created_at: datetime | None = None
     """When the pull request was created (UTC). An instance older than a model's training
-    cut-off may be remembered by it: select fresh ones by date."""
+    cut-off may be remembered by it: select fresh ones by date. Mining always sets it;
+    `None` only for a file made elsewhere without it."""
     hints_text: str = ""
     """SWE-bench's comments before the fix; always empty here (comments are not mined)."""
     version: str = ""
@@ -121,18 +122,24 @@ class Instance(BaseModel):
                 raise ValueError(f"not a JSON list of test ids: {exc}") from None
         return value
 
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_text(cls, value: Any) -> Any:
+        """A version written as a number by whoever made the file (`3.0`) is its text."""
+        return str(value) if isinstance(value, int | float) else value
+
     @field_validator("created_at", mode="after")
     @classmethod
-    def _utc(cls, value: datetime) -> datetime:
+    def _utc(cls, value: datetime | None) -> datetime | None:
         """A timestamp without a zone is UTC (GitHub's and SWE-bench's always are)."""
-        if value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
+        if value is None or value.tzinfo is None:
+            return None if value is None else value.replace(tzinfo=UTC)
         return value.astimezone(UTC)
 
     @field_serializer("created_at")
-    def _github_time(self, value: datetime) -> str:
+    def _github_time(self, value: datetime | None) -> str | None:
         """GitHub's and SWE-bench's form: `2024-05-01T12:00:00Z`."""
-        return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return None if value is None else value.strftime("%Y-%m-%dT%H:%M:%SZ")
 
     @model_validator(mode="after")
     def _pull_from_id(self) -> Instance:

@@ -159,7 +159,14 @@ def read_results(path: Path) -> list[InstanceResult]:
         ValueError: It is not a list of results.
     """
     file = path / RESULTS if path.is_dir() else path
-    data: Any = json.loads(file.read_text(encoding="utf-8"))
+    expected = f"not a run's {RESULTS} (a JSON list of results, one per instance)"
+    try:
+        data: Any = json.loads(file.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{expected}: {exc}") from None
     if not isinstance(data, list):
-        raise ValueError(f"{file}: expected a JSON list of results")
-    return [InstanceResult.model_validate(item) for item in cast("list[Any]", data)]
+        raise ValueError(expected)
+    try:
+        return [InstanceResult.model_validate(item) for item in cast("list[Any]", data)]
+    except ValueError as exc:
+        raise ValueError(f"{expected}: {exc}") from None

@@ -198,6 +198,25 @@ class RepoSnapshot:
         return self._index
 
 
+def _members(tar: tarfile.TarFile) -> list[tuple[tarfile.TarInfo, str]]:
+    """Each member with its path in the repository, by `extract_tarball`'s rule (what the
+    sandbox's tree is): GitHub puts everything under one `<owner>-<repo>-<sha>/` folder,
+    which is dropped when every member shares one top folder; a GitHub-like server's
+    archive with its files at the root (`git archive` without `--prefix`) keeps them."""
+    members = [m for m in tar.getmembers() if m.type != tarfile.XGLTYPE]
+    tops = {m.name.split("/", 1)[0] for m in members if m.name not in ("", ".")}
+    strip = len(tops) == 1 and all(
+        m.isdir() or "/" in m.name for m in members if m.name.split("/", 1)[0] in tops
+    )
+    found: list[tuple[tarfile.TarInfo, str]] = []
+    for member in members:
+        path = member.name.partition("/")[2] if strip else member.name
+        path = path.removeprefix("./").strip("/")
+        if path and path != ".":
+            found.append((member, path))
+    return found
+
+
 def _archive_tree(archive: bytes, tree_sha: str) -> GitTree:
     """The commit's tree as its tarball lists it: files with git's modes and blob shas
     (computed from their bytes), symlinks, and the folders above them.
@@ -209,9 +228,8 @@ def _archive_tree(archive: bytes, tree_sha: str) -> GitTree:
     entries: list[TreeEntry] = []
     folders: set[str] = set()
     with tarfile.open(fileobj=io.BytesIO(archive), mode="r:*") as tar:
-        for member in tar:
-            _, _, path = member.name.partition("/")
-            if not path or not (member.isfile() or member.issym()):
+        for member, path in _members(tar):
+            if not (member.isfile() or member.issym()):
                 continue
             if member.issym():
                 data, mode = member.linkname.encode(), "120000"
@@ -236,10 +254,7 @@ def _all_files(archive: bytes) -> dict[str, bytes]:
     contents API answers for a link), by path below the tarball's top folder."""
     out: dict[str, bytes] = {}
     with tarfile.open(fileobj=io.BytesIO(archive), mode="r:*") as tar:
-        for member in tar:
-            _, _, path = member.name.partition("/")
-            if not path:
-                continue
+        for member, path in _members(tar):
             if member.issym():
                 out[path] = member.linkname.encode()
             elif member.isfile() and (handle := tar.extractfile(member)) is not None:
@@ -250,13 +265,11 @@ def _all_files(archive: bytes) -> dict[str, bytes]:
 def _text_files(archive: bytes) -> dict[str, str]:
     out: dict[str, str] = {}
     with tarfile.open(fileobj=io.BytesIO(archive), mode="r:*") as tar:
-        for member in tar:
+        for member, path in _members(tar):
             if not member.isfile() or member.size > _SEARCH_MAX_FILE_BYTES:
                 continue
-            # GitHub's tarballs put everything under one "<owner>-<repo>-<sha>/" folder.
-            _, _, path = member.name.partition("/")
             handle = tar.extractfile(member)
-            if not path or handle is None:
+            if handle is None:
                 continue
             try:
                 out[path] = handle.read().decode("utf-8")
