@@ -136,3 +136,33 @@ def test_four_bad_inputs_are_preflight_failures_and_leave_the_rates_alone(
     recent = page[page.index("Recent runs") : page.index("Failed before reaching a target")]
     assert "acme/widgetz" not in recent  # no permanent section for a typo
     assert "preflight_failed" not in recent
+
+
+@pytest.mark.usefixtures("quiet_logs")
+def test_a_number_of_the_other_kind_is_a_preflight_failure_naming_the_right_command(
+    loop: CliLoop,
+) -> None:
+    """GitHub numbers issues and pull requests together, so `run builder --issue 5` of a
+    pull request and `run reviewer --pr 4` of an issue are typos like `--issue 99`: exit
+    2, nothing claimed, and the message says which agent works on that number (before,
+    the builder called it a skipped run, exit 0, and the reviewer said "PR #4 does not
+    exist" of an issue that does)."""
+    emulator = loop.emulator
+    issue = emulator.add_issue("Add a colour", "Widgets need a colour.")
+    emulator.push("feature", {"colour.txt": "blue\n"}, author=emulator.owner, message="c")
+    pull = emulator.open_pull("feature", title="Colour")
+    for role, option, number, said in [
+        (Role.BUILDER, "--issue", pull, f"agent-loop run reviewer --pr {pull}"),
+        (Role.REVIEWER, "--pr", issue, f"agent-loop run builder --issue {issue}"),
+    ]:
+        never = ScriptedModel([])
+        loop.models[role] = never
+        with use_model(loop.provider):
+            code = cli.main(["run", role.value, option, str(number), "--json"])
+        out, err = loop.capture.readouterr()
+        summary = TickSummary.model_validate_json(out.strip().splitlines()[-1])
+        assert (code, summary.outcome) == (2, "preflight_failed"), err
+        assert said in summary.error
+        never.assert_finished()
+    assert emulator.comments(issue) == []
+    assert emulator.refs("refs/agent-loop/") == {}

@@ -6,7 +6,10 @@ and `AGENT_LOOP_API_BASE` pointing at a local Messages API (`serve_messages_mode
 `ScriptedModel` answers, and a simulated prompt cache (Anthropic's rules: prefixes up to
 a `cache_control` breakpoint, five minutes, nothing under 1,024 tokens) decides what each
 request reads from and writes to the cache. Two runs of the same task on two identical
-repositories share one cache, as two ticks of one organization would.
+repositories share one cache, as two ticks of one organization would. A longer run
+has its old reads masked (`AGENT_LOOP_KEEP_TURNS` at its default), reads one again, and
+still opens its pull request with every request accepted (the stub refuses a tool result
+without its tool call, as Anthropic does).
 """
 
 from __future__ import annotations
@@ -63,9 +66,13 @@ def _script() -> ScriptedModel:
     )
 
 
+BIG = "".join(f"HELPER_{n:04d} = 'a value the builder reads and moves past'\n" for n in range(1200))
+"""`src/big.py`: 1,200 lines, two pages of `read_file`, about 36,000 characters each."""
+
+
 def _emulator() -> GitHubEmulator:
     emulator = GitHubEmulator()
-    emulator.seed_files(dict(CALC_REPO))
+    emulator.seed_files({**CALC_REPO, "src/big.py": BIG})
     emulator.add_issue(*CALC_ISSUE)
     return emulator
 
@@ -170,3 +177,46 @@ def test_a_tick_on_an_anthropic_model_reads_its_conversation_from_the_cache(
     second_first = server.charges[first_run]
     assert second_first.cache_read_input_tokens > 0
     assert again.usage.tokens_cache_read > record.usage.tokens_cache_read
+
+
+def test_a_long_run_sees_its_old_reads_elided_reads_one_again_and_opens_its_pr(
+    tmp_path: pathlib.Path,
+) -> None:
+    elided = "[elided: read_file(path='src/big.py')"
+    model = ScriptedModel(
+        [
+            turn(tool_calls=[call("read_file", path="src/big.py")]),
+            turn(tool_calls=[call("read_file", path="src/big.py", start_line=601)]),
+            turn(tool_calls=[call("read_file", path="src/calc.py")]),
+            turn(tool_calls=[call("search_code", pattern="def add")]),
+            # the two pages (72,000 characters) are older than the last two turns and
+            # more than 40,000 characters: both are masked now, at once
+            turn(
+                tool_calls=[
+                    call("read_file", path="src/big.py", start_line=1, max_lines=3).expecting(
+                        "HELPER_0000"
+                    )
+                ],
+                expect_in_messages=[elided, "Call read_file again to see it."],
+            ),
+            turn(tool_calls=[call("stage_file", path="src/calc.py", content=CALC_SUB)]),
+            turn(tool_calls=[call("stage_file", path="tests/test_calc.py", content=TESTS_SUB)]),
+            turn(tool_calls=[submit_subtract()]),
+            turn("Submitted."),
+        ],
+        routes={VERIFIER_MARKER: [turn(VERIFIED)]},
+    )
+    with serve_messages_model(model) as server:
+        record = _tick(_emulator(), tmp_path / "home", server)
+    model.assert_finished()
+
+    assert record.outcome is Outcome.OPENED_PR
+    builder = _builder_requests(server)
+    shown = [json.dumps(body["messages"]) for body in builder]
+    assert [elided in text for text in shown] == [False] * 4 + [True] * 5
+    assert len({_stable_prefix(body) for body in builder}) == 1
+    # masking rewrote the conversation once; every other turn read it from the cache
+    charges = [c for c, b in zip(server.charges, server.requests, strict=True) if b in builder]
+    assert [c.cache_read_input_tokens > 0 for c in charges] == [False] + [True] * 8
+    assert record.usage.tokens_cache_read == sum(c.cache_read_input_tokens for c in server.charges)
+    assert record.usage.tokens_in == sum(c.prompt_tokens for c in server.charges)

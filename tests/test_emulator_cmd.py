@@ -273,3 +273,21 @@ def test_the_served_emulator_refuses_a_rebinding_page(tmp_path: pathlib.Path) ->
             proc.wait(timeout=20)
     assert started[0]["EMULATOR_OWNER_TOKEN"] != started[1]["EMULATOR_OWNER_TOKEN"]
     assert started[0]["GITHUB_TOKEN"] != started[1]["GITHUB_TOKEN"]
+
+
+def test_act_merges_by_rebase(people: GitHubEmulator, capsys: pytest.CaptureFixture[str]) -> None:
+    """`merge --method rebase` replays the PR's commits on main, as a history for `eval
+    mine` is often made; the answer names the last one."""
+    em = people
+    em.push("topic", {"src/widgets/a.py": "A = 1\n"}, author="writer", message="First")
+    em.push("topic", {"tests/test_a.py": "def test(): pass\n"}, author="writer", message="Second")
+    pr = em.open_pull("topic", title="Two commits", author="writer")
+    code, out, _ = _act(capsys, "--as", "owner", "merge", str(pr), "--method", "rebase")
+    assert code == 0
+    last = em.ref_sha("heads/main")
+    assert last is not None
+    assert out.startswith(f"owner merged PR #{pr} as {last[:7]}")
+    api = os.environ["GITHUB_API_URL"]
+    second = httpx.get(f"{api}/repos/acme/widgets/git/commits/{last}").json()
+    first = httpx.get(f"{api}/repos/acme/widgets/git/commits/{second['parents'][0]['sha']}").json()
+    assert [second["message"], first["message"]] == ["Second", "First"]

@@ -177,3 +177,55 @@ def test_a_server_without_closing_references_still_checks_keywords_and_edits(
     assert stderr.count(NO_LINKS) == 1
     assert "counts as its author's" not in stderr
     assert "@mallory" in stdout
+
+
+def test_answers_short_of_githubs_schema(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A PR's files listed with only what a server thought essential (no sha, no urls) are
+    mined all the same; a listing that lacks what mining needs ends the run with exit 1
+    and a sentence, not a traceback."""
+    emulator = _repo()
+    emulator.seed_history(
+        [
+            HistoryIssue("add", "add() subtracts"),
+            HistoryPull(
+                "fix",
+                "Fix add()",
+                {"src/calc.py": CALC.replace("-", "+"), "tests/test_calc.py": TESTS_ADD},
+                closes=("add",),
+            ),
+        ]
+    )
+    files = [
+        {"filename": "src/calc.py", "status": "modified", "additions": 1, "deletions": 1},
+        {"filename": "tests/test_calc.py", "status": "modified", "additions": 4, "deletions": 0},
+    ]
+    emulator.inject_fault("GET", r"/pulls/2/files", status=200, body=files, times=10)
+    out = tmp_path / "instances.jsonl"
+    quick = {"AGENT_LOOP_SANDBOX": "bwrap", "AGENT_LOOP_TEST_COMMAND": "true"}
+    with serve_for_cli(monkeypatch, emulator, tmp_path / "home", **quick):
+        assert cli.main(["eval", "mine", "--out", str(out)]) == 0, capsys.readouterr().err
+        # Validation was reached (the test command reports no outcomes): the files read.
+        (skipped,) = read_skipped(out.with_name("instances.skipped.jsonl"))
+        assert skipped.reason == SkipReason.SETUP_FAILED
+        capsys.readouterr()
+        emulator.seed_history(
+            [
+                HistoryIssue("issue-mul", "mul() is missing"),
+                HistoryPull(
+                    "pr-mul",
+                    "Add mul()",
+                    {"src/mul.py": "x = 1\n", "tests/test_mul.py": "y = 1\n"},
+                    closes=("issue-mul",),
+                ),
+            ]
+        )
+        emulator.inject_fault(
+            "GET", r"/pulls$", status=200, body=[{"number": 4, "title": "Add mul()"}], times=10
+        )
+        code = cli.main(["eval", "mine", "--out", str(out)])
+    printed, err = capsys.readouterr()
+    assert code == 1
+    assert "GitHub answered in a shape its API does not have" in err
+    assert "Traceback" not in printed + err

@@ -6,7 +6,7 @@ agent-loop emulator act --as owner comment N --body "/agent-loop build"
 agent-loop emulator act --as owner review N [--approve|--request-changes] [--body "..."]
                                             [--inline PATH:LINE "comment on that line"]
 agent-loop emulator act --as owner approve N [--body "..."]
-agent-loop emulator act --as owner merge N [--method merge|squash]
+agent-loop emulator act --as owner merge N [--method merge|squash|rebase]
 ```
 
 A person's side of the loop, for the emulator `agent-loop emulator serve` started: each
@@ -105,7 +105,12 @@ def add_parser(actions: Any) -> None:
 
     merge = what.add_parser("merge", help="merge a PR (write access needed)")
     merge.add_argument("number", type=int, help="PR number")
-    merge.add_argument("--method", choices=("merge", "squash"), default="merge")
+    merge.add_argument(
+        "--method",
+        choices=("merge", "squash", "rebase"),
+        default="merge",
+        help="a merge commit (default), one squashed commit, or the commits rebased",
+    )
     for action in (issue, comment, review, approve, merge):  # `--as` after the action too
         _who(action, top=False)
 

@@ -146,6 +146,8 @@ def mine(args: argparse.Namespace) -> int:
     """Run `agent-loop eval mine`; returns the exit code."""
     import asyncio
 
+    from pydantic import ValidationError
+
     from agent_loop_common.github import GitHubError
     from agent_loop_common.runtime import sandbox_for
     from agent_loop_eval import InstanceFileError
@@ -187,10 +189,35 @@ def mine(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     except GitHubError as exc:
         print(f"agent-loop eval mine: GitHub failed: {exc}", file=sys.stderr)
-        print(f"what was mined so far is in {out}", file=sys.stderr)
+        _kept(out)
+        return EXIT_FAILED
+    except ValidationError as exc:  # a GitHub-like server whose answer lacks GitHub's fields
+        problems = exc.errors()
+        first = (
+            f"{'.'.join(str(p) for p in problems[0]['loc']) or '-'}: {problems[0]['msg']}"
+            if problems
+            else "-"
+        )
+        print(
+            f"agent-loop eval mine: GitHub answered in a shape its API does not have "
+            f"({exc.title}: {exc.error_count()} problem(s), the first: {first}); a "
+            "GitHub-like server must answer as GitHub documents.",
+            file=sys.stderr,
+        )
+        _kept(out)
         return EXIT_FAILED
     _print_summary(results, out)
     return 0
+
+
+def _kept(out: Path) -> None:
+    """Where what was decided before a failure is, or that nothing was."""
+    from agent_loop_eval import skipped_path
+
+    if out.exists() or skipped_path(out).exists():
+        print(f"what was mined so far is in {out}", file=sys.stderr)
+    else:
+        print("nothing was mined", file=sys.stderr)
 
 
 async def _mine_all(

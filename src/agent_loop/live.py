@@ -111,12 +111,16 @@ def watching(mode: LiveMode, *, remote: bool, out: TextIO | None = None) -> Gene
 
 
 def totals_line(summary: TickSummary, seconds: float) -> str:
-    """`took 23.4s · 1,234 tokens · $0.0123 (4 model calls)`: the tick's cost in one line."""
+    """`took 23.4s · 1,234 tokens (900 cached) · $0.0123 (4 model calls)`: the tick's
+    cost in one line (the cached ones: input read from the provider's prompt cache)."""
     from agent_loop_common.progress import fmt_duration, fmt_money
 
     calls = f" ({summary.llm_calls} model call{'s' if summary.llm_calls != 1 else ''})"
+    cached = ""
+    if summary.tokens_cache_read:
+        cached = f" ({summary.tokens_cache_read:,} cached)"
     return (
-        f"took {fmt_duration(seconds)} · {summary.tokens:,} tokens · "
+        f"took {fmt_duration(seconds)} · {summary.tokens:,} tokens{cached} · "
         f"{fmt_money(summary.cost_usd)}{calls if summary.llm_calls else ''}"
     )
 

@@ -57,19 +57,21 @@ async def test_untrusted_and_ineligible_issues_are_left_alone(
     assert human_pr == HUMAN_PR
     assert _state(emulator, range(1, claimed + 1)) == before
     assert emulator.refs() == refs
-    for number, reason in [
+    for number, reason, outcome in [
         (
             untrusted,
             "author @reader has read permission (needs write), and it has no 'agent-ok' label",
+            Outcome.SKIPPED,
         ),
-        (labelled, "and the label 'agent-ok' was applied by @reader (read)"),
-        (human_pr, "is a pull request"),
-        (has_pr, "already has an open agent pull request"),
-        (claimed, f"is claimed by run {other.run_id}"),
+        (labelled, "and the label 'agent-ok' was applied by @reader (read)", Outcome.SKIPPED),
+        # a pull request's number is no issue to work on: a typo, never reached
+        (human_pr, "is a pull request, not an issue", Outcome.PREFLIGHT_FAILED),
+        (has_pr, "already has an open agent pull request", Outcome.SKIPPED),
+        (claimed, f"is claimed by run {other.run_id}", Outcome.SKIPPED),
     ]:
         record = await tick(number, trusted_label=LABEL)
         assert record is not None
-        assert record.outcome is Outcome.SKIPPED
+        assert record.outcome is outcome
         assert reason in record.error
         assert record.target.title == ""
         assert record.attempts == []

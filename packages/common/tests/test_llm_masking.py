@@ -8,6 +8,7 @@ from typing import Any
 
 from agent_loop_common.llm import (
     CACHE_CONTROL,
+    MASK_AT_CHARS,
     MIN_MASKED_CHARS,
     mask_observations,
     masked_call_llm,
@@ -59,28 +60,38 @@ def _elided(messages: list[dict[str, Any]]) -> list[int]:
     ]
 
 
-def test_results_older_than_the_kept_turns_are_masked_a_block_at_a_time() -> None:
-    shown = {n: _elided(mask_observations(_conversation(n), keep_turns=3)) for n in range(1, 12)}
+def test_older_results_pile_up_to_the_threshold_then_are_masked_all_at_once() -> None:
+    """Each read is 5,464 characters; with 12,000 allowed to pile up beyond the last 3
+    turns, the boundary jumps to the last 3 turns whenever three older reads are whole."""
+    shown = {
+        n: _elided(mask_observations(_conversation(n), keep_turns=3, mask_at_chars=12_000))
+        for n in range(1, 13)
+    }
     assert shown == {
         1: [],
         2: [],
         3: [],
         4: [],
         5: [],
-        # six turns: the three older than the last three are masked at once
+        # six turns: the three older than the last three add up to 16,392 characters
         6: [1, 2, 3],
         7: [1, 2, 3],
         8: [1, 2, 3],
         9: [1, 2, 3, 4, 5, 6],
         10: [1, 2, 3, 4, 5, 6],
         11: [1, 2, 3, 4, 5, 6],
+        12: [1, 2, 3, 4, 5, 6, 7, 8, 9],
     }
-    one_by_one = _elided(mask_observations(_conversation(11), keep_turns=3, block=1))
+    one_by_one = _elided(mask_observations(_conversation(11), keep_turns=3, mask_at_chars=0))
     assert one_by_one == [1, 2, 3, 4, 5, 6, 7, 8]
+    # the default lets about 10,000 tokens of older results pile up first
+    assert _elided(mask_observations(_conversation(9), keep_turns=2)) == []
+    assert _elided(mask_observations(_conversation(10), keep_turns=2)) == list(range(1, 9))
+    assert MASK_AT_CHARS == 40_000
 
 
 def test_the_placeholder_says_what_the_result_was_and_how_to_read_it_again() -> None:
-    masked = mask_observations(_conversation(6), keep_turns=3)
+    masked = mask_observations(_conversation(6), keep_turns=3, mask_at_chars=0)
     first = masked[2]
     assert first["tool_call_id"] == "call_1"  # the pairing with its call is kept
     assert first["content"] == (
@@ -94,7 +105,7 @@ def test_the_task_the_agents_turns_short_results_and_the_input_stay_as_they_were
     conversation = _conversation(9)
     conversation[4]["content"] = "Staged src/f2.py (12 bytes). 1 path(s) staged."
     before = copy.deepcopy(conversation)
-    masked = mask_observations(conversation, keep_turns=3)
+    masked = mask_observations(conversation, keep_turns=3, mask_at_chars=10_000)
     assert conversation == before  # the Agent's own list and dicts are never touched
     assert masked[0] == conversation[0]
     assert [m for m in masked if m["role"] == "assistant"] == [
@@ -102,14 +113,15 @@ def test_the_task_the_agents_turns_short_results_and_the_input_stay_as_they_were
     ]
     assert masked[4]["content"] == "Staged src/f2.py (12 bytes). 1 path(s) staged."
     assert len("Staged src/f2.py (12 bytes). 1 path(s) staged.") < MIN_MASKED_CHARS
-    assert _elided(masked) == [1, 3, 4, 5, 6]
+    # older reads pile up (the short result counts nothing) until 10,000 characters
+    assert _elided(masked) == [1, 3, 4, 5]
 
 
 def test_masking_is_stable_so_the_prefix_stays_byte_identical_between_moves() -> None:
     """Turns 7 and 8 (keep 3) mask the same turns the same way: turn 8's prompt starts
     with turn 7's, byte for byte, so a provider's cached prefix still matches."""
-    seventh = json.dumps(mask_observations(_conversation(7), keep_turns=3))
-    eighth = json.dumps(mask_observations(_conversation(8), keep_turns=3))
+    seventh = json.dumps(mask_observations(_conversation(7), keep_turns=3, mask_at_chars=12_000))
+    eighth = json.dumps(mask_observations(_conversation(8), keep_turns=3, mask_at_chars=12_000))
     assert eighth.startswith(seventh[:-1])
 
 
@@ -120,7 +132,7 @@ def test_keep_turns_zero_keeps_everything() -> None:
 
 async def test_the_wrapped_model_is_shown_the_masked_conversation() -> None:
     model = ScriptedModel([turn("ok")])
-    wrapped = masked_call_llm(model, keep_turns=2)
+    wrapped = masked_call_llm(model, keep_turns=2, mask_at_chars=0)
     await wrapped("m", "system", _conversation(4), None)
     assert _elided(model.calls[0].messages) == [1, 2]
     assert masked_call_llm(model, keep_turns=0) is model

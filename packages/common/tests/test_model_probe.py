@@ -119,3 +119,30 @@ def test_a_failed_model_call_names_the_setting_to_fix(
     cause = type(label, (Exception,), {})(detail)
     names = ModelSettingNames(key_variable="OPENAI_API_KEY", api_base="http://h:1/v1")
     assert fix in str(ModelCallFailed("openai/x", kind, 4, cause, settings=names))
+
+
+def test_a_call_refused_without_a_key_names_the_key_setting_and_the_api_base() -> None:
+    """`AGENT_LOOP_MODEL_KEY_ENV=none` and an `AGENT_LOOP_API_BASE` whose server wants a
+    key (or is not the model server at all: GitHub's API answers 401 there, and 404 to
+    the probe's model list, which passes): the failure names both settings, not "the
+    model's credentials"."""
+    cause = type("AuthenticationError", (Exception,), {})("Bad credentials")
+    names = ModelSettingNames(key_variable="", api_base="http://127.0.0.1:8765/v1")
+    text = str(ModelCallFailed("openai/x", ErrorKind.AUTH, 1, cause, settings=names))
+    assert "AGENT_LOOP_MODEL_KEY_ENV" in text
+    assert "AGENT_LOOP_API_BASE=http://127.0.0.1:8765/v1" in text
+
+
+@pytest.mark.parametrize("status", [404, 405, 501])
+async def test_a_server_that_does_not_list_models_in_any_way_passes(
+    settings: Settings, status: int
+) -> None:
+    """An OpenAI-compatible server may have no `GET /models` at all, answering 404, 405
+    (the route exists for another method) or 501: it answered, so the probe must not
+    refuse a working endpoint."""
+    config = _settings(settings, model="openai/x", api_base="http://models.test/v1")
+    await probe_model(
+        config,
+        environ={"AGENT_LOOP_MODEL_KEY_ENV": "none"},
+        transport=httpx.MockTransport(lambda _: httpx.Response(status, json={"detail": "no"})),
+    )

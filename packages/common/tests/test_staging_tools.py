@@ -29,6 +29,7 @@ async def test_implementation_tools_stage_and_submit() -> None:
     tools = by_name(implementation_tools(stage, StagingPolicy()))
     assert list(tools) == [
         "stage_file",
+        "edit_file",
         "unstage_file",
         "delete_file",
         "submit_implementation",
@@ -114,7 +115,14 @@ async def test_skip_issue_declines_with_a_reason() -> None:
 async def test_fix_tools_check_replies() -> None:
     stage = ChangeStage()
     tools = by_name(fix_tools(stage, StagingPolicy(), known_comment_ids={11, 12}))
-    assert list(tools) == ["stage_file", "unstage_file", "delete_file", "submit_fix", "no_changes"]
+    assert list(tools) == [
+        "stage_file",
+        "edit_file",
+        "unstage_file",
+        "delete_file",
+        "submit_fix",
+        "no_changes",
+    ]
     await tools["stage_file"](path="src/a.py", content="fixed")
     for replies, needle in [
         (
@@ -193,3 +201,58 @@ async def test_decomposition_tools() -> None:
 def test_tools_are_not_flyte_traced(name: str) -> None:
     tool = by_name(implementation_tools(ChangeStage(), StagingPolicy()))[name]
     assert not hasattr(tool, "__wrapped__")
+
+
+BASE = {"src/calc.py": "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a + b\n"}
+
+
+async def _text_at_base(path: str) -> str | None:
+    return BASE.get(path)
+
+
+async def test_edit_file_stages_the_whole_file_with_one_exact_piece_replaced() -> None:
+    stage = ChangeStage()
+    tools = by_name(implementation_tools(stage, StagingPolicy(), text_at_base=_text_at_base))
+    edited = await tools["edit_file"](
+        path="./src/calc.py",
+        old_text="def sub(a, b):\n    return a + b",
+        new_text="def sub(a, b):\n    return a - b",
+    )
+    assert edited.startswith(
+        "Edited src/calc.py (the base branch): 2 line(s) replaced by 2. Staged src/calc.py"
+    )
+    assert stage.files["src/calc.py"] == BASE["src/calc.py"][:-6] + "a - b\n"
+    # a second edit applies to the staged version
+    again = await tools["edit_file"](path="src/calc.py", old_text="add", new_text="plus")
+    assert again.startswith("Edited src/calc.py (your staged version)")
+    assert str(stage.files["src/calc.py"]).startswith("def plus(a, b):")
+
+
+@pytest.mark.parametrize(
+    ("path", "old", "needle"),
+    [
+        ("src/calc.py", "return a + b", "occurs 2 times in it; include more"),
+        ("src/calc.py", "return a * b", "does not occur in it; read_file shows"),
+        ("src/calc.py", "", "old_text is empty"),
+        ("src/new.py", "x", "not a text file on the base branch or in your stage"),
+        ("../etc/passwd", "x", "paths must stay inside the repository"),
+    ],
+)
+async def test_edit_file_refuses_what_it_cannot_place_exactly(
+    path: str, old: str, needle: str
+) -> None:
+    stage = ChangeStage()
+    tools = by_name(implementation_tools(stage, StagingPolicy(), text_at_base=_text_at_base))
+    refused = await tools["edit_file"](path=path, old_text=old, new_text="y")
+    assert refused.startswith(REFUSAL_PREFIX)
+    assert needle in refused
+    assert stage.files == {}
+
+
+async def test_edit_file_goes_through_the_policy_like_stage_file() -> None:
+    stage = ChangeStage()
+    policy = StagingPolicy(max_file_bytes=60)
+    tools = by_name(implementation_tools(stage, policy, text_at_base=_text_at_base))
+    grown = await tools["edit_file"](path="src/calc.py", old_text="add", new_text="add" * 20)
+    assert grown.startswith(REFUSAL_PREFIX)
+    assert stage.files == {}

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_loop_testing import SimulatedPromptCache, approx_tokens, to_call_llm_shape
+from agent_loop_testing import (
+    SimulatedPromptCache,
+    approx_tokens,
+    to_call_llm_shape,
+    unpaired_tool_result,
+)
 
 MARK = {"type": "ephemeral"}
 BIG = "x" * 8_000  # 2,000 tokens of canonical JSON and then some
@@ -138,3 +143,18 @@ def test_a_messages_request_reaches_the_model_in_the_call_llm_shape() -> None:
             },
         }
     ]
+
+
+def test_a_tool_result_without_its_tool_call_is_refused_as_anthropic_does() -> None:
+    use = {"type": "tool_use", "id": "t1", "name": "read_file", "input": {}}
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": "A"}
+    paired = {
+        "messages": [
+            {"role": "user", "content": "Fix #3."},
+            {"role": "assistant", "content": [use]},
+            {"role": "user", "content": [result]},
+        ]
+    }
+    assert unpaired_tool_result(paired) == ""
+    orphan = {"messages": [paired["messages"][0], {"role": "user", "content": [result]}]}
+    assert "without a tool_use block" in unpaired_tool_result(orphan)

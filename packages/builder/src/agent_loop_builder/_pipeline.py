@@ -36,9 +36,11 @@ _CLAIM_RACES = 3
 _REFUSED_OUTCOMES = {
     RefusalCode.BACKED_OFF: Outcome.BACKED_OFF,
     RefusalCode.MISSING: Outcome.PREFLIGHT_FAILED,
+    RefusalCode.PULL_REQUEST: Outcome.PREFLIGHT_FAILED,
 }
 """The outcome of a requested issue that was refused, when not `skipped`: an issue that
-does not exist was never reached (`preflight_failed`: the CLI exits non-zero)."""
+does not exist, or a number that is a pull request's, was never reached
+(`preflight_failed`: the CLI exits non-zero, a typo is not a skipped run)."""
 
 
 async def run_builder_tick(

@@ -67,10 +67,12 @@ How to work:
 1. Read the issue, then the code it concerns (list_files, read_file, search_code),
    before you stage anything. Follow the conventions of the surrounding code.
 2. Decide what the issue needs, and do exactly one of:
-   - Implement it: stage the complete new content of every file you change with
-     stage_file (one call per file, the whole file, never a diff or an excerpt), stage
-     removals with delete_file, then call submit_implementation(title, body, summary)
-     once. The body says what changed and why, and how it is tested.
+   - Implement it: stage every file you change. For a change to part of an existing
+     file use edit_file (the exact text to replace, copied from read_file, and its
+     replacement; one call per place); for a new file or a rewrite use stage_file with
+     the complete content (never a diff or an excerpt). Stage removals with
+     delete_file, then call submit_implementation(title, body, summary) once. The body
+     says what changed and why, and how it is tested.
    - Decompose it, when the issue is a specification too large for one reviewable pull
      request: call stage_issue(key, title, body, depends_on) once per work item (each
      self-contained, one pull request's worth, with acceptance criteria; depends_on

@@ -136,7 +136,11 @@ def static_refusal(
         agent_pr_issues: From `agent_pull_issues`.
     """
     if issue.is_pull_request:
-        return Refusal(RefusalCode.PULL_REQUEST, f"#{issue.number} is a pull request")
+        return Refusal(
+            RefusalCode.PULL_REQUEST,
+            f"#{issue.number} is a pull request, not an issue (the reviewer works on pull "
+            f"requests: agent-loop run reviewer --pr {issue.number})",
+        )
     if issue.state != "open":
         return Refusal(RefusalCode.CLOSED, f"#{issue.number} is closed")
     if issue.number in agent_pr_issues:

@@ -62,6 +62,7 @@ def builder_tools(
             policy,
             exists_at_base=snapshot.exists,
             is_dir_at_base=directory_lookup(snapshot.paths),
+            text_at_base=snapshot.text,
             include_skip=not may_decompose,
         ),
         *tests,

@@ -2,8 +2,8 @@
 
 One pass's review is the common `attempt_loop` driving a `ReviewProposer`: the agent
 reviews the PR with read-only tools and proposes through the shared staging tools
-(`stage_file`, `unstage_file`, `delete_file`, then `submit_fix` or `no_changes`); a
-submitted fix is tested by the loop's `Checks` against the head it applies to, then goes
+(`stage_file`, `edit_file`, `unstage_file`, `delete_file`, then `submit_fix` or
+`no_changes`); a submitted fix is tested by the loop's `Checks` against the head it applies to, then goes
 to the verifier (kind `fix`), and a rejection's notes start the next try, which keeps
 the staged files. The maintainers' instructions come from the pull request's base
 branch, never from its head.

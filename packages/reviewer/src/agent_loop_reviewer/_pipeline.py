@@ -136,14 +136,22 @@ async def _tick(
 
 
 async def _why_not_worked(rt: Runtime, number: int, *, found: bool) -> tuple[str, bool]:
-    """Why a requested PR got no pass, and whether it does not exist at all (one more
-    read only when it was not an agent PR)."""
+    """Why a requested PR got no pass, and whether it is no pull request at all (one
+    more read when it was not an agent PR, and another when it is no pull request)."""
     if found:
         return f"PR #{number} needed no review pass now (or another run holds it)", False
     try:
         await rt.github.get_pull(number)
     except NotFound:
-        return f"PR #{number} does not exist in {rt.settings.repo}", True
+        try:  # GitHub numbers issues and pull requests together: a typo is often one
+            await rt.github.get_issue(number)
+        except NotFound:
+            return f"PR #{number} does not exist in {rt.settings.repo}", True
+        return (
+            f"#{number} is an issue, not a pull request (the builder works on issues: "
+            f"agent-loop run builder --issue {number})",
+            True,
+        )
     return f"PR #{number} is not an open pull request of the agents", False
 
 

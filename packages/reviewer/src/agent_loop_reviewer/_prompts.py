@@ -57,8 +57,10 @@ On each pass:
 2. Address every open point: each feedback item from people and each failing check.
    Fix it in the change, or explain in a reply why not. Never ignore one silently.
 3. Finish with exactly one of:
-   - `submit_fix(summary, replies)` after staging every changed file with `stage_file`
-     (the complete new content) or `delete_file`. `replies` has one entry per
+   - `submit_fix(summary, replies)` after staging every changed file: `edit_file` for a
+     change to part of a file (the exact text to replace and its replacement),
+     `stage_file` for a new file or a rewrite (the complete new content), or
+     `delete_file`. `replies` has one entry per
      people's feedback item you addressed: its id as `comment_id` and the reply text.
    - `no_changes(reason)` when the pull request is right as it is and no open point
      needs a change; the reason is posted on the pull request, so answer open points in it.

@@ -104,6 +104,7 @@ def reviewer_tools(
             policy,
             exists_at_base=head.exists,
             is_dir_at_base=directory_lookup(head.paths),
+            text_at_base=head.text,
             known_comment_ids=known_comment_ids,
         ),
         *tests,

@@ -96,6 +96,7 @@ if TYPE_CHECKING:
         MessagesServer,
         serve_messages_model,
         to_call_llm_shape,
+        unpaired_tool_result,
     )
     from agent_loop_testing._per_issue import ModelPerArm, ModelPerIssue
     from agent_loop_testing._prompt_cache import (
@@ -162,6 +163,7 @@ _LAZY = {
     "MessagesServer": "agent_loop_testing._messages_server",
     "serve_messages_model": "agent_loop_testing._messages_server",
     "to_call_llm_shape": "agent_loop_testing._messages_server",
+    "unpaired_tool_result": "agent_loop_testing._messages_server",
     "CacheCharge": "agent_loop_testing._prompt_cache",
     "SimulatedPromptCache": "agent_loop_testing._prompt_cache",
     "approx_tokens": "agent_loop_testing._prompt_cache",
@@ -281,6 +283,7 @@ __all__ = [
     "subtract_try",
     "to_call_llm_shape",
     "turn",
+    "unpaired_tool_result",
     "wheelhouse",
     "write_memory_file",
 ]

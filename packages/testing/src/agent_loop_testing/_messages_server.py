@@ -39,7 +39,12 @@ from starlette.routing import Route
 from agent_loop_testing._emulator_server import serve_app
 from agent_loop_testing._prompt_cache import CacheCharge, SimulatedPromptCache, approx_tokens
 
-__all__ = ["MessagesServer", "serve_messages_model", "to_call_llm_shape"]
+__all__ = [
+    "MessagesServer",
+    "serve_messages_model",
+    "to_call_llm_shape",
+    "unpaired_tool_result",
+]
 
 
 @dataclass
@@ -64,6 +69,10 @@ class MessagesServer:
     async def _messages(self, request: Request) -> JSONResponse:
         body = cast("dict[str, Any]", await request.json())
         self.requests.append(body)
+        problem = unpaired_tool_result(body)
+        if problem:  # Anthropic answers 400 for a tool result without its tool call
+            error = {"type": "invalid_request_error", "message": problem}
+            return JSONResponse({"type": "error", "error": error}, status_code=400)
         model = str(body.get("model", ""))
         system, messages, tools = to_call_llm_shape(body)
         try:
@@ -74,6 +83,24 @@ class MessagesServer:
         charge = self.cache.charge(body)
         self.charges.append(charge)
         return JSONResponse(_message(model, reply, charge, len(self.requests)))
+
+
+def unpaired_tool_result(body: Mapping[str, Any]) -> str:
+    """Why Anthropic would refuse the request's tool results, or "": each `tool_result`
+    must answer a `tool_use` of the assistant message right before it."""
+    previous: set[str] = set()
+    for index, message in enumerate(cast("list[dict[str, Any]]", body.get("messages") or [])):
+        content = message.get("content")
+        blocks = cast("list[dict[str, Any]]", content) if isinstance(content, list) else []
+        if message.get("role") == "user":
+            for block in blocks:
+                if block.get("type") == "tool_result" and block.get("tool_use_id") not in previous:
+                    return (
+                        f"messages.{index}: tool_result block(s) with id "
+                        f"{block.get('tool_use_id')!r} without a tool_use block in the previous message"
+                    )
+        previous = {str(b.get("id")) for b in blocks if b.get("type") == "tool_use"}
+    return ""
 
 
 def to_call_llm_shape(

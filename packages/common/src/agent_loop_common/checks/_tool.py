@@ -87,9 +87,11 @@ def run_tests_tool(checks: Checks, stage: StagedFiles) -> ReadTool:
         if len(text) > _HEAD_CHARS + _TAIL_CHARS:
             cut = len(text) - _HEAD_CHARS - _TAIL_CHARS
             text = (
-                f"{text[:_HEAD_CHARS]}\n[... {cut} characters not shown ...]\n{text[-_TAIL_CHARS:]}"
+                f"{text[:_HEAD_CHARS]}\n[... {cut} characters not shown; select fewer tests "
+                "with run_tests arguments (a file, -k a name) to see more of their output "
+                f"...]\n{text[-_TAIL_CHARS:]}"
             )
-        lines.append(fence_untrusted("test output", text, _HEAD_CHARS + _TAIL_CHARS + 100))
+        lines.append(fence_untrusted("test output", text, _HEAD_CHARS + _TAIL_CHARS + 300))
         left = checks.max_tool_runs - checks.tool_runs
         lines.append(f"({left} run(s) left in this try.)")
         return "\n".join(lines)

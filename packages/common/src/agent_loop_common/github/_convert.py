@@ -148,14 +148,28 @@ def pull(p: gh.PullRequest | gh.PullRequestSimple) -> PullRequest:
     )
 
 
-def pull_file(f: gh.DiffEntry) -> PullFile:
+class _RawPullFile(BaseModel):
+    """A pull request's file parsed leniently: only what the facade keeps is required
+    (a GitHub-like server may leave out `sha`, `blob_url`, `raw_url`, `contents_url`...)."""
+
+    model_config = ConfigDict(extra="ignore")
+    filename: str
+    status: str = "modified"
+    additions: int = 0
+    deletions: int = 0
+    patch: str | None = None
+    previous_filename: str | None = None
+
+
+def pull_file(raw: Any) -> PullFile:
+    f = _RawPullFile.model_validate(raw)
     return PullFile(
         filename=f.filename,
         status=f.status,
         additions=f.additions,
         deletions=f.deletions,
-        patch=present(f.patch),
-        previous_filename=present(f.previous_filename),
+        patch=f.patch,
+        previous_filename=f.previous_filename,
     )
 
 

@@ -173,7 +173,7 @@ class IssueOps(Base):
             gh.rest.issues.async_list_events,
             # githubkit's event union rejects common events (closed, referenced...):
             # take the raw JSON and parse the few fields we need ourselves.
-            map_func=_raw_list,
+            map_func=raw_list,
             owner=self._owner,
             repo=self._name,
             issue_number=n,
@@ -199,6 +199,7 @@ class IssueOps(Base):
         return data.permission if data.permission in _ROLES else "none"
 
 
-def _raw_list(response: Any) -> list[Any]:
+def raw_list(response: Any) -> list[Any]:
+    """A listing page's raw JSON items (`map_func` of a paginator parsed leniently)."""
     data: Any = response.json()
     return cast("list[Any]", data) if isinstance(data, list) else []

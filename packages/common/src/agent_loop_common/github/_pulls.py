@@ -11,6 +11,7 @@ from agent_loop_common.github import _convert as conv
 from agent_loop_common.github._base import translated
 from agent_loop_common.github._errors import NotFound, describe
 from agent_loop_common.github._graphql import GraphQLBase
+from agent_loop_common.github._issues import raw_list
 from agent_loop_common.github._models import (
     CheckRun,
     CommitStatus,
@@ -83,8 +84,10 @@ class PullOps(GraphQLBase):
 
     async def merged_pulls(self, *, since: datetime | None = None) -> list[PullRequest]:
         """Merged pull requests, most recently updated first, every page; with `since`,
-        only those merged at or after it, and the listing stops at the first page that
-        reaches back before it (a merge updates a pull request, so nothing older follows).
+        only those merged at or after it, and the listing stops at the first one last
+        updated before it (a merge updates a pull request, so nothing older follows),
+        once the listing has shown that it is newest first: a GitHub-like server that
+        ignores `sort` is read to the end rather than cut short.
         """
         gh = await self._gh()
         paginator = gh.rest.paginate(
@@ -97,11 +100,17 @@ class PullOps(GraphQLBase):
             per_page=self._per_page,
         )
         merged: list[PullRequest] = []
+        previous: datetime | None = None
+        sorted_so_far = True  # newest first, as asked, in every pair seen so far
         with translated():
             async for item in paginator:
                 found = conv.pull(item)
-                if since is not None and found.updated_at < since:
+                if previous is not None and found.updated_at > previous:
+                    sorted_so_far = False
+                old = since is not None and found.updated_at < since
+                if old and sorted_so_far and previous is not None:
                     break
+                previous = found.updated_at
                 if found.merged_at is not None and (since is None or found.merged_at >= since):
                     merged.append(found)
         return merged
@@ -150,6 +159,9 @@ class PullOps(GraphQLBase):
         gh = await self._gh()
         paginator = gh.rest.paginate(
             gh.rest.pulls.async_list_files,
+            # The raw JSON, parsed leniently (`conv.pull_file`): githubkit's model needs
+            # urls and shas this facade never reads.
+            map_func=raw_list,
             owner=self._owner,
             repo=self._name,
             pull_number=n,

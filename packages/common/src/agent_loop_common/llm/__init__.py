@@ -48,7 +48,12 @@ from agent_loop_common.llm._limits import (
     resolve_max_tokens,
 )
 from agent_loop_common.llm._litellm import load_litellm, prefetch_litellm
-from agent_loop_common.llm._masking import MIN_MASKED_CHARS, mask_observations, masked_call_llm
+from agent_loop_common.llm._masking import (
+    MASK_AT_CHARS,
+    MIN_MASKED_CHARS,
+    mask_observations,
+    masked_call_llm,
+)
 from agent_loop_common.llm._retry import ModelRetryPolicy
 from agent_loop_common.llm._usage import Budget, ModelUsage, UsageMeter
 
@@ -56,6 +61,7 @@ __all__ = [
     "ALLOW_MODEL_REQUESTS_ENV",
     "CACHE_CONTROL",
     "GENEROUS_MAX_TOKENS",
+    "MASK_AT_CHARS",
     "MIN_MASKED_CHARS",
     "UNKNOWN_MODEL_MAX_TOKENS",
     "AgentRunFailed",

@@ -153,6 +153,13 @@ class ModelSettingNames:
         if kind is ErrorKind.AUTH:
             if self.key_variable:
                 return f"The provider refused the key: check {self.key_variable}."
+            if self.api_base:  # sent without a key (`AGENT_LOOP_MODEL_KEY_ENV=none`)
+                return (
+                    f"The server at AGENT_LOOP_API_BASE={self.api_base} refused a call made "
+                    "without a key: name the variable holding its key in "
+                    "AGENT_LOOP_MODEL_KEY_ENV, or check that AGENT_LOOP_API_BASE names the "
+                    "model server."
+                )
             return "The provider refused the call: check the model's credentials."
         if kind is ErrorKind.NOT_FOUND:
             base = f" and AGENT_LOOP_API_BASE={self.api_base}" if self.api_base else ""

@@ -19,11 +19,13 @@ proposal), and anything in the last `keep_turns` turns. Only a tool message's co
 changes, so every tool call keeps its result and the pairing providers check holds.
 
 Masking and prompt caching pull against each other: rewriting a message changes the
-prompt from that message on, so the provider's cached prefix stops there. The boundary
-therefore moves in blocks of `keep_turns`: the turns older than the last `keep_turns`
-are masked only when a whole block of them has piled up, and between two moves the
-prompt's prefix stays byte-identical turn after turn, so the cache keeps paying
-(`bench/tokens.py` measures both ways; `docs/performance.md` has the figures).
+prompt from that message on, so the provider's cached prefix stops there and the rest is
+written to the cache again (at 1.25x the input price on Anthropic). Masking one result
+per turn would rewrite the recent turns every turn. So older results pile up whole until
+they add up to `MASK_AT_CHARS` (about 10,000 tokens) and are then masked all at once:
+the prompt never carries more than that of them, and between two such moves its prefix
+is byte-identical turn after turn, so the cache keeps serving it (`bench/tokens.py`
+measures both ways; `docs/performance.md` has the figures).
 """
 
 from __future__ import annotations
@@ -34,11 +36,23 @@ from typing import Any, cast
 
 from flyte.ai.agents import LLMCallable, LLMMessage
 
-__all__ = ["MIN_MASKED_CHARS", "mask_observations", "masked_call_llm"]
+__all__ = [
+    "MASK_AT_CHARS",
+    "MIN_MASKED_CHARS",
+    "mask_observations",
+    "masked_call_llm",
+    "placeholder",
+]
 
 MIN_MASKED_CHARS = 600
 """Tool results shorter than this stay whole: a placeholder would save next to nothing,
 and short results (staging receipts, refusals, submissions) carry the proposal's state."""
+
+MASK_AT_CHARS = 40_000
+"""Older results (beyond the last `keep_turns` turns) stay whole until they add up to
+this many characters (about 10,000 tokens), then are all masked at once: the prompt
+carries at most this much of them, and between two such moves its prefix is unchanged,
+so a provider's cache keeps serving it."""
 
 _HEAD_LINES = 3
 _HEAD_CHARS = 240
@@ -47,17 +61,20 @@ _ARGS_CHARS = 200
 
 
 def mask_observations(
-    messages: Sequence[Mapping[str, Any]], *, keep_turns: int, block: int | None = None
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    keep_turns: int,
+    mask_at_chars: int = MASK_AT_CHARS,
 ) -> list[dict[str, Any]]:
     """The conversation as the model is shown it: old, long tool results elided.
 
     Args:
         messages: The Agent's conversation (user, assistant with `tool_calls`, `tool`
             messages), oldest first. Never modified.
-        keep_turns: Turns (an assistant message and its tool results) kept whole at the
-            end; `0` keeps everything.
-        block: Turns masked at a time (default `keep_turns`): the boundary moves only
-            when this many more turns are older than the last `keep_turns`.
+        keep_turns: Turns (an assistant message and its tool results) always kept whole
+            at the end; `0` keeps everything.
+        mask_at_chars: How much of the older results may pile up whole before they are
+            all masked at once; `0` masks each as soon as it is older than `keep_turns`.
 
     Returns:
         A new list; messages that change are copies, the others are the same dicts.
@@ -65,25 +82,51 @@ def mask_observations(
     out = list(cast("Sequence[dict[str, Any]]", messages))
     if keep_turns <= 0:
         return out
-    step = max(1, block if block is not None else keep_turns)
     starts = [i for i, m in enumerate(out) if m.get("role") == "assistant" and m.get("tool_calls")]
-    older = len(starts) - keep_turns
-    masked_turns = (older // step) * step if older > 0 else 0
-    if masked_turns <= 0:
+    starts.append(len(out))
+    boundary = _boundary(out, starts, keep_turns, mask_at_chars)
+    if boundary <= 0:
         return out
-    end = starts[masked_turns] if masked_turns < len(starts) else len(out)
-    calls = _calls_by_id(out[:end])
-    for index in range(starts[0], end):
+    calls = _calls_by_id(out[: starts[boundary]])
+    for index in range(starts[0], starts[boundary]):
         message = out[index]
-        if message.get("role") != "tool":
-            continue
-        content = message.get("content")
-        if not isinstance(content, str) or len(content) < MIN_MASKED_CHARS:
-            continue
-        name, arguments = calls.get(str(message.get("tool_call_id")), (None, ""))
-        tool = name or str(message.get("name") or "the tool")
-        out[index] = {**message, "content": placeholder(tool, arguments, content)}
+        if _maskable(message):
+            name, arguments = calls.get(str(message.get("tool_call_id")), (None, ""))
+            tool = name or str(message.get("name") or "the tool")
+            out[index] = {**message, "content": placeholder(tool, arguments, message["content"])}
     return out
+
+
+def _maskable(message: Mapping[str, Any]) -> bool:
+    content = message.get("content")
+    return (
+        message.get("role") == "tool"
+        and isinstance(content, str)
+        and len(content) >= MIN_MASKED_CHARS
+    )
+
+
+def _boundary(
+    messages: Sequence[Mapping[str, Any]], starts: Sequence[int], keep: int, mask_at: int
+) -> int:
+    """How many turns, from the first, have their results masked.
+
+    Replayed turn by turn over the conversation, which only grows, so the answer for a
+    given conversation never changes and only moves forward as turns are added: each
+    time the whole results between the boundary and the last `keep` turns add up to
+    `mask_at` characters, the boundary jumps to the last `keep` turns.
+    """
+    boundary, pending = 0, 0
+    for turn in range(len(starts) - 1):  # turn `turn` is now complete
+        older = turn + 1 - keep  # turns [0, older) are older than the last `keep`
+        if older <= boundary:
+            continue
+        pending += sum(
+            len(m["content"]) for m in messages[starts[older - 1] : starts[older]] if _maskable(m)
+        )
+        if pending >= max(mask_at, 1):
+            boundary, pending = older, 0
+    return boundary
 
 
 def placeholder(tool: str, arguments: str, content: str) -> str:
@@ -97,7 +140,9 @@ def placeholder(tool: str, arguments: str, content: str) -> str:
     )
 
 
-def masked_call_llm(call_llm: LLMCallable, *, keep_turns: int) -> LLMCallable:
+def masked_call_llm(
+    call_llm: LLMCallable, *, keep_turns: int, mask_at_chars: int = MASK_AT_CHARS
+) -> LLMCallable:
     """`call_llm` shown the conversation through `mask_observations` (as is for 0)."""
     if keep_turns <= 0:
         return call_llm
@@ -108,9 +153,8 @@ def masked_call_llm(call_llm: LLMCallable, *, keep_turns: int) -> LLMCallable:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None,
     ) -> LLMMessage:
-        return await call_llm(
-            model, system, mask_observations(messages, keep_turns=keep_turns), tools
-        )
+        shown = mask_observations(messages, keep_turns=keep_turns, mask_at_chars=mask_at_chars)
+        return await call_llm(model, system, shown, tools)
 
     return call
 

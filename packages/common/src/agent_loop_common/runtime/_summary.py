@@ -73,6 +73,8 @@ class TickSummary(BaseModel):
     """Model calls of the run (the verifier's included)."""
     tokens: int = 0
     """Prompt plus completion tokens of the run."""
+    tokens_cache_read: int = 0
+    """Of the prompt tokens, those read from the provider's prompt cache."""
     cost_usd: float = 0.0
     """Estimated cost of the run's model calls, in US dollars (0 for a replayed,
     scripted or unpriced model)."""
@@ -92,7 +94,8 @@ class TickSummary(BaseModel):
     `AGENT_LOOP_<ROLE>_PARALLEL` above 1), in order; empty when one run or none. The
     fields above then describe the lead run (the first that worked and did not fail,
     else the first that worked), `note` lists every run, and the counts (`tries`,
-    `llm_calls`, `tokens`, `cost_usd`, `github_requests`) are the sums over all runs."""
+    `llm_calls`, `tokens`, `tokens_cache_read`, `cost_usd`, `github_requests`) are the
+    sums over all runs."""
 
     @classmethod
     def of_record(
@@ -113,6 +116,7 @@ class TickSummary(BaseModel):
             tries=len(record.attempts),
             llm_calls=record.usage.llm_calls,
             tokens=record.usage.tokens,
+            tokens_cache_read=record.usage.tokens_cache_read,
             cost_usd=record.usage.cost_usd,
             github_requests=record.github.requests,
             details=dict(details or {}),
@@ -224,6 +228,7 @@ def summarize_many(role: Role, results: Sequence[TickSummary], *, idle: str) -> 
             "tries": sum(r.tries for r in results),
             "llm_calls": sum(r.llm_calls for r in results),
             "tokens": sum(r.tokens for r in results),
+            "tokens_cache_read": sum(r.tokens_cache_read for r in results),
             "cost_usd": sum(r.cost_usd for r in results),
             "github_requests": sum(r.github_requests for r in results),
             "runs": list(results),

@@ -175,8 +175,8 @@ class Settings(BaseSettings):
     """Let litellm download its price table and other catalogs (Anthropic's beta headers) itself. Off: the copies bundled with the installed litellm are used (`LITELLM_LOCAL_MODEL_COST_MAP` and `LITELLM_OFFLINE_MODE` are set before litellm is imported, unless you set either yourself), so a run makes no request beyond GitHub and the model provider."""
     prompt_cache: bool = True
     """Mark prompt-cache breakpoints (the system prompt, the task, the conversation so far) on every request to a model that takes them (Claude on Anthropic, Bedrock, Vertex AI, Azure AI), so each turn reads the conversation so far from the provider's cache at about a tenth of the input price. `off` sends no marker; providers that cache on their own (OpenAI, DeepSeek, Gemini) are not affected either way."""
-    keep_turns: int = Field(default=8, ge=0, le=1_000)
-    """Agent turns whose tool results are sent in full; older results are replaced in the prompt by a one-line note saying what they were and how to read them again (`[elided: read_file(path='src/x.py'): 240 lines ...]`), a block of turns at a time so the cached prefix stays the same for several turns. 0: keep everything."""
+    keep_turns: int = Field(default=2, ge=0, le=1_000)
+    """Agent turns whose tool results are always sent in full. Older results stay whole until they add up to about 10,000 tokens, then are all replaced in the prompt by a one-line note saying what each was and how to read it again (`[elided: read_file(path='src/x.py') returned 240 lines ...]`), so the prompt stays short and its cached prefix stays the same for several turns. 0: keep everything."""
 
     # ------------------------------------------------------------ limits and budgets
     builder_parallel: int = Field(default=1, ge=1, le=16)

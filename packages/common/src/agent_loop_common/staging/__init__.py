@@ -13,6 +13,7 @@ tools = implementation_tools(
     StagingPolicy(),
     exists_at_base=snapshot.exists,
     is_dir_at_base=directory_lookup(snapshot.paths),
+    text_at_base=snapshot.text,
 )
 agent = Agent(..., tools=[*read_tools, *tools])
 await agent.run.aio(prompt)
@@ -24,6 +25,7 @@ if stage.submitted:
 from agent_loop_common.staging._change_tools import (
     ExistsAtBase,
     IsDirAtBase,
+    TextAtBase,
     change_tools,
     directory_lookup,
     fix_tools,
@@ -78,6 +80,7 @@ __all__ = [
     "StagingError",
     "StagingPolicy",
     "StagingTool",
+    "TextAtBase",
     "ancestors",
     "change_diff",
     "change_tools",

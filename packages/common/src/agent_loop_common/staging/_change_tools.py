@@ -19,6 +19,7 @@ tools = implementation_tools(
     policy,
     exists_at_base=snapshot.exists,  # async (path) -> bool: a file at the base?
     is_dir_at_base=directory_lookup(snapshot.paths),  # from the base's file listing
+    text_at_base=snapshot.text,  # async (path) -> str | None: for edit_file
 )
 ```
 """
@@ -48,6 +49,7 @@ __all__ = [
     "ExistsAtBase",
     "IsDirAtBase",
     "StagingTool",
+    "TextAtBase",
     "change_tools",
     "directory_lookup",
     "fix_tools",
@@ -59,6 +61,9 @@ ExistsAtBase = Callable[[str], Awaitable[bool]]
 
 IsDirAtBase = Callable[[str], Awaitable[bool]]
 """Whether a normalized path is a directory on the base branch (a read-only lookup)."""
+
+TextAtBase = Callable[[str], Awaitable[str | None]]
+"""A normalized path's text on the base branch; `None` when it is no text file there."""
 
 
 def directory_lookup(list_files: Callable[[], Awaitable[Iterable[str]]]) -> IsDirAtBase:
@@ -85,6 +90,16 @@ RepoPath = Annotated[
 FileContent = Annotated[
     str, Field(description="The complete new file content (not a diff or an excerpt).")
 ]
+OldText = Annotated[
+    str,
+    Field(
+        description=(
+            "The exact text to replace, copied from the file with its whitespace and "
+            "indentation, and long enough (a few whole lines) to occur only once."
+        )
+    ),
+]
+NewText = Annotated[str, Field(description="The text that replaces it ('' removes it).")]
 Title = Annotated[str, Field(description="Pull request title: one line, imperative, specific.")]
 Body = Annotated[
     str,
@@ -103,8 +118,16 @@ def change_tools(
     *,
     exists_at_base: ExistsAtBase | None = None,
     is_dir_at_base: IsDirAtBase | None = None,
+    text_at_base: TextAtBase | None = None,
 ) -> list[StagingTool]:
-    """`stage_file`, `unstage_file` and `delete_file` over `stage`, checked by `policy`.
+    """`stage_file`, `edit_file`, `unstage_file` and `delete_file` over `stage`, checked
+    by `policy`.
+
+    `edit_file` stages a whole file too: the file (the staged version, else the base
+    branch's) with one exact, unique piece of text replaced. A small change to a large
+    file then costs the model a few lines of output instead of the whole file, and the
+    conversation does not carry the whole file in every later turn; the stage, the
+    verifier and the commit see the complete content as with `stage_file`.
 
     Args:
         stage: Where the staged files accumulate; the pipeline reads it afterwards.
@@ -119,6 +142,8 @@ def change_tools(
             `None` skips the lookup while staging; protected trees are still refused by
             the policy, and `GitHub.commit_files` still refuses such a change when it is
             applied, but only after the agent and the verifier spent their work on it.
+        text_at_base: Optional reader of a file's text on the base branch, for
+            `edit_file` on a file not staged yet; `None`: only staged files can be edited.
     """
 
     async def base_conflict(norm: str) -> str | None:
@@ -140,6 +165,9 @@ def change_tools(
 
     async def stage_file(path: RepoPath, content: FileContent) -> str:
         """Stage the complete new content of one file, creating it or replacing it. Call it once per file; staging the same path again replaces the earlier content. Nothing is written to the repository until the change is submitted and verified."""
+        return await put(path, content, "Staged")
+
+    async def put(path: str, content: str, verb: str) -> str:
         was = stage.status
         try:
             norm = policy.check_write(path, content, stage.files)
@@ -151,7 +179,45 @@ def change_tools(
         stage.put(norm, content)
         size = len(content.encode("utf-8"))
         note = REOPENED_NOTE if was != "open" else ""
-        return f"Staged {norm} ({size} bytes). {len(stage.files)} path(s) staged.{note}"
+        return f"{verb} {norm} ({size} bytes). {len(stage.files)} path(s) staged.{note}"
+
+    async def edit_file(path: RepoPath, old_text: OldText, new_text: NewText) -> str:
+        """Change part of an existing file: replace one exact occurrence of old_text in it (your staged version if the file is staged, else the base branch's) with new_text, and stage the whole result. Use it instead of stage_file for a change to part of a file; read_file first and copy old_text exactly."""
+        try:
+            norm = policy.check_path(path)
+        except StagingError as exc:
+            return refused(exc)
+        if norm in stage.files:
+            current, origin = stage.files[norm], "your staged version"
+            if current is None:
+                return f"{REFUSAL_PREFIX}'{norm}' is staged for deletion; unstage_file it first."
+        else:
+            current, origin = (
+                (await text_at_base(norm) if text_at_base else None),
+                "the base branch",
+            )
+            if current is None:
+                return (
+                    f"{REFUSAL_PREFIX}'{norm}' is not a text file on the base branch or in "
+                    "your stage; create a file with stage_file."
+                )
+        if not old_text:
+            return f"{REFUSAL_PREFIX}old_text is empty; copy the lines to replace from read_file."
+        found = current.count(old_text)
+        if found != 1:
+            why = (
+                "does not occur in it; read_file shows the exact text (copy it with its "
+                "whitespace and indentation)"
+                if found == 0
+                else f"occurs {found} times in it; include more of the surrounding lines "
+                "so that it occurs once"
+            )
+            return f"{REFUSAL_PREFIX}old_text {why} ({norm}, {origin}). Nothing was staged."
+        removed, added = old_text.count("\n") + 1, new_text.count("\n") + 1 if new_text else 0
+        done = await put(norm, current.replace(old_text, new_text, 1), "Staged")
+        if done.startswith(REFUSAL_PREFIX):
+            return done
+        return f"Edited {norm} ({origin}): {removed} line(s) replaced by {added}. {done}"
 
     async def unstage_file(path: RepoPath) -> str:
         """Drop one path from the stage (a staged file or a staged deletion), so the change leaves that file as it is on the base branch."""
@@ -187,7 +253,7 @@ def change_tools(
         note = REOPENED_NOTE if was != "open" else ""
         return f"Staged deletion of {norm}. {len(stage.files)} path(s) staged.{note}"
 
-    return [stage_file, unstage_file, delete_file]
+    return [stage_file, edit_file, unstage_file, delete_file]
 
 
 def implementation_tools(
@@ -196,11 +262,13 @@ def implementation_tools(
     *,
     exists_at_base: ExistsAtBase | None = None,
     is_dir_at_base: IsDirAtBase | None = None,
+    text_at_base: TextAtBase | None = None,
     include_skip: bool = True,
 ) -> list[StagingTool]:
     """The builder's change tools: `change_tools` plus `submit_implementation` and `skip_issue`.
 
-    `exists_at_base` and `is_dir_at_base` are the base-branch lookups of `change_tools`.
+    `exists_at_base`, `is_dir_at_base` and `text_at_base` are the base-branch lookups of
+    `change_tools`.
     Pass `include_skip=False` when `skip_issue` comes from `decomposition_tools` instead
     (an agent may offer both toolsets, but a tool name can be registered once).
     """
@@ -221,7 +289,13 @@ def implementation_tools(
         )
 
     tools = [
-        *change_tools(stage, policy, exists_at_base=exists_at_base, is_dir_at_base=is_dir_at_base),
+        *change_tools(
+            stage,
+            policy,
+            exists_at_base=exists_at_base,
+            is_dir_at_base=is_dir_at_base,
+            text_at_base=text_at_base,
+        ),
         submit_implementation,
     ]
     if include_skip:
@@ -235,6 +309,7 @@ def fix_tools(
     *,
     exists_at_base: ExistsAtBase | None = None,
     is_dir_at_base: IsDirAtBase | None = None,
+    text_at_base: TextAtBase | None = None,
     known_comment_ids: Collection[int] | None = None,
 ) -> list[StagingTool]:
     """The reviewer's tools: `change_tools` plus `submit_fix` and `no_changes`.
@@ -244,6 +319,7 @@ def fix_tools(
         policy: Path, content and text limits.
         exists_at_base: See `change_tools`.
         is_dir_at_base: See `change_tools`.
+        text_at_base: See `change_tools`.
         known_comment_ids: When given, replies may only answer these comment ids (the
             feedback shown to the model), so a reply cannot land anywhere else.
     """
@@ -265,7 +341,13 @@ def fix_tools(
         )
 
     return [
-        *change_tools(stage, policy, exists_at_base=exists_at_base, is_dir_at_base=is_dir_at_base),
+        *change_tools(
+            stage,
+            policy,
+            exists_at_base=exists_at_base,
+            is_dir_at_base=is_dir_at_base,
+            text_at_base=text_at_base,
+        ),
         submit_fix,
         decline_tool(stage, policy, "no_changes"),
     ]

@@ -111,8 +111,8 @@ class ChangeStage(_Outcome):
         """
         if not self._files:
             raise PlanError(
-                "nothing is staged: stage each changed file with stage_file (or delete_file) "
-                "before submitting."
+                "nothing is staged: stage each changed file with edit_file or stage_file "
+                "(or delete_file) before submitting."
             )
         self._title, self._body, self._summary = title, body, summary
         self._replies = tuple(replies)
