@@ -76,3 +76,18 @@ def test_the_sandbox_off_is_refused_and_nothing_is_remembered(
     assert "AGENT_LOOP_SANDBOX=off" in err
     assert out == ""
     assert not (tmp_path / "eval").exists()  # no sidecar: the next run mines #2 for real
+
+
+def test_a_repository_github_does_not_know(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    emulator = GitHubEmulator("acme", "calc")
+    emulator.seed_files({"README.md": "x\n"})
+    with serve_for_cli(monkeypatch, emulator, tmp_path, **NO_OUTCOMES):
+        monkeypatch.setenv("AGENT_LOOP_REPO", "acme/gone")
+        code = cli.main(["eval", "mine"])
+    _, err = capsys.readouterr()
+    assert code == 1
+    assert "GitHub answered 404" in err
+    assert "nothing was mined" in err
+    assert "mined so far" not in err

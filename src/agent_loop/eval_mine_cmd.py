@@ -189,7 +189,7 @@ def mine(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     except GitHubError as exc:
         print(f"agent-loop eval mine: GitHub failed: {exc}", file=sys.stderr)
-        print(f"what was mined so far is in {out}", file=sys.stderr)
+        _kept(out)
         return EXIT_FAILED
     except ValidationError as exc:  # a GitHub-like server whose answer lacks GitHub's fields
         problems = exc.errors()
@@ -204,10 +204,20 @@ def mine(args: argparse.Namespace) -> int:
             "GitHub-like server must answer as GitHub documents.",
             file=sys.stderr,
         )
-        print(f"what was mined so far is in {out}", file=sys.stderr)
+        _kept(out)
         return EXIT_FAILED
     _print_summary(results, out)
     return 0
+
+
+def _kept(out: Path) -> None:
+    """Where what was decided before a failure is, or that nothing was."""
+    from agent_loop_eval import skipped_path
+
+    if out.exists() or skipped_path(out).exists():
+        print(f"what was mined so far is in {out}", file=sys.stderr)
+    else:
+        print("nothing was mined", file=sys.stderr)
 
 
 async def _mine_all(

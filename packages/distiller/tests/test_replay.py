@@ -239,8 +239,11 @@ def test_the_instances_file_is_read_leniently(tmp_path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
     got = read_replay_instances(path, "ACME/calc")
     assert [i.instance_id for i in got] == ["acme__calc-1", "acme__calc-3"]
-    # Every field travels to the eval's task as it was, the ones not read here included.
-    assert got[0].model_dump(mode="json")["FAIL_TO_PASS"] == '["tests/test_calc.py::test_x"]'
+    # Every field travels to the eval's task, the ones not read here included; the test
+    # lists decoded (SWE-bench's JSON text: a cluster's guessed type takes lists only).
+    sent = got[0].model_dump(mode="json")
+    assert sent["FAIL_TO_PASS"] == ["tests/test_calc.py::test_x"]
+    assert sent["problem_statement"] == "Issue 1"
 
 
 # ------------------------------------------------------------------ pairs and budget
@@ -285,6 +288,19 @@ async def test_the_order_of_a_pairs_builds_is_drawn() -> None:
     again = ScriptedEvalTask(dict(task.resolved))
     await run_replays(again, [(lesson, i) for i in instances], budget_calls=1_000, now=NOW)
     assert again.calls == task.calls  # drawn by hash: the same every time
+
+
+async def test_a_stop_request_ends_the_replays_before_the_next_pair() -> None:
+    lesson = _lesson("a")
+    instances = [_instance(n) for n in (1, 2, 3)]
+    task = ScriptedEvalTask(
+        {(i.instance_id, c): True for i in instances for c in (lesson.id, "off")}
+    )
+    stops = iter([False, True])
+    done = await run_replays(task, [(lesson, i) for i in instances], budget_calls=1_000,
+                             now=NOW, stopping=lambda: next(stops))  # fmt: skip
+    assert (done.count, done.stopped) == (1, "stopped by the operator")
+    assert len(task.calls) == 2
 
 
 @pytest.mark.parametrize("fault", ["errors", "raises"])

@@ -63,6 +63,7 @@ from agent_loop_common.runtime import (
     preflight_model,
     probe_model,
     run_scoped,
+    stop_requested,
 )
 from agent_loop_common.settings import ConfigError
 from agent_loop_common.trust import Trust
@@ -197,8 +198,9 @@ async def _replay(
         return await call_task_by_name(REPLAY_TASK, instance=instance, lessons=lessons, model="")
 
     replayed = await run_replays(
-        call, plan, budget_calls=settings.lesson_replay_model_calls, now=now
-    )
+        call, plan, budget_calls=settings.lesson_replay_model_calls, now=now,
+        stopping=lambda: stop_requested() is not None,
+    )  # fmt: skip
     if not instances:
         replayed.stopped = f"no mined instance of {settings.repo} in {settings.eval_instances}"
     _log.info("distiller.replays", pairs=replayed.count, planned=replayed.planned,

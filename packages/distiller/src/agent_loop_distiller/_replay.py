@@ -34,6 +34,7 @@ instance fails the next).
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -43,7 +44,14 @@ from pathlib import Path
 from typing import Any, cast
 
 import structlog
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 
 from agent_loop_common.records import (
     Lesson,
@@ -98,6 +106,21 @@ class ReplayInstance(BaseModel):
     instances for a lesson that cites paths."""
     issue_numbers: list[int] = Field(default_factory=list[int])
     pull_number: int = 0
+    FAIL_TO_PASS: list[str] = Field(default_factory=list[str])
+    PASS_TO_PASS: list[str] = Field(default_factory=list[str])
+    """Both as lists: SWE-bench's published files hold them as JSON text, which the
+    eval's `Instance` decodes but the type a cluster guesses for its task does not (the
+    validators stay with the eval's code), so they cross decoded."""
+
+    @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
+    @classmethod
+    def _decode_test_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                return json.loads(value) if value.strip() else []
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"not a JSON list of test ids: {exc}") from None
+        return value
 
     @property
     def refs(self) -> set[str]:
@@ -268,9 +291,11 @@ async def run_replays(
     *,
     budget_calls: int,
     now: datetime,
+    stopping: Callable[[], bool] = lambda: False,
 ) -> Replayed:
     """Replay the plan's pairs in order while the tick has spent fewer than
-    `budget_calls` model calls; never raises for a failed call (it ends the replays).
+    `budget_calls` model calls and `stopping()` is false (the operator's stop, checked
+    before each pair); never raises for a failed call (it ends the replays).
 
     Each pair is two calls of the eval's task: `lessons=<the lesson's id>` and
     `lessons=off`, in an order drawn per pair (`_shown_first`). A failed call records
@@ -283,6 +308,9 @@ async def run_replays(
     for lesson, instance in todo:
         if out.llm_calls >= budget_calls:
             out.stopped = f"the tick's budget of {budget_calls} model calls is spent"
+            break
+        if stopping():
+            out.stopped = "stopped by the operator"
             break
         data = instance.model_dump(mode="json")
         started = time.perf_counter()

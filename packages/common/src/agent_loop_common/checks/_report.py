@@ -429,7 +429,8 @@ class CheckReport:
             summary=self.summary,
             base=self.base.summary() if self.base is not None else "",
             after=self.after.summary() if self.after is not None else "",
-            fail_to_pass=list(verdict.fail_to_pass) if verdict else [],
+            # What a run the change's code reaches into reported passing is not evidence.
+            fail_to_pass=list(verdict.fail_to_pass) if verdict and not self.tampered else [],
             regressions=list(verdict.regressions) if verdict else [],
             failing=list(verdict.failing) if verdict else [],
             tamper_flags=[f"{f.path}: {f.detail}" for f in self.flags],

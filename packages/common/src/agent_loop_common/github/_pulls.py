@@ -84,8 +84,10 @@ class PullOps(GraphQLBase):
 
     async def merged_pulls(self, *, since: datetime | None = None) -> list[PullRequest]:
         """Merged pull requests, most recently updated first, every page; with `since`,
-        only those merged at or after it, and the listing stops at the first page that
-        reaches back before it (a merge updates a pull request, so nothing older follows).
+        only those merged at or after it, and the listing stops at the first one last
+        updated before it (a merge updates a pull request, so nothing older follows),
+        once the listing has shown that it is newest first: a GitHub-like server that
+        ignores `sort` is read to the end rather than cut short.
         """
         gh = await self._gh()
         paginator = gh.rest.paginate(
@@ -98,11 +100,17 @@ class PullOps(GraphQLBase):
             per_page=self._per_page,
         )
         merged: list[PullRequest] = []
+        previous: datetime | None = None
+        sorted_so_far = True  # newest first, as asked, in every pair seen so far
         with translated():
             async for item in paginator:
                 found = conv.pull(item)
-                if since is not None and found.updated_at < since:
+                if previous is not None and found.updated_at > previous:
+                    sorted_so_far = False
+                old = since is not None and found.updated_at < since
+                if old and sorted_so_far and previous is not None:
                     break
+                previous = found.updated_at
                 if found.merged_at is not None and (since is None or found.merged_at >= since):
                     merged.append(found)
         return merged

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
         TaskNotFound,
         call_task_by_name,
         environment_module,
+        plain_output,
+        typed_inputs,
     )
     from agent_loop_common.runtime._entry import agent_main, run_entry
     from agent_loop_common.runtime._fast_idle import fast_idle_tick
@@ -182,6 +184,7 @@ __all__ = [
     "note_holder",
     "open_runtime",
     "operator_fault",
+    "plain_output",
     "plan_slots",
     "preflight_model",
     "preflight_sandbox",
@@ -201,6 +204,7 @@ __all__ = [
     "summarize",
     "summarize_many",
     "tick_body",
+    "typed_inputs",
     "use_flyte_tests_task",
     "use_model",
     "use_sandbox",

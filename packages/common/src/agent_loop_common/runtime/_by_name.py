@@ -35,7 +35,13 @@ from pydantic import BaseModel
 
 from agent_loop_common.sandbox import in_flyte_cluster
 
-__all__ = ["TaskNotFound", "call_task_by_name", "environment_module"]
+__all__ = [
+    "TaskNotFound",
+    "call_task_by_name",
+    "environment_module",
+    "plain_output",
+    "typed_inputs",
+]
 
 _NAME = re.compile(r"^(?P<env>[a-z][a-z0-9_]*)\.(?P<task>[A-Za-z_][A-Za-z0-9_]*)$")
 
@@ -86,8 +92,12 @@ async def _deployed_task(name: str) -> tuple[Any, Mapping[str, Any]]:
     return ref, dict(inputs)
 
 
-def _typed(inputs: Mapping[str, Any], declared: Mapping[str, Any]) -> dict[str, Any]:
-    """`inputs` with each plain value for a pydantic input validated into its type."""
+def typed_inputs(inputs: Mapping[str, Any], declared: Mapping[str, Any]) -> dict[str, Any]:
+    """`inputs` with each plain value for a pydantic input validated into its type.
+
+    `declared`: the task's inputs, name -> `(type, default)` (a local task's
+    `native_interface.inputs`, or the interface Flyte guessed from a deployed one).
+    """
     out: dict[str, Any] = {}
     for key, value in inputs.items():
         spec: Any = declared.get(key)
@@ -102,14 +112,14 @@ def _typed(inputs: Mapping[str, Any], declared: Mapping[str, Any]) -> dict[str, 
     return out
 
 
-def _plain(value: Any) -> Any:
+def plain_output(value: Any) -> Any:
     """A task's output as JSON-ready data (pydantic models dumped, containers walked)."""
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in cast("list[Any]", value)]
+        return [plain_output(v) for v in cast("list[Any]", value)]
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in cast("dict[Any, Any]", value).items()}
+        return {k: plain_output(v) for k, v in cast("dict[Any, Any]", value).items()}
     return value
 
 
@@ -130,4 +140,4 @@ async def call_task_by_name(name: str, /, **inputs: Any) -> Any:
     else:
         task = _local_task(name)
         declared = dict(task.native_interface.inputs)
-    return _plain(await task(**_typed(inputs, declared)))
+    return plain_output(await task(**typed_inputs(inputs, declared)))
