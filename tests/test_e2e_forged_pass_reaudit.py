@@ -13,7 +13,13 @@ change in place).
    fail-to-pass evidence and a ready pull request. Now changed test files are scanned
    for the shapes ordinary tests never need (walking every loaded module, replacing
    pytest's internals, a report's outcome set by hand, `gc` walks, frames, ...).
-2. **A module at the repository's root named like the standard library's.** `python -m
+2. **From a changed `conftest.py`, through pytest's own hooks.** pytest loads a
+   conftest as a declared plugin, so the guard trusts its hooks: `pytest_pyfunc_call`
+   returning True never calls the failing test, and a `pytest_runtest_makereport`
+   wrapper can force a passed report. Both were `passed` with fail-to-pass evidence and
+   only a "test configuration added" flag. Now a hook that decides outcomes, added by
+   the change, is a shape of the scan.
+3. **A module at the repository's root named like the standard library's.** `python -m
    pytest` puts the working directory first on `sys.path`, so a staged `argparse.py`
    ran when pytest imported argparse, before pytest and before the guard: it wrote an
    all-passed JUnit report and a clean, finished guard report, printed "2 passed" and
@@ -201,3 +207,58 @@ def test_a_root_module_named_like_the_standard_librarys_is_tampered(loop: CliLoo
     assert tests.status == "tampered"
     assert tests.fail_to_pass == []
     assert any(expected[0] in t for t in tests.tampered), tests.tampered
+
+
+STEERING_CONFTESTS = {
+    "pytest_pyfunc_call never calls the test": (
+        """
+import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    return True
+""",
+        "tests/conftest.py: defines the pytest hook pytest_pyfunc_call",
+    ),
+    "a makereport wrapper forces a passed report": (
+        """
+import pytest
+from _pytest.reports import TestReport
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        outcome.force_result(
+            TestReport(report.nodeid, report.location, report.keywords, "passed", None, report.when)
+        )
+""",
+        "tests/conftest.py: forces a hook's result (force_result)",
+    ),
+}
+
+
+@pytest.mark.parametrize("how", list(STEERING_CONFTESTS))
+def test_a_conftest_that_decides_outcomes_through_pytests_hooks_is_tampered(
+    loop: CliLoop, how: str
+) -> None:
+    conftest, expected = STEERING_CONFTESTS[how]
+    loop.emulator.add_issue(*CALC_ISSUE)
+    files = {
+        "src/calc.py": CALC_BUGGY,
+        "tests/conftest.py": conftest,
+        "tests/test_calc.py": TESTS_SUB,
+    }
+    built = loop.run(Role.BUILDER, _staging(files, [expected]))
+
+    pull = loop.emulator.pull(built.made[0])
+    assert pull.draft
+    assert "**Tampered**" in (pull.body or "")
+    tests = loop.record(built.run_id).tests
+    assert tests is not None
+    assert tests.status == "tampered"
+    assert tests.fail_to_pass == []
+    assert any(expected in t for t in tests.tampered), tests.tampered

@@ -319,3 +319,49 @@ def test_a_module_named_like_the_standard_librarys_below_the_root_is_not_flagged
 
 def test_a_file_that_does_not_parse_has_no_shapes() -> None:
     assert shapes_of("def (:\n") == {}
+
+
+PYFUNC_CALL = """
+import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    return True
+"""
+FORCED = """
+import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    outcome.force_result(passed_copy(outcome.get_result()))
+"""
+
+
+def test_a_conftest_that_decides_outcomes_through_pytests_hooks_is_found() -> None:
+    """Re-audit of issue 30: a changed conftest is a declared plugin to pytest, so the
+    guard trusts its hooks; `pytest_pyfunc_call` returning True never calls the test,
+    and a makereport wrapper can force another report. Added, each is a shape."""
+    assert _details(PYFUNC_CALL, path="tests/conftest.py") == [
+        "defines the pytest hook pytest_pyfunc_call, which decides whether a test runs or "
+        "what its report says (line 6)"
+    ]
+    found = _details(FORCED, path="conftest.py")
+    assert "forces a hook's result (force_result) (line 8)" in found
+    assert any("defines the pytest hook pytest_runtest_makereport" in d for d in found)
+    # The same hooks already there at the base: nothing the change adds.
+    assert _details(FORCED, path="conftest.py", base=FORCED) == []
+
+
+def test_code_run_from_a_string_is_read_too() -> None:
+    source = 'exec("def pytest_pyfunc_call(pyfuncitem):\\n    return True\\n")\n'
+    assert _details(source, path="tests/conftest.py") == [
+        "defines the pytest hook pytest_pyfunc_call, which decides whether a test runs or "
+        "what its report says (in code run from a string) (line 1)"
+    ]
+    assert _details("exec('import gc\\ngc.get_objects()')\n") == [
+        "walks every live object (gc.get_objects), which reaches the test runner's own "
+        "objects (in code run from a string) (line 1)"
+    ]

@@ -21,7 +21,10 @@ read in a conftest hook, `sys.modules` entries and `builtins` mocked). The shape
   counters (`testsfailed`, `testscollected`), the terminal reporter's `stats`, a
   report's `outcome` set to `"passed"`/`"failed"`/`"skipped"` or through its
   `__dict__`, pytest's or pluggy's own objects replaced (an attribute assigned, `setattr`,
-  `monkeypatch.setattr`, `type.__setattr__`);
+  `monkeypatch.setattr`, `type.__setattr__`), a hook that decides outcomes defined
+  (`pytest_pyfunc_call`, `pytest_runtest_makereport`, ...: `_OUTCOME_HOOKS`), a hook
+  wrapper's `force_result`;
+- **code run from a string** the scan can read (`exec("...")`): its shapes count;
 - **names built at run time** that spell the machinery (`"py" + "test_runtest_log" +
   "report"`, `"".join(...)`, `%`/`format`/f-strings, `chr` codes, reversed, base64,
   rot13 or hex of literals), and `getattr`/`setattr`/`delattr` with a computed name on
@@ -202,7 +205,8 @@ class _Shapes:
 class _Scan(ast.NodeVisitor):
     """One pass over a module: aliases and string constants first, then the shapes."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, depth: int = 0) -> None:
+        self.depth = depth  # how deep in code run from strings (bounded)
         self.shapes = _Shapes()
         self.aliases: dict[str, str] = {}
         self.constants: dict[str, str | None] = {}
@@ -542,6 +546,10 @@ class _Scan(ast.NodeVisitor):
             self._attribute_call(name, node)
         if node.args and name.rsplit(".", 1)[-1] in _SETTERS:
             self._replacing_call(node)
+        if isinstance(node.func, ast.Attribute) and node.func.attr in _FORCERS:
+            self.shapes.add(f"forces a hook's result ({node.func.attr})", node)
+        if name in ("exec", "eval", "compile") and node.args:
+            self._scan_code_string(node)
         if name == "compile" and len(node.args) >= 2:
             filename = self._fold(node.args[1], depth=0)
             if filename is None or not filename.startswith("<") or filename.startswith("<frozen"):
@@ -602,6 +610,22 @@ class _Scan(ast.NodeVisitor):
             self.shapes.add(
                 f"looks up a name computed at run time on {owner or 'an object'} ({name})", node
             )
+
+    def _scan_code_string(self, node: ast.Call) -> None:
+        """Code run from a string the scan can read (`exec("def pytest_...")`): its
+        shapes count as this file's, at the call's line."""
+        text = self._fold(node.args[0], depth=0)
+        if not text or _UNKNOWN in text or self.depth >= 3:
+            return
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            return
+        inner = _Scan(tree, depth=self.depth + 1)
+        inner.visit(tree)
+        for description, count in inner.shapes.counts.items():
+            for _ in range(count):
+                self.shapes.add(f"{description} (in code run from a string)", node)
 
     def _replacing_call(self, node: ast.Call) -> None:
         """`setattr(T, ...)`, `monkeypatch.setattr(T, ...)`, `type.__setattr__(T, ...)` or
@@ -686,6 +710,15 @@ class _Scan(ast.NodeVisitor):
             self.shapes.add(f"installs an import hook ({self._qualname(node)})", node)
         self.generic_visit(node)
 
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        if node.name in _OUTCOME_HOOKS:
+            self.shapes.add(
+                f"defines the pytest hook {node.name}, which decides whether a test runs "
+                "or what its report says",
+                node,
+            )
+        self.generic_visit(node)
+
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
             if (
@@ -718,6 +751,26 @@ class _Scan(ast.NodeVisitor):
         self.generic_visit(node)
 
 
+_OUTCOME_HOOKS = frozenset(
+    {
+        "pytest_pyfunc_call",
+        "pytest_runtest_call",
+        "pytest_runtest_protocol",
+        "pytest_runtest_makereport",
+        "pytest_runtest_logreport",
+        "pytest_report_teststatus",
+        "pytest_make_collect_report",
+        "pytest_collectreport",
+        "pytest_sessionfinish",
+    }
+)
+"""Hooks a plugin or `conftest.py` may implement that decide whether a test runs
+(`pytest_pyfunc_call` returning without calling it), what its report says (a
+`pytest_runtest_makereport` wrapper forcing another result) or how the session ends:
+one the change adds is a shape even in a conftest, which pytest loads as a declared
+plugin the guard cannot tell from an ordinary one."""
+_FORCERS = frozenset({"force_result", "force_exception"})
+"""pluggy's way for a hook wrapper to replace what the hook returned."""
 _SETTERS = frozenset({"setattr", "delattr", "__setattr__", "__delattr__"})
 """Calls that replace an attribute of their first argument (`monkeypatch.setattr`,
 `type.__setattr__`, ...)."""
