@@ -214,3 +214,28 @@ def test_a_forced_release_stops_the_live_run_writing_and_keeps_the_operators_not
     assert "released by the operator @acme (op@host)" in comment.body
     assert "passed to another run" not in comment.body
     assert [m.op for m in parse_dibs(comment.body)] == ["claim", "release"]
+
+
+@pytest.mark.usefixtures("quiet_logs")
+def test_github_refusing_the_token_or_the_repository_names_the_setting_without_a_traceback(
+    emulator: GitHubEmulator,
+    home: pathlib.Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before: a refused token printed a 40-line traceback, and `claims release` in a
+    repository that does not exist said "nothing to release" and exited 0."""
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_not-a-token")
+    for argv in (["list"], ["release", "issue", "1"]):
+        code, out, err = _cli(capsys, "claims", *argv)
+        assert code == 2, (argv, out, err)
+        assert "GITHUB_TOKEN" in err
+        assert "Traceback" not in err
+    monkeypatch.setenv("GITHUB_TOKEN", emulator.bot_token)
+    monkeypatch.setenv("AGENT_LOOP_REPO", "acme/widgetz")
+    for argv in (["list"], ["release", "issue", "1"]):
+        code, out, err = _cli(capsys, "claims", *argv)
+        assert code == 2, (argv, out, err)
+        assert "404" in err
+        assert "AGENT_LOOP_REPO" in err
+        assert "nothing to release" not in out
