@@ -114,7 +114,9 @@ def summarize_tick(result: TickResult) -> TickSummary:
         details["ingested"] = str(result.ingested)
         details["lessons"] = str(len(result.lessons.lessons)) if result.lessons else "0"
         details |= _diagnosis_figures(result)
-        return summarize(Role.DISTILLER, result.record, idle=IDLE_NOTE, details=details)
+        # A replay tick says what its replays did (a distillation's record says the rest).
+        note = result.note if result.kind is TickKind.REPLAYED else ""
+        return summarize(Role.DISTILLER, result.record, idle=IDLE_NOTE, note=note, details=details)
     if result.kind is TickKind.INTERRUPTED:
         return TickSummary(
             role=Role.DISTILLER, outcome=Outcome.INTERRUPTED, note=result.note, details=details
