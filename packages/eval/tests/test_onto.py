@@ -74,3 +74,15 @@ async def test_a_squash_of_one_commit_with_its_message_is_still_a_squash() -> No
         merge = await gh.get_commit(merged)
         onto = await merged_onto(gh, merge, head_sha=pull.head_sha, base_sha=pull.base_sha)
         assert onto == before
+
+
+async def test_a_head_commit_the_server_no_longer_has_leaves_the_parent() -> None:
+    emulator = _repo()
+    number, before = _pull(emulator, moved=True)
+    merged = emulator.merge_pull(number, method="squash")
+    async with emulator_client(emulator) as gh:
+        pull = await gh.get_pull(number)
+        merge = await gh.get_commit(merged)
+        emulator.inject_fault("GET", rf"/git/commits/{pull.head_sha}", status=404, times=1)
+        onto = await merged_onto(gh, merge, head_sha=pull.head_sha, base_sha=pull.base_sha)
+        assert onto == before

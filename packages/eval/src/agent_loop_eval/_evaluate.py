@@ -146,11 +146,20 @@ async def _with_score(
         except BinaryChange as exc:
             problem = f"the change cannot be written as a text patch: {exc}"
     reason = result.reason
-    if not score.resolved and result.outcome == "change":
+    # A change whose code reached into the test runner, in the scoring run or in the
+    # build's own checks of it, resolves nothing, whatever the reports said.
+    visible = result.visible_tests
+    own = visible.tampered if visible is not None and visible.status == "tampered" else []
+    tampered = list(dict.fromkeys([*score.tampered, *own]))
+    if tampered and result.outcome == "change":
+        more = f" (and {len(tampered) - 1} more)" if len(tampered) > 1 else ""
+        reason = f"tampered: {tampered[0]}{more}"
+    elif not score.resolved and result.outcome == "change":
         failing = f"{len(score.failing)} hidden test(s) did not pass" if score.failing else ""
         reason = "; ".join(part for part in (failing, score.note) if part)
     update: dict[str, object] = {
-        "resolved": score.resolved,
+        "resolved": score.resolved and not tampered,
+        "tampered": tampered,
         "tests": score.tests,
         "failing_tests": score.failing,
         "score_seconds": score.seconds,

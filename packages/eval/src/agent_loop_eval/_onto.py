@@ -21,7 +21,7 @@ at most 250 commits of a pull request).
 
 from __future__ import annotations
 
-from agent_loop_common.github import GitCommit, GitHub
+from agent_loop_common.github import GitCommit, GitHub, NotFound
 
 __all__ = ["MAX_COMMITS", "merged_onto"]
 
@@ -60,12 +60,15 @@ async def merged_onto(github: GitHub, merge: GitCommit, *, head_sha: str, base_s
                 return commit.parents[0] if commit.parents else onto
             sha = commit.parents[0]
         return onto
-    landed, own = merge, await github.get_commit(head_sha)
-    for _ in range(MAX_COMMITS):
-        if len(landed.parents) != 1 or len(own.parents) != 1 or not _replayed(landed, own):
-            break
-        onto = landed.parents[0]
-        if onto == own.parents[0]:  # rebased onto the commit it started from
-            break
-        landed, own = await github.get_commit(onto), await github.get_commit(own.parents[0])
+    try:
+        landed, own = merge, await github.get_commit(head_sha)
+        for _ in range(MAX_COMMITS):
+            if len(landed.parents) != 1 or len(own.parents) != 1 or not _replayed(landed, own):
+                break
+            onto = landed.parents[0]
+            if onto == own.parents[0]:  # rebased onto the commit it started from
+                break
+            landed, own = await github.get_commit(onto), await github.get_commit(own.parents[0])
+    except NotFound:  # the head's commits are gone from the server: take the parent seen
+        return onto
     return onto

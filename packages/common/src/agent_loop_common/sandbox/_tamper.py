@@ -57,6 +57,8 @@ _SKIP_MARKERS = (
     ("pytest.xfail(", re.compile(r"\bpytest\.xfail\(")),
     ("@unittest.skip", re.compile(r"@unittest\.skip\w*\b")),
     ("skipTest(", re.compile(r"\.skipTest\(")),
+    ("pytest.importorskip(", re.compile(r"\bimportorskip\(")),
+    ("raise SkipTest", re.compile(r"\braise\s+(?:\w+\.)*(?:SkipTest|Skipped)\b")),
     (".skip(", re.compile(r"(?<!pytest)(?<!\.mark)\.skip\(")),
     (".only(", re.compile(r"\b(it|describe|test|context)\.only\(")),
     ("xit(/xdescribe(", re.compile(r"\bx(it|describe|test)\(")),

@@ -144,7 +144,7 @@ class TestVerdict(BaseModel):
             lines.append(f"- No longer run: {_names(self.disappeared)}")
         if self.not_shown_fixed:
             lines.append(
-                "- Not shown fixed (failed on the base, absent after the change): "
+                "- Not shown fixed (failed on the base, skipped or absent after the change): "
                 + _names(self.not_shown_fixed)
             )
         lines += [f"- Tampered: {finding}" for finding in self.tampered]
@@ -249,7 +249,13 @@ def compare(base: RunResult | None, after: RunResult) -> TestVerdict:
             if key in base_fail or (base_all is not None and key not in base_all):
                 fail_to_pass.append(name)
         if after_all is not None:
-            not_shown_fixed = [name for key, name in base_fail.items() if key not in after_all]
+            # Neither passing nor failing now: deselected, deleted, renamed, not collected,
+            # or skipped (a skip marker, `importorskip`, `raise SkipTest`, an xfail).
+            not_shown_fixed = [
+                name
+                for key, name in base_fail.items()
+                if key not in after_pass and key not in after_fail
+            ]
     else:
         gone = [name for key, name in base_fail.items() if key not in after_fail]
         if _printed_fixed(usable_base, after, len(gone)):
