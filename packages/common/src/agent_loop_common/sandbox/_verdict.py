@@ -356,15 +356,9 @@ def _guard_findings(
     base: RunResult | None, after: RunResult
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(what the guard found in the change's run and not in the base's, notes)."""
-    if not after.guard_findings:
-        return (), ()
-    on_base = (
-        {f.key for f in base.guard_findings}
-        if base is not None and base.ran
-        else set[tuple[str, str, str]]()
-    )
-    new = tuple(f.detail for f in after.guard_findings if f.key not in on_base)
-    same = [f.detail for f in after.guard_findings if f.key in on_base]
+    fresh = after.guard_findings_not_in(base)
+    new = tuple(f.detail for f in fresh)
+    same = [f.detail for f in after.guard_findings if f not in fresh]
     notes = (
         (
             "the pytest guard found the same on the base commit, so it is not held against "
