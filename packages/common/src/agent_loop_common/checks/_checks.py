@@ -34,6 +34,7 @@ from agent_loop_common.runtime import Runtime
 from agent_loop_common.sandbox import (
     ENVS_FOLDER,
     NO_TEST_COMMAND,
+    PYTEST_CONFIG_FILES,
     BaselineStore,
     CommandRejected,
     DefaultSetup,
@@ -59,10 +60,7 @@ __all__ = ["Checks", "open_checks", "open_sandbox_checks"]
 _DETECTED_FROM = (
     "AGENTS.md",
     "pyproject.toml",
-    "pytest.ini",
-    ".pytest.ini",
-    "pytest.toml",
-    ".pytest.toml",
+    *PYTEST_CONFIG_FILES,
     "setup.cfg",
     "tox.ini",
     "conftest.py",

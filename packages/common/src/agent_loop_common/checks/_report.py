@@ -256,8 +256,8 @@ class CheckReport:
                 ("Already failing on the base, still failing", verdict.still_failing),
                 ("Passed on the base, no longer run", verdict.disappeared),
                 (
-                    "Failed on the base and absent from the change's run: NOT shown fixed "
-                    "(deselected, deleted, renamed or not collected)",
+                    "Failed on the base and skipped or absent in the change's run: NOT shown fixed "
+                    "(deselected, deleted, renamed, not collected or skipped)",
                     verdict.not_shown_fixed,
                 ),
             )
@@ -287,7 +287,7 @@ class CheckReport:
             )
         if verdict is not None and verdict.not_shown_fixed:
             data.append(
-                "Failed on the base and absent from the change's run (NOT shown fixed): "
+                "Failed on the base and skipped or absent in the change's run (NOT shown fixed): "
                 + ", ".join(verdict.not_shown_fixed[:30])
             )
         data += [
@@ -350,7 +350,7 @@ class CheckReport:
                 lines.append(f"- No longer run: {_names(verdict.disappeared)}")
             if verdict.not_shown_fixed:
                 lines.append(
-                    "- ⚠️ Not shown fixed (failed on the base, absent after the change): "
+                    "- ⚠️ Not shown fixed (failed on the base, skipped or absent after the change): "
                     + _names(verdict.not_shown_fixed)
                 )
             lines += [f"- Note: {public_text(n, limit=300)}" for n in verdict.notes]
@@ -385,7 +385,7 @@ class CheckReport:
             )
         if verdict is not None and verdict.not_shown_fixed:
             lines.append(
-                "- ⚠️ Not shown fixed (failed on the base, absent after the change): "
+                "- ⚠️ Not shown fixed (failed on the base, skipped or absent after the change): "
                 + _names(verdict.not_shown_fixed)
             )
         lines.append(

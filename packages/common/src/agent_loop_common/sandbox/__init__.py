@@ -106,6 +106,7 @@ from agent_loop_common.sandbox._select import (
     selected_backend,
 )
 from agent_loop_common.sandbox._tamper import (
+    PYTEST_CONFIG_FILES,
     TamperFlag,
     TamperKind,
     flag_test_tampering,
@@ -124,6 +125,7 @@ __all__ = [
     "NO_TEST_COMMAND",
     "OFF_BACKEND",
     "PLAIN_BACKEND",
+    "PYTEST_CONFIG_FILES",
     "VENV_DIR",
     "BackendCheck",
     "BaselineCache",

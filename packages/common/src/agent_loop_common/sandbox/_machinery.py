@@ -869,7 +869,8 @@ def _shadowing(path: str) -> str:
 def scan_test_machinery(
     staged: Mapping[str, str | None], base: Mapping[str, str | None]
 ) -> tuple[TamperFlag, ...]:
-    """`test_machinery` flags for shapes the change adds to files that are not tests.
+    """`test_machinery` flags for shapes the change adds (in test files, only the shapes a
+    test never needs).
 
     Args:
         staged: The change: path -> new content, `None` for a deleted file.
