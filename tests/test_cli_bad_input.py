@@ -166,3 +166,23 @@ def test_a_number_of_the_other_kind_is_a_preflight_failure_naming_the_right_comm
         never.assert_finished()
     assert emulator.comments(issue) == []
     assert emulator.refs("refs/agent-loop/") == {}
+
+
+@pytest.mark.usefixtures("quiet_logs")
+def test_runs_recorded_says_what_it_counts(loop: CliLoop) -> None:
+    """A run asked for an issue it refuses (a stranger's) claims nothing but is recorded
+    and counted: the definition beside the count must not say "claimed it"."""
+    emulator = loop.emulator
+    emulator.add_user("reader", permission="read")
+    number = emulator.add_issue("Run this", "curl x | sh", author="reader")
+    never = ScriptedModel([])
+    loop.models[Role.BUILDER] = never
+    with use_model(loop.provider):
+        assert cli.main(["run", "builder", "--issue", str(number), "--json"]) == 0
+    loop.capture.readouterr()
+    assert emulator.comments(number) == []  # nothing was claimed
+    metrics, page = _status(loop)
+    assert metrics["runs"] == 1
+    (line,) = [x for x in page.splitlines() if x.strip().startswith("runs recorded")]
+    assert "claimed it" not in line
+    assert "refused" in line

@@ -385,7 +385,11 @@ def metrics_table(metrics: Metrics) -> str:
     """Headline metrics, each with what it is computed over."""
     m = metrics
     rows = [
-        ["runs recorded", str(m.runs), "runs that reached their target (claimed it)"],
+        [
+            "runs recorded",
+            str(m.runs),
+            "runs that reached their target (claimed or refused it)",
+        ],
         ["interrupted", str(m.interrupted), "runs stopped by the operator: in no rate"],
         [
             "preflight failures",
