@@ -239,3 +239,23 @@ def test_github_refusing_the_token_or_the_repository_names_the_setting_without_a
         assert "404" in err
         assert "AGENT_LOOP_REPO" in err
         assert "nothing to release" not in out
+
+
+@pytest.mark.usefixtures("quiet_logs")
+def test_an_owner_wildcard_needs_repo_and_says_so(
+    home: pathlib.Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`AGENT_LOOP_REPOS=acme/*` names no repository by itself: `claims list` crashed
+    with a traceback ("expected owner/name") instead of asking for --repo."""
+    monkeypatch.delenv("AGENT_LOOP_REPO")
+    monkeypatch.setenv("AGENT_LOOP_REPOS", "acme/*")
+    code, _, err = _cli(capsys, "claims", "list")
+    assert code == 2
+    assert "add --repo OWNER/NAME" in err
+    assert "Traceback" not in err
+    code, out, _ = _cli(capsys, "claims", "list", "--repo", "acme/widgets")
+    assert code == 0
+    assert out.startswith("No live claims in acme/widgets")
+    code, _, err = _cli(capsys, "claims", "list", "--repo", "other/thing")
+    assert code == 2
+    assert "--repo other/thing is not a configured repository (acme/*)" in err

@@ -117,14 +117,18 @@ def main(args: argparse.Namespace) -> int:
 
 def _repos(settings: Settings, repo: str | None, *, one: bool) -> list[str] | str:
     """The repositories to look at, or what is wrong with the request."""
-    named = [r for r in settings.repos if not r.endswith("/*")] or [settings.repo]
+    if settings.many_repos:  # `owner/*` names no repository by itself
+        named = [r for r in settings.repos if not r.endswith("/*")]
+    else:
+        named = [settings.repo]
     if repo is not None:
         wanted = repo.strip()
         owner = wanted.lower().partition("/")[0]
         known = [r.lower() for r in (*settings.repos, settings.repo) if r]
         if wanted.lower() in known or f"{owner}/*" in known:
             return [wanted]
-        return f"--repo {repo} is not a configured repository ({', '.join(named)})"
+        configured = ", ".join(settings.repos or (settings.repo,))
+        return f"--repo {repo} is not a configured repository ({configured})"
     if settings.many_repos and (one or len(named) != len(settings.repos)):
         return (
             f"AGENT_LOOP_REPOS names several repositories ({', '.join(settings.repos)}): "

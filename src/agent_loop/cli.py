@@ -809,8 +809,7 @@ def _serve(args: argparse.Namespace, level: str | None) -> int:
         print(f"agent-loop serve: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     _say(f"agent-loop: the gateway for {settings.repo} on http://{args.host}:{args.port}/webhook")
-    serve(settings, host=cast(str, args.host), port=cast(int, args.port))
-    return 0
+    return serve(settings, host=cast(str, args.host), port=cast(int, args.port))
 
 
 def _say(text: str) -> None:

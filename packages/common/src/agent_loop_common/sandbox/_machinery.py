@@ -583,13 +583,9 @@ class _Scan(ast.NodeVisitor):
                 and self._qualname(argument) == "sys.modules"
             ) and name in ("list", "tuple", "dict", "iter", "sorted", "set", "vars"):
                 self.shapes.add("walks every loaded module (sys.modules)", node)
-        self._check_string_args(node)
+        if id(node) not in self._folded:
+            self._built_name(node)
         self.generic_visit(node)
-
-    def _check_string_args(self, node: ast.Call) -> None:
-        if id(node) in self._folded:
-            return
-        self._built_name(node)
 
     def _attribute_call(self, name: str, node: ast.Call) -> None:
         owner = self._qualname(node.args[0])
