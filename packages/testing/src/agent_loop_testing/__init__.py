@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from agent_loop_testing._emulator_faults import Fault, LoggedRequest
     from agent_loop_testing._emulator_history import (
         History,
+        HistoryEdit,
         HistoryIssue,
         HistoryMerge,
         HistoryPull,
@@ -151,6 +152,7 @@ _LAZY = {
     "LoggedRequest": "agent_loop_testing._emulator_faults",
     "GitHubHost": "agent_loop_testing._emulator_host",
     "History": "agent_loop_testing._emulator_history",
+    "HistoryEdit": "agent_loop_testing._emulator_history",
     "HistoryIssue": "agent_loop_testing._emulator_history",
     "HistoryMerge": "agent_loop_testing._emulator_history",
     "HistoryPull": "agent_loop_testing._emulator_history",
@@ -230,6 +232,7 @@ __all__ = [
     "HeldCall",
     "HeldProgram",
     "History",
+    "HistoryEdit",
     "HistoryIssue",
     "HistoryMerge",
     "HistoryPull",

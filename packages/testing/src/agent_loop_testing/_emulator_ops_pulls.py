@@ -27,13 +27,13 @@ from agent_loop_testing._emulator_ops_issues import record_event, set_state
 from agent_loop_testing._emulator_signing import GITHUB_KEY_ID, armored, web_flow_identity
 from agent_loop_testing._emulator_state import (
     CheckRunRec,
-    EditRec,
     IssueRec,
     PullRec,
     ReviewCommentRec,
     ReviewRec,
     State,
     StatusRec,
+    record_body_edit,
 )
 
 __all__ = [
@@ -80,7 +80,7 @@ def edit_review_comment(st: State, comment_id: int, body: str, editor: str) -> R
     st.user(editor)
     comment.updated_at = st.tick()
     if body != comment.body:
-        comment.edits.append(EditRec(editor, comment.updated_at))
+        record_body_edit(comment, editor, comment.updated_at, body)
     comment.body = body
     st.issues[comment.pull].updated_at = comment.updated_at
     return comment
