@@ -133,6 +133,13 @@ def test_four_bad_inputs_are_preflight_failures_and_leave_the_rates_alone(
     assert {k: after[k] for k in rates} == {k: before[k] for k in rates}
     assert (after["runs"], after["preflight_failures"]) == (before["runs"], 4)
     assert "Failed before reaching a target (4)" in page
+    # a table: what to fix starts in one column, after the repository and the target
+    section = page[page.index("Failed before reaching a target") :].split("\n\n")[0]
+    header, _, *rows = section.splitlines()[1:]
+    column = header.index("what to fix")
+    assert len(rows) == 4
+    assert all(row[column - 2 : column] == "  " and row[column] != " " for row in rows), section
+    assert any(row[column:].startswith("issue #99 does not exist") for row in rows)
     recent = page[page.index("Recent runs") : page.index("Failed before reaching a target")]
     assert "acme/widgetz" not in recent  # no permanent section for a typo
     assert "preflight_failed" not in recent
