@@ -133,7 +133,7 @@ def test_a_forged_pass_is_never_resolved_and_the_result_says_why(
     (result,) = json.loads((runs["forged"] / "results.json").read_text())
     assert result["outcome"] == "change"
     assert result["resolved"] is False
-    assert result["reason"].startswith("tampered: ")
+    assert result["reason"].startswith("tampered: pytest guard: ")
     tampered = result["tampered"]
     # The scoring run: the hidden test failed and the guard saw the report flipped.
     assert any("changed a test report from failed to passed" in t for t in tampered), tampered

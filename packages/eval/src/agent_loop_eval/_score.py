@@ -157,8 +157,8 @@ def _tampered(
     trusted: set[str],
 ) -> list[str]:
     """What makes the scoring run's results untrustworthy, as a live check words it:
-    the scan's `flags` of the produced change, and what the guard found in `run` that
-    it did not find on `base` and that lies outside the test patch's files (`trusted`)."""
+    what the guard found in `run` that it did not find on `base` and that lies outside
+    the test patch's files (`trusted`), then the scan's `flags` of the produced change."""
     own = tuple(f for f in run.guard_findings if f.where.rsplit(":", 1)[0] not in trusted)
     steered = run.model_copy(update={"guard_findings": own})
     report = CheckReport(
@@ -171,4 +171,6 @@ def _tampered(
         base=base,
         after=steered,
     )
-    return list(report.tampered)
+    # What the guard saw the run do first (the stronger evidence), then the scan's shapes.
+    scanned = sum(f.kind == "test_machinery" for f in flags)
+    return [*report.tampered[scanned:], *report.tampered[:scanned]]
