@@ -7,8 +7,11 @@ workspace's Python runs each instance's tests), answered by `InstantModel` (thre
 turns and a verdict, in no time). What is measured is therefore the eval's own cost per
 instance: the base tarball download, the builder's replay (agent loop, visible tests
 on the base and on the change, verifier), the scoring run with the hidden tests, the
-results and the report. Each instance runs its own runtime, so three sandbox runs:
-the visible tests on the base (its baseline), on the change, and the scoring run.
+results and the report. Each instance runs the visible tests on its change and the
+scoring run in the sandbox; the visible tests on the base (the baseline) run once per
+base commit and command in a run, shared by the instances that have it (the REPEAT
+copies of a fix). `sandbox runs` counts them from the results (`visible_tests.runs`,
+plus one scoring run per scored change).
 
 Each K of PARALLEL (default 1 2 4) runs all instances with `--parallel K` in a fresh
 home and prints wall time and instances per minute (a Markdown table). Times move with
@@ -20,6 +23,7 @@ bubblewrap (`apt-get install bubblewrap`).
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -64,8 +68,15 @@ def _instances(emulator: GitHubEmulator, repeat: int) -> list[Instance]:
     ]
 
 
-def _run(parallel: int, repeat: int, work: Path) -> tuple[int, float]:
-    """One `eval run` of every instance at `--parallel K`; (instances, wall seconds)."""
+def _sandbox_runs(out: Path) -> int:
+    """Sandbox runs of a run, from its results: each build's, and each scoring run."""
+    results = json.loads((out / "results.json").read_text())
+    return sum((r["visible_tests"] or {}).get("runs", 0) + bool(r["scoring"]) for r in results)
+
+
+def _run(parallel: int, repeat: int, work: Path) -> tuple[int, float, int]:
+    """One `eval run` of every instance at `--parallel K`; (instances, wall seconds,
+    sandbox runs)."""
     emulator = GitHubEmulator()
     instances = _instances(emulator, repeat)
     file = work / f"instances-{parallel}.jsonl"
@@ -99,7 +110,7 @@ def _run(parallel: int, repeat: int, work: Path) -> tuple[int, float]:
             seconds = time.perf_counter() - started
     if code != 0:
         raise SystemExit(f"eval run --parallel {parallel} exited {code}")
-    return len(instances), seconds
+    return len(instances), seconds, _sandbox_runs(work / f"out-{parallel}")
 
 
 def main(argv: list[str]) -> None:
@@ -108,16 +119,15 @@ def main(argv: list[str]) -> None:
         raise SystemExit(f"bubblewrap cannot run here: {why}")
     repeat = int(argv[0]) if argv else 4
     ks = [int(k) for k in argv[1:]] or [1, 2, 4]
-    rows: list[tuple[int, int, float]] = []
     with tempfile.TemporaryDirectory(prefix="eval-rate-") as tmp:
-        for k in ks:
-            n, seconds = _run(k, repeat, Path(tmp))
-            rows.append((k, n, seconds))
+        rows = [(k, *_run(k, repeat, Path(tmp))) for k in ks]
     print()
-    print("| parallel K | instances | wall s | instances / min | s / instance |")
-    print("|---:|---:|---:|---:|---:|")
-    for k, n, seconds in rows:
-        print(f"| {k} | {n} | {seconds:.1f} | {60 * n / seconds:.1f} | {seconds / n:.2f} |")
+    print("| parallel K | instances | sandbox runs | wall s | instances / min | s / instance |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for k, n, seconds, runs in rows:
+        print(
+            f"| {k} | {n} | {runs} | {seconds:.1f} | {60 * n / seconds:.1f} | {seconds / n:.2f} |"
+        )
 
 
 if __name__ == "__main__":

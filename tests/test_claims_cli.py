@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from agent_loop import cli
-from agent_loop_common.claims import Claimer, parse_dibs, parse_target
+from agent_loop_common.claims import Claimer, ClaimLost, parse_dibs, parse_target, release_claim
 from agent_loop_common.records import TargetKind
 from agent_loop_testing import GitHubEmulator, emulator_client, serve_for_cli
 
@@ -168,9 +168,94 @@ def test_targets_are_read_as_people_write_them(words: list[str], kind: str, key:
 
 
 @pytest.mark.usefixtures("quiet_logs")
+@pytest.mark.parametrize(
+    "words",
+    [["issue", "-3"], ["-3"], ["#-3"], ["issue", "0"], ["#5x"], ["pr", "7", "extra"], ["issue"]],
+)
+def test_a_malformed_target_is_refused_not_read_as_another(words: list[str]) -> None:
+    """`issue -3` must not release issue #3: a sign is no separator."""
+    with pytest.raises(ValueError):
+        parse_target(words)
+
+
 def test_a_target_that_names_nothing_is_a_usage_error(
     home: pathlib.Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, _, err = _cli(capsys, "claims", "release", "widget", "5")
     assert code == 2
     assert "names no claim" in err
+
+
+def test_a_forced_release_stops_the_live_run_writing_and_keeps_the_operators_note(
+    emulator: GitHubEmulator,
+) -> None:
+    """`claims release --force` of a run that still works: its next write must find the
+    claim gone and write nothing, and its own release must not overwrite the operator's
+    note. Before, a run within its first heartbeat (10 minutes) renewed without looking,
+    opened its pull request anyway, and then rewrote the comment to say its claim 'had
+    already expired and passed to another run'."""
+
+    async def scenario() -> None:
+        async with emulator_client(emulator) as github:
+            run = Claimer(github, deployment="laptop", role="builder", run_id=RUN)
+            claim = await run.claim(TargetKind.ISSUE, 1)
+            assert claim is not None
+            # what `agent-loop claims release issue 1 --force` does
+            await release_claim(
+                github, claim.target, operator="@acme (op@host)", now=datetime.now(UTC)
+            )
+            with pytest.raises(ClaimLost):
+                await run.renew(claim)  # right before the run's first write
+            assert await run.release(claim, "opened pull request #9") is False
+
+    asyncio.run(scenario())
+    assert emulator.ref_sha("agent-loop/claims/issue-1") is None
+    (comment,) = emulator.comments(1)
+    assert "released by the operator @acme (op@host)" in comment.body
+    assert "passed to another run" not in comment.body
+    assert [m.op for m in parse_dibs(comment.body)] == ["claim", "release"]
+
+
+@pytest.mark.usefixtures("quiet_logs")
+def test_github_refusing_the_token_or_the_repository_names_the_setting_without_a_traceback(
+    emulator: GitHubEmulator,
+    home: pathlib.Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before: a refused token printed a 40-line traceback, and `claims release` in a
+    repository that does not exist said "nothing to release" and exited 0."""
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_not-a-token")
+    for argv in (["list"], ["release", "issue", "1"]):
+        code, out, err = _cli(capsys, "claims", *argv)
+        assert code == 2, (argv, out, err)
+        assert "GITHUB_TOKEN" in err
+        assert "Traceback" not in err
+    monkeypatch.setenv("GITHUB_TOKEN", emulator.bot_token)
+    monkeypatch.setenv("AGENT_LOOP_REPO", "acme/widgetz")
+    for argv in (["list"], ["release", "issue", "1"]):
+        code, out, err = _cli(capsys, "claims", *argv)
+        assert code == 2, (argv, out, err)
+        assert "404" in err
+        assert "AGENT_LOOP_REPO" in err
+        assert "nothing to release" not in out
+
+
+@pytest.mark.usefixtures("quiet_logs")
+def test_an_owner_wildcard_needs_repo_and_says_so(
+    home: pathlib.Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`AGENT_LOOP_REPOS=acme/*` names no repository by itself: `claims list` crashed
+    with a traceback ("expected owner/name") instead of asking for --repo."""
+    monkeypatch.delenv("AGENT_LOOP_REPO")
+    monkeypatch.setenv("AGENT_LOOP_REPOS", "acme/*")
+    code, _, err = _cli(capsys, "claims", "list")
+    assert code == 2
+    assert "add --repo OWNER/NAME" in err
+    assert "Traceback" not in err
+    code, out, _ = _cli(capsys, "claims", "list", "--repo", "acme/widgets")
+    assert code == 0
+    assert out.startswith("No live claims in acme/widgets")
+    code, _, err = _cli(capsys, "claims", "list", "--repo", "other/thing")
+    assert code == 2
+    assert "--repo other/thing is not a configured repository (acme/*)" in err

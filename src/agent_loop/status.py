@@ -385,7 +385,11 @@ def metrics_table(metrics: Metrics) -> str:
     """Headline metrics, each with what it is computed over."""
     m = metrics
     rows = [
-        ["runs recorded", str(m.runs), "runs that reached their target (claimed it)"],
+        [
+            "runs recorded",
+            str(m.runs),
+            "runs that reached their target (claimed or refused it)",
+        ],
         ["interrupted", str(m.interrupted), "runs stopped by the operator: in no rate"],
         [
             "preflight failures",
@@ -495,13 +499,18 @@ def _preflight_lines(failures: Sequence[RunRecord], limit: int) -> list[str]:
         "",
         f"Failed before reaching a target ({len(failures)}): not runs of the agents, in no rate",
     ]
-    for r in failures[: min(limit, 5)]:
-        where = f"{terminal_safe(r.repo)} " if r.repo else ""
-        what = "" if r.target.kind is TargetKind.REPO else f"{_target(r)} "
-        lines.append(
-            f"  {fmt_time(r.finished_at)}  {r.role.value}  {where}{what}"
-            f"{clip(terminal_safe(r.error), 160)}"
-        )
+    rows = [
+        [
+            fmt_time(r.finished_at),
+            r.role.value,
+            terminal_safe(r.repo) or "-",
+            "-" if r.target.kind is TargetKind.REPO else _target(r),
+            terminal_safe(r.error),
+        ]
+        for r in failures[: min(limit, 5)]
+    ]
+    headers = ["finished (UTC)", "role", "repository", "target", "what to fix"]
+    lines.append(render_table(headers, rows, max_cell=160))
     if len(failures) > 5:
         lines.append(f"  ... and {len(failures) - 5} earlier (agent-loop status --json)")
     return lines

@@ -260,3 +260,43 @@ async def test_the_pre_write_check_reads_one_listing_unless_it_spans_pages(
         assert asked == {"GET /repos/{owner}/{repo}/issues"}
     else:
         assert asked == {"GET /repos/{owner}/{repo}/issues/{issue_number}"}
+
+
+async def test_a_change_identical_to_the_base_opens_no_empty_pull_request(
+    emulator: GitHubEmulator,
+    tick: Callable[..., Any],
+    install: Install,
+) -> None:
+    """The issue is already done on the base and the model re-stages a file as it is:
+    before, the verifier passed it and the builder opened a pull request with no changed
+    files. Now the submission is refused, and the model declines."""
+    number = emulator.add_issue("Make widgets", "We need make_widget(name).")
+    unchanged = "def make_widget(name):\n    return {'name': name}\n"
+    model = install(
+        ScriptedModel(
+            [
+                turn(
+                    tool_calls=[call("stage_file", path="src/widgets/core.py", content=unchanged)]
+                ),
+                turn(
+                    tool_calls=[
+                        call("submit_implementation", title="Make widgets", body="b", summary="s")
+                    ]
+                ),
+                turn(
+                    tool_calls=[call("skip_issue", reason="make_widget(name) exists already.")],
+                    expect_tool_result_contains="identical to the base branch",
+                ),
+                turn("Skipped."),
+            ]
+        )
+    )
+
+    record = await tick()
+
+    assert record is not None
+    assert record.outcome is Outcome.SKIPPED
+    assert emulator.pulls() == []
+    assert emulator.refs("refs/heads/agent-loop/") == {}
+    assert emulator.ref_sha(f"agent-loop/claims/issue-{number}") is None
+    model.assert_finished()

@@ -133,6 +133,31 @@ async def test_a_rejected_decomposed_or_failed_replay_produces_no_change(
     assert emulator.requests == []
 
 
+async def test_an_instance_without_an_issue_number_is_the_issue_not_issue_0(
+    emulator: GitHubEmulator, settings: Settings, memory_root: str, install: Install
+) -> None:
+    """An instance from a SWE-bench file made elsewhere names no issue (number 0): the
+    builder's prompt, its `read_issue` and the verifier's request call it "the issue"."""
+    snapshot = await _base_snapshot(emulator)
+    steps = _implement()
+    steps[0] = turn(
+        tool_calls=[call("read_issue").expecting('label="the issue"', "blue by default")],
+        expect_in_messages=["# The issue\n", "Work on the issue as your instructions say"],
+    )
+    model = install(ScriptedModel(steps, routes={VERIFIER_MARKER: _verdicts(True)}))
+    async with open_runtime(settings, Role.BUILDER, memory_root=memory_root, offline=True) as rt:
+        replay = await replay_build(rt, ReplayAsk(number=0, statement=STATEMENT), snapshot)
+
+    model.assert_finished()
+    assert replay.outcome == "change", replay.reason
+    verifier = model.calls_for(VERIFIER_MARKER)
+    assert len(verifier) == 1
+    assert '<untrusted-data label="the issue">' in str(verifier[0].messages)
+    everything = str([(c.system, c.messages, c.tool_results) for c in model.calls])
+    assert "#0" not in everything
+    assert "issue 0" not in everything.lower()
+
+
 @pytest.mark.parametrize(
     ("lessons", "shown"),
     [("on", ["L-1", "L-2"]), ("off", []), ("L-2", ["L-2"])],

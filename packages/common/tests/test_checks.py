@@ -209,7 +209,9 @@ def test_a_change_that_reaches_into_the_runner_is_tampered_in_every_view() -> No
     assert "- pytest guard: registered a pytest plugin from src/calc.py:12" in body
     assert "- Reported: 2 passed (base: 1 failed, 1 passed) (not evidence" in body
     assert "saw these tests fail when pytest made their reports: `tests/test_calc.py" in body
-    assert "Not shown fixed (failed on the base, absent after the change): `tests." in body
+    assert (
+        "Not shown fixed (failed on the base, skipped or absent after the change): `tests." in body
+    )
     assert "a process the change's code also runs in" in body
     verifier = report.for_verifier()
     assert "its results CANNOT be trusted" in verifier

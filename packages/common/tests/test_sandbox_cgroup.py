@@ -14,7 +14,6 @@ Two shapes from the review, each run for real:
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -34,9 +33,9 @@ from agent_loop_common.sandbox import (
 )
 from agent_loop_common.sandbox._cgroup import CgroupSupport, cgroup_support
 from agent_loop_common.settings import Settings
-from agent_loop_testing import proc_without_cgroup
+from agent_loop_testing import bwrap_works, proc_without_cgroup
 
-WORKS, WHY = asyncio.run(BwrapSandbox(SandboxLimits()).probe())
+WORKS, WHY = bwrap_works()
 needs_bwrap = pytest.mark.skipif(not WORKS, reason=f"bubblewrap cannot run here: {WHY}")
 
 # Four workers of 150 MB each under a 256 MB sandbox; the runner ignores how they end and

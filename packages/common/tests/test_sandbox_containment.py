@@ -31,18 +31,12 @@ from agent_loop_common.sandbox import (
     compare,
     write_tree,
 )
+from agent_loop_testing import bwrap_works
 
 LIMITS = SandboxLimits(wall_seconds=30, memory_mb=1024, max_processes=32, max_file_mb=8)
 
 
-def _bwrap_works() -> tuple[bool, str]:
-    async def probe() -> tuple[bool, str]:
-        return await BwrapSandbox(LIMITS).probe()
-
-    return asyncio.run(probe())
-
-
-WORKS, WHY = _bwrap_works()
+WORKS, WHY = bwrap_works()
 pytestmark = pytest.mark.skipif(not WORKS, reason=f"bubblewrap cannot run here: {WHY}")
 
 

@@ -8,7 +8,6 @@ bubblewrap sandbox: pytest 9's subtests counted from its printed line, a forged
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 import tracemalloc
@@ -30,6 +29,7 @@ from agent_loop_common.sandbox import (
 from agent_loop_common.sandbox._capture import OutputCapture
 from agent_loop_common.sandbox._evidence import evidence_disagreements
 from agent_loop_common.sandbox._reports import MAX_JUNIT_ELEMENTS, read_junit
+from agent_loop_testing import bwrap_works
 
 
 def _counts(text: str) -> TestCounts | None:
@@ -329,11 +329,7 @@ def test_pytest_commands_get_a_junit_report(argv: tuple[str, ...], added: bool) 
 LIMITS = SandboxLimits(wall_seconds=60, memory_mb=1024, max_processes=64, max_file_mb=32)
 
 
-def _bwrap_works() -> tuple[bool, str]:
-    return asyncio.run(BwrapSandbox(LIMITS).probe())
-
-
-WORKS, WHY = _bwrap_works()
+WORKS, WHY = bwrap_works()
 in_bwrap = pytest.mark.skipif(not WORKS, reason=f"bubblewrap cannot run here: {WHY}")
 PYTEST = (
     sys.executable,

@@ -10,7 +10,6 @@ a conftest that registers a plugin and adjusts reports) give no finding at all.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
@@ -45,6 +44,7 @@ from agent_loop_common.sandbox._guard import (
     read_guard_report,
     read_guard_reports,
 )
+from agent_loop_testing import bwrap_works
 
 LIMITS = SandboxLimits(wall_seconds=60, memory_mb=1024, max_processes=64, max_file_mb=32)
 
@@ -266,11 +266,7 @@ def test_findings_the_base_has_too_are_not_held_against_the_change() -> None:
 # ---------------------------------------------------------------- real runs in the sandbox
 
 
-def _bwrap_works() -> tuple[bool, str]:
-    return asyncio.run(BwrapSandbox(LIMITS).probe())
-
-
-WORKS, WHY = _bwrap_works()
+WORKS, WHY = bwrap_works()
 in_bwrap = pytest.mark.skipif(not WORKS, reason=f"bubblewrap cannot run here: {WHY}")
 PYTEST = (
     sys.executable,

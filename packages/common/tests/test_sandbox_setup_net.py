@@ -16,7 +16,6 @@ and the next setup step must reach neither. Needs root, `unshare`, `nsenter`, `i
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shutil
@@ -26,13 +25,13 @@ from pathlib import Path
 
 import pytest
 
-from agent_loop_common.sandbox import BwrapSandbox, SandboxLimits
 from agent_loop_common.sandbox._setup_net import (
     BLOCKED_RANGES,
     BLOCKED_RANGES_V6,
     PLATFORM_ADDRESSES,
     route_batch,
 )
+from agent_loop_testing import bwrap_works
 
 
 def _can_play_host() -> tuple[bool, str]:
@@ -41,8 +40,7 @@ def _can_play_host() -> tuple[bool, str]:
     for tool in ("unshare", "nsenter", "ip", "slirp4netns"):
         if shutil.which(tool) is None and not Path(f"/usr/sbin/{tool}").exists():
             return False, f"{tool} is missing"
-    works, why = asyncio.run(BwrapSandbox(SandboxLimits()).probe())
-    return works, why
+    return bwrap_works()
 
 
 PLAYS_HOST, WHY = _can_play_host()

@@ -117,7 +117,7 @@ def test_a_base_failure_absent_after_the_change_is_not_shown_fixed() -> None:
     assert verdict.fail_to_pass == ()
     assert verdict.not_shown_fixed == ("tests.test_a::test_bug",)
     assert (
-        "- Not shown fixed (failed on the base, absent after the change): `tests.test_a::test_bug`"
+        "- Not shown fixed (failed on the base, skipped or absent after the change): `tests.test_a::test_bug`"
     ) in verdict.evidence()
     assert "not shown fixed" in verdict.feedback()
     # printed counts only: gone from a run with no more passing tests is not shown fixed
@@ -126,6 +126,18 @@ def test_a_base_failure_absent_after_the_change_is_not_shown_fixed() -> None:
     printed = compare(printed_base, printed_after)
     assert printed.fail_to_pass == ()
     assert printed.not_shown_fixed == ("t.py::test_bug",)
+
+
+def test_a_base_failure_skipped_after_the_change_is_not_shown_fixed() -> None:
+    """Re-audit of issue 30, item 3: a base failure the change skips (a skip marker is
+    flagged, but `importorskip`, `raise SkipTest` or a skip from a fixture are not) is
+    as unproven as one deselected."""
+    base = _result(1, tests=_junit(test_ok="passed", test_bug="failed"))
+    after = _result(0, tests=_junit(test_ok="passed", test_bug="skipped"))
+    verdict = compare(base, after)
+    assert verdict.fail_to_pass == ()
+    assert verdict.still_failing == ()
+    assert verdict.not_shown_fixed == ("tests.test_a::test_bug",)
 
 
 def test_a_new_test_that_fails_fails_the_change() -> None:
@@ -248,6 +260,19 @@ def test_deleted_test_files_are_flagged() -> None:
             "t.Skip(",
         ),
         ("tests/it.rs", "#[test]\nfn a() {}\n", "#[test]\n#[ignore]\nfn a() {}\n", "#[ignore]"),
+        # re-audit of issue 30: skips that are not markers
+        (
+            "tests/test_c.py",
+            "def test_a():\n    assert f()\n",
+            "def test_a():\n    pytest.importorskip('native_ext')\n    assert f()\n",
+            "pytest.importorskip(",
+        ),
+        (
+            "tests/test_d.py",
+            "def test_a():\n    assert f()\n",
+            "def test_a():\n    raise unittest.SkipTest('later')\n",
+            "raise SkipTest",
+        ),
     ],
 )
 def test_added_skips_are_flagged(path: str, before: str, after: str, marker: str) -> None:

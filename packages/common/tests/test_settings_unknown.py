@@ -20,7 +20,7 @@ from agent_loop_common.settings._outside import OUTSIDE_THE_MODEL
 def _clean(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if (
-            name.startswith(("AGENT_LOOP_", "GITHUB_"))
+            name.upper().startswith(("AGENT_LOOP_", "GITHUB_"))
             and name != "AGENT_LOOP_ALLOW_MODEL_REQUESTS"
         ):
             monkeypatch.delenv(name)
@@ -64,3 +64,23 @@ def test_the_variables_read_outside_the_settings_are_known(
     monkeypatch.setenv("AGENT_LOOP_LITELLM_REMOTE_CATALOGS", "false")
     assert load_settings().repo == "acme/widgets"
     assert unknown_variable_problems({"OTHER_TOOL_SETTING": "x", "AGENT_LOOP_HOME": "."}) == []
+
+
+def test_the_case_of_a_name_is_judged_as_the_settings_read_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The settings read their variables in any case, so `AGENT_LOOP_home` is applied
+    (never called "not a setting ... ignored"), and a typo in lower case is caught like
+    one in upper case; a variable read outside the settings counts only as spelt."""
+    monkeypatch.setenv("AGENT_LOOP_home", "/tmp/agent-loop-case")
+    assert str(load_settings().home) == "/tmp/agent-loop-case"
+    monkeypatch.setenv("agent_loop_modle", "openai/gpt-5")
+    monkeypatch.setenv("agent_loop_allow_model_requests", "0")
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    named = {p.split(":", 1)[0]: p for p in caught.value.problems}
+    assert set(named) == {"agent_loop_modle", "agent_loop_allow_model_requests"}
+    assert "did you mean AGENT_LOOP_MODEL?" in named["agent_loop_modle"]
+    assert (
+        "did you mean AGENT_LOOP_ALLOW_MODEL_REQUESTS?" in named["agent_loop_allow_model_requests"]
+    )

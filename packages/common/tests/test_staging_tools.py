@@ -256,3 +256,31 @@ async def test_edit_file_goes_through_the_policy_like_stage_file() -> None:
     grown = await tools["edit_file"](path="src/calc.py", old_text="add", new_text="add" * 20)
     assert grown.startswith(REFUSAL_PREFIX)
     assert stage.files == {}
+
+
+async def test_a_submission_identical_to_the_base_is_refused() -> None:
+    """Staging a file's base content unchanged and submitting it would commit nothing:
+    the builder opened a pull request with no changed files (an issue already done on
+    the base, a model that re-staged what it read). Submitting is refused while no staged
+    file differs from the base; one real change among them is enough."""
+    for make, submit, args in [
+        (
+            implementation_tools,
+            "submit_implementation",
+            {"title": "T", "body": "B", "summary": "S"},
+        ),
+        (fix_tools, "submit_fix", {"summary": "S", "replies": []}),
+    ]:
+        stage = ChangeStage()
+        tools = by_name(make(stage, StagingPolicy(), text_at_base=_text_at_base))
+        await tools["stage_file"]("src/calc.py", BASE["src/calc.py"])
+        said = await tools[submit](**args)
+        assert said.startswith(REFUSAL_PREFIX), said
+        assert "identical to the base branch" in said
+        assert stage.status == "open"
+        fixed = BASE["src/calc.py"].replace("return a + b\n", "return a - b\n", 1)
+        await tools["stage_file"]("src/new.py", "x = 1\n")  # a new file is a change
+        assert not (await tools[submit](**args)).startswith(REFUSAL_PREFIX)
+        await tools["unstage_file"]("src/new.py")
+        await tools["stage_file"]("src/calc.py", fixed)
+        assert not (await tools[submit](**args)).startswith(REFUSAL_PREFIX)

@@ -31,6 +31,7 @@ from agent_loop_distiller import (
     EffectBook,
     EffectPolicy,
     LessonEffect,
+    Replayed,
     ReplayInstance,
     decide,
     fold,
@@ -336,3 +337,17 @@ def test_lessons_read_before_replays_existed_and_round_trip() -> None:
         replay.summary() == "2 pair(s): 1 resolved only with it, 0 only without, 1 both, 0 neither"
     )
     assert replay.llm_calls == 12
+
+
+def test_the_ticks_summary_says_what_the_replays_did_and_why_they_stopped() -> None:
+    from agent_loop_distiller import TickKind, TickResult
+    from agent_loop_distiller.env import summarize_tick
+
+    replayed = Replayed(llm_calls=16, stopped="the eval's task failed: TaskNotFound: eval...")
+    replayed.pairs["L"] = [_pair(1, True, False), _pair(2, False, False)]
+    result = TickResult(kind=TickKind.BOOKKEEPING, replayed=replayed)
+    details = summarize_tick(result).details
+    assert details["replayed_pairs"] == "2"
+    assert details["replay_model_calls"] == "16"
+    assert details["replays_stopped"].startswith("the eval's task failed: TaskNotFound")
+    assert "replays_stopped" not in summarize_tick(TickResult(replayed=Replayed())).details

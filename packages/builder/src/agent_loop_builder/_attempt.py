@@ -15,7 +15,12 @@ from typing import Literal
 
 from flyte.ai.agents import Agent
 
-from agent_loop_builder._prompts import BUILDER_NAME, builder_instructions, retry_prompt
+from agent_loop_builder._prompts import (
+    BUILDER_NAME,
+    builder_instructions,
+    issue_name,
+    retry_prompt,
+)
 from agent_loop_builder._tools import builder_tools, verifier_tools
 from agent_loop_common.agents import AgentRun
 from agent_loop_common.attempts import Declined, Plan, VerifierInput
@@ -142,7 +147,7 @@ class BuildProposer:
             kind="change" if change is not None else "decomposition",
             tools=verifier_tools(job.issue_text, job.snapshot, change, coverage.reads),
             request=job.request,
-            request_label=f"issue #{job.number}",
+            request_label=issue_name(job.number),
             originals=await job.snapshot.originals(paths) if change is not None else None,
             context=job.background,
             instructions=rules.render(level=2),

@@ -21,6 +21,7 @@ __all__ = [
     "BUILDER_NAME",
     "build_prompt",
     "builder_instructions",
+    "issue_name",
     "render_context",
     "render_issue",
     "render_problem",
@@ -103,10 +104,18 @@ def render_issue(issue: Issue, comments: Sequence[Comment]) -> str:
     return "\n\n".join(parts)
 
 
+def issue_name(number: int) -> str:
+    """How the prompts name the issue: `issue #7`, or `the issue` when it has no number
+    (a replayed instance from a SWE-bench file made elsewhere, which names no issue).
+    A live issue always has its number."""
+    return f"issue #{number}" if number > 0 else "the issue"
+
+
 def render_problem(number: int, statement: str) -> str:
     """A replayed issue's problem statement (its title and body as they were, in one
-    text, SWE-bench's `problem_statement`) as `render_issue` fences an issue."""
-    return fence_untrusted(f"issue #{number}", statement, _BODY_CHARS)
+    text, SWE-bench's `problem_statement`) as `render_issue` fences an issue; `number`
+    0 when the instance names no issue."""
+    return fence_untrusted(issue_name(number), statement, _BODY_CHARS)
 
 
 def render_context(view: ContextView, *, token_budget: int) -> tuple[str, list[str]]:
@@ -160,10 +169,11 @@ def build_prompt(
             context_block,
             "",
         ]
-    parts += [f"# Issue #{number}", "", issue_block, ""]
+    name = issue_name(number)
+    parts += [f"# {name.capitalize()}", "", issue_block, ""]
     parts += [
         "# Your task",
-        f"Work on issue #{number} as your instructions say: "
+        f"Work on {name} as your instructions say: "
         + ("implement it, decompose it, or skip it" if may_decompose else "implement it or skip it")
         + f". A strict verifier checks your submission; you have {tries} tries in total.",
     ]

@@ -57,7 +57,8 @@ class ReplayAsk(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     number: int = Field(ge=0)
-    """The issue's number, as the prompts name it (0 when unknown)."""
+    """The issue's number, as the prompts name it (0 when unknown: a SWE-bench instance
+    made elsewhere names no issue, and the prompts then call it "the issue")."""
     statement: str
     """The problem statement: the issue's title and body as they were, in one text."""
     lessons: LessonChoice = LessonChoice("all")

@@ -163,16 +163,26 @@ def _merger(pull: MergedPull, trust: Trust) -> str:
     return _not_a_person(pull.merged_by, trust)
 
 
+def _candidates(provenance: CommitProvenance, branch: str) -> list[str]:
+    """Whom GitHub's word could make the commit's: the person accounts (`User`) that
+    merged it into `branch`, then its signer ("" for none). Their permissions are what
+    the tick looks up, and the first who passes the trust rule is the one vouched for."""
+    merged_by = [
+        p.merged_by
+        for p in provenance.merged
+        if p.base_ref == branch and p.merged_by_type == "User"
+    ]
+    return [*merged_by, provenance.signer]
+
+
 def _vouched(provenance: CommitProvenance | None, trust: Trust, branch: str) -> tuple[str, str]:
     """`(login, "")` for the trusted person GitHub vouches for, else `("", reason)`."""
     if provenance is None:
         return "", "GitHub does not know this commit"
+    for login in _candidates(provenance, branch):
+        if _person(login, trust):
+            return login, ""
     merged = [p for p in provenance.merged if p.base_ref == branch]
-    for pull in merged:
-        if pull.merged_by_type == "User" and _person(pull.merged_by, trust):
-            return pull.merged_by, ""
-    if _person(provenance.signer, trust):
-        return provenance.signer, ""
     reasons = [f"merged in #{p.number} by {_merger(p, trust)}" for p in merged]
     if not merged:
         reasons.append(f"no pull request merged it into {branch}")
@@ -228,20 +238,9 @@ async def read_flow_back(
     if not changed:
         return FlowBack()
     provenance = await github.commit_provenance([c.sha for c, _ in changed])
-    logins = {
-        login
-        for p in provenance.values()
-        for login in (
-            p.signer,
-            *(
-                m.merged_by
-                for m in p.merged
-                if m.base_ref == branch_name and m.merged_by_type == "User"
-            ),
-        )
-        if login
-    }
-    await trust.resolve(logins)
+    await trust.resolve(
+        {login for p in provenance.values() for login in _candidates(p, branch_name) if login}
+    )
     flow = FlowBack()
     for commit, edits in changed:
         login, reason = _vouched(provenance.get(commit.sha), trust, branch_name)

@@ -18,10 +18,11 @@ re-reads under the claim, grades, and then either
 - distills: the agent edits the lessons from the new builder/reviewer records and the
   decided grades; the run is recorded (`DISTILLED`, or `error`/`rejected`/
   `budget_exceeded` with nothing committed, so the ledger stays where it was); or
+- replays (`REPLAYED`, `AGENT_LOOP_LESSON_REPLAY=on` only): lessons still proving were
+  replayed on mined instances with and without each (`_replay`); their pairs and the
+  decisions they led to are committed without a distillation, and the run recorded; or
 - keeps the books (`BOOKKEEPING`): grades, rollups and ledger (and the digest when the
-  grades it shows changed, and the lessons when replays added evidence: with
-  `AGENT_LOOP_LESSON_REPLAY=on` lessons still proving are replayed on mined instances
-  with and without each, `_replay`) are committed without a distillation and a record,
+  grades it shows changed) are committed without a model call and without a record,
   so a tick that only folds the distiller's own records never wakes the next one.
   A maintainer's edit of the lessons section (`AGENT_LOOP_LESSONS_PR=on`) is folded in
   this way too, on a tick that found nothing else new but saw the lessons file move.
@@ -46,6 +47,7 @@ from agent_loop_common.memory import (
     read_operator_edits,
     write_general_lessons,
 )
+from agent_loop_common.progress import RunProgress, run_progress
 from agent_loop_common.records import (
     Attempt,
     LessonBook,
@@ -195,7 +197,14 @@ async def _replay(
     plan = plan_replays(book, stored, instances, max_instances=settings.lesson_replay_max_instances)
 
     async def call(instance: Mapping[str, Any], lessons: str) -> Mapping[str, Any]:
-        return await call_task_by_name(REPLAY_TASK, instance=instance, lessons=lessons, model="")
+        # The build's progress is the replay's, not the distiller run's: its lines read
+        # `replay stage_file ...`, and the distiller's own events stay its own.
+        side = "without lessons" if lessons == "off" else f"with {lessons}"
+        run = RunProgress(role="replay", target=f"{instance.get('instance_id', '?')} {side}")
+        with run_progress(run):
+            return await call_task_by_name(
+                REPLAY_TASK, instance=instance, lessons=lessons, model=""
+            )
 
     replayed = await run_replays(
         call, plan, budget_calls=settings.lesson_replay_model_calls, now=now,
@@ -387,12 +396,13 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
             await gather_report(runtime, scope, opts, out, work, now, committed=False)
             return
         scope.trace = [*_asked(ask, out.replayed), *scope.trace]  # what the model was asked
+    elif replayed:  # the pairs are kept on their lessons; the replays' run is recorded
+        out.kind = TickKind.REPLAYED
     elif (
         grading.changed
         or batch.deferred
         or batch.buckets_scanned > opts.housekeeping_buckets
         or flowed
-        or replayed  # the pairs are kept on their lessons
     ):
         out.kind = TickKind.BOOKKEEPING
     elif seen.lessons_moved:
@@ -423,12 +433,30 @@ async def _body(runtime: Runtime, scope: RunScope, opts: DistillerOptions, out: 
     out.note = (
         f"ingested {out.ingested} record(s), {len(out.edits)} lesson edit(s), "
         f"{len(grading.changed)} grade(s) changed"
-    )
-    if out.kind is TickKind.DISTILLED:
+    ) + _replay_note(out)
+    if out.kind is TickKind.REPLAYED:
+        scope.target = Target(kind=TargetKind.REPO, title="replay lessons")
+        scope.trace = _asked(None, out.replayed)
+        scope.attempts = [Attempt(number=1, verified=True, notes=out.note)]
+    if out.kind in (TickKind.DISTILLED, TickKind.REPLAYED):
         scope.finish(Outcome.DISTILLED)
         await gather_report(runtime, scope, opts, out, work, now, committed=True)
     else:
         _log.info("distiller.bookkeeping", note=out.note)
+
+
+def _replay_note(out: TickResult) -> str:
+    """What the tick's replays did, for its note: pairs, model calls, decisions."""
+    replayed = out.replayed
+    if replayed is None or not replayed.count:
+        return ""
+    note = (
+        f"; replayed {replayed.count} pair(s) of {len(replayed.pairs)} lesson(s) "
+        f"({replayed.llm_calls} model calls)"
+    )
+    changed = out.measured.changed if out.measured is not None else {}
+    decided = [f"{x} {changed[x].value}" for x in replayed.pairs if x in changed]
+    return note + (f": {', '.join(decided)}" if decided else "")
 
 
 async def run_distiller_tick(

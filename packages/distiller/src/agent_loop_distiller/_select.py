@@ -49,6 +49,10 @@ class TickKind(StrEnum):
     """Grades, rollups and ledger committed without a model call and without a record."""
     DISTILLED = "distilled"
     """The model edited the lessons; everything committed; the run recorded."""
+    REPLAYED = "replayed"
+    """Nothing to distill, but lessons were replayed on mined instances
+    (`AGENT_LOOP_LESSON_REPLAY=on`): their pairs and decisions committed, the run
+    recorded (its trace: one step per pair)."""
     FAILED = "failed"
     """Distillation was attempted and failed; nothing committed; the run recorded."""
     INTERRUPTED = "interrupted"

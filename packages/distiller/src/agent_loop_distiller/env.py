@@ -96,7 +96,8 @@ def _diagnosis_figures(result: TickResult) -> dict[str, str]:
 def summarize_tick(result: TickResult) -> TickSummary:
     """The task's output: the common summary, with the tick's kind and figures as details
     (with `AGENT_LOOP_LESSONS_PR=on`, what the lessons pull request did, e.g. `opened #7`,
-    and whose edits of it were ignored)."""
+    and whose edits of it were ignored; with `AGENT_LOOP_LESSON_REPLAY=on`, the pairs
+    replayed, their model calls, and why the replays stopped early)."""
     details = {"tick": result.kind.value}
     pull = result.lessons_pull
     if pull is not None:
@@ -107,11 +108,15 @@ def summarize_tick(result: TickResult) -> TickSummary:
         )
     if result.replayed is not None:
         details |= _diagnosis_figures(result)  # replays may run on a tick with no record
+        if result.replayed.stopped:  # the budget, a failure (the eval not deployed), a stop
+            details["replays_stopped"] = result.replayed.stopped
     if result.record is not None:
         details["ingested"] = str(result.ingested)
         details["lessons"] = str(len(result.lessons.lessons)) if result.lessons else "0"
         details |= _diagnosis_figures(result)
-        return summarize(Role.DISTILLER, result.record, idle=IDLE_NOTE, details=details)
+        # A replay tick says what its replays did (a distillation's record says the rest).
+        note = result.note if result.kind is TickKind.REPLAYED else ""
+        return summarize(Role.DISTILLER, result.record, idle=IDLE_NOTE, note=note, details=details)
     if result.kind is TickKind.INTERRUPTED:
         return TickSummary(
             role=Role.DISTILLER, outcome=Outcome.INTERRUPTED, note=result.note, details=details

@@ -19,7 +19,8 @@ diffs of file maps, applied in pure Python), `_testids` (JUnit names and pytest 
 ids), `_mine` (`Miner`: merged pull requests to instances), `_mined` (skip reasons and
 the sidecar of skipped pull requests), `_issues` (the linked issues' trust and text),
 `_classify` (FAIL_TO_PASS and PASS_TO_PASS from runs before and after), `_evaluate`
-(one instance: its base, the builder's replay, the score), `_score` (the hidden tests
+(one instance: its base, the builder's replay, the score), `_baselines` (one baseline
+per base commit and command for a run's instances), `_score` (the hidden tests
 in the sandbox), `_fanout` (K instance tasks at a time), `_results` (results.json,
 predictions.jsonl), `_report` (the HTML report), `_stats` (Wilson, exact McNemar,
 Newcombe's paired interval), `_compare` (two runs paired), `env` (Flyte).
@@ -27,6 +28,7 @@ Newcombe's paired interval), `_compare` (two runs paired), `env` (Flyte).
 
 from __future__ import annotations
 
+from agent_loop_eval._baselines import shared_baselines
 from agent_loop_eval._classify import Classified, classify
 from agent_loop_eval._compare import Comparison, RunFigures, compare_results, comparison_text
 from agent_loop_eval._evaluate import evaluate, instance_settings
@@ -123,6 +125,7 @@ __all__ = [
     "read_skipped",
     "report_html",
     "score_change",
+    "shared_baselines",
     "skipped_path",
     "split_test_paths",
     "summarize_results",

@@ -48,6 +48,9 @@ class Comparison(BaseModel):
     high: float
     p_value: float
     """Exact McNemar test (two-sided) of equal resolved rates."""
+    tampered_a: list[str] = Field(default_factory=list[str])
+    """Paired instances whose change in A reached into the test runner (never resolved)."""
+    tampered_b: list[str] = Field(default_factory=list[str])
     unpaired_a: list[str] = Field(default_factory=list[str])
     """Instances only A ran (left out of the comparison)."""
     unpaired_b: list[str] = Field(default_factory=list[str])
@@ -91,6 +94,8 @@ def compare_results(a: Sequence[InstanceResult], b: Sequence[InstanceResult]) ->
         low=low,
         high=high,
         p_value=mcnemar_exact(table.only_a, table.only_b),
+        tampered_a=[i for i in common if by_a[i].tampered],
+        tampered_b=[i for i in common if by_b[i].tampered],
         unpaired_a=sorted(by_a.keys() - by_b.keys()),
         unpaired_b=sorted(by_b.keys() - by_a.keys()),
     )
@@ -123,6 +128,9 @@ def comparison_text(c: Comparison, *, a_name: str = "A", b_name: str = "B") -> s
     for label, ids in (("only A", c.only_a), ("only B", c.only_b)):
         if ids:
             lines.append(f"{label}: {', '.join(ids)}")
+    for label, ids in (("tampered in A", c.tampered_a), ("tampered in B", c.tampered_b)):
+        if ids:
+            lines.append(f"{label} (never resolved): {', '.join(ids)}")
     for label, ids in (("not in B", c.unpaired_a), ("not in A", c.unpaired_b)):
         if ids:
             lines.append(f"{label} (not compared): {', '.join(ids)}")

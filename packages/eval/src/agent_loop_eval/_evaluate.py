@@ -23,7 +23,9 @@ from agent_loop_common.github import GitHub, github_auth
 from agent_loop_common.records import Role
 from agent_loop_common.repo import RepoSnapshot
 from agent_loop_common.runtime import open_runtime
+from agent_loop_common.sandbox import BaselineStore
 from agent_loop_common.settings import Settings
+from agent_loop_eval._baselines import shared_store
 from agent_loop_eval._instance import Instance
 from agent_loop_eval._patches import BinaryChange, diff_files
 from agent_loop_eval._results import InstanceResult
@@ -56,6 +58,7 @@ async def evaluate(
     model: str = "",
     memory_root: str | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
+    baselines: BaselineStore | None = None,
 ) -> InstanceResult:
     """Replay the builder on `instance` and score what it produced.
 
@@ -66,6 +69,9 @@ async def evaluate(
         model: A litellm model string for the builder and its verifier (`--model`).
         memory_root: Where memory lives (`None` inside a Flyte task).
         transport: An httpx transport for the base download (the emulator in process).
+        baselines: Where the base commit's baseline is found or kept; default the store
+            of the open `shared_baselines` (a run's instances share it), else the
+            runtime's own.
     """
     started = time.perf_counter()
     config = instance_settings(settings, instance, model=model)
@@ -82,7 +88,13 @@ async def evaluate(
         snapshot = RepoSnapshot.from_archive(
             archive, instance.base_commit, short, label=f"base commit {short}"
         )
-        async with open_runtime(config, Role.BUILDER, memory_root=memory_root, offline=True) as rt:
+        async with open_runtime(
+            config,
+            Role.BUILDER,
+            memory_root=memory_root,
+            offline=True,
+            baselines=baselines if baselines is not None else shared_store(),
+        ) as rt:
             ask = ReplayAsk(
                 number=instance.issue_numbers[0] if instance.issue_numbers else 0,
                 statement=instance.problem_statement,
@@ -146,11 +158,20 @@ async def _with_score(
         except BinaryChange as exc:
             problem = f"the change cannot be written as a text patch: {exc}"
     reason = result.reason
-    if not score.resolved and result.outcome == "change":
+    # A change whose code reached into the test runner, in the scoring run or in the
+    # build's own checks of it, resolves nothing, whatever the reports said.
+    visible = result.visible_tests
+    own = visible.tampered if visible is not None and visible.status == "tampered" else []
+    tampered = list(dict.fromkeys([*score.tampered, *own]))
+    if tampered and result.outcome == "change":
+        more = f" (and {len(tampered) - 1} more)" if len(tampered) > 1 else ""
+        reason = f"tampered: {tampered[0]}{more}"
+    elif not score.resolved and result.outcome == "change":
         failing = f"{len(score.failing)} hidden test(s) did not pass" if score.failing else ""
         reason = "; ".join(part for part in (failing, score.note) if part)
     update: dict[str, object] = {
-        "resolved": score.resolved,
+        "resolved": score.resolved and not tampered,
+        "tampered": tampered,
         "tests": score.tests,
         "failing_tests": score.failing,
         "score_seconds": score.seconds,

@@ -78,8 +78,9 @@ class Instance(BaseModel):
     """The commit the pull request was merged onto (its merge commit's first parent): the
     tree the agent starts from and the test patch is laid over."""
     problem_statement: str
-    """The linked issue's title and body as they were when the fix was merged (an issue
-    whose text was last edited by someone untrusted is not mined)."""
+    """The linked issue's title and body as they were when the fix's pull request was
+    opened (a later edit could hint at the fix; an issue whose text was last edited by
+    someone untrusted is not mined)."""
     patch: str = ""
     """The reference fix: the pull request's change to every file that is not a test
     file, as a git-format unified diff against `base_commit`. Never shown to the agent."""

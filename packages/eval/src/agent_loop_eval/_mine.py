@@ -8,7 +8,11 @@ For each merged pull request, oldest merge first, that no earlier run decided ab
 2. **its files** (the PR files listing, with a rename's old path): test files by the
    sandbox's rule (`is_test_path`), the rest code; it needs both, and at most
    `MineLimits.max_files` files and `max_changed_lines` changed lines;
-3. **trust**: every linked issue passes the rule live work uses (`issue_refusal`);
+3. **trust**: every linked issue passes the rule live work uses (`issue_refusal`), and
+   its text is taken as it was when the pull request was opened (`text_when_opened`,
+   from its `renamed` events and its body's edit history): a later edit could hint at
+   the fix; when that text cannot be told the pull request is skipped
+   (`edited_after_fix`), and whoever wrote it must pass the trust rule too;
 4. **the change**: the files at the base (the commit it was merged onto: the merge
    commit's first parent, a squash commit's only parent, the parent of the first
    rebased commit; `merged_onto`) and at the merge commit, compared
@@ -27,7 +31,8 @@ still gets mined, as far as REST tells, and the miner says so once (`on_note`): 
 linked issues are the closing keywords of the PR's body only, the merge commit is the
 one the PR's `merged` event names, and an issue's text counts as its author's (who last
 edited a body is GraphQL's to tell; on GitHub only the author and people with write
-access can edit it).
+access can edit it) and is taken as it is now, its body's history being GraphQL's too
+(a title is still taken as it was, from REST's `renamed` events).
 """
 
 from __future__ import annotations
@@ -40,9 +45,11 @@ from datetime import datetime
 
 from agent_loop_common.checks import CheckReport, Checks, open_sandbox_checks
 from agent_loop_common.github import (
+    BodyHistory,
     GitHub,
     GitHubError,
     Issue,
+    IssueEvent,
     NotFound,
     PullFile,
     PullLinks,
@@ -63,7 +70,12 @@ from agent_loop_common.texts import closing_references
 from agent_loop_common.trust import Trust
 from agent_loop_eval._classify import Classified, classify
 from agent_loop_eval._instance import Instance, instance_id
-from agent_loop_eval._issues import issue_refusal, problem_statement
+from agent_loop_eval._issues import (
+    IssueText,
+    issue_refusal,
+    problem_statement,
+    text_when_opened,
+)
 from agent_loop_eval._mined import SkippedPull, SkipReason
 from agent_loop_eval._onto import merged_onto
 from agent_loop_eval._patches import BinaryChange, diff_files, split_test_paths
@@ -285,24 +297,65 @@ class Miner:
         found = [e.commit_id for e in events if e.event == "merged" and e.commit_id]
         return found[-1] if found else ""
 
-    async def _refusal(self, issue: Issue) -> str:
+    async def _refusal(self, issue: Issue, events: list[IssueEvent]) -> str:
         """Why `issue` may not be shown to a model (`issue_refusal`); without the last
         editor (after a note) once GraphQL failed to tell it."""
         trust = await self.trust()
         if self._graphql_edits:
             try:
-                return await issue_refusal(self.github, trust, self.settings, issue)
+                return await issue_refusal(self.github, trust, self.settings, issue, events=events)
             except RateLimited:
                 raise
             except GitHubError as exc:
                 if not exc.url.rstrip("/").endswith("graphql"):
                     raise
-                self._graphql_edits = False
-                self._note(
-                    f"GitHub's GraphQL API failed ({_said(exc)}): who last edited an "
-                    "issue cannot be read, so an issue's text counts as its author's"
+                self._graphql_failed(exc)
+        return await issue_refusal(
+            self.github, trust, self.settings, issue, edits=False, events=events
+        )
+
+    def _graphql_failed(self, exc: GitHubError) -> None:
+        self._graphql_edits = False
+        self._note(
+            f"GitHub's GraphQL API failed ({_said(exc)}): who last edited an issue and "
+            "its body's earlier text cannot be read, so an issue's text counts as its "
+            "author's and is taken as it is now"
+        )
+
+    async def _history(self, number: int) -> BodyHistory | None:
+        """Issue `number`'s body history; `None` (after a note) once GraphQL failed."""
+        if not self._graphql_edits:
+            return None
+        try:
+            return await self.github.body_history(number)
+        except RateLimited:
+            raise
+        except GitHubError as exc:
+            if not exc.url.rstrip("/").endswith("graphql"):
+                raise
+            self._graphql_failed(exc)
+            return None
+
+    async def _text(self, pull: PullRequest, issue: Issue, events: list[IssueEvent]) -> IssueText:
+        """`issue`'s text when `pull` was opened, by people the trust rule trusts."""
+        history = await self._history(issue.number)
+        text = text_when_opened(issue, events, history, pull.created_at)
+        if text.unknown:
+            raise _Skip(
+                SkipReason.EDITED_AFTER_FIX,
+                f"#{issue.number}'s text when #{pull.number} was opened cannot be told: "
+                f"{text.unknown}",
+            )
+        trust = await self.trust()
+        for writer in text.writers:
+            if writer is None or not await trust.trusted(writer):
+                who = f"@{writer}" if writer else "a deleted account"
+                raise _Skip(
+                    SkipReason.UNTRUSTED_ISSUE,
+                    f"#{issue.number}'s text when #{pull.number} was opened was written by "
+                    f"{who}, who is below the trust rule (needs {trust.minimum})",
                 )
-        return await issue_refusal(self.github, trust, self.settings, issue, edits=False)
+        return text
 
     def _split(self, files: list[PullFile]) -> tuple[list[str], list[str]]:
         code, tests = split_test_paths(_paths(files))
@@ -323,10 +376,13 @@ class Miner:
     async def _instance(self, pull: PullRequest) -> Instance:
         issues, merge_sha = await self._issues(pull)
         code_paths, test_paths = self._split(await self.github.list_pull_files(pull.number))
+        texts: list[IssueText] = []
         for issue in issues:
-            refused = await self._refusal(issue)
+            events = await self.github.list_issue_events(issue.number)
+            refused = await self._refusal(issue, events)
             if refused:
                 raise _Skip(SkipReason.UNTRUSTED_ISSUE, refused)
+            texts.append(await self._text(pull, issue, events))
         merge = await self.github.get_commit(merge_sha)
         if not merge.parents:
             raise _Skip(SkipReason.NO_LINKED_ISSUE, f"merge commit {merge_sha[:7]} has no parent")
@@ -372,7 +428,7 @@ class Miner:
             instance_id=instance_id(self.github.full_name, pull.number),
             repo=self.github.full_name,
             base_commit=base_sha,
-            problem_statement=problem_statement(issues),
+            problem_statement=problem_statement(texts),
             patch=patch,
             test_patch=test_patch,
             FAIL_TO_PASS=list(classified.fail_to_pass),

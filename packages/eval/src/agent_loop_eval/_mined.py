@@ -43,6 +43,11 @@ class SkipReason(StrEnum):
     UNTRUSTED_ISSUE = "untrusted_issue"
     """A linked issue is not from a trusted source, or its text was last changed by
     someone below the trust rule (the rule live work uses)."""
+    EDITED_AFTER_FIX = "edited_after_fix"
+    """A linked issue's text was changed after the pull request was opened (its fix was
+    known then, so the change may hint at it) and the text before cannot be told: a
+    revision deleted from its history, a history not kept from its creation, a rename
+    whose old title GitHub does not name."""
     BINARY_CHANGE = "binary_change"
     """It changes a file that is not UTF-8 text: a unified diff cannot carry it."""
     SETUP_FAILED = "setup_failed"

@@ -43,6 +43,14 @@ def report_html(results: Sequence[InstanceResult], *, title: str, model: str, le
         ("Cost", f"{_money(s.cost_usd)} in all, {_money(s.cost_per_resolved)} per resolved"),
         ("Errors", str(s.errors)),
     ]
+    if s.tampered:
+        figures.append(
+            (
+                "Tampered",
+                f"{s.tampered}: the change's code reaches into the test runner, so its "
+                "results cannot be trusted (never resolved)",
+            )
+        )
     head = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in figures)
     rows = "".join(_row(r) for r in results)
     return (
@@ -68,6 +76,11 @@ def _row(r: InstanceResult) -> str:
                 f"<details><summary>why, in full</summary><pre>{escape(why[:5_000])}</pre>"
                 "</details>"
             )
+    if r.tampered:
+        found = "".join(f"<li>{escape(t[:500])}</li>" for t in r.tampered[:20])
+        outcome += (
+            f"<details><summary>Tampered ({len(r.tampered)})</summary><ul>{found}</ul></details>"
+        )
     failing = "<br>".join(escape(t) for t in r.failing_tests[:50]) or "-"
     if len(r.failing_tests) > 50:
         failing += f"<br>... {len(r.failing_tests) - 50} more"

@@ -48,6 +48,11 @@ class InstanceResult(BaseModel):
     `budget_exceeded`, `error`: see `agent_loop_builder.ReplayOutcome`)."""
     reason: str = ""
     """Why it is not resolved, when it is not: the build's reason, or the scoring's."""
+    tampered: list[str] = Field(default_factory=list[str])
+    """Why the change's test results cannot be trusted: its code reaches into the test
+    runner (the scan of the change, `path: shape`; the pytest guard, `pytest guard:
+    ...`), found in the scoring run or in the build's own checks of it. Never resolved
+    when any (the reason starts `tampered:`)."""
     failing_tests: list[str] = Field(default_factory=list[str])
     """The hidden tests that did not pass (a test the run did not report counts)."""
     tests: dict[str, TestStatus] = Field(default_factory=dict[str, TestStatus])
@@ -98,6 +103,8 @@ class RunSummary(BaseModel):
     """Sum of the instances' wall times (instances run K at a time take less)."""
     errors: int
     """Instances whose result is an error of the eval or the build."""
+    tampered: int = 0
+    """Instances whose change reached into the test runner (`InstanceResult.tampered`)."""
 
 
 def summarize_results(results: Sequence[InstanceResult]) -> RunSummary:
@@ -118,6 +125,7 @@ def summarize_results(results: Sequence[InstanceResult]) -> RunSummary:
         cost_per_resolved=cost / resolved if resolved else None,
         seconds=sum(r.seconds for r in results),
         errors=sum(r.outcome == "error" for r in results),
+        tampered=sum(bool(r.tampered) for r in results),
     )
 
 

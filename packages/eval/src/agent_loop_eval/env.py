@@ -24,6 +24,7 @@ from agent_loop_common.deploy import (
     agent_tests_environments,
 )
 from agent_loop_common.settings import load_settings
+from agent_loop_eval._baselines import shared_baselines
 from agent_loop_eval._evaluate import evaluate
 from agent_loop_eval._fanout import fan_out
 from agent_loop_eval._instance import Instance
@@ -68,10 +69,13 @@ async def eval_run(
     instances: list[Instance], lessons: str = "on", model: str = "", parallel: int = 1
 ) -> list[InstanceResult]:
     """A benchmark run: `eval_instance` on every instance, `parallel` at a time, and the
-    run's report (resolved rate with its interval, cost, each instance with its diff)."""
-    results = await fan_out(
-        eval_instance, instances, parallel=parallel, lessons=lessons, model=model
-    )
+    run's report (resolved rate with its interval, cost, each instance with its diff).
+    In local mode the instances share their base commits' baselines
+    (`shared_baselines`); on a cluster each instance's container has its own."""
+    with shared_baselines():
+        results = await fan_out(
+            eval_instance, instances, parallel=parallel, lessons=lessons, model=model
+        )
     shown = next((r.model for r in results if r.model), model or load_settings().model)
     html = report_html(results, title="agent-loop eval run", model=shown, lessons=lessons)
     await flyte.report.log.aio(html, do_flush=True)

@@ -98,12 +98,7 @@ class GatewayConfig:
             bot_login=settings.bot_login,
             buffer_bytes=settings.webhook_buffer_bytes,
             buffer_bytes_per_source=settings.webhook_buffer_bytes_per_source,
-            body_caps=tuple(
-                (event.strip(), settings.webhook_body_cap(event.strip()))
-                for event, _, _ in (
-                    p.partition("=") for p in settings.webhook_max_body_bytes_by_event
-                )
-            ),
+            body_caps=tuple(settings.webhook_body_caps.items()),
         )
 
 

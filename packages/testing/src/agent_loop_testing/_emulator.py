@@ -25,6 +25,7 @@ import os
 import re
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Literal
@@ -293,6 +294,24 @@ class GitHubEmulator(EmulatorInspection):
         with self._st.lock:
             st = self._st
             issues.edit_issue_text(st, issues.get_issue(st, number), by, title=title, body=body)
+
+    def delete_issue_revision(self, number: int, revision: int, *, by: str) -> None:
+        """A person deletes an earlier revision of an issue's or PR's body from its edit
+        history (GitHub's "Delete revision from history"): its text is gone for good, its
+        editor and time stay listed. `revision` counts from 0, the text as created; the
+        current text is no revision to delete."""
+        with self._st.lock:
+            st = self._st
+            issue = issues.get_issue(st, number)
+            if not 0 <= revision < len(issue.edits) - 1:
+                raise ValueError(
+                    f"#{number} has no earlier revision {revision} "
+                    f"({len(issue.edits)} revision(s), the last one current)"
+                )
+            st.user(by)
+            issue.edits[revision] = replace(
+                issue.edits[revision], body=None, deleted_at=st.tick(), deleted_by=by
+            )
 
     def advance_clock(self, delta: timedelta) -> datetime:
         """Move the emulated clock forward (days pass between a merge and its revert);

@@ -27,6 +27,7 @@ __all__ = [
     "Identity",
     "TreeItem",
     "TreeWrite",
+    "person_of",
 ]
 
 MODE_FILE = 0o100644
@@ -69,6 +70,13 @@ class Identity:
     name: str
     email: str
     when: datetime
+
+
+def person_of(raw: bytes) -> tuple[str, str]:
+    """`(name, email)` of a commit's author or committer line (`Name <email>`), as its
+    creator wrote it."""
+    name, _, rest = raw.decode("utf-8", "replace").partition(" <")
+    return name, rest.rstrip(">")
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,8 @@ type Repository { id name nameWithOwner isPrivate defaultBranchRef: Ref issue(nu
                   issueOrPullRequest(number: Int!): IssueOrPullRequest }
 Issue, PullRequest, IssueComment, PullRequestReviewComment {
   id databaseId body createdAt updatedAt lastEditedAt author { login } editor { login }
+  includesCreatedEdit userContentEdits(first: Int, last: Int) { totalCount nodes {
+    id createdAt updatedAt editedAt deletedAt deletedBy { login } diff editor { login } } }
   # Issue and PullRequest also: number title
 }
 type Ref { name prefix target: Commit }   type Commit { oid abbreviatedOid message tree { oid } }
@@ -125,6 +127,16 @@ def _content_fields(kind: Callable[[object], str]) -> dict[str, FieldNodeDef]:
         edit = _edit_of(obj)
         return None if edit is None else _actor(st, edit.editor)
 
+    def history(st: State, obj: object, args: Mapping[str, object]) -> object:
+        rec = record(obj)
+        base = 1000 * rec.id
+        # Newest first, as GitHub lists them; the oldest is the text as created.
+        revisions = [(base + k, e) for k, e in enumerate(rec.edits)][::-1]
+        return (
+            "UserContentEditConnection",
+            _window(list[object](revisions), args, "userContentEdits"),
+        )
+
     return {
         "id": FieldNodeDef("scalar", lambda st, o, a: node_id(kind(o), record(o).id)),
         "databaseId": FieldNodeDef("scalar", lambda st, o, a: record(o).id),
@@ -134,7 +146,36 @@ def _content_fields(kind: Callable[[object], str]) -> dict[str, FieldNodeDef]:
         "lastEditedAt": FieldNodeDef("scalar", last_edited),
         "author": FieldNodeDef("Actor", lambda st, o, a: _actor(st, record(o).author)),
         "editor": FieldNodeDef("Actor", editor),
+        "includesCreatedEdit": FieldNodeDef("scalar", lambda st, o, a: bool(record(o).edits)),
+        "userContentEdits": FieldNodeDef(
+            "UserContentEditConnection", history, {"first": "Int", "last": "Int"}
+        ),
     }
+
+
+def _revision(obj: object) -> EditRec:
+    return cast("tuple[int, EditRec]", obj)[1]
+
+
+_REVISION_FIELDS = {
+    "id": FieldNodeDef(
+        "scalar", lambda st, o, a: node_id("UCE", cast("tuple[int, EditRec]", o)[0])
+    ),
+    "createdAt": FieldNodeDef("scalar", lambda st, o, a: ts(_revision(o).edited_at)),
+    "updatedAt": FieldNodeDef(
+        "scalar", lambda st, o, a: ts(_revision(o).deleted_at or _revision(o).edited_at)
+    ),
+    "editedAt": FieldNodeDef("scalar", lambda st, o, a: ts(_revision(o).edited_at)),
+    "deletedAt": FieldNodeDef(
+        "scalar", lambda st, o, a: None if (t := _revision(o).deleted_at) is None else ts(t)
+    ),
+    "deletedBy": FieldNodeDef("Actor", lambda st, o, a: _actor(st, _revision(o).deleted_by)),
+    "diff": FieldNodeDef("scalar", lambda st, o, a: _revision(o).body),
+    "editor": FieldNodeDef("Actor", lambda st, o, a: _actor(st, _revision(o).editor)),
+}
+"""GitHub's `UserContentEdit`: one revision; `diff` holds the whole body it left (what
+GitHub answers, though its schema calls it "a summary of the changes"), `null` once the
+revision was deleted from the history."""
 
 
 def _issue_kind(obj: object) -> str:
@@ -231,6 +272,27 @@ def _connection(node: str) -> dict[str, FieldNodeDef]:
         "totalCount": FieldNodeDef("scalar", lambda st, o, a: page(o)[1]),
         "nodes": FieldNodeDef(node, lambda st, o, a: [(node, item) for item in page(o)[0]]),
     }
+
+
+def _window(items: list[object], args: Mapping[str, object], name: str) -> tuple[list[object], int]:
+    """`first` or `last` of `items` (one of them, 1 to 100, as GitHub insists)."""
+    first, last = args.get("first"), args.get("last")
+    if first is None and last is None:
+        raise FieldError(
+            "MISSING_PAGINATION_BOUNDARIES",
+            f"You must provide a `first` or `last` value to properly paginate the `{name}` "
+            "connection.",
+        )
+    if first is not None and last is not None:
+        raise FieldError(
+            "ARGUMENT_LIMIT",
+            f"Passing both `first` and `last` to paginate the `{name}` connection is not "
+            "supported.",
+        )
+    count = first if first is not None else last
+    if not isinstance(count, int) or not 1 <= count <= 100:
+        raise FieldError("ARGUMENT_LIMIT", "Requesting 1 to 100 records is allowed.")
+    return (items[:count] if first is not None else items[-count:]), len(items)
 
 
 def _first(items: list[object], args: Mapping[str, object]) -> tuple[list[object], int]:
@@ -450,6 +512,8 @@ _SCHEMA: dict[str, dict[str, FieldNodeDef]] = {
     },
     "PullRequestCommitConnection": _connection("PullRequestCommit"),
     "PullRequestCommit": {"commit": FieldNodeDef("Commit", lambda st, o, a: ("Commit", o))},
+    "UserContentEditConnection": _connection("UserContentEdit"),
+    "UserContentEdit": _REVISION_FIELDS,
     "IssueComment": _content_fields(lambda o: "IC"),
     "PullRequestReviewComment": _content_fields(lambda o: "PRRC"),
     "User": {"login": FieldNodeDef("scalar", lambda st, o, a: cast("UserRec", o).login)},
@@ -467,6 +531,7 @@ _INTERFACES: dict[str, frozenset[str]] = {
     "User": frozenset({"Node", "Actor"}),
     "Bot": frozenset({"Node", "Actor"}),
     "Repository": frozenset({"Node"}),
+    "UserContentEdit": frozenset({"Node"}),
     "GpgSignature": frozenset({"GitSignature"}),
 }
 # Abstract types and the fields every member shares.

@@ -17,6 +17,7 @@ history = emulator.seed_history([
     HistoryPull("late", "Slow one", {...}, merge=False),          # opened, not merged...
     HistoryPush("direct", "Release 1.0", {"CHANGES": "..."}),      # straight to main
     HistoryIssue("other", "Another bug"),
+    HistoryEdit("other", body="Another bug, and how it was fixed"),  # a later edit
     HistoryMerge("late"),                                          # ...merged later on
 ])
 history.numbers["fix-add"], history.merges["fix-add"]             # PR number, merge sha
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "History",
+    "HistoryEdit",
     "HistoryIssue",
     "HistoryMerge",
     "HistoryPull",
@@ -106,7 +108,19 @@ class HistoryMerge:
     wait: timedelta = timedelta(0)
 
 
-HistoryStep = HistoryIssue | HistoryPull | HistoryPush | HistoryMerge
+@dataclass(frozen=True)
+class HistoryEdit:
+    """A person edits an earlier step's issue or pull request: a new `title` (a `renamed`
+    event) or `body` (a revision in its edit history), as `by` (the owner by default)."""
+
+    key: str
+    title: str | None = None
+    body: str | None = None
+    by: str | None = None
+    wait: timedelta = timedelta(0)
+
+
+HistoryStep = HistoryIssue | HistoryPull | HistoryPush | HistoryMerge | HistoryEdit
 
 
 @dataclass
@@ -130,6 +144,14 @@ def seed_history(emulator: GitHubEmulator, steps: Sequence[HistoryStep]) -> Hist
     for step in steps:
         if step.wait:
             emulator.advance_clock(step.wait)
+        if isinstance(step, HistoryEdit):
+            emulator.edit_issue(
+                made.numbers[step.key],
+                title=step.title,
+                body=step.body,
+                by=step.by or emulator.owner,
+            )
+            continue
         if isinstance(step, HistoryMerge):
             number = made.numbers[step.key]
             made.merges[step.key] = emulator.merge_pull(

@@ -15,10 +15,10 @@ from agent_loop_testing import _emulator_hooks as hooks
 from agent_loop_testing._emulator_errors import ApiError
 from agent_loop_testing._emulator_state import (
     CommentRec,
-    EditRec,
     EventRec,
     IssueRec,
     State,
+    record_body_edit,
 )
 
 __all__ = [
@@ -115,7 +115,7 @@ def edit_comment(st: State, comment_id: int, body: str, editor: str) -> CommentR
     old = comment.body
     comment.updated_at = st.tick()
     if body != comment.body:
-        comment.edits.append(EditRec(editor, comment.updated_at))
+        record_body_edit(comment, editor, comment.updated_at, body)
     comment.body = body
     st.issues[comment.issue].updated_at = comment.updated_at
     hooks.issue_comment(st, comment, "edited", editor, old_body=old)
@@ -145,7 +145,7 @@ def edit_issue_text(
         record_event(st, issue, "renamed", actor, rename=(issue.title, title))
         issue.title = title
     if body is not None and body != (issue.body or ""):
-        issue.edits.append(EditRec(actor, now))
+        record_body_edit(issue, actor, now, body)
     if body is not None:
         issue.body = body
 

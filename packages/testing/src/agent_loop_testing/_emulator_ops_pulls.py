@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 from agent_loop_testing import _emulator_hooks as hooks
 from agent_loop_testing._emulator_errors import ApiError, validation_failed
-from agent_loop_testing._emulator_git import EMPTY_TREE, Identity
+from agent_loop_testing._emulator_git import EMPTY_TREE, Identity, person_of
 from agent_loop_testing._emulator_gitdiff import (
     FileChange,
     file_changes,
@@ -27,13 +27,13 @@ from agent_loop_testing._emulator_ops_issues import record_event, set_state
 from agent_loop_testing._emulator_signing import GITHUB_KEY_ID, armored, web_flow_identity
 from agent_loop_testing._emulator_state import (
     CheckRunRec,
-    EditRec,
     IssueRec,
     PullRec,
     ReviewCommentRec,
     ReviewRec,
     State,
     StatusRec,
+    record_body_edit,
 )
 
 __all__ = [
@@ -80,7 +80,7 @@ def edit_review_comment(st: State, comment_id: int, body: str, editor: str) -> R
     st.user(editor)
     comment.updated_at = st.tick()
     if body != comment.body:
-        comment.edits.append(EditRec(editor, comment.updated_at))
+        record_body_edit(comment, editor, comment.updated_at, body)
     comment.body = body
     st.issues[comment.pull].updated_at = comment.updated_at
     return comment
@@ -289,13 +289,13 @@ def _rebase(st: State, pull: PullRec, base: str) -> str:
         )
         if tree is None:
             raise ApiError(405, "This branch can't be rebased")
-        name, _, email = original.author.decode().partition(" <")
+        name, email = person_of(original.author)
         when = datetime.fromtimestamp(original.author_time, UTC)
         tip = st.git.add_commit(
             tree=tree,
             parents=[tip],
             message=original.message.decode(),
-            author=Identity(name, email.rstrip(">"), when),
+            author=Identity(name, email, when),
             committer=web_flow_identity(st),
             signature=armored(GITHUB_KEY_ID),
         )

@@ -22,6 +22,7 @@ from agent_loop_testing._emulator_git import (
     TreeWrite,
     mode_text,
     parse_mode,
+    person_of,
     type_of_mode,
 )
 from agent_loop_testing._emulator_http import Ctx, Reply, Route, page_reply, string
@@ -72,11 +73,10 @@ def ref_json(st: State, name: str, urls: Urls) -> Json:
 
 
 def _person(raw: bytes, when: int) -> Json:
-    text = raw.decode("utf-8", "replace")
-    name, _, rest = text.partition(" <")
+    name, email = person_of(raw)
     return {
         "name": name,
-        "email": rest.rstrip(">"),
+        "email": email,
         "date": ts(datetime.fromtimestamp(when, tz=UTC)),
     }
 
@@ -410,7 +410,7 @@ def _account(st: State, raw: bytes, urls: Urls) -> Json | None:
     """The account an author or committer line's email belongs to (GitHub maps emails
     to users; GitHub's own commits show the `web-flow` account). The line is whatever
     the commit's creator wrote: the account is a lookup, not proof of who made it."""
-    email = raw.decode("utf-8", "replace").partition(" <")[2].rstrip(">")
+    _, email = person_of(raw)
     if email == GITHUB_EMAIL:
         return simple_user_json(WEB_FLOW, urls)
     user = next((u for u in st.users.values() if u.email == email), None)

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 
 from dulwich.objects import Commit
 
-from agent_loop_testing._emulator_git import Identity
+from agent_loop_testing._emulator_git import Identity, person_of
 from agent_loop_testing._emulator_state import State, UserRec
 
 __all__ = [
@@ -99,10 +99,6 @@ class Verification:
         return self.reason.upper()
 
 
-def _email_of(raw: bytes) -> str:
-    return raw.decode("utf-8", "replace").partition(" <")[2].rstrip(">")
-
-
 def verify(st: State, commit: Commit) -> Verification:
     """GitHub's verdict on `commit`'s signature."""
     signature = commit.gpgsig
@@ -111,7 +107,7 @@ def verify(st: State, commit: Commit) -> Verification:
     payload = commit.raw_without_sig().decode("utf-8", "replace")
     text = signature.decode("ascii", "replace")
     key = key_of(signature)
-    committer = _email_of(commit.committer)
+    _, committer = person_of(commit.committer)
     if key == GITHUB_KEY_ID:
         owner, email, by_github = WEB_FLOW, GITHUB_EMAIL, True
     else:

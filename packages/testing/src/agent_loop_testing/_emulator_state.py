@@ -39,6 +39,7 @@ __all__ = [
     "State",
     "StatusRec",
     "UserRec",
+    "record_body_edit",
 ]
 
 _TOKEN_ALPHABET = string.ascii_letters + string.digits
@@ -95,10 +96,22 @@ class PullRec:
 
 @dataclass(frozen=True)
 class EditRec:
-    """One edit of a body: who made it and when (GitHub's `userContentEdits`)."""
+    """One revision of a body in its edit history (GitHub's `userContentEdits`): who wrote
+    it, when, and the text it left (GraphQL `diff`, which holds the whole body).
+
+    GitHub keeps no history for a body never edited; its first edit records two
+    revisions, the text as created (by its author, at its creation) and the new one, so
+    a history, once there, starts with the creation (`includesCreatedEdit`).
+    """
 
     editor: str
     edited_at: datetime
+    body: str | None = None
+    """The whole body after this revision; `None` once the revision was deleted from the
+    history (`deleted_at`)."""
+    deleted_at: datetime | None = None
+    """When someone deleted this revision from the history (its text is gone)."""
+    deleted_by: str | None = None
 
 
 @dataclass
@@ -118,7 +131,9 @@ class IssueRec:
     closed_by: str | None = None
     pull: PullRec | None = None
     edits: list[EditRec] = field(default_factory=list[EditRec])
-    """Body edits, oldest first; title changes are `renamed` events instead."""
+    """The body's revisions, oldest first: empty until its first edit, then the text as
+    created followed by every edit (`record_body_edit`); title changes are `renamed`
+    events instead."""
 
 
 @dataclass
@@ -320,3 +335,13 @@ class State:
     def is_empty(self) -> bool:
         """GitHub calls a repository without branches empty (409 on git data calls)."""
         return not any(ref.startswith("refs/heads/") for ref in self.git.refs)
+
+
+def record_body_edit(
+    record: IssueRec | CommentRec | ReviewCommentRec, editor: str, at: datetime, body: str
+) -> None:
+    """Record `editor`'s edit of `record`'s body to `body` at `at`, as GitHub keeps it:
+    the first edit also records the text as created (its author's, at its creation)."""
+    if not record.edits:
+        record.edits.append(EditRec(record.author, record.created_at, record.body or ""))
+    record.edits.append(EditRec(editor, at, body))

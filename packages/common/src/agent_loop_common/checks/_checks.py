@@ -38,6 +38,7 @@ from agent_loop_common.runtime import Runtime
 from agent_loop_common.sandbox import (
     ENVS_FOLDER,
     NO_TEST_COMMAND,
+    PYTEST_CONFIG_FILES,
     BaselineStore,
     CommandRejected,
     DefaultSetup,
@@ -63,10 +64,7 @@ __all__ = ["Checks", "open_checks", "open_sandbox_checks"]
 _DETECTED_FROM = (
     "AGENTS.md",
     "pyproject.toml",
-    "pytest.ini",
-    ".pytest.ini",
-    "pytest.toml",
-    ".pytest.toml",
+    *PYTEST_CONFIG_FILES,
     "setup.cfg",
     "tox.ini",
     "conftest.py",

@@ -256,8 +256,8 @@ class CheckReport:
                 ("Already failing on the base, still failing", verdict.still_failing),
                 ("Passed on the base, no longer run", verdict.disappeared),
                 (
-                    "Failed on the base and absent from the change's run: NOT shown fixed "
-                    "(deselected, deleted, renamed or not collected)",
+                    "Failed on the base and skipped or absent in the change's run: NOT shown fixed "
+                    "(deselected, deleted, renamed, not collected or skipped)",
                     verdict.not_shown_fixed,
                 ),
             )
@@ -287,7 +287,7 @@ class CheckReport:
             )
         if verdict is not None and verdict.not_shown_fixed:
             data.append(
-                "Failed on the base and absent from the change's run (NOT shown fixed): "
+                "Failed on the base and skipped or absent in the change's run (NOT shown fixed): "
                 + ", ".join(verdict.not_shown_fixed[:30])
             )
         data += [
@@ -324,22 +324,16 @@ class CheckReport:
                 "**No verdict**: the tests ran but prove nothing about this change: "
                 f"{public_text(self.why_no_verdict, limit=500)}."
             )
-        source = self.command.source if self.command else "?"
-        label = "" if self.isolated else " (not isolated)"
-        backend = self.backend.removesuffix(" (not isolated)")
-        command = _code(self._command_text(), 300)
-        lines.append(f"- Command: `{command}` (from {source}), in the `{backend}` sandbox{label}")
+        lines.append(self._command_markdown())
         if self.setup:
             lines.append(f"- Setup: {public_text(self.setup_text(), limit=300)}")
         lines.append(f"- Result: {public_text(self.summary, limit=300)}")
-        if self.per_process_limits:
-            lines.append(f"- Limits: {public_text(self.per_process_limits, limit=400)}")
-        if self.judged:
-            lines += self._guard_line()
+        lines += self._limits_markdown()
         if not self.judged:
             lines.append("Verification was model-only; run the tests before merging.")
             lines += self._flag_markdown()
             return "\n".join(lines)
+        lines += self._guard_line()
         verdict = self.verdict
         if verdict is not None:
             if verdict.fail_to_pass:
@@ -348,11 +342,7 @@ class CheckReport:
                 lines.append(f"- Already failing on the base: {_names(verdict.still_failing)}")
             if verdict.disappeared:
                 lines.append(f"- No longer run: {_names(verdict.disappeared)}")
-            if verdict.not_shown_fixed:
-                lines.append(
-                    "- ⚠️ Not shown fixed (failed on the base, absent after the change): "
-                    + _names(verdict.not_shown_fixed)
-                )
+            lines += self._not_shown_fixed_markdown()
             lines += [f"- Note: {public_text(n, limit=300)}" for n in verdict.notes]
         lines += self._flag_markdown()
         return "\n".join(lines)
@@ -364,36 +354,47 @@ class CheckReport:
             *[f"- {public_text(line, limit=300)}" for line in self.tampered[:20]],
         ]
         if self.ran:
-            source = self.command.source if self.command else "?"
-            label = "" if self.isolated else " (not isolated)"
-            backend = self.backend.removesuffix(" (not isolated)")
-            command = _code(self._command_text(), 300)
-            lines.append(
-                f"- Command: `{command}` (from {source}), in the `{backend}` sandbox{label}"
-            )
+            lines.append(self._command_markdown())
             lines.append(
                 f"- Reported: {public_text(self.summary, limit=300)} (not evidence: the "
                 "change's code ran in the reporting process)"
             )
-            if self.per_process_limits:
-                lines.append(f"- Limits: {public_text(self.per_process_limits, limit=400)}")
+            lines += self._limits_markdown()
         verdict = self.verdict
         if verdict is not None and verdict.guard_failing:
             lines.append(
                 "- The pytest guard saw these tests fail when pytest made their reports: "
                 + _names(verdict.guard_failing)
             )
-        if verdict is not None and verdict.not_shown_fixed:
-            lines.append(
-                "- ⚠️ Not shown fixed (failed on the base, absent after the change): "
-                + _names(verdict.not_shown_fixed)
-            )
+        lines += self._not_shown_fixed_markdown()
         lines.append(
             "The evidence is the repository's own tests run on the change, reported by a "
             "process the change's code also runs in: run the tests in your CI before merging."
         )
         lines += self._flag_markdown()
         return "\n".join(lines)
+
+    def _command_markdown(self) -> str:
+        """`- Command: ...`: the command as configured, where it came from, the sandbox."""
+        source = self.command.source if self.command else "?"
+        label = "" if self.isolated else " (not isolated)"
+        backend = self.backend.removesuffix(" (not isolated)")
+        command = _code(self._command_text(), 300)
+        return f"- Command: `{command}` (from {source}), in the `{backend}` sandbox{label}"
+
+    def _limits_markdown(self) -> list[str]:
+        if not self.per_process_limits:
+            return []
+        return [f"- Limits: {public_text(self.per_process_limits, limit=400)}"]
+
+    def _not_shown_fixed_markdown(self) -> list[str]:
+        names = self.verdict.not_shown_fixed if self.verdict is not None else ()
+        if not names:
+            return []
+        return [
+            "- ⚠️ Not shown fixed (failed on the base, skipped or absent after the change): "
+            + _names(names)
+        ]
 
     def _flag_markdown(self) -> list[str]:
         lines: list[str] = []
@@ -429,7 +430,8 @@ class CheckReport:
             summary=self.summary,
             base=self.base.summary() if self.base is not None else "",
             after=self.after.summary() if self.after is not None else "",
-            fail_to_pass=list(verdict.fail_to_pass) if verdict else [],
+            # What a run the change's code reaches into reported passing is not evidence.
+            fail_to_pass=list(verdict.fail_to_pass) if verdict and not self.tampered else [],
             regressions=list(verdict.regressions) if verdict else [],
             failing=list(verdict.failing) if verdict else [],
             tamper_flags=[f"{f.path}: {f.detail}" for f in self.flags],

@@ -74,8 +74,7 @@ def run_tests_tool(checks: Checks, stage: StagedFiles) -> ReadTool:
             )
         if after.tests is not None and after.tests.failing:
             lines.append("Failing: " + ", ".join(after.tests.failing[:20]))
-        on_base = {f.key for f in (base.guard_findings if base is not None else ())}
-        found = [f.detail for f in after.guard_findings if f.key not in on_base]
+        found = [f.detail for f in after.guard_findings_not_in(base)]
         if found:
             lines.append(
                 "The pytest guard found code steering this run from inside (results that "

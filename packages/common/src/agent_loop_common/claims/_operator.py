@@ -13,6 +13,7 @@ judge (`agent-loop` refuses a live claim of another process unless forced).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -75,6 +76,11 @@ class OperatorRelease:
     """The claim comment that now says who released it (`None`: none was found)."""
 
 
+_TARGET = re.compile(r"(?:(?P<kind>issue|pr|pull|repo)(?:-|#|\s+#?\s*)|#\s*)?(?P<key>\S+)")
+"""A kind and its key (`issue 5`, `issue#5`, `issue-5`, `pr #7`), or a bare `#5` / `5`;
+a `-` separates only when it follows the kind, so `issue -3` is no `issue 3`."""
+
+
 def parse_target(words: Sequence[str]) -> ClaimTarget:
     """`issue 5`, `#5`, `issue#5`, `issue-5`, `pr 7`, `PR #7`, `repo distiller`, ... as a
     target (`#N` alone is an issue: GitHub numbers issues and PRs together, and a
@@ -83,19 +89,15 @@ def parse_target(words: Sequence[str]) -> ClaimTarget:
     Raises:
         ValueError: The words name no target.
     """
-    text = " ".join(words).strip().lower()
-    for sep in ("#", "-", " "):
-        text = text.replace(sep, " ")
-    parts = text.split()
-    if len(parts) == 1 and parts[0].isdigit():
-        parts = ["issue", parts[0]]
+    text = " ".join(" ".join(words).split()).lower()
+    found = _TARGET.fullmatch(text)
     kinds = {"issue": TargetKind.ISSUE, "pr": TargetKind.PR, "pull": TargetKind.PR}
     kinds["repo"] = TargetKind.REPO
-    if len(parts) != 2 or parts[0] not in kinds:
+    if found is None or (found["kind"] is None and not found["key"].isdigit()):
         raise ValueError(
             f"{' '.join(words)!r} names no claim: say `issue 5`, `#5`, `pr 7` or `repo distiller`"
         )
-    return ClaimTarget.of(kinds[parts[0]], parts[1])
+    return ClaimTarget.of(kinds[found["kind"] or "issue"], found["key"])
 
 
 def _target_of(ref: str, namespace: str) -> ClaimTarget | None:

@@ -273,15 +273,24 @@ class Claimer:
         `heartbeat` ago. Such a claim has two thirds of its `ttl` left, far more than a
         few writes take, and no other run can have taken it over (a takeover needs it
         expired), so the extend would cost three writes (a commit, the ref update, the
-        comment edit) and prove nothing. A short run thus never extends.
+        comment edit) and prove nothing. A short run thus never extends. It reads the
+        ref instead (one request): a person may have released the claim by hand
+        (`agent-loop claims release --force`), and then the run must write nothing.
 
         Raises:
-            ClaimLost: the run does not hold the target, or the extend found it taken.
+            ClaimLost: the run does not hold the target, the extend found it taken, or
+                its ref no longer points at this run's claim (released by hand).
         """
         current = self._held.get(claim.target)
         if current is None:
             raise ClaimLost(f"{claim.target}: run {self.run_id} does not hold it")
         if self._fresh(current, self._clock()):
+            if await self._refs.sha(claim.target) != current.head:
+                self._lost.add(claim.target)  # `release` then leaves the ref alone
+                raise ClaimLost(
+                    f"{claim.target}: its claim was released by someone else (the claim "
+                    f"ref no longer points at run {self.run_id}'s claim)"
+                )
             return current
         return await self.extend(current)
 
@@ -318,12 +327,15 @@ class Claimer:
         live = now + self.skew < current.until
         lost = claim.target in self._lost
         self._lost.discard(claim.target)
+        gone = False  # the ref was deleted under the run: someone released it by hand
         if live and not lost and self._fresh(current, now):
             # Written less than a heartbeat ago: no run can have taken it over (a
             # takeover needs it expired), so the ref is ours without a read, as in `renew`.
             kept = await self._refs.delete(claim.target)
+            gone = not kept
         elif live:
-            kept = await self._refs.sha(claim.target) == current.head
+            sha = await self._refs.sha(claim.target)
+            kept, gone = sha == current.head, sha is None
             if kept:
                 await self._refs.delete(claim.target)
         else:
@@ -331,6 +343,13 @@ class Claimer:
             message = f"release {claim.target} by run {self.run_id}\n\n{render_dibs(release)}"
             advanced = await self._refs.advance(claim.target, current.head, message, tree_sha=tree)
             kept = advanced is not None
+        if gone:
+            # Released by hand (`agent-loop claims release`, which marked the comment
+            # released, naming who): that comment stands as it is.
+            _log.warning(
+                "claims.released_by_someone_else", target=str(claim.target), run=self.run_id
+            )
+            return False
         if not kept:
             _log.warning("claims.lost_before_release", target=str(claim.target), run=self.run_id)
             note = f"{note} (the claim had already expired and passed to another run)"

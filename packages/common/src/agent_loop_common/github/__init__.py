@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     )
     from agent_loop_common.github._etag import REREAD_HEADERS, ETagCache, PolledRead, ReadLog
     from agent_loop_common.github._models import (
+        BodyHistory,
+        BodyRevision,
         BranchHead,
         CheckRun,
         Comment,
@@ -71,6 +73,8 @@ __all__ = [
     "REREAD_HEADERS",
     "AppAuth",
     "AuthError",
+    "BodyHistory",
+    "BodyRevision",
     "BranchHead",
     "CheckRun",
     "Comment",

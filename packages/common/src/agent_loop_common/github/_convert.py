@@ -10,7 +10,7 @@ from githubkit.utils import Unset
 # githubkit_schemas is a namespace package (no __init__.py), which pyright strict reports
 # as missing stubs although every type resolves.
 from githubkit_schemas.v2026_03_10 import models as gh  # pyright: ignore[reportMissingTypeStubs]
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from agent_loop_common.github._models import (
     CheckRun,
@@ -102,6 +102,11 @@ class _RawLabel(BaseModel):
     name: str
 
 
+class _RawRename(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    from_: str = Field(alias="from")
+
+
 class _RawEvent(BaseModel):
     """Issue events parsed leniently: githubkit's union rejects `closed`, `referenced`..."""
 
@@ -112,6 +117,7 @@ class _RawEvent(BaseModel):
     label: _RawLabel | None = None
     created_at: datetime
     commit_id: str | None = None
+    rename: _RawRename | None = None
 
 
 def issue_event(raw: Any) -> IssueEvent:
@@ -123,6 +129,7 @@ def issue_event(raw: Any) -> IssueEvent:
         label=None if e.label is None else e.label.name,
         created_at=e.created_at,
         commit_id=e.commit_id or None,
+        rename_from=e.rename.from_ if e.rename is not None else None,
     )
 
 

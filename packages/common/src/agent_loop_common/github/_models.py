@@ -76,6 +76,43 @@ class Edit(_Frozen):
     edited_at: datetime
 
 
+class BodyRevision(_Frozen):
+    """One revision of a body in its edit history (GraphQL `UserContentEdit`)."""
+
+    edited_at: datetime
+    editor: str | None
+    """Who wrote this revision; `None` when GitHub no longer knows the account."""
+    body: str | None
+    """The whole body this revision left (GitHub's `diff` holds it); `None` when the
+    revision was deleted from the history and its text is gone."""
+
+
+class BodyHistory(_Frozen):
+    """A body's edit history, as GitHub keeps it (GraphQL `userContentEdits`)."""
+
+    last_edited_at: datetime | None
+    """When the body was last edited (`lastEditedAt`); `None`: never."""
+    revisions: tuple[BodyRevision, ...]
+    """The revisions read, oldest first (empty for a body never edited)."""
+    includes_creation: bool
+    """The oldest revision is the text as created (`includesCreatedEdit`); False for a
+    body edited before GitHub kept its history, or never edited."""
+    complete: bool
+    """Every revision GitHub holds was read (not cut short by a page)."""
+
+    def text_before(self, moment: datetime) -> BodyRevision | None:
+        """The revision that was the body just before `moment` (one made in the same
+        second counts as after: timestamps are whole seconds), or `None` when the
+        history cannot tell (cut short, the text as created not kept, no revision before).
+        A revision deleted from the history is returned with its `body` `None`."""
+        if not self.complete:
+            return None
+        earlier = [r for r in self.revisions if r.edited_at < moment]
+        if earlier:
+            return earlier[-1]
+        return None
+
+
 class Reaction(_Frozen):
     """An emoji reaction on a comment (how the agents acknowledge a command)."""
 
@@ -97,6 +134,8 @@ class IssueEvent(_Frozen):
     commit_id: str | None = None
     """The commit the event names: for a pull request's `merged` event, the commit GitHub
     made on the base branch (REST's word for GraphQL's `mergeCommit`)."""
+    rename_from: str | None = None
+    """For a `renamed` event, the title before it (REST `rename.from`)."""
 
 
 class PullRequest(_Frozen):

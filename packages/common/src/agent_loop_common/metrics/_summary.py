@@ -31,7 +31,7 @@ class Metrics(BaseModel):
     model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
 
     runs: NonNegativeInt
-    """Runs in the window that reached their target (claimed something), interrupted
+    """Runs in the window that reached their target (claimed something, or were asked for one target and refused it), interrupted
     ones included."""
     opened_prs: NonNegativeInt
     """Builder runs that opened a PR."""

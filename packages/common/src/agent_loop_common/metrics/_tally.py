@@ -70,7 +70,7 @@ class Tally(_Additive):
     model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
 
     runs: NonNegativeInt = 0
-    """Records of runs that reached their target (claimed something); `interrupted`
+    """Records of runs that reached their target (claimed something, or were asked for one target and refused it); `interrupted`
     ones included, `preflight_failed` ones not."""
     worked: NonNegativeInt = 0
     """Of `runs`, those whose outcome is neither in `IDLE_OUTCOMES` nor `interrupted`."""

@@ -19,7 +19,7 @@ from agent_loop_common.logs import FLYTE_LOGGERS, route_to_root
 from agent_loop_common.memory import MemoryLocation
 from agent_loop_common.runtime._home import local_raw_data_path
 from agent_loop_common.runtime._remote import remote_flyte_config
-from agent_loop_common.runtime._reports import keep_report
+from agent_loop_common.runtime._reports import keep_report, remove_run_metadata
 from agent_loop_common.runtime._summary import TickSummary
 from agent_loop_common.settings import Settings
 
@@ -44,6 +44,10 @@ def github_from_settings(settings: Settings) -> GitHub:
 def run_task(settings: Settings, task: Any, *, remote: bool = False, **inputs: Any) -> Any:
     """Run `task` once and return its output.
 
+    In local mode Flyte's metadata folder of the run (its actions' reports) is removed
+    once the output is read, as after a tick: the caller keeps what a user needs (`eval
+    run` writes its results, predictions and report into its own folder).
+
     Args:
         settings: Supplies the Flyte org/project/domain and the local home.
         task: A task of an agent's `TaskEnvironment`.
@@ -61,7 +65,8 @@ def run_task(settings: Settings, task: Any, *, remote: bool = False, **inputs: A
         run = flyte.with_runcontext(mode="remote").run(task, **inputs)
         run.wait()
         return _single(run.outputs())
-    output, _ = _run_local(settings, task, **inputs)
+    output, run_dir = _run_local(settings, task, **inputs)
+    remove_run_metadata(run_dir)
     return output
 
 

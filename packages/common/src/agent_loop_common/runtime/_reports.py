@@ -5,7 +5,9 @@ In local mode `flyte.report` writes `report.html` into the run's metadata folder
 cleaned and nobody was told about. After each local tick the report is copied to
 `<AGENT_LOOP_HOME>/reports/<role>-<run id>.html` (`<role>-idle-<UTC time>.html` for an
 idle tick), Flyte's metadata folder of that run is removed, and only the newest
-`AGENT_LOOP_KEEP_REPORTS` reports are kept. On a cluster the report stays in the Flyte UI.
+`AGENT_LOOP_KEEP_REPORTS` reports are kept. A task run once (`run_task`: `eval run`)
+has its metadata folder removed too: its caller writes what a user needs itself. On a
+cluster the report stays in the Flyte UI.
 """
 
 from __future__ import annotations
@@ -18,7 +20,14 @@ from pathlib import Path
 from agent_loop_common.runtime._summary import TickSummary
 from agent_loop_common.settings import Settings
 
-__all__ = ["LOCAL_METADATA_ROOT", "keep_report", "prune_reports", "report_name", "reports_folder"]
+__all__ = [
+    "LOCAL_METADATA_ROOT",
+    "keep_report",
+    "prune_reports",
+    "remove_run_metadata",
+    "report_name",
+    "reports_folder",
+]
 
 LOCAL_METADATA_ROOT = Path("/tmp/flyte/metadata")  # noqa: S108 (the Flyte SDK's fixed local path)
 """Where Flyte's local mode keeps each run's metadata (and with it the reports)."""
@@ -63,9 +72,16 @@ def keep_report(
         kept = folder / report_name(summary, now)
         shutil.copyfile(found[0], kept)
         prune_reports(folder, keep=settings.keep_reports)
+    remove_run_metadata(run_dir)
+    return kept
+
+
+def remove_run_metadata(run_dir: Path) -> None:
+    """Remove a local run's metadata folder (`run.url`) once its output is read, when it
+    lies under `LOCAL_METADATA_ROOT` (never anything else): nothing else cleans it, and
+    what a user needs was kept elsewhere (a tick's report, `eval run`'s files)."""
     if run_dir.resolve().parent == LOCAL_METADATA_ROOT.resolve():
         shutil.rmtree(run_dir, ignore_errors=True)
-    return kept
 
 
 def prune_reports(folder: Path, *, keep: int) -> list[Path]:

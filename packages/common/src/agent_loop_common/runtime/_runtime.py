@@ -154,6 +154,7 @@ async def open_runtime(
     clock: Callable[[], datetime] | None = None,
     github_retry: GitHubRetryPolicy | None = None,
     offline: bool = False,
+    baselines: BaselineStore | None = None,
 ) -> AsyncGenerator[Runtime]:
     """Build a run's effects; on exit persist the ETag cache (if it changed) and close.
 
@@ -169,6 +170,10 @@ async def open_runtime(
         offline: The run sends GitHub nothing (the benchmark's replay on a snapshot in
             hand): its facade refuses every request (`OfflineTransport`), and the role's
             ETag cache is neither read nor saved.
+        baselines: Where the run's baseline results are kept and found (by base SHA,
+            command and setup): a store shared with other runs that may meet at a base
+            commit (the benchmark's instances of one run). Default: the store of the
+            sandbox installed with `use_sandbox`, else the run's own.
     """
     remember_model_keys((settings.model, settings.verifier_model))
     memory = MemoryLocation.from_settings(settings, memory_root)
@@ -205,6 +210,7 @@ async def open_runtime(
         memory=memory,
         budget=Budget.from_settings(settings),
         clock=clock or _utcnow,
+        baselines=baselines if baselines is not None else _default_baselines(),
     )
     try:
         yield runtime

@@ -6,8 +6,8 @@ their copy. `docs/sandbox.md` has the threat model per backend.
 
 ```python
 sandbox = await open_sandbox(settings)          # SandboxUnavailable: show it, exit 2
-command = resolve_test_command(settings.test_command, base_files)   # or None: no tests
-setup = parse_command(settings.setup_command) if settings.setup_command else None
+plan = plan_tests(settings, base_files)         # plan.command None: no tests (plan.note)
+command, setup = plan.command, plan.setup       # pytest gets the JUnit report and the guard
 
 base = await cache.get_or_run(
     baseline_key(base_sha, command.argv, setup),
@@ -20,10 +20,13 @@ flags = flag_test_tampering(staged_files, base_contents) + scan_test_machinery(
 )                                               # test_machinery flags: `tampered`
 ```
 
-A tree comes from a tarball (`extract_tarball`, GitHub's top folder stripped) or from
-files (`write_tree`); `run` never modifies it. Results are typed and small
-(`RunResult`: exit code, timing, limits hit, a bounded head and tail of the output,
-test counts and failing names from pytest's summary or a JUnit report).
+`plan_tests` is the one place that decides what runs (the ticks' checks and `agent-loop
+sandbox run --dir` both ask it), so a pytest command always carries the JUnit report and
+the pytest guard. A tree comes from a tarball (`extract_tarball`, GitHub's top folder
+stripped) or from files (`write_tree`); `run` never modifies it. Results are typed and
+small (`RunResult`: exit code, timing, limits hit, a bounded head and tail of the
+output, test counts and failing names from pytest's summary or a JUnit report, what the
+pytest guard found).
 """
 
 from agent_loop_common.sandbox._base import OFF_BACKEND, DisabledSandbox, Sandbox
@@ -106,6 +109,7 @@ from agent_loop_common.sandbox._select import (
     selected_backend,
 )
 from agent_loop_common.sandbox._tamper import (
+    PYTEST_CONFIG_FILES,
     TamperFlag,
     TamperKind,
     flag_test_tampering,
@@ -124,6 +128,7 @@ __all__ = [
     "NO_TEST_COMMAND",
     "OFF_BACKEND",
     "PLAIN_BACKEND",
+    "PYTEST_CONFIG_FILES",
     "VENV_DIR",
     "BackendCheck",
     "BaselineCache",

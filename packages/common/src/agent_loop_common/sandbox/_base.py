@@ -2,9 +2,11 @@
 
 A run is always the same: copy the tree into a fresh workspace (applying a staged
 change to the copy, never to the original), optionally run a setup command with the
-network on, run the command with the network off, read what the test runner reported,
-and delete the workspace. Backends differ only in `_execute`: how one command starts
-inside their isolation.
+network on, install the pytest guard under a fresh name when the command asks for it
+(after the setup, so nothing the change runs first can know the name: `_guard`), run
+the command with the network off, read what the test runner and the guard reported, and
+delete the workspace. Backends differ only in `_execute`: how one command starts inside
+their isolation (and whether they can show the guard's folder to it, `pytest_guard`).
 """
 
 from __future__ import annotations

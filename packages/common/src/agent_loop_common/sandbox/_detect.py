@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict
 from agent_loop_common.sandbox._command import parse_command
 from agent_loop_common.sandbox._errors import CommandRejected
 from agent_loop_common.sandbox._guard import GUARD_PLACEHOLDER, without_guard
+from agent_loop_common.sandbox._tamper import PYTEST_CONFIG_FILES
 
 __all__ = [
     "CommandSource",
@@ -150,7 +151,7 @@ def _pytest_source(read: FileReader) -> CommandSource | None:
     pyproject = read("pyproject.toml") or ""
     if "[tool.pytest" in pyproject or re.search(r"""["']pytest\b""", pyproject):
         return "pyproject.toml"
-    for name in ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini"):
+    for name in PYTEST_CONFIG_FILES:
         if read(name) is not None:
             return cast("CommandSource", name)
     if "[tool:pytest]" in (read("setup.cfg") or ""):

@@ -31,7 +31,7 @@ import secrets
 import shutil
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -119,7 +119,7 @@ class GuardReading:
     """Their test ids (capped)."""
     exitstatus: int | None = None
     """The session's exit status as pytest set it, when the guard saw it."""
-    errors: tuple[str, ...] = field(default=())
+    errors: tuple[str, ...] = ()
     """The guard's own errors (it never stops the run for them)."""
 
 

@@ -7,18 +7,24 @@ turns failures into passes: exit status, summary and JUnit report then all agree
 pytest guard (`_guard`) watches such a run from inside; this scan reads the change
 before it runs, so a change that would also disable or fool the guard is still seen.
 
-`scan_test_machinery` parses each staged Python file that is not a test file (test
-files and `conftest.py` may use pytest's machinery; they are visible in the diff and
-the guard distrusts the ones the change touched) and counts the shapes that reach the
-runner, against the same file at the base commit: a shape the change adds is a
-`test_machinery` flag, and the verdict is `tampered`. The shapes:
+`scan_test_machinery` parses each staged Python file and counts the shapes that reach
+the runner, against the same file at the base commit: a shape the change adds is a
+`test_machinery` flag, and the verdict is `tampered`. Test files and `conftest.py` are
+read too, since they run in the guard's process and can silence it, but may add what
+tests ordinarily do (`_ORDINARY_IN_TESTS`: pytest's helpers imported, the plugin manager
+read in a conftest hook, `sys.modules` entries and `builtins` mocked). The shapes:
 
 - **`gc` object walks**: `gc.get_objects`, `get_referrers`, `get_referents`;
 - **pytest's and pluggy's internals**: importing `_pytest` or `pluggy`, reading
   `pytest`/`_pytest`/`__main__` from `sys.modules`, the plugin manager
   (`.pluginmanager`, `config.hook`, `.ihook`, hook implementation lists), the session's
   counters (`testsfailed`, `testscollected`), the terminal reporter's `stats`, a
-  report's `outcome` set to `"passed"`/`"failed"`/`"skipped"`;
+  report's `outcome` set to `"passed"`/`"failed"`/`"skipped"` or through its
+  `__dict__`, pytest's or pluggy's own objects replaced (an attribute assigned, `setattr`,
+  `monkeypatch.setattr`, `type.__setattr__`), a hook that decides outcomes defined
+  (`pytest_pyfunc_call`, `pytest_runtest_makereport`, ...: `_OUTCOME_HOOKS`), a hook
+  wrapper's `force_result`;
+- **code run from a string** the scan can read (`exec("...")`): its shapes count;
 - **names built at run time** that spell the machinery (`"py" + "test_runtest_log" +
   "report"`, `"".join(...)`, `%`/`format`/f-strings, `chr` codes, reversed, base64,
   rot13 or hex of literals), and `getattr`/`setattr`/`delattr` with a computed name on
@@ -33,7 +39,9 @@ runner, against the same file at the base commit: a shape the change adds is a
   `<...>` or a rewritten `co_filename` (what a traceback shows as the code's origin);
 - **rewiring the process's output**: `os.dup2(..., 1 or 2)`, `os.close(1 or 2)`;
 - **a module that shadows the runner**: a staged `pytest.py`, `_pytest/`, `pluggy/`,
-  `py.py`, `sitecustomize.py` or `usercustomize.py`, or one named like the guard.
+  `py.py`, `sitecustomize.py` or `usercustomize.py`, one named like the guard, or one at
+  the repository's root named like a module of the standard library or of pytest's own
+  dependencies (`python -m pytest` imports it from the root before pytest and the guard).
 
 Ordinary code is not flagged: `gc.collect()`, `sys.modules.get("numpy")`,
 `sys.modules[__name__]`, `getattr(self.config, key)`, `inspect.signature`,
@@ -49,6 +57,7 @@ import binascii
 import codecs
 import posixpath
 import re
+import sys
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -148,6 +157,13 @@ _SHADOWED_FILES = frozenset(
     {"pytest.py", "_pytest.py", "pluggy.py", "py.py", "sitecustomize.py", "usercustomize.py"}
 )
 _SHADOWED_PACKAGES = frozenset({"pytest", "_pytest", "pluggy"})
+_RUNNER_DEPENDENCIES = frozenset(
+    {"iniconfig", "packaging", "pygments", "colorama", "exceptiongroup", "tomli"}
+)
+"""Third-party modules pytest imports as it starts, before any plugin."""
+_STDLIB = frozenset(sys.stdlib_module_names) - {"__main__", "this", "antigravity"}
+"""The standard library's top-level modules: `python -m pytest` puts the working
+directory (the repository's root) before them on `sys.path`."""
 _GUARD_NAME = re.compile(r"(^|/)_agent_loop_guard")
 _STR_METHODS = frozenset(
     {"lower", "upper", "strip", "lstrip", "rstrip", "title", "casefold", "swapcase", "capitalize"}
@@ -189,7 +205,8 @@ class _Shapes:
 class _Scan(ast.NodeVisitor):
     """One pass over a module: aliases and string constants first, then the shapes."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, depth: int = 0) -> None:
+        self.depth = depth  # how deep in code run from strings (bounded)
         self.shapes = _Shapes()
         self.aliases: dict[str, str] = {}
         self.constants: dict[str, str | None] = {}
@@ -527,6 +544,12 @@ class _Scan(ast.NodeVisitor):
             self.shapes.add(f"imports pytest's internals ({imported})", node)
         if name in ("getattr", "setattr", "delattr", "hasattr") and len(node.args) >= 2:
             self._attribute_call(name, node)
+        if node.args and name.rsplit(".", 1)[-1] in _SETTERS:
+            self._replacing_call(node)
+        if isinstance(node.func, ast.Attribute) and node.func.attr in _FORCERS:
+            self.shapes.add(f"forces a hook's result ({node.func.attr})", node)
+        if name in ("exec", "eval", "compile") and node.args:
+            self._scan_code_string(node)
         if name == "compile" and len(node.args) >= 2:
             filename = self._fold(node.args[1], depth=0)
             if filename is None or not filename.startswith("<") or filename.startswith("<frozen"):
@@ -560,13 +583,9 @@ class _Scan(ast.NodeVisitor):
                 and self._qualname(argument) == "sys.modules"
             ) and name in ("list", "tuple", "dict", "iter", "sorted", "set", "vars"):
                 self.shapes.add("walks every loaded module (sys.modules)", node)
-        self._check_string_args(node)
+        if id(node) not in self._folded:
+            self._built_name(node)
         self.generic_visit(node)
-
-    def _check_string_args(self, node: ast.Call) -> None:
-        if id(node) in self._folded:
-            return
-        self._built_name(node)
 
     def _attribute_call(self, name: str, node: ast.Call) -> None:
         owner = self._qualname(node.args[0])
@@ -587,6 +606,36 @@ class _Scan(ast.NodeVisitor):
             self.shapes.add(
                 f"looks up a name computed at run time on {owner or 'an object'} ({name})", node
             )
+
+    def _scan_code_string(self, node: ast.Call) -> None:
+        """Code run from a string the scan can read (`exec("def pytest_...")`): its
+        shapes count as this file's, at the call's line."""
+        text = self._fold(node.args[0], depth=0)
+        if not text or _UNKNOWN in text or self.depth >= 3:
+            return
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            return
+        inner = _Scan(tree, depth=self.depth + 1)
+        inner.visit(tree)
+        for description, count in inner.shapes.counts.items():
+            for _ in range(count):
+                self.shapes.add(f"{description} (in code run from a string)", node)
+
+    def _replacing_call(self, node: ast.Call) -> None:
+        """`setattr(T, ...)`, `monkeypatch.setattr(T, ...)`, `type.__setattr__(T, ...)` or
+        `monkeypatch.setattr("_pytest.x.y", ...)` on pytest's own objects."""
+        first = node.args[0]
+        owner = self._qualname(first)
+        if _is_machinery(owner):
+            attr = self._fold(node.args[1], depth=0) if len(node.args) > 1 else None
+            shown = f"{owner}.{attr}" if attr and _UNKNOWN not in attr else owner
+            self.shapes.add(f"replaces pytest's internals ({shown})", node)
+            return
+        target = self._fold(first, depth=0)
+        if target and _UNKNOWN not in target and _is_machinery(target.rsplit(".", 1)[0]):
+            self.shapes.add(f"replaces pytest's internals ({target})", node)
 
     def _module_key(self, key: ast.expr, node: ast.AST) -> None:
         text = self._fold(key, depth=0)
@@ -619,6 +668,15 @@ class _Scan(ast.NodeVisitor):
             self.shapes.add("patches builtins (__builtins__[...])", node)
         elif target in _PATH_HOOKS and isinstance(node.ctx, ast.Store):
             self.shapes.add(f"installs an import hook ({target})", node)
+        elif (
+            isinstance(node.ctx, ast.Store)
+            and self._fold(node.slice, depth=0) == "outcome"
+            and (
+                (isinstance(node.value, ast.Attribute) and node.value.attr == "__dict__")
+                or (isinstance(node.value, ast.Call) and self._qualname(node.value.func) == "vars")
+            )
+        ):
+            self.shapes.add("sets a test report's outcome (through its __dict__)", node)
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
@@ -636,6 +694,8 @@ class _Scan(ast.NodeVisitor):
             self.shapes.add("reaches the terminal reporter's tally (.stats)", node)
         elif node.attr == "co_filename" and store:
             self.shapes.add("rewrites a code object's file name", node)
+        if store and _is_machinery(owner):
+            self.shapes.add(f"replaces pytest's internals ({owner}.{node.attr})", node)
         if store and owner == "builtins":
             self.shapes.add(f"patches builtins (builtins.{node.attr})", node)
         if store and owner == "__builtins__":
@@ -644,6 +704,15 @@ class _Scan(ast.NodeVisitor):
             self.shapes.add(f"installs an import hook ({owner})", node)
         if isinstance(node.ctx, ast.Store) and self._qualname(node) in _PATH_HOOKS:
             self.shapes.add(f"installs an import hook ({self._qualname(node)})", node)
+        self.generic_visit(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        if node.name in _OUTCOME_HOOKS:
+            self.shapes.add(
+                f"defines the pytest hook {node.name}, which decides whether a test runs "
+                "or what its report says",
+                node,
+            )
         self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -676,6 +745,37 @@ class _Scan(ast.NodeVisitor):
         if id(node) not in self._folded:
             self._built_name(node)
         self.generic_visit(node)
+
+
+_OUTCOME_HOOKS = frozenset(
+    {
+        "pytest_pyfunc_call",
+        "pytest_runtest_call",
+        "pytest_runtest_protocol",
+        "pytest_runtest_makereport",
+        "pytest_runtest_logreport",
+        "pytest_report_teststatus",
+        "pytest_make_collect_report",
+        "pytest_collectreport",
+        "pytest_sessionfinish",
+    }
+)
+"""Hooks a plugin or `conftest.py` may implement that decide whether a test runs
+(`pytest_pyfunc_call` returning without calling it), what its report says (a
+`pytest_runtest_makereport` wrapper forcing another result) or how the session ends:
+one the change adds is a shape even in a conftest, which pytest loads as a declared
+plugin the guard cannot tell from an ordinary one."""
+_FORCERS = frozenset({"force_result", "force_exception"})
+"""pluggy's way for a hook wrapper to replace what the hook returned."""
+_SETTERS = frozenset({"setattr", "delattr", "__setattr__", "__delattr__"})
+"""Calls that replace an attribute of their first argument (`monkeypatch.setattr`,
+`type.__setattr__`, ...)."""
+
+
+def _is_machinery(qualname: str) -> bool:
+    """Whether `qualname` names pytest's or pluggy's own module, class or function."""
+    top = qualname.split(".", 1)[0]
+    return top in _MACHINERY_MODULES or top == "pytest"
 
 
 def _apply_element(name: str, elt: ast.expr, item: object) -> str:
@@ -720,6 +820,26 @@ def test_machinery_shapes(source: str) -> Counter[str]:
     return _scan(source).counts
 
 
+_ORDINARY_IN_TESTS = (
+    "imports pytest's internals",
+    "reaches pytest's plugin machinery (.pluginmanager)",
+    "reaches pytest's plugin machinery (.ihook)",
+    "reaches pytest's hooks (config.hook)",
+    "reaches the terminal reporter's tally",
+    "changes sys.modules",
+    "sets an entry of sys.modules",
+    "deletes an entry of sys.modules",
+    "patches builtins",
+    "rewires the process's standard output",
+)
+"""Shapes a test file or `conftest.py` may add without a flag: tests import pytest's
+helpers, conftest hooks read the plugin manager and the terminal reporter's tally, and
+tests mock modules and builtins. Everything else reaches further than a test needs (a
+walk over every loaded module, pytest's own objects replaced, a report's outcome set by
+hand, `gc` walks, frames, hook names built at run time) and is flagged in test files
+too: a test module runs in the same process as the pytest guard and can silence it."""
+
+
 def _shadowing(path: str) -> str:
     """What a staged file shadows (`pytest`, `sitecustomize`, ...), or `""`."""
     name = posixpath.basename(path)
@@ -731,13 +851,22 @@ def _shadowing(path: str) -> str:
     shadowed = next((p for p in parts if p in _SHADOWED_PACKAGES), "")
     if shadowed and name.endswith(".py") and not is_test_file(path):
         return shadowed
+    # At the root, a module or package named like one the run imports before the guard
+    # (`python -m pytest` puts the root first on `sys.path`): it runs before pytest.
+    top = parts[0] if parts else name.removesuffix(".py")
+    if name.endswith((".py", ".pyc")) and not is_test_file(path):
+        if top in _STDLIB:
+            return f"the standard library's {top}"
+        if top in _RUNNER_DEPENDENCIES:
+            return top
     return ""
 
 
 def scan_test_machinery(
     staged: Mapping[str, str | None], base: Mapping[str, str | None]
 ) -> tuple[TamperFlag, ...]:
-    """`test_machinery` flags for shapes the change adds to files that are not tests.
+    """`test_machinery` flags for shapes the change adds (in test files, only the shapes a
+    test never needs).
 
     Args:
         staged: The change: path -> new content, `None` for a deleted file.
@@ -757,12 +886,15 @@ def scan_test_machinery(
                     detail=f"a module that shadows {shadowed}, which the test run imports",
                 )
             )
-        if not path.endswith(".py") or is_test_file(path):
+        if not path.endswith(".py"):
             continue
+        in_tests = is_test_file(path)
         old = base.get(path)
         before = test_machinery_shapes(old) if old else Counter[str]()
         after = _scan(new)
         for description, count in sorted(after.counts.items()):
+            if in_tests and description.startswith(_ORDINARY_IN_TESTS):
+                continue
             if count > before.get(description, 0):
                 lines = sorted(set(after.lines.get(description, [])))
                 shown = ", ".join(str(n) for n in lines[:5]) + (", ..." if len(lines) > 5 else "")

@@ -28,6 +28,7 @@ from typing import cast
 from pydantic import BaseModel, ConfigDict
 
 from agent_loop_common.sandbox._detect import TestCommand
+from agent_loop_common.sandbox._tamper import PYTEST_CONFIG_FILES
 
 __all__ = [
     "DEPENDENCY_FILES",
@@ -59,16 +60,7 @@ DEPENDENCY_FILES = (
 
 _EXTRAS = ("test", "tests", "dev")
 _REQUIREMENTS = ("requirements-dev.txt", "requirements-test.txt", "requirements.txt")
-_PYTHON_SOURCES = (
-    "pyproject.toml",
-    "pytest.toml",
-    ".pytest.toml",
-    "pytest.ini",
-    ".pytest.ini",
-    "setup.cfg",
-    "tox.ini",
-    "conftest.py",
-)
+_PYTHON_SOURCES = ("pyproject.toml", *PYTEST_CONFIG_FILES, "setup.cfg", "tox.ini", "conftest.py")
 
 # Run by /bin/sh inside the sandbox: the arguments after the script are pip's.
 _SCRIPT = f"""set -e

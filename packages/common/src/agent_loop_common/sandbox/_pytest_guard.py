@@ -726,7 +726,7 @@ def _check_stats() -> None:
     if not isinstance(stats, dict):
         return
     counted: set[int] = set()
-    for category, reports in _members_of(cast("dict[str, Any]", stats)):
+    for category, reports in list(cast("dict[str, Any]", stats).items()):
         if category in _PASSING_CATEGORIES or not isinstance(reports, list):
             continue
         counted.update(id(r) for r in cast("list[object]", reports))
@@ -739,10 +739,6 @@ def _check_stats() -> None:
                 "",
                 nodeid,
             )
-
-
-def _members_of(mapping: dict[str, Any]) -> list[tuple[str, Any]]:
-    return list(mapping.items())
 
 
 def _check_snapshot() -> None:

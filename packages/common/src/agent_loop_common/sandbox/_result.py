@@ -229,6 +229,14 @@ class RunResult(BaseModel):
         """Exit status 0 within the limits (no timeout, no process killed for memory)."""
         return self.exit_code == 0 and not self.timed_out and self.oom_kills == 0
 
+    def guard_findings_not_in(self, base: RunResult | None) -> tuple[GuardFinding, ...]:
+        """What the pytest guard found in this run that `base`'s run did not (the same
+        `GuardFinding.key`): a finding the base commit's run has too is not the change's."""
+        if base is None or not base.ran:
+            return self.guard_findings
+        on_base = {f.key for f in base.guard_findings}
+        return tuple(f for f in self.guard_findings if f.key not in on_base)
+
     def summary(self) -> str:
         """One line: outcome, counts and time, e.g. `exit 1: 1 failed, 3 passed (0.4 s)`."""
         if not self.ran:

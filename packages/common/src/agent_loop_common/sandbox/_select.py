@@ -133,9 +133,10 @@ def cgroup_required(setting: bool | None, *, deployed: bool) -> bool:
 
 
 async def _requires_cgroup(settings: Settings) -> bool:
-    if settings.sandbox_require_cgroup is not None:
-        return settings.sandbox_require_cgroup
-    return cgroup_required(None, deployed=await asyncio.to_thread(in_flyte_cluster))
+    setting = settings.sandbox_require_cgroup
+    # Where this process runs is asked only when the setting leaves it to that.
+    deployed = setting is None and await asyncio.to_thread(in_flyte_cluster)
+    return cgroup_required(setting, deployed=deployed)
 
 
 def _bwrap(

@@ -31,7 +31,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["TamperFlag", "TamperKind", "flag_test_tampering", "is_test_file"]
+__all__ = [
+    "PYTEST_CONFIG_FILES",
+    "TamperFlag",
+    "TamperKind",
+    "flag_test_tampering",
+    "is_test_file",
+]
 
 TamperKind = Literal[
     "deleted_test", "removed_tests", "skip_added", "test_config", "evidence_hook", "test_machinery"
@@ -57,6 +63,8 @@ _SKIP_MARKERS = (
     ("pytest.xfail(", re.compile(r"\bpytest\.xfail\(")),
     ("@unittest.skip", re.compile(r"@unittest\.skip\w*\b")),
     ("skipTest(", re.compile(r"\.skipTest\(")),
+    ("pytest.importorskip(", re.compile(r"\bimportorskip\(")),
+    ("raise SkipTest", re.compile(r"\braise\s+(?:\w+\.)*(?:SkipTest|Skipped)\b")),
     (".skip(", re.compile(r"(?<!pytest)(?<!\.mark)\.skip\(")),
     (".only(", re.compile(r"\b(it|describe|test|context)\.only\(")),
     ("xit(/xdescribe(", re.compile(r"\bx(it|describe|test)\(")),
@@ -71,7 +79,8 @@ _TEST_DEF = re.compile(
 )
 PYTEST_CONFIG_FILES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini")
 """pytest's own configuration files, in the order pytest 9 looks for them (before
-`pyproject.toml`, `tox.ini` and `setup.cfg`)."""
+`pyproject.toml`, `tox.ini` and `setup.cfg`): flagged when changed, and the files a
+pytest command is detected from (`_detect`, `_pysetup`, the checks' root files)."""
 _CONFIG_NAMES = frozenset(
     {
         *PYTEST_CONFIG_FILES,

@@ -144,7 +144,7 @@ class TestVerdict(BaseModel):
             lines.append(f"- No longer run: {_names(self.disappeared)}")
         if self.not_shown_fixed:
             lines.append(
-                "- Not shown fixed (failed on the base, absent after the change): "
+                "- Not shown fixed (failed on the base, skipped or absent after the change): "
                 + _names(self.not_shown_fixed)
             )
         lines += [f"- Tampered: {finding}" for finding in self.tampered]
@@ -249,7 +249,13 @@ def compare(base: RunResult | None, after: RunResult) -> TestVerdict:
             if key in base_fail or (base_all is not None and key not in base_all):
                 fail_to_pass.append(name)
         if after_all is not None:
-            not_shown_fixed = [name for key, name in base_fail.items() if key not in after_all]
+            # Neither passing nor failing now: deselected, deleted, renamed, not collected,
+            # or skipped (a skip marker, `importorskip`, `raise SkipTest`, an xfail).
+            not_shown_fixed = [
+                name
+                for key, name in base_fail.items()
+                if key not in after_pass and key not in after_fail
+            ]
     else:
         gone = [name for key, name in base_fail.items() if key not in after_fail]
         if _printed_fixed(usable_base, after, len(gone)):
@@ -350,15 +356,9 @@ def _guard_findings(
     base: RunResult | None, after: RunResult
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(what the guard found in the change's run and not in the base's, notes)."""
-    if not after.guard_findings:
-        return (), ()
-    on_base = (
-        {f.key for f in base.guard_findings}
-        if base is not None and base.ran
-        else set[tuple[str, str, str]]()
-    )
-    new = tuple(f.detail for f in after.guard_findings if f.key not in on_base)
-    same = [f.detail for f in after.guard_findings if f.key in on_base]
+    fresh = after.guard_findings_not_in(base)
+    new = tuple(f.detail for f in fresh)
+    same = [f.detail for f in after.guard_findings if f not in fresh]
     notes = (
         (
             "the pytest guard found the same on the base commit, so it is not held against "

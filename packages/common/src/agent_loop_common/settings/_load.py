@@ -109,13 +109,17 @@ def unknown_variable_problems(environ: Mapping[str, str]) -> list[str]:
     closest known one: a misspelt variable used to be ignored in silence, its setting
     left at its default."""
     known = known_variables()
+    # The settings read their variables in any case (`agent_loop_home` sets `home`); the
+    # few read outside them (`OUTSIDE_THE_MODEL`) only as spelt.
+    any_case = {env_var_name(name).upper() for name in Settings.model_fields}
     problems: list[str] = []
     for name in sorted(environ):
-        if not name.startswith(ENV_PREFIX) or name in known:
+        upper = name.upper()
+        if not upper.startswith(ENV_PREFIX) or name in known or upper in any_case:
             continue
         # Compared without the shared prefix, which would make every name look close.
         tails = sorted(k.removeprefix(ENV_PREFIX) for k in known)
-        close = get_close_matches(name.removeprefix(ENV_PREFIX), tails, n=1, cutoff=0.6)
+        close = get_close_matches(upper.removeprefix(ENV_PREFIX), tails, n=1, cutoff=0.6)
         hint = f"did you mean {ENV_PREFIX}{close[0]}?" if close else "see docs/configuration.md"
         problems.append(
             f"{name}: not a setting of agent-loop ({hint}). Rename or unset it: a misspelt "

@@ -560,13 +560,16 @@ class Settings(BaseSettings):
         return self
 
     # ------------------------------------------------------------ derived values
-    def webhook_body_cap(self, event: str) -> int:
-        """The largest body the gateway reads for `event` (`X-GitHub-Event`)."""
+    @property
+    def webhook_body_caps(self) -> dict[str, int]:
+        """`AGENT_LOOP_WEBHOOK_MAX_BODY_BYTES_BY_EVENT` read: event -> the largest body the
+        gateway reads for it (the first pair naming an event wins); any other event has
+        `AGENT_LOOP_WEBHOOK_MAX_BODY_BYTES`."""
+        caps: dict[str, int] = {}
         for pair in self.webhook_max_body_bytes_by_event:
             name, _, number = pair.partition("=")
-            if name.strip() == event:
-                return int(number)
-        return self.webhook_max_body_bytes
+            caps.setdefault(name.strip(), int(number))
+        return caps
 
     @property
     def many_repos(self) -> bool:

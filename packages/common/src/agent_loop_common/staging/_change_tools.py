@@ -112,6 +112,22 @@ Replies = Annotated[
 ]
 
 
+async def _unchanged(stage: ChangeStage, text_at_base: TextAtBase | None) -> str | None:
+    """A refusal when every staged file already has its base content (submitting would
+    commit nothing: a pull request with no change), else `None`. Without a base lookup,
+    or with a deletion staged (`delete_file` checked the file exists), it is a change."""
+    if text_at_base is None or not stage.files:
+        return None
+    for path, content in stage.files.items():
+        if content is None or await text_at_base(path) != content:
+            return None
+    return (
+        f"{REFUSAL_PREFIX}every staged file is identical to the base branch "
+        f"({', '.join(sorted(stage.files))}): submitting would change nothing. Stage the "
+        "change, or, if nothing needs changing, decline and say why."
+    )
+
+
 def change_tools(
     stage: ChangeStage,
     policy: StagingPolicy,
@@ -275,6 +291,8 @@ def implementation_tools(
 
     async def submit_implementation(title: Title, body: Body, summary: Summary) -> str:
         """Submit the staged files as the implementation of the issue, with the pull request title, body and a short summary. Call it once, after every file is staged; then reply with a short final message."""
+        if (unchanged := await _unchanged(stage, text_at_base)) is not None:
+            return unchanged
         try:
             plan = stage.submit(
                 title=checked_text("title", title, policy.max_title_chars, single_line=True),
@@ -326,6 +344,8 @@ def fix_tools(
 
     async def submit_fix(summary: Summary, replies: Replies) -> str:
         """Submit the staged files as the fix for this pull request, with a summary and one reply per feedback comment addressed (comment_id and reply text). Call it once, after every file is staged; then reply with a short final message."""
+        if (unchanged := await _unchanged(stage, text_at_base)) is not None:
+            return unchanged
         try:
             checked = _checked_replies(replies, policy, known_comment_ids)
             plan = stage.submit(
