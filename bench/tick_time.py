@@ -63,6 +63,7 @@ from typing import Any
 from flyte.ai.agents import LLMCallable, LLMMessage
 
 from agent_loop_common.llm import ALLOW_MODEL_REQUESTS_ENV
+from agent_loop_common.records import RunRecord
 from agent_loop_common.verify import VERIFIER_MARKER
 from agent_loop_testing import (
     ZERO_CONFIG_CALC,
@@ -183,9 +184,9 @@ def _idle_series(
             billed[key] = billed.get(key, 0) + _billed(emulator, before)
 
 
-def _record(home: Path, run_id: str) -> dict[str, object]:
+def _record(home: Path, run_id: str) -> RunRecord:
     found = next(home.glob(f"flyte-data/**/runs/{run_id}.json"))
-    return dict(json.loads(found.read_text()))
+    return RunRecord.model_validate_json(found.read_text())
 
 
 def _seconds_of(run: str) -> float:
@@ -278,10 +279,9 @@ def sandboxed(runs: int, pace: float = 0.0) -> None:
                 continue
             record = _record(home, str(summary["run_id"]))
             walls.append(seconds)
-            for stage, spent in dict(record["stage_seconds"]).items():  # type: ignore[arg-type]
-                stages.setdefault(stage, []).append(float(spent))
-            tests = dict(record["tests"])  # type: ignore[arg-type]
-            commands.append(_seconds_of(str(tests["after"])))
+            for stage, spent in record.stage_seconds.items():
+                stages.setdefault(stage, []).append(spent)
+            commands.append(_seconds_of(record.tests.after if record.tests else ""))
             change_runs.append(change_run)
     model = f"a model answering each call in {pace:g} s" if pace else "an instant model"
     print(
