@@ -286,6 +286,7 @@ def _shape(lines: Sequence[str]) -> list[str]:
         line = re.sub(r"\d{8}T\d{6}Z-[0-9a-f]{8}", "RUN", line)
         line = re.sub(r"http://127\.0\.0\.1:\d+", "GITHUB", line)
         line = re.sub(r"\b(\d+(\.\d+)?s|\d+m\d\ds|\d+h\d\dm)\b", "T", line)  # durations
+        line = re.sub(r" +T\b", " T", line)  # a duration's padding follows its width
         shaped.append(re.sub(r"\d+", "N", line))
     return shaped
 
