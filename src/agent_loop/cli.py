@@ -301,7 +301,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "run" and not args.remote:
-            return _stoppable_run(args)
+            code = _stoppable_run(args)
+            if argv is None:  # the program itself: only the interpreter's shutdown is left
+                _exit_quietly_on_signals(code)
+            return code
         from agent_loop._logging import preserved_logging
 
         with preserved_logging():
@@ -321,14 +324,37 @@ def _stoppable_run(args: argparse.Namespace) -> int:
     process started with SIGINT ignored (a shell script's background job, which a
     script then stops with `kill -INT`) is not left to open its pull request anyway.
     """
-    from agent_loop_common.runtime import reset_stop, stop_on_signals
+    from agent_loop_common.runtime import reset_stop, stop_on_signals, stop_requested
 
     reset_stop()
     with stop_on_signals():
         from agent_loop._logging import preserved_logging
 
         with preserved_logging():
-            return _command(args)
+            code = _command(args)
+    late = stop_requested()  # asked for while the tick's end was being printed
+    return late.exit_code if late is not None and code == 0 else code
+
+
+def _exit_quietly_on_signals(code: int) -> None:
+    """From here to the process's end, SIGINT or SIGTERM ends it at once and quietly.
+
+    The run is over (released, recorded, printed); what is left is the interpreter's
+    shutdown (Flyte's background loop is joined for up to a second), where Ctrl-C used
+    to print a `KeyboardInterrupt` traceback from `threading`'s exit hooks. The exit code
+    stays the run's, or is 128 + the signal's number when the run had succeeded.
+    """
+    import signal
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+
+    def now(signum: int, frame: object) -> None:
+        del frame
+        os._exit(code or 128 + signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, now)
 
 
 def _command(args: argparse.Namespace) -> int:
