@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from agent_loop import cli
+from agent_loop.demo_project import FILES
 from agent_loop.emulator_cmd import (
     PEOPLE,
     SeedError,
@@ -291,3 +292,37 @@ def test_act_merges_by_rebase(people: GitHubEmulator, capsys: pytest.CaptureFixt
     second = httpx.get(f"{api}/repos/acme/widgets/git/commits/{last}").json()
     first = httpx.get(f"{api}/repos/acme/widgets/git/commits/{second['parents'][0]['sha']}").json()
     assert [second["message"], first["message"]] == ["Second", "First"]
+
+
+def test_an_inline_comment_outside_the_diff_is_refused_as_github_does(
+    people: GitHubEmulator, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """GitHub answers 422 to a review thread on a line the pull request's diff does not
+    show; the emulator accepted `--inline src/widgets/inventory.py:9999`, so a person
+    trying the reviewer commented on nothing and a test could pass that GitHub fails."""
+    em = people
+    changed = FILES["src/widgets/inventory.py"] + "\n# stock, counted\n"
+    em.push("agent/notes", {"src/widgets/inventory.py": changed}, author=em.bot_login, message="m")
+    pr = em.open_pull("agent/notes", title="A note", author=em.bot_login)
+    last = len(changed.splitlines())
+    code, _, err = _act(
+        capsys, "--as", "owner", "review", str(pr), "--inline", "src/widgets/inventory.py:9999", "x"
+    )
+    assert code == 1
+    assert "422" in err
+    code, _, err = _act(
+        capsys, "--as", "owner", "review", str(pr), "--inline", "src/widgets/inventory.py:1", "x"
+    )
+    assert code == 1  # line 1 is not in the hunk either (the change is at the end)
+    code, out, err = _act(
+        capsys,
+        "--as",
+        "owner",
+        "review",
+        str(pr),
+        "--inline",
+        f"src/widgets/inventory.py:{last}",
+        "x",
+    )
+    assert code == 0, err
+    assert "(commented)" in out

@@ -116,3 +116,42 @@ def test_lessons_are_named_as_lessons_show_takes_them(
         chosen = eval_run_cmd.lesson_ids(load_settings(), read_instances(file), [named])
         assert chosen == (["acme/widgets#L-aaaa"], [])
     assert emulator.requests == []
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        ([], "give a predictions file, or --gold"),
+        (["PREDICTIONS", "--gold"], "give a predictions file, or --gold"),
+        (["--gold", "--instances", "acme__widgets-9"], "not in "),
+        (["NOFILE"], "none.jsonl"),
+        (["STRANGERS"], "has predictions for 1 instance(s) that"),
+        (["--gold"], "AGENT_LOOP_SANDBOX=off: `eval score`"),
+        (["--gold", "--config", "x.yaml"], "--config names the cluster of --remote"),
+    ],
+)
+def test_a_score_that_cannot_work_exits_2_before_anything_runs(
+    served: tuple[GitHubEmulator, pathlib.Path],
+    capsys: pytest.CaptureFixture[str],
+    extra: list[str],
+    said: str,
+) -> None:
+    emulator, file = served
+    predictions = file.with_name("predictions.jsonl")
+    predictions.write_text('{"instance_id": "acme__widgets-5", "model_patch": ""}\n')
+    strangers = file.with_name("strangers.jsonl")
+    strangers.write_text('{"instance_id": "acme__widgets-6", "model_patch": ""}\n')
+    names = {
+        "PREDICTIONS": predictions,
+        "NOFILE": file.with_name("none.jsonl"),
+        "STRANGERS": strangers,
+    }
+    argv = [str(names.get(x, x)) for x in extra]
+    code = cli.main(["eval", "score", str(file), *argv])
+    out, err = capsys.readouterr()
+    assert code == cli.EXIT_CONFIG
+    assert out == ""
+    assert said in err
+    assert "Traceback" not in err
+    assert emulator.requests == []
+    assert not (pathlib.Path(os.environ["AGENT_LOOP_HOME"]) / "eval").exists()

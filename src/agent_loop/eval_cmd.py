@@ -3,6 +3,7 @@
 ```text
 agent-loop eval mine [--repo OWNER/NAME] [--since DATE] [--limit N] [--out FILE]
 agent-loop eval run INSTANCES.jsonl [--model M] [--lessons on|off|ID,...] [--parallel K]
+agent-loop eval score INSTANCES.jsonl PREDICTIONS.jsonl|--gold [--parallel K]
 agent-loop eval compare A B
 ```
 
@@ -15,7 +16,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any, cast
 
-from agent_loop import eval_mine_cmd, eval_run_cmd
+from agent_loop import eval_mine_cmd, eval_run_cmd, eval_score_cmd
 
 __all__ = ["add_parser", "main"]
 
@@ -26,7 +27,7 @@ def add_parser(commands: Any) -> None:
         argparse.ArgumentParser,
         commands.add_parser(
             "eval",
-            help="the repository's own benchmark: mine instances, replay the builder, compare",
+            help="the repository's own benchmark: mine instances, replay the builder, score, compare",
             description="SWE-bench's method on your repository's history. See docs/eval.md.",
         ),
     )
@@ -44,5 +45,6 @@ def main(args: argparse.Namespace) -> int:
 _COMMANDS: dict[str, tuple[Callable[[Any, str], None], Callable[[argparse.Namespace], int]]] = {
     "mine": (eval_mine_cmd.add_mine, eval_mine_cmd.mine),
     "run": (eval_run_cmd.add_run, eval_run_cmd.run),
+    "score": (eval_score_cmd.add_score, eval_score_cmd.score),
     "compare": (eval_run_cmd.add_compare, eval_run_cmd.compare),
 }

@@ -37,13 +37,29 @@ if TYPE_CHECKING:  # imported when the command runs: `agent-loop --help` stays f
     from agent_loop_common.settings import Settings
     from agent_loop_eval import Instance, InstanceResult
 
-__all__ = ["add_compare", "add_run", "compare", "lesson_ids", "run"]
+__all__ = [
+    "add_compare",
+    "add_run",
+    "chosen_instances",
+    "compare",
+    "home_env",
+    "lesson_ids",
+    "positive",
+    "preflight",
+    "print_paths",
+    "progress_line",
+    "resolved_line",
+    "results_of",
+    "run",
+    "verdict",
+]
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 
-def _positive(text: str) -> int:
+def positive(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
     try:
         value = int(text)
     except ValueError:
@@ -84,9 +100,9 @@ def add_run(actions: Any, name: str) -> None:
         "none (off), or only these ids",
     )
     sub.add_argument(
-        "--parallel", type=_positive, default=1, metavar="K", help="instances at a time (1)"
+        "--parallel", type=positive, default=1, metavar="K", help="instances at a time (1)"
     )
-    sub.add_argument("--limit", type=_positive, metavar="N", help="the first N instances only")
+    sub.add_argument("--limit", type=positive, metavar="N", help="the first N instances only")
     sub.add_argument(
         "--instances",
         dest="only",
@@ -128,7 +144,7 @@ def add_compare(actions: Any, name: str) -> None:
 
 
 @contextmanager
-def _home(home: Path | None) -> Generator[None]:
+def home_env(home: Path | None) -> Generator[None]:
     """`AGENT_LOOP_HOME` for the command: the tasks read their settings from the environment."""
     if home is None:
         yield
@@ -144,15 +160,16 @@ def _home(home: Path | None) -> Generator[None]:
             os.environ["AGENT_LOOP_HOME"] = saved
 
 
-def _chosen(args: argparse.Namespace) -> list[Instance] | None:
-    """The instances to run, or `None` after saying why there are none."""
+def chosen_instances(args: argparse.Namespace, *, command: str = "run") -> list[Instance] | None:
+    """The instances `args` choose (`INSTANCES.jsonl`, `--instances`, `--limit`), or
+    `None` after saying why there are none (as `agent-loop eval <command>`)."""
     from agent_loop_eval import InstanceFileError, read_instances
 
     path = cast(Path, args.instances)
     try:
         instances = read_instances(path)
     except (InstanceFileError, OSError) as exc:
-        print(f"agent-loop eval run: {exc}", file=sys.stderr)
+        print(f"agent-loop eval {command}: {exc}", file=sys.stderr)
         return None
     only = cast(str | None, args.only)
     if only:
@@ -161,7 +178,7 @@ def _chosen(args: argparse.Namespace) -> list[Instance] | None:
         unknown = [w for w in wanted if w not in known]
         if unknown:
             print(
-                f"agent-loop eval run: not in {path}: {', '.join(unknown)}",
+                f"agent-loop eval {command}: not in {path}: {', '.join(unknown)}",
                 file=sys.stderr,
             )
             return None
@@ -170,15 +187,15 @@ def _chosen(args: argparse.Namespace) -> list[Instance] | None:
     if limit is not None:
         instances = instances[:limit]
     if not instances:
-        print(f"agent-loop eval run: no instance to run in {path}", file=sys.stderr)
+        print(f"agent-loop eval {command}: no instance to run in {path}", file=sys.stderr)
         return None
     return instances
 
 
-def _preflight(settings: Settings, model: str, *, remote: bool) -> None:
+def preflight(settings: Settings, model: str, *, remote: bool, command: str = "run") -> None:
     """Refuse a run that could not start: a remote one without a Flyte config naming a
     cluster (`FlyteConfigError`: it never runs locally instead), a local one that could
-    score nothing or call no model (`ConfigError`)."""
+    score nothing (`ConfigError`), or, for `eval run`, call no model."""
     from agent_loop_common.records import Role
     from agent_loop_common.runtime import preflight_model, preflight_sandbox, remote_flyte_config
     from agent_loop_common.settings import ConfigError
@@ -189,15 +206,16 @@ def _preflight(settings: Settings, model: str, *, remote: bool) -> None:
     if settings.sandbox == "off":
         raise ConfigError(
             [
-                "AGENT_LOOP_SANDBOX=off: `eval run` scores every change by running the "
+                f"AGENT_LOOP_SANDBOX=off: `eval {command}` scores every change by running the "
                 "instance's hidden tests in the sandbox; choose a sandbox (see docs/sandbox.md)"
             ]
         )
     import asyncio
 
     asyncio.run(preflight_sandbox(settings, Role.BUILDER))
-    checked = settings.model_copy(update={"model": model, "verifier_model": model})
-    preflight_model(checked if model else settings)
+    if command == "run":
+        checked = settings.model_copy(update={"model": model, "verifier_model": model})
+        preflight_model(checked if model else settings)
 
 
 def lesson_ids(
@@ -234,7 +252,7 @@ def run(args: argparse.Namespace) -> int:
     from agent_loop_eval import report_html, watch_results, write_results
     from agent_loop_eval.env import eval_run
 
-    instances = _chosen(args)
+    instances = chosen_instances(args)
     if instances is None:
         return EXIT_USAGE
     try:
@@ -250,7 +268,7 @@ def run(args: argparse.Namespace) -> int:
         print("agent-loop eval run: --config names the cluster of --remote.", file=sys.stderr)
         return EXIT_USAGE
     parallel = cast(int, args.parallel)
-    with _home(cast(Path | None, args.home)):
+    with home_env(cast(Path | None, args.home)):
         settings = load_settings(**({"flyte_config": config} if config else {}))
         if choice.mode == "only" and not remote:
             ids, unknown = lesson_ids(settings, instances, choice.ids)
@@ -263,7 +281,7 @@ def run(args: argparse.Namespace) -> int:
                 )
                 return EXIT_USAGE
             lessons = str(LessonChoice("only", tuple(ids)))
-        _preflight(settings, model, remote=remote)
+        preflight(settings, model, remote=remote)
         out = cast(Path | None, args.out) or (
             settings.home / "eval" / "runs" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         )
@@ -280,12 +298,12 @@ def run(args: argparse.Namespace) -> int:
             "parallel": parallel,
         }
         if remote:
-            results = _results(run_task(settings, eval_run, remote=True, **inputs))
+            results = results_of(run_task(settings, eval_run, remote=True, **inputs))
             for done, result in enumerate(results, start=1):
                 _progress(result, done, len(results))
         else:
             with watch_results(_progress):
-                results = _results(run_task(settings, eval_run, **inputs))
+                results = results_of(run_task(settings, eval_run, **inputs))
     label = model or next((r.model for r in results if r.model), settings.model)
     html = report_html(
         results, title=f"agent-loop eval run {out.name}", model=label, lessons=lessons
@@ -295,35 +313,65 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_FAILED if any(r.outcome == "error" for r in results) else 0
 
 
-def _results(output: Any) -> list[InstanceResult]:
+def results_of(output: Any) -> list[InstanceResult]:
+    """The results a run task returned (as Flyte hands them back)."""
     from agent_loop_eval import InstanceResult
 
     return [InstanceResult.model_validate(item) for item in cast("Sequence[Any]", output)]
 
 
-def _progress(result: InstanceResult, done: int, total: int) -> None:
+def verdict(result: InstanceResult) -> str:
+    """`resolved`, or `not resolved: <why> [<failing tests>]`, fit for a terminal."""
     from agent_loop._table import clip
     from agent_loop.status import terminal_safe
 
+    if result.resolved:
+        return "resolved"
+    why = result.error or result.reason or "not resolved"
+    text = "not resolved: " + clip(terminal_safe(why), 100)
+    if result.failing_tests:
+        shown = ", ".join(terminal_safe(t) for t in result.failing_tests[:3])
+        more = len(result.failing_tests) - 3
+        text += f" [{shown}{f' and {more} more' if more > 0 else ''}]"
+    return text
+
+
+def progress_line(result: InstanceResult, done: int, total: int, text: str, figures: str) -> None:
+    """Print one instance's line: `[done/total] id  text  (figures)`."""
+    from agent_loop.status import terminal_safe
+
+    width = len(str(total))
+    print(
+        f"[{done:>{width}}/{total}] {terminal_safe(result.instance_id)}  {text}  ({figures})",
+        flush=True,
+    )
+
+
+def _progress(result: InstanceResult, done: int, total: int) -> None:
     figures = (
         f"{result.outcome}, {result.tries} tr{'y' if result.tries == 1 else 'ies'}, "
         f"{result.tokens_in + result.tokens_out:,} tokens, ${result.cost_usd:.4f}, "
         f"{result.seconds:.1f} s"
     )
-    if result.resolved:
-        verdict = "resolved"
-    else:
-        why = result.error or result.reason or "not resolved"
-        verdict = "not resolved: " + clip(terminal_safe(why), 100)
-        if result.failing_tests:
-            shown = ", ".join(terminal_safe(t) for t in result.failing_tests[:3])
-            more = len(result.failing_tests) - 3
-            verdict += f" [{shown}{f' and {more} more' if more > 0 else ''}]"
-    width = len(str(total))
-    print(
-        f"[{done:>{width}}/{total}] {terminal_safe(result.instance_id)}  {verdict}  ({figures})",
-        flush=True,
+    progress_line(result, done, total, verdict(result), figures)
+
+
+def resolved_line(results: Sequence[InstanceResult]) -> str:
+    """`resolved R of N (rate, 95% CI low to high); errors E[; tampered T ...]`."""
+    from agent_loop_eval import summarize_results
+
+    s = summarize_results(results)
+    return (
+        f"resolved {s.resolved} of {s.instances} ({s.rate:.1%}, 95% CI {s.low:.1%} to "
+        f"{s.high:.1%}); errors {s.errors}"
+        + (f"; tampered {s.tampered} (never resolved)" if s.tampered else "")
     )
+
+
+def print_paths(paths: dict[str, Path]) -> None:
+    """The files a run wrote, one per line."""
+    for name, path in paths.items():
+        print(f"{name + ':':<12} {path}")
 
 
 def _print_summary(results: Sequence[InstanceResult], paths: dict[str, Path]) -> None:
@@ -332,17 +380,12 @@ def _print_summary(results: Sequence[InstanceResult], paths: dict[str, Path]) ->
     s = summarize_results(results)
     per = "-" if s.cost_per_resolved is None else f"${s.cost_per_resolved:.4f}"
     print()
-    print(
-        f"resolved {s.resolved} of {s.instances} ({s.rate:.1%}, 95% CI {s.low:.1%} to "
-        f"{s.high:.1%}); errors {s.errors}"
-        + (f"; tampered {s.tampered} (never resolved)" if s.tampered else "")
-    )
+    print(resolved_line(results))
     print(
         f"tokens {s.tokens_in:,} in, {s.tokens_out:,} out; cost ${s.cost_usd:.4f}, "
         f"{per} per resolved instance"
     )
-    for name, path in paths.items():
-        print(f"{name + ':':<12} {path}")
+    print_paths(paths)
 
 
 def compare(args: argparse.Namespace) -> int:

@@ -82,7 +82,7 @@ def test_a_later_or_same_second_edit_gives_the_revision_before_and_who_wrote_it(
         (T0 + timedelta(minutes=5), "wendy", "v2"),
         (OPENED + after, "wendy", "v3: fixed by using +"),
     )
-    text = text_when_opened(_issue(body="v3: fixed by using +"), [], history, OPENED)
+    text = text_when_opened(_issue(body="v3: fixed by using +\r\n"), [], history, OPENED)
     assert (text.body, text.writers, text.unknown) == ("v2", ("wendy",), "")
 
 
@@ -102,7 +102,7 @@ def test_an_issue_filed_after_the_opening_shows_its_text_as_filed() -> None:
     filed = OPENED + timedelta(minutes=3)
     history = _history((filed, "alice", "as filed"), (filed + timedelta(days=1), "wendy", "hint"))
     events = [_rename(filed + timedelta(days=1), "as titled")]
-    text = text_when_opened(_issue(created=filed), events, history, OPENED)
+    text = text_when_opened(_issue(body="hint", created=filed), events, history, OPENED)
     assert (text.title, text.body, text.writers) == ("as titled", "as filed", ("alice", "alice"))
 
 
@@ -110,16 +110,21 @@ def test_an_issue_filed_after_the_opening_shows_its_text_as_filed() -> None:
     ("history", "said"),
     [
         (
-            _history((T0, "alice", "v1"), (OPENED, "wendy", "v2"), complete=False),
+            _history((T0, "alice", "v1"), (OPENED, "wendy", "now"), complete=False),
             "does not keep the text before",
         ),
         (
-            _history((OPENED, "wendy", "v2"), includes_creation=False),
+            _history((OPENED, "wendy", "now"), includes_creation=False),
             "does not keep the text before",
         ),
         (
-            _history((T0, "alice", None), (OPENED, "wendy", "v2")),
+            _history((T0, "alice", None), (OPENED, "wendy", "now")),
             "deleted from its history",
+        ),
+        (
+            # A `diff` that is not the whole body (GitHub's schema calls it a summary).
+            _history((T0, "alice", "v1"), (OPENED, "wendy", "@@ -1 +1 @@ now")),
+            "does not hold whole texts",
         ),
     ],
 )
@@ -130,7 +135,7 @@ def test_a_text_the_history_cannot_tell_is_unknown(history: BodyHistory, said: s
 def test_a_history_from_before_github_kept_the_creation_still_tells_a_later_revision() -> None:
     history = _history(
         (T0 + timedelta(minutes=5), "alice", "v2"),
-        (OPENED + timedelta(minutes=5), "wendy", "v3"),
+        (OPENED + timedelta(minutes=5), "wendy", "now"),
         includes_creation=False,
     )
     assert text_when_opened(_issue(), [], history, OPENED).body == "v2"

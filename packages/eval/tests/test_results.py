@@ -111,13 +111,17 @@ async def test_instances_run_k_at_a_time_in_order_and_a_failing_task_is_a_result
     seen: list[tuple[str, int, int]] = []
     with watch_results(lambda r, done, total: seen.append((r.instance_id, done, total))):
         results = await fan_out(
-            task, [_instance(n) for n in range(1, 5)], parallel=2, lessons="off", model=""
+            task,
+            [_instance(n) for n in range(1, 5)],
+            parallel=2,
+            inputs=lambda _: {"lessons": "off", "model": ""},
         )
     assert most == 2
     assert [r.instance_id for r in results] == [f"acme__calc-{n}" for n in range(1, 5)]
     failed = results[2]
     assert (failed.resolved, failed.outcome) == (False, "error")
     assert "the container died" in failed.error
+    assert failed.lessons == "off"
     assert sorted(s[0] for s in seen) == [r.instance_id for r in results]
     assert [s[1] for s in seen] == [1, 2, 3, 4]
     assert {s[2] for s in seen} == {4}

@@ -1,7 +1,7 @@
 """K instances at a time, each its own Flyte task, each result reported as it finishes.
 
-The run's task (`env.eval_run`) calls the instance task (`env.eval_instance`) once per
-instance and gathers the calls, at most `parallel` in flight: on a cluster each call is
+A run's task (`env.eval_run`, `env.eval_score`) calls its instance task
+(`env.eval_instance`, `env.eval_score_instance`) once per instance and gathers the calls, at most `parallel` in flight: on a cluster each call is
 its own action (its own container, inputs and outputs recorded, retried by Flyte), in
 Flyte's local mode each runs in this process, K at a time. This is `asyncio.gather` over
 task calls, not a scheduler: Flyte runs, records and retries them (its `flyte.map`
@@ -17,7 +17,7 @@ local mode).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
 
 import structlog
@@ -25,12 +25,16 @@ import structlog
 from agent_loop_eval._instance import Instance
 from agent_loop_eval._results import InstanceResult
 
-__all__ = ["InstanceTask", "fan_out", "watch_results"]
+__all__ = ["Inputs", "InstanceTask", "fan_out", "watch_results"]
 
 _log = structlog.get_logger(__name__)
 
 InstanceTask = Callable[..., Awaitable[InstanceResult]]
-"""The instance task, called as `task(instance=..., lessons=..., model=...)`."""
+"""An instance task, called as `task(instance=..., **inputs)`."""
+
+Inputs = Callable[[Instance], Mapping[str, object]]
+"""An instance task's other inputs for one instance (`lessons` and `model` for a
+replay, the `prediction` for a score)."""
 
 Watcher = Callable[[InstanceResult, int, int], None]
 """Called with a result, how many results are done (this one included) and how many in all."""
@@ -49,29 +53,26 @@ def watch_results(watcher: Watcher) -> Generator[None]:
 
 
 async def fan_out(
-    task: InstanceTask,
-    instances: Sequence[Instance],
-    *,
-    parallel: int,
-    lessons: str,
-    model: str,
+    task: InstanceTask, instances: Sequence[Instance], *, parallel: int, inputs: Inputs
 ) -> list[InstanceResult]:
-    """Run `task` on every instance, at most `parallel` at once; results in input order."""
+    """Run `task` on every instance with its `inputs`, at most `parallel` at once;
+    results in input order."""
     gate = asyncio.Semaphore(max(1, parallel))
     done = 0
 
     async def one(instance: Instance) -> InstanceResult:
         nonlocal done
+        given = inputs(instance)
         async with gate:
             try:
-                result = await task(instance=instance, lessons=lessons, model=model)
+                result = await task(instance=instance, **given)
             except Exception as exc:  # the action itself failed: still a result
                 result = InstanceResult(
                     instance_id=instance.instance_id,
                     resolved=False,
                     repo=instance.repo,
                     base_commit=instance.base_commit,
-                    lessons=lessons,
+                    lessons=str(given.get("lessons", "")),
                     error=f"the instance's task failed: {type(exc).__name__}: {exc}",
                 )
         done += 1

@@ -143,6 +143,16 @@ def text_when_opened(
     body = issue.body
     last = history.last_edited_at if history is not None else None
     if history is not None and last is not None and last >= opened:
+        newest = history.revisions[-1].body if history.revisions else None
+        if newest is None or _same_text(newest) != _same_text(body):
+            # GitHub documents `diff` as "a summary of the changes"; it answers the whole
+            # body. A history whose newest revision is not today's body is not read.
+            return IssueText(
+                title,
+                "",
+                unknown="its body was edited after that and its history does not hold "
+                "whole texts (its newest revision is not its body)",
+            )
         if issue.created_at >= opened:
             kept = history.revisions and history.includes_creation and history.complete
             found = history.revisions[0] if kept else None
@@ -165,6 +175,10 @@ def text_when_opened(
         body = found.body
         writers.append(found.editor)
     return IssueText(title, body, tuple(writers))
+
+
+def _same_text(text: str) -> str:
+    return text.replace("\r\n", "\n").strip()
 
 
 def _login(event: IssueEvent) -> str | None:

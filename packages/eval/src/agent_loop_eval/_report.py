@@ -28,11 +28,13 @@ def _money(value: float | None) -> str:
 
 def report_html(results: Sequence[InstanceResult], *, title: str, model: str, lessons: str) -> str:
     """The run's page: resolved rate with its 95% Wilson interval, tokens, cost per
-    resolved instance, and a row per instance (outcome, failing tests, figures, diff)."""
+    resolved instance, and a row per instance (outcome, failing tests, figures, diff).
+    `lessons` "" (scored predictions, `eval score`) leaves the lessons out; results with a
+    gold check (`eval score --gold`) add how many instances are broken, and why."""
     s = summarize_results(results)
     figures = [
         ("Model", escape(model)),
-        ("Lessons", escape(lessons)),
+        *([("Lessons", escape(lessons))] if lessons else []),
         ("Instances", str(s.instances)),
         (
             "Resolved",
@@ -49,6 +51,16 @@ def report_html(results: Sequence[InstanceResult], *, title: str, model: str, le
                 "Tampered",
                 f"{s.tampered}: the change's code reaches into the test runner, so its "
                 "results cannot be trusted (never resolved)",
+            )
+        )
+    checked = [r for r in results if r.gold_check is not None]
+    if checked:
+        broken = sum(not r.gold_check.valid for r in checked if r.gold_check is not None)
+        figures.append(
+            (
+                "Gold check",
+                f"{len(checked) - broken} valid, <b>{broken} broken</b> (the gold patch must "
+                "resolve an instance, no change must fail its FAIL_TO_PASS tests)",
             )
         )
     head = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in figures)
@@ -76,6 +88,9 @@ def _row(r: InstanceResult) -> str:
                 f"<details><summary>why, in full</summary><pre>{escape(why[:5_000])}</pre>"
                 "</details>"
             )
+    if r.gold_check is not None and not r.gold_check.valid:
+        found = "".join(f"<li>{escape(p[:500])}</li>" for p in r.gold_check.problems)
+        outcome += f"<br><b class='no'>broken instance</b><ul>{found}</ul>"
     if r.tampered:
         found = "".join(f"<li>{escape(t[:500])}</li>" for t in r.tampered[:20])
         outcome += (

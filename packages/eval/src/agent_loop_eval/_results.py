@@ -19,6 +19,7 @@ from agent_loop_common.records import Attempt, TestEvidence
 from agent_loop_eval._stats import wilson
 
 __all__ = [
+    "GoldCheck",
     "InstanceResult",
     "RunSummary",
     "TestStatus",
@@ -35,6 +36,24 @@ PREDICTIONS = "predictions.jsonl"
 REPORT = "report.html"
 
 
+class GoldCheck(BaseModel):
+    """Whether an instance can judge a change at all (`eval score --gold`), SWE-bench's
+    sanity check of a dataset: its own reference fix must resolve it, and no change at
+    all must not."""
+
+    valid: bool
+    problems: list[str] = Field(default_factory=list[str])
+    """Why it is broken: the gold patch does not resolve it, a `FAIL_TO_PASS` test
+    passes with no change (the list says it fails there), it names no `FAIL_TO_PASS`
+    test (no change could fail it), or it could not be scored."""
+    empty_failing: list[str] = Field(default_factory=list[str])
+    """The `FAIL_TO_PASS` tests that did not pass with the empty patch (all of them,
+    for a valid instance)."""
+    empty_scoring: str = ""
+    """The empty patch's scoring run in one line: command and result."""
+    empty_seconds: float = 0.0
+
+
 class InstanceResult(BaseModel):
     """One instance replayed and scored."""
 
@@ -45,7 +64,10 @@ class InstanceResult(BaseModel):
     base_commit: str = ""
     outcome: str = "error"
     """How the build ended (`change`, `rejected`, `declined`, `decomposition`,
-    `budget_exceeded`, `error`: see `agent_loop_builder.ReplayOutcome`)."""
+    `budget_exceeded`, `error`: see `agent_loop_builder.ReplayOutcome`); for a
+    prediction made elsewhere (`eval score`): `change` (scored), `unapplied` (its patch
+    does not apply at the base), `empty` (no patch) or `missing` (no prediction), each
+    of the last three never resolved, or `error`."""
     reason: str = ""
     """Why it is not resolved, when it is not: the build's reason, or the scoring's."""
     tampered: list[str] = Field(default_factory=list[str])
@@ -83,6 +105,8 @@ class InstanceResult(BaseModel):
     """Requests the build asked of GitHub (0: it had only the snapshot)."""
     error: str = ""
     """An error of the eval itself (the download, a test patch that does not apply)."""
+    gold_check: GoldCheck | None = None
+    """`eval score --gold`: whether the instance itself is sound (`None`: not checked)."""
 
 
 class RunSummary(BaseModel):

@@ -74,6 +74,8 @@ async def score_change(
     instance: Instance,
     snapshot: RepoSnapshot,
     files: dict[str, str | None],
+    *,
+    empty: bool = False,
 ) -> Score:
     """Score `files` (the produced change) against `instance`'s hidden tests.
 
@@ -82,10 +84,13 @@ async def score_change(
         instance: Its `test_patch`, `FAIL_TO_PASS` and `PASS_TO_PASS`.
         snapshot: The base commit, from the tarball the build read.
         files: The change: path -> full new content, `None` to delete.
+        empty: Run the hidden tests even when `files` is empty (the base with the test
+            patch alone: `eval score --gold`'s check that no change resolves nothing);
+            otherwise no change is unresolved without a run.
     """
     started = time.perf_counter()
     hidden = [*instance.FAIL_TO_PASS, *instance.PASS_TO_PASS]
-    if not files:
+    if not files and not empty:
         return Score(resolved=False, note="no change to score")
     if not hidden:
         return Score(resolved=False, note="the instance names no test to score with", error=True)

@@ -25,13 +25,14 @@ from agent_loop_common.deploy import (
 )
 from agent_loop_common.settings import load_settings
 from agent_loop_eval._baselines import shared_baselines
-from agent_loop_eval._evaluate import evaluate
+from agent_loop_eval._evaluate import evaluate, score_prediction
 from agent_loop_eval._fanout import fan_out
 from agent_loop_eval._instance import Instance
+from agent_loop_eval._predictions import Prediction, missing_result, pair_predictions
 from agent_loop_eval._report import report_html
 from agent_loop_eval._results import InstanceResult
 
-__all__ = ["PACKAGE_DIR", "env", "eval_instance", "eval_run"]
+__all__ = ["PACKAGE_DIR", "env", "eval_instance", "eval_run", "eval_score", "eval_score_instance"]
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[2]
 """`packages/eval`: where the image's exported lock lives."""
@@ -74,9 +75,51 @@ async def eval_run(
     (`shared_baselines`); on a cluster each instance's container has its own."""
     with shared_baselines():
         results = await fan_out(
-            eval_instance, instances, parallel=parallel, lessons=lessons, model=model
+            eval_instance,
+            instances,
+            parallel=parallel,
+            inputs=lambda _: {"lessons": lessons, "model": model},
         )
     shown = next((r.model for r in results if r.model), model or load_settings().model)
     html = report_html(results, title="agent-loop eval run", model=shown, lessons=lessons)
+    await flyte.report.log.aio(html, do_flush=True)
+    return results
+
+
+@env.task
+async def eval_score_instance(
+    instance: Instance, prediction: Prediction, check_gold: bool = False
+) -> InstanceResult:
+    """One prediction made elsewhere, scored as `eval_instance` scores a build's change:
+    its base commit's tarball, the patch applied there, the test patch over it and the
+    hidden tests in the sandbox (`score_prediction`). With `check_gold` (the prediction
+    is the instance's own fix) the empty patch is run too and the instance judged."""
+    return await score_prediction(instance, load_settings(), prediction, check_gold=check_gold)
+
+
+@env.task(report=True)
+async def eval_score(
+    instances: list[Instance],
+    predictions: list[Prediction],
+    parallel: int = 1,
+    check_gold: bool = False,
+) -> list[InstanceResult]:
+    """Score predictions made elsewhere: `eval_score_instance` on every instance that has
+    one, `parallel` at a time, sharing baselines as `eval_run` does; an instance without
+    one is `missing` (never resolved). Results in the instances' order, and the run's
+    report."""
+    pairs, missing, _ = pair_predictions(instances, predictions)
+    by_id = {i.instance_id: p for i, p in pairs}
+    with shared_baselines():
+        scored = await fan_out(
+            eval_score_instance,
+            [i for i, _ in pairs],
+            parallel=parallel,
+            inputs=lambda i: {"prediction": by_id[i.instance_id], "check_gold": check_gold},
+        )
+    found = {r.instance_id: r for r in scored} | {i.instance_id: missing_result(i) for i in missing}
+    results = [found[i.instance_id] for i in instances]
+    shown = next((p.model_name_or_path for p in predictions if p.model_name_or_path), "")
+    html = report_html(results, title="agent-loop eval score", model=shown, lessons="")
     await flyte.report.log.aio(html, do_flush=True)
     return results

@@ -387,7 +387,14 @@ def add_review_comment(
                 "pull_request_review_thread.path is invalid",
                 field="path",
             )
-        hunk = (hunk_for_line(change.patch, line) if line else None) or (change.patch or "")
+        found = hunk_for_line(change.patch, line) if line else None
+        if line and change.patch is not None and found is None:
+            raise validation_failed(  # as GitHub: a thread sits on a line the diff shows
+                "PullRequestReviewComment",
+                "pull_request_review_thread.line must be part of the diff",
+                field="line",
+            )
+        hunk = found or (change.patch or "")
     now = st.tick()
     if review_id is None:
         review = ReviewRec(

@@ -47,6 +47,10 @@ Fixtures:
     Opt-in: keeps structlog events as data for the test (the fixture's value is the list
     of events) and gives the process its logging configuration back afterwards. An agent
     package that wants it for every test makes it autouse in its conftest.
+`echo`
+    `echo(text)`: print a command's output to the terminal when pytest runs with `-s`
+    (the docs' captured outputs are copied from it), and nothing otherwise, even from a
+    test that reads its output with `capsys`.
 """
 
 from __future__ import annotations
@@ -224,3 +228,15 @@ def quiet_logs() -> Generator[list[MutableMapping[str, Any]]]:
 
     with keep_logs() as logs:
         yield logs
+
+
+@pytest.fixture
+def echo(pytestconfig: pytest.Config, capsys: pytest.CaptureFixture[str]) -> Callable[[str], None]:
+    """Print to the terminal under `pytest -s` only (see the module docstring)."""
+
+    def show(text: str) -> None:
+        if pytestconfig.getoption("capture") == "no":
+            with capsys.disabled():
+                print(text)
+
+    return show
