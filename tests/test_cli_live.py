@@ -157,7 +157,7 @@ LIVE = [
     r"^  verifier  read_file  src/calc\.py$",
     r"^  verifier  verified: Checked the code and the tests\.$",
     r"^builder: opened_pr on issue #1 -> http://127\.0\.0\.1:\d+/acme/widgets/pull/\d+$",
-    r"^  tokens: \d+$",
+    r"^  github_requests: \d+$",
     r"^  took \d+(\.\d)?s|^  took \d+m\d\ds",
 ]
 

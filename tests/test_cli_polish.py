@@ -12,6 +12,7 @@ import pytest
 
 from agent_loop import cli
 from agent_loop.demo import DEMO_MARKER
+from agent_loop.live import print_end
 from agent_loop_common.records import Outcome, Role
 from agent_loop_common.runtime import Pause, TickSummary, summarize, summarize_many
 
@@ -95,8 +96,36 @@ def test_the_summary_prints_its_fields_in_a_fixed_order() -> None:
     # and every field of the summary has its place
     shown_elsewhere = {"role", "outcome", "target", "pr_url", "issue_urls", "details"}
     shown_elsewhere |= {"repo", "runs"}  # the runs of a tick that worked several, each a line
-    shown_elsewhere |= {"cost_usd"}  # on the last line, with the duration (agent_loop.live)
+    # on the last line, with the duration (agent_loop.live.totals_line): the cached share
+    # next to the tokens, the model calls next to the cost
+    shown_elsewhere |= {"tokens", "tokens_cache_read", "cost_usd", "llm_calls"}
     assert set(TickSummary.model_fields) - shown_elsewhere == set(cli.SUMMARY_FIELDS)
+
+
+def test_the_text_summary_states_tokens_and_model_calls_once() -> None:
+    """The summary block printed `tokens:`, `tokens_cache_read:` and `llm_calls:`, and the
+    last line said the same again: `took ... · 1,234 tokens · $0.01 (4 model calls)`.
+    The last line (the one docs/watch.md shows) is the only one now."""
+    tick = TickSummary(
+        role=Role.BUILDER,
+        outcome=Outcome.OPENED_PR,
+        run_id="r1",
+        target="issue#5",
+        pr_url="http://x/pull/6",
+        tries=1,
+        llm_calls=4,
+        tokens=1234,
+        tokens_cache_read=900,
+        cost_usd=0.0123,
+        github_requests=12,
+    )
+    out = io.StringIO()
+    summary = cli._print_summary  # pyright: ignore[reportPrivateUsage]
+    print_end("builder", tick, "text", 23.4, full=summary, out=out)
+    lines = out.getvalue().splitlines()
+    last = "  took 23.4s · 1,234 tokens (900 cached) · $0.01 (4 model calls)"
+    assert [line for line in lines if "token" in line or "call" in line] == [last]
+    assert lines[-1] == last
 
 
 def test_a_tick_of_several_runs_prints_one_line_per_run() -> None:

@@ -344,10 +344,20 @@ def _exit_quietly_on_signals(code: int) -> None:
     to print a `KeyboardInterrupt` traceback from `threading`'s exit hooks. The exit code
     stays the run's, or is 128 + the signal's number when the run had succeeded.
     """
+    import logging
     import signal
+
+    from agent_loop_common.runtime import stop_requested
 
     sys.stdout.flush()
     sys.stderr.flush()
+    if stop_requested() is not None:
+        # Stopped by a signal: released, recorded and said. The interpreter's shutdown
+        # resets the handlers to the default before it ends, and the same signal
+        # delivered twice (`uv run` forwards its group's, 200 ms later) would kill the
+        # process there, its exit code lost; nothing is left to do, so end here.
+        logging.shutdown()
+        os._exit(code)
 
     def now(signum: int, frame: object) -> None:
         del frame
@@ -656,16 +666,19 @@ SUMMARY_FIELDS = (
     "note",
     "tries",
     "tests",
-    "llm_calls",
-    "tokens",
     "github_requests",
     "report",
 )
 """The order `agent-loop run` prints a summary's fields in (after the headline, before
 the agent's own details); `--json` keeps `TickSummary`'s declaration order."""
 
+_ON_THE_LAST_LINE = frozenset({"tokens", "tokens_cache_read", "cost_usd", "llm_calls"})
+"""What the run cost is said once, on the last line with the duration (`totals_line`:
+`took 23.4s · 1,234 tokens (900 cached) · $0.0123 (4 model calls)`), not here too."""
+
 _SHOWN_ELSEWHERE = frozenset(
-    {"role", "outcome", "target", "pr_url", "issue_urls", "details", "repo", "runs", "cost_usd"}
+    {"role", "outcome", "target", "pr_url", "issue_urls", "details", "repo", "runs"}
+    | _ON_THE_LAST_LINE
 )
 
 

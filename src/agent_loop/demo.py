@@ -283,16 +283,35 @@ def _owner_review(emulator: GitHubEmulator, title: str) -> tuple[int, int] | Non
             pr = next((p.number for p in pulls if p.title == title), None)
             if pr is None:
                 return None
+            path = "tests/test_inventory.py"
+            files = {f.filename: f for f in await owner.list_pull_files(pr)}
+            line = _first_added_line(files[path].patch or "") if path in files else None
+            if line is None:
+                return None
             emulator.add_review(
                 pr,
                 author=emulator.owner,
                 state="COMMENTED",
-                comments=[("tests/test_inventory.py", 1, project.REVIEW_COMMENT)],
+                comments=[(path, line, project.REVIEW_COMMENT)],
             )
             comments = await owner.list_review_comments(pr)
             return pr, comments[-1].id
 
     return asyncio.run(find())
+
+
+def _first_added_line(patch: str) -> int | None:
+    """The new-file line number of the first line `patch` adds: GitHub takes a review
+    thread only on a line the diff shows."""
+    line = 0
+    for text in patch.split("\n"):
+        if text.startswith("@@"):
+            line = int(text.split("+", 1)[1].split(" ", 1)[0].split(",")[0]) - 1
+        elif text.startswith("+"):
+            return line + 1
+        elif not text.startswith("-"):
+            line += 1
+    return None
 
 
 def _merge(emulator: GitHubEmulator, title: str) -> int | None:

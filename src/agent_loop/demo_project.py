@@ -170,4 +170,4 @@ REVIEW_COMMENT = (
     "total_value() returns 0.30000000000000004 for 3 items at 0.1. Please round the "
     "result to cents and add a test for it."
 )
-"""The owner's inline review comment on the feature PR (line 1 of the new test file)."""
+"""The owner's inline review comment on the feature PR (the first line the PR adds to the test file)."""

@@ -22,9 +22,11 @@ from agent_loop_common.memory import (
     rollup_path,
     run_path,
 )
-from agent_loop_common.records import Role, Target, TargetKind
+from agent_loop_common.records import SCHEMA_VERSION, Role, Target, TargetKind
 
 NOW = datetime(2026, 3, 10, 14, 20, tzinfo=UTC)
+NEXT_MAJOR = str(int(SCHEMA_VERSION.partition(".")[0]) + 1) + ".0"
+"""A major this code does not know yet: one past the current schema."""
 
 
 def test_buckets_are_utc_hours_in_time_order() -> None:
@@ -113,7 +115,7 @@ def test_deferred_records_of_a_now_known_major_are_retried() -> None:
                 bucket="2026010100",
                 run_id="b",
                 reason="unknown_major",
-                schema_version="3.0",
+                schema_version=NEXT_MAJOR,
                 seen_at=seen_at,
             ),
             DeferredRecord(bucket="2026010200", run_id="c", reason="invalid", seen_at=seen_at),

@@ -37,6 +37,7 @@ from agent_loop_common.memory import (
     write_run_record,
 )
 from agent_loop_common.records import (
+    SCHEMA_VERSION,
     Lesson,
     LessonBook,
     Outcome,
@@ -50,6 +51,8 @@ pytestmark = pytest.mark.slow
 
 ORG, PROJECT, DOMAIN = "testorg", "agent-loop", "development"
 NOW = datetime(2026, 3, 10, 14, 5, tzinfo=UTC)
+NEXT_MAJOR = str(int(SCHEMA_VERSION.partition(".")[0]) + 1) + ".0"
+"""A major this code does not know yet: one past the current schema."""
 env = flyte.TaskEnvironment(name="test-memory")
 
 
@@ -237,7 +240,7 @@ async def test_newer_minor_is_read_and_unknown_major_is_counted_not_dropped(
     }
     major2 = {
         **make_record("new-major").model_dump(mode="json"),
-        "schema_version": "3.0",
+        "schema_version": NEXT_MAJOR,
         "role": "triager",
     }
     await store.write_text.aio(run_path("new-minor"), json.dumps(newer))
@@ -248,7 +251,7 @@ async def test_newer_minor_is_read_and_unknown_major_is_counted_not_dropped(
     batch = await distiller.collect(NOW + timedelta(hours=2))
     assert [(r.run_id, r.schema_version) for r in batch.records] == [("new-minor", "1.9")]
     assert [(d.run_id, d.reason, d.schema_version) for d in batch.deferred] == [
-        ("new-major", "unknown_major", "3.0")
+        ("new-major", "unknown_major", NEXT_MAJOR)
     ]
     await distiller.commit(batch)
 
