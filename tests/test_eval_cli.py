@@ -161,7 +161,8 @@ def _one_line(err: str) -> str:
     """The one line a refusal prints (a pydantic dump or a traceback would be more)."""
     lines = err.splitlines()
     assert len(lines) == 1, err
-    assert "Traceback" not in err and "errors.pydantic.dev" not in err
+    assert "Traceback" not in err
+    assert "errors.pydantic.dev" not in err
     return lines[0]
 
 

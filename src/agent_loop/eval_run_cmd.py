@@ -47,11 +47,11 @@ __all__ = [
     "positive",
     "preflight",
     "print_paths",
-    "unreadable",
     "progress_line",
     "resolved_line",
     "results_of",
     "run",
+    "unreadable",
     "verdict",
 ]
 
