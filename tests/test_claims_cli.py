@@ -88,6 +88,10 @@ def test_list_shows_the_live_claim_and_release_refuses_another_process_unless_fo
     assert "live" in out
     assert RUN in out
     assert "builder @ laptop" in out
+    # no process of this machine holds it: whether it still works is not known here
+    assert "Release one a dead process left" not in out
+    assert "may still be working" in out
+    assert "agent-loop claims release issue 1 --force" in out
     code, out, _ = _cli(capsys, "claims", "list", "--json")
     (row,) = [json.loads(line) for line in out.splitlines()]
     assert (row["target"], row["state"], row["run_id"]) == ("issue #1", "live", RUN)
@@ -119,13 +123,17 @@ def test_a_claim_whose_local_process_ended_is_released_without_force(
     _note(home, os.getpid())  # its process still runs: refused
     code, out, _ = _cli(capsys, "claims", "list")
     assert f"pid {os.getpid()} (running)" in out
+    assert "dead process" not in out  # its holder is alive: nothing to release
+    assert "claims release" not in out
     code, _, err = _cli(capsys, "claims", "release", "issue 1")
     assert code == 1
     assert "still runs" in err
 
     pid = _ended_pid()  # the second Ctrl-C, or kill -9
     _note(home, pid)
-    assert f"pid {pid} (ended)" in _cli(capsys, "claims", "list")[1]
+    out = _cli(capsys, "claims", "list")[1]
+    assert f"pid {pid} (ended)" in out
+    assert "Release one a dead process left: agent-loop claims release issue 1\n" in out
     code, out, _ = _cli(capsys, "claims", "release", "issue 1")
     assert code == 0, out
     assert emulator.ref_sha("agent-loop/claims/issue-1") is None

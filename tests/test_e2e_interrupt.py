@@ -294,3 +294,40 @@ def test_a_signal_before_the_tick_starts_stops_it_there_even_with_sigint_ignored
     assert not (tmp_path / "home" / "reports").exists() or not any(
         (tmp_path / "home" / "reports").iterdir()
     )
+
+
+@pytest.mark.parametrize("mode", ["text", "quiet"])
+def test_a_signal_after_the_tick_started_and_before_the_claim_says_nothing_was_claimed(
+    emulator: GitHubEmulator, tmp_path: pathlib.Path, mode: str
+) -> None:
+    """Ctrl-C while the tick checks who wrote its issue, before it claims it: the summary's
+    headline says nothing was claimed (it read `builder: interrupted on ?`), and nothing
+    was."""
+    holder: list[subprocess.Popen[str]] = []
+    # The trust check of issue #1's author (before any claim), answered only after the
+    # signal reached the process.
+    emulator.inject_fault(
+        "GET",
+        r"/repos/acme/widgets/collaborators/[^/]+/permission$",
+        status=None,
+        before=lambda: holder[0].send_signal(signal.SIGINT),
+    )
+    with emulator.serve() as url, serve_chat_model(ScriptedModel([], name="builder")) as api:
+        env = _environ(url, emulator, tmp_path, api)
+        quiet = ["--quiet"] if mode == "quiet" else []
+        proc = subprocess.Popen(
+            [_agent_loop(), "run", "builder", "--issue", "1", *quiet],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        holder.append(proc)
+        out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 130, f"{out}\n{err}"
+    headline = next(line for line in out.splitlines() if line.startswith("builder: "))
+    assert headline.startswith("builder: interrupted before it claimed anything"), out
+    assert "?" not in headline
+    assert "SIGINT: stopped before claiming anything: nothing to release" in err
+    assert emulator.comments(1) == []
+    assert emulator.refs("refs/agent-loop/") == {}

@@ -194,7 +194,7 @@ def test_act_plays_every_part(people: GitHubEmulator, capsys: pytest.CaptureFixt
     assert not em.pull(pr).merged
     code, out, _ = _act(capsys, "--as", "owner", "merge", str(pr), "--method", "squash")
     assert code == 0
-    assert out.startswith(f"owner merged PR #{pr} as ")
+    assert out.startswith(f"@acme merged PR #{pr} as ")
     merged = httpx.get(f"{api}/repos/acme/widgets/pulls/{pr}").json()
     assert merged["merged"]
     assert merged["merged_by"]["login"] == "acme"
@@ -287,7 +287,7 @@ def test_act_merges_by_rebase(people: GitHubEmulator, capsys: pytest.CaptureFixt
     assert code == 0
     last = em.ref_sha("heads/main")
     assert last is not None
-    assert out.startswith(f"owner merged PR #{pr} as {last[:7]}")
+    assert out.startswith(f"@acme merged PR #{pr} as {last[:7]}")
     api = os.environ["GITHUB_API_URL"]
     second = httpx.get(f"{api}/repos/acme/widgets/git/commits/{last}").json()
     first = httpx.get(f"{api}/repos/acme/widgets/git/commits/{second['parents'][0]['sha']}").json()

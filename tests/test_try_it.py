@@ -415,7 +415,7 @@ def _walk(
         rf"@acme reviewed PR #6 \(approved\): {web}/pull/6#pullrequestreview-\d+", out.strip()
     )
     out = shell.run(commands[7])
-    assert re.fullmatch(rf"owner merged PR #6 as [0-9a-f]{{7}}: {web}/pull/6", out.strip())
+    assert re.fullmatch(rf"@acme merged PR #6 as [0-9a-f]{{7}}: {web}/pull/6", out.strip())
     merged = shell.get("/repos/acme/widgets/pulls/6")
     assert merged["merged"]
     assert merged["merged_by"]["login"] == "acme"

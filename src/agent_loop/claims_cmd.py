@@ -207,14 +207,40 @@ def _print_table(
         )
     headers = ["target", "state", "run", "holder", "expires", "process here"]
     print(render_table(["repo", *headers] if several else headers, rows, max_cell=60))
-    live = [(repo, v) for repo, v in shown if v.live(now)]
-    if live:
-        repo, view = live[0]
+    hint = _hint(settings, [(r, v) for r, v in shown if v.live(now)], several=several)
+    if hint:
+        print(hint)
+
+
+def _hint(settings: Settings, live: list[tuple[str, ClaimView]], *, several: bool) -> str:
+    """What to do about the live claims, if anything: release one whose process here has
+    ended; of a run elsewhere, say that this machine cannot tell whether it still works.
+    A claim whose process here still runs needs nothing (Ctrl-C there releases it)."""
+    from agent_loop_common.runtime import local_holder
+
+    dead: list[tuple[str, ClaimView]] = []
+    elsewhere: list[tuple[str, ClaimView]] = []
+    for repo, view in live:
+        if view.marker is None:
+            continue
+        holder = local_holder(settings.home, view.marker.run)
+        if holder is None or not holder.here:
+            elsewhere.append((repo, view))
+        elif not holder.alive:
+            dead.append((repo, view))
+    if dead:
+        repo, view = dead[0]
         pick = f" --repo {repo}" if several else ""
-        print(
-            f"Release one a dead process left: agent-loop claims release "
-            f"{_words(view)}{pick} (refuses a live process's claim unless --force)"
+        return f"Release one a dead process left: agent-loop claims release {_words(view)}{pick}"
+    if elsewhere:
+        repo, view = elsewhere[0]
+        pick = f" --repo {repo}" if several else ""
+        return (
+            "A claim of a run elsewhere (not a process of this machine's "
+            f"{settings.home}) may still be working and expires by itself; if you know its "
+            f"run is gone: agent-loop claims release {_words(view)}{pick} --force"
         )
+    return ""
 
 
 def _words(view: ClaimView) -> str:

@@ -692,7 +692,9 @@ def _print_summary(agent: str, tick: TickSummary, out: TextIO) -> None:
             print(f"  report: {tick.report}", file=out)
         return
     made = f" -> {', '.join(tick.links)}" if tick.links else ""
-    print(f"{agent}: {tick.outcome} on {tick.target_label or '?'}{made}", file=out)
+    from agent_loop.live import ended_on
+
+    print(f"{agent}: {ended_on(tick)}{made}", file=out)
     fields = tick.model_dump(exclude=set(_SHOWN_ELSEWHERE))
     ordered = [*SUMMARY_FIELDS, *(k for k in fields if k not in SUMMARY_FIELDS)]
     for key, value in [*((k, fields[k]) for k in ordered), *tick.details.items()]:

@@ -272,8 +272,21 @@ def _summary(args: argparse.Namespace, person: str, data: Any, api: str, repo: s
         return f"@{who} filed issue #{answer.get('number')}: {answer.get('html_url')}"
     if action == "comment":
         return f"@{who} commented on #{args.number}: {answer.get('html_url')}"
-    if action == "merge":
+    if action == "merge":  # GitHub's merge answer names no user: the token's login
         sha = str(answer.get("sha", ""))[:7]
-        return f"{person} merged PR #{args.number} as {sha}: {_web(api, repo)}/pull/{args.number}"
+        web = f"{_web(api, repo)}/pull/{args.number}"
+        return f"@{_login(person, repo)} merged PR #{args.number} as {sha}: {web}"
     state = str(answer.get("state", "")).lower().replace("_", " ")
     return f"@{who} reviewed PR #{args.number} ({state}): {answer.get('html_url')}"
+
+
+def _login(person: str, repo: str) -> str:
+    """The login behind `--as person` (`emulator_cmd.login_of` without the emulator at
+    hand): the owner is the repository's owner, the bot the exported bot login."""
+    from agent_loop.emulator_cmd import PEOPLE
+
+    if person == "owner":
+        return repo.partition("/")[0]
+    if person == "bot":
+        return os.environ.get("AGENT_LOOP_BOT_LOGIN", "").strip() or "agent-loop[bot]"
+    return PEOPLE[person].login

@@ -51,6 +51,7 @@ __all__ = [
     "resolved_line",
     "results_of",
     "run",
+    "unreadable",
     "verdict",
 ]
 
@@ -160,6 +161,19 @@ def home_env(home: Path | None) -> Generator[None]:
             os.environ["AGENT_LOOP_HOME"] = saved
 
 
+def unreadable(exc: OSError, path: Path, hint: str = "") -> str:
+    """`PATH: no such file[; hint]` (or a folder, or why it cannot be read), in one line:
+    the errno's repr (`[Errno 2] No such file or directory: 'x'`) says it twice."""
+    where = Path(exc.filename) if exc.filename else path
+    if isinstance(exc, FileNotFoundError):
+        text = f"{where}: no such file"
+    elif isinstance(exc, IsADirectoryError):
+        text = f"{where}: a folder, not a file"
+    else:
+        text = f"{where}: cannot be read ({exc.strerror or exc})"
+    return text + (f"; {hint}" if hint else "")
+
+
 def chosen_instances(args: argparse.Namespace, *, command: str = "run") -> list[Instance] | None:
     """The instances `args` choose (`INSTANCES.jsonl`, `--instances`, `--limit`), or
     `None` after saying why there are none (as `agent-loop eval <command>`)."""
@@ -168,8 +182,12 @@ def chosen_instances(args: argparse.Namespace, *, command: str = "run") -> list[
     path = cast(Path, args.instances)
     try:
         instances = read_instances(path)
-    except (InstanceFileError, OSError) as exc:
+    except InstanceFileError as exc:
         print(f"agent-loop eval {command}: {exc}", file=sys.stderr)
+        return None
+    except OSError as exc:
+        hint = "`agent-loop eval mine` writes a repository's instances (docs/eval.md)"
+        print(f"agent-loop eval {command}: {unreadable(exc, path, hint)}", file=sys.stderr)
         return None
     only = cast(str | None, args.only)
     if only:
@@ -187,7 +205,11 @@ def chosen_instances(args: argparse.Namespace, *, command: str = "run") -> list[
     if limit is not None:
         instances = instances[:limit]
     if not instances:
-        print(f"agent-loop eval {command}: no instance to run in {path}", file=sys.stderr)
+        print(
+            f"agent-loop eval {command}: {path} holds no instance: nothing to {command} "
+            "(one JSON object per line, as `agent-loop eval mine` writes them).",
+            file=sys.stderr,
+        )
         return None
     return instances
 
@@ -396,7 +418,11 @@ def compare(args: argparse.Namespace) -> int:
     for path in (cast(Path, args.a), cast(Path, args.b)):
         try:
             loaded.append(read_results(path))
-        except (OSError, ValueError) as exc:
+        except OSError as exc:
+            hint = "give a run's folder (`eval run --out DIR`) or its results.json"
+            print(f"agent-loop eval compare: {unreadable(exc, path, hint)}", file=sys.stderr)
+            return EXIT_USAGE
+        except ValueError as exc:
             print(f"agent-loop eval compare: {path}: {exc}", file=sys.stderr)
             return EXIT_USAGE
     comparison = compare_results(loaded[0], loaded[1])

@@ -40,6 +40,7 @@ from agent_loop.eval_run_cmd import (
     progress_line,
     resolved_line,
     results_of,
+    unreadable,
     verdict,
 )
 
@@ -118,8 +119,18 @@ def _predictions(args: argparse.Namespace, instances: list[Instance]) -> list[Pr
     try:
         predictions = read_predictions(path)
         everything = read_instances(cast(Path, args.instances))
-    except (PredictionFileError, OSError) as exc:
+    except PredictionFileError as exc:
         print(f"{_NAME}: {exc}", file=sys.stderr)
+        return None
+    except OSError as exc:
+        print(f"{_NAME}: {unreadable(exc, path)}", file=sys.stderr)
+        return None
+    if not predictions:
+        print(
+            f"{_NAME}: {path} holds no prediction: nothing to score (one JSON object per "
+            "line: instance_id, model_name_or_path, model_patch).",
+            file=sys.stderr,
+        )
         return None
     _, _, strangers = pair_predictions(everything, predictions)
     if strangers:

@@ -30,7 +30,15 @@ if TYPE_CHECKING:
     from agent_loop_common.progress import ProgressEvent
     from agent_loop_common.runtime import TickSummary
 
-__all__ = ["LiveMode", "LivePrinter", "one_line", "print_end", "totals_line", "watching"]
+__all__ = [
+    "LiveMode",
+    "LivePrinter",
+    "ended_on",
+    "one_line",
+    "print_end",
+    "totals_line",
+    "watching",
+]
 
 LiveMode = Literal["text", "quiet", "json"]
 """How a tick is printed: line by line, one line at the end, or JSON lines."""
@@ -125,6 +133,16 @@ def totals_line(summary: TickSummary, seconds: float) -> str:
     )
 
 
+def ended_on(summary: TickSummary) -> str:
+    """How the run ended and on what: `opened_pr on issue #4`. A tick stopped (Ctrl-C,
+    SIGTERM) before it claimed anything has no target: it says so, never `on ?`."""
+    if summary.target_label:
+        return f"{summary.outcome} on {summary.target_label}"
+    if summary.interrupted:
+        return "interrupted before it claimed anything"
+    return str(summary.outcome)
+
+
 def one_line(agent: str, summary: TickSummary, seconds: float) -> str:
     """The whole tick in one line (`--quiet`): outcome, target, links, tries, cost, time."""
     from agent_loop._table import terminal_safe
@@ -137,7 +155,7 @@ def one_line(agent: str, summary: TickSummary, seconds: float) -> str:
     made = f" -> {', '.join(summary.links)}" if summary.links else ""
     error = f" ({clip(summary.error, 120)})" if summary.error else ""
     parts = [
-        f"{agent}: {summary.outcome} on {summary.target_label or '?'}{made}{error}",
+        f"{agent}: {ended_on(summary)}{made}{error}",
         f"{summary.tries} tr{'y' if summary.tries == 1 else 'ies'}",
         f"{summary.tokens:,} tokens",
         fmt_money(summary.cost_usd),
