@@ -108,6 +108,17 @@ def _tick(emulator: GitHubEmulator, home: pathlib.Path, server: MessagesServer) 
     return stored_record(local_memory(settings), summary["run_id"])
 
 
+def _cli(home: pathlib.Path, *argv: str) -> str:
+    """`agent-loop ARGV` on the memory of `home`, in its own process; its stdout."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "AGENT_LOOP_"))}
+    env["AGENT_LOOP_HOME"] = str(home)
+    done = subprocess.run(
+        [CLI, *argv], env=env, capture_output=True, text=True, check=False, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def _builder_requests(server: MessagesServer, first: int = 0) -> list[dict[str, Any]]:
     return [
         body
@@ -173,6 +184,15 @@ def test_a_tick_on_an_anthropic_model_reads_its_conversation_from_the_cache(
     assert record.usage.tokens_cache_write == sum(c.cache_creation_input_tokens for c in charges)
     assert record.usage.tokens_in == sum(c.prompt_tokens for c in charges)
     assert record.usage.tokens_cache_read > record.usage.tokens_in / 2
+    # `status` and `show` say the same share of the input read from the cache.
+    share = f"{record.usage.tokens_cache_read / record.usage.tokens_in:.0%}"
+    status, show = (_cli(tmp_path / "one", *argv) for argv in (["status"], ["show", record.run_id]))
+    assert f"{record.usage.tokens:,} ({share} cached)" in status
+    assert (
+        f"tokens      {record.usage.tokens:,} ({record.usage.tokens_in:,} in, {share} of it "
+        f"read from the cache; {record.usage.tokens_out:,} out) in {record.usage.llm_calls} "
+        "model call(s)"
+    ) in show
     # The second run of the same task reads even its first request's prefix.
     second_first = server.charges[first_run]
     assert second_first.cache_read_input_tokens > 0
