@@ -50,7 +50,11 @@ def add_mine(actions: Any, name: str) -> None:
             ),
         ),
     )
-    mine.add_argument("--repo", metavar="OWNER/NAME", help="the repository to mine")
+    mine.add_argument(
+        "--repo",
+        metavar="OWNER/NAME",
+        help="the repository to mine (default AGENT_LOOP_REPO; one of AGENT_LOOP_REPOS)",
+    )
     mine.add_argument(
         "--since",
         metavar="DATE",
@@ -68,7 +72,12 @@ def add_mine(actions: Any, name: str) -> None:
         "AGENT_LOOP_HOME/eval/<owner>__<name>/instances.jsonl); skipped pull requests go "
         "to <stem>.skipped.jsonl next to it",
     )
-    mine.add_argument("--home", type=Path, help="local state folder (AGENT_LOOP_HOME)")
+    mine.add_argument(
+        "--home",
+        type=Path,
+        metavar="DIR",
+        help="local state folder (default: AGENT_LOOP_HOME or .agent-loop)",
+    )
 
 
 def _date(text: str) -> datetime:

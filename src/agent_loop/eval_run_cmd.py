@@ -1,7 +1,7 @@
 """`agent-loop eval run` and `agent-loop eval compare`: replay the builder, then compare runs.
 
 ```text
-agent-loop eval run INSTANCES.jsonl [--model M] [--lessons on|off|ID,...] [--parallel K]
+agent-loop eval run INSTANCES.jsonl [--model MODEL] [--lessons on|off|ID,...] [--parallel K]
                     [--limit N] [--instances ID,...] [--out DIR] [--remote [--config FILE]]
 agent-loop eval compare A B [--json]       two runs paired on their common instances
 ```
@@ -117,7 +117,12 @@ def add_run(actions: Any, name: str) -> None:
         metavar="DIR",
         help="where the run's files go (default AGENT_LOOP_HOME/eval/runs/<time>)",
     )
-    sub.add_argument("--home", type=Path, help="local state folder (AGENT_LOOP_HOME)")
+    sub.add_argument(
+        "--home",
+        type=Path,
+        metavar="DIR",
+        help="local state folder (default: AGENT_LOOP_HOME or .agent-loop)",
+    )
     sub.add_argument(
         "--remote",
         action="store_true",

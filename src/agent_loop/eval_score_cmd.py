@@ -94,7 +94,12 @@ def add_score(actions: Any, name: str) -> None:
         metavar="DIR",
         help="where the files go (default AGENT_LOOP_HOME/eval/runs/<time>)",
     )
-    sub.add_argument("--home", type=Path, help="local state folder (AGENT_LOOP_HOME)")
+    sub.add_argument(
+        "--home",
+        type=Path,
+        metavar="DIR",
+        help="local state folder (default: AGENT_LOOP_HOME or .agent-loop)",
+    )
     sub.add_argument(
         "--remote",
         action="store_true",
