@@ -16,7 +16,7 @@ from agent_loop_common.records import Lesson, LessonBook
 from agent_loop_common.runtime import local_memory
 from agent_loop_common.settings import load_settings
 from agent_loop_eval import Instance, read_instances
-from agent_loop_testing import GitHubEmulator, serve_for_cli, write_memory_file
+from agent_loop_testing import GitHubEmulator, bwrap_e2e_marks, serve_for_cli, write_memory_file
 
 
 @pytest.fixture
@@ -270,3 +270,34 @@ def test_compare_says_in_one_line_what_is_not_a_run(
         f"agent-loop eval compare: {tmp_path / 'empty' / 'results.json'}: no such file; "
         "give a run's folder (`eval run --out DIR`) or its results.json"
     )
+
+
+_SLOW, _BWRAP_WORKS = bwrap_e2e_marks()
+
+
+@_SLOW
+@_BWRAP_WORKS
+def test_a_model_that_cannot_be_called_is_named_as_the_option_given(
+    served: tuple[GitHubEmulator, pathlib.Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`--model anthropic/x` without its key is refused before anything runs, and the
+    sentence names `--model` (what the person typed), not the AGENT_LOOP_MODEL they
+    never set; without `--model` the configured one is checked as before."""
+    emulator, file = served
+    monkeypatch.setenv("AGENT_LOOP_SANDBOX", "bwrap")
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("AGENT_LOOP_MODEL", "openai/gpt-5")
+    code = cli.main(["eval", "run", str(file), "--model", "anthropic/claude-x"])
+    out, err = capsys.readouterr()
+    assert code == cli.EXIT_CONFIG
+    assert out == ""
+    assert "It is the key of provider 'anthropic', which --model='anthropic/claude-x' uses" in err
+    assert "AGENT_LOOP_MODEL" not in err
+    monkeypatch.setenv("AGENT_LOOP_MODEL", "anthropic/claude-x")
+    assert cli.main(["eval", "run", str(file)]) == cli.EXIT_CONFIG
+    assert "which AGENT_LOOP_MODEL='anthropic/claude-x' uses" in capsys.readouterr().err
+    assert emulator.requests == []
+    assert not (pathlib.Path(os.environ["AGENT_LOOP_HOME"]) / "eval").exists()

@@ -43,6 +43,7 @@ __all__ = [
     "chosen_instances",
     "compare",
     "home_env",
+    "interrupted",
     "lesson_ids",
     "positive",
     "preflight",
@@ -218,8 +219,14 @@ def preflight(settings: Settings, model: str, *, remote: bool, command: str = "r
     """Refuse a run that could not start: a remote one without a Flyte config naming a
     cluster (`FlyteConfigError`: it never runs locally instead), a local one that could
     score nothing (`ConfigError`), or, for `eval run`, call no model."""
+    from agent_loop_common.model_keys import model_problems
     from agent_loop_common.records import Role
-    from agent_loop_common.runtime import preflight_model, preflight_sandbox, remote_flyte_config
+    from agent_loop_common.runtime import (
+        installed_model,
+        preflight_model,
+        preflight_sandbox,
+        remote_flyte_config,
+    )
     from agent_loop_common.settings import ConfigError
 
     if remote:
@@ -235,9 +242,16 @@ def preflight(settings: Settings, model: str, *, remote: bool, command: str = "r
     import asyncio
 
     asyncio.run(preflight_sandbox(settings, Role.BUILDER))
-    if command == "run":
-        checked = settings.model_copy(update={"model": model, "verifier_model": model})
-        preflight_model(checked if model else settings)
+    if command != "run":
+        return
+    if model and installed_model() is None:
+        # `--model` is the builder's and its verifier's model: a problem with it is named
+        # as the option the person typed, not as the AGENT_LOOP_MODEL they did not set.
+        problems = model_problems(model, variable="--model")
+        if problems:
+            raise ConfigError(problems)
+        return
+    preflight_model(settings)
 
 
 def lesson_ids(
@@ -319,13 +333,16 @@ def run(args: argparse.Namespace) -> int:
             "model": model,
             "parallel": parallel,
         }
-        if remote:
-            results = results_of(run_task(settings, eval_run, remote=True, **inputs))
-            for done, result in enumerate(results, start=1):
-                _progress(result, done, len(results))
-        else:
-            with watch_results(_progress):
-                results = results_of(run_task(settings, eval_run, **inputs))
+        try:
+            if remote:
+                results = results_of(run_task(settings, eval_run, remote=True, **inputs))
+                for done, result in enumerate(results, start=1):
+                    _progress(result, done, len(results))
+            else:
+                with watch_results(_progress):
+                    results = results_of(run_task(settings, eval_run, **inputs))
+        except KeyboardInterrupt:
+            return interrupted("run", out)
     label = model or next((r.model for r in results if r.model), settings.model)
     html = report_html(
         results, title=f"agent-loop eval run {out.name}", model=label, lessons=lessons
@@ -333,6 +350,18 @@ def run(args: argparse.Namespace) -> int:
     paths = write_results(out, results, model=label, report=html)
     _print_summary(results, paths)
     return EXIT_FAILED if any(r.outcome == "error" for r in results) else 0
+
+
+def interrupted(command: str, out: Path) -> int:
+    """Say what a Ctrl-C left (nothing: a run's files are written whole, at its end, so
+    that none looks complete when it is not); exit 130 as the rest of the CLI does."""
+    print(
+        f"agent-loop eval {command}: interrupted; nothing written to {out} (the files are "
+        "written when every instance is done: run it again, with --limit or --instances "
+        "for fewer)",
+        file=sys.stderr,
+    )
+    return 130
 
 
 def results_of(output: Any) -> list[InstanceResult]:

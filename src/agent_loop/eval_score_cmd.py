@@ -34,6 +34,7 @@ from agent_loop.eval_run_cmd import (
     EXIT_USAGE,
     chosen_instances,
     home_env,
+    interrupted,
     positive,
     preflight,
     print_paths,
@@ -195,14 +196,17 @@ def score(args: argparse.Namespace) -> int:
             "parallel": parallel,
             "check_gold": gold,
         }
-        if remote:
-            results = results_of(run_task(settings, eval_score, remote=True, **inputs))
-            scored = [r for r in results if r.outcome != "missing"]
-            for done, result in enumerate(scored, start=1):
-                _progress(result, done, len(scored))
-        else:
-            with watch_results(_progress):
-                results = results_of(run_task(settings, eval_score, **inputs))
+        try:
+            if remote:
+                results = results_of(run_task(settings, eval_score, remote=True, **inputs))
+                scored = [r for r in results if r.outcome != "missing"]
+                for done, result in enumerate(scored, start=1):
+                    _progress(result, done, len(scored))
+            else:
+                with watch_results(_progress):
+                    results = results_of(run_task(settings, eval_score, **inputs))
+        except KeyboardInterrupt:
+            return interrupted("score", out)
     html = report_html(results, title=f"{_NAME} {out.name}", model=label, lessons="")
     paths = write_results(out, results, model=label, report=html)
     broken = _print_summary(results, paths)
