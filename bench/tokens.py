@@ -35,11 +35,13 @@ Billed-equivalent tokens price everything in input tokens, as Anthropic bills:
 uncached input x 1, cache writes x 1.25, cache reads x 0.1, output x the model's output
 to input price ratio (5 for Claude Sonnet 4.5, from litellm's price map).
 
-Run with `uv run --frozen python bench/tokens.py`; it prints Markdown tables.
+Run with `uv run --frozen python bench/tokens.py [--task TEXT] [--config TEXT]`; it
+prints Markdown tables (`--help` says more).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import functools
 import json
@@ -418,10 +420,38 @@ def _record(emulator: GitHubEmulator, home: Path, run_id: str) -> RunRecord:
     return stored_record(local_memory(settings), run_id)
 
 
+def _shown_lines(patch: str) -> list[tuple[int, bool]]:
+    """The new-file lines a unified-diff `patch` shows, each with whether the diff adds
+    it: GitHub, and the emulator, take a review thread only on one of them."""
+    shown: list[tuple[int, bool]] = []
+    line = 0
+    for text in patch.split("\n"):
+        if text.startswith("@@"):
+            line = int(text.split("+", 1)[1].split(" ", 1)[0].split(",")[0]) - 1
+        elif not text.startswith("-"):
+            line += 1
+            shown.append((line, text.startswith("+")))
+    return shown
+
+
 def _comment(emulator: GitHubEmulator, where: tuple[str, int, str]) -> int:
-    """The owner's inline review comment on the one open PR; its id."""
+    """The owner's inline review comment on the one open PR; its id. It sits on the
+    task's line if the PR's diff shows it, else on the first line the diff adds to that
+    file (where a reviewer would put it)."""
     pull = next(p for p in emulator.pulls() if p.state == "open")
-    emulator.add_review(pull.number, author=emulator.owner, comments=[where])
+    path, wanted, body = where
+
+    async def line() -> int:
+        async with emulator_client(emulator, token=emulator.owner_token) as owner:
+            files = {f.filename: f for f in await owner.list_pull_files(pull.number)}
+        shown = _shown_lines(files[path].patch or "")
+        if any(n == wanted for n, _ in shown):
+            return wanted
+        return next(n for n, added in shown if added)
+
+    emulator.add_review(
+        pull.number, author=emulator.owner, comments=[(path, asyncio.run(line()), body)]
+    )
 
     async def newest() -> int:
         async with emulator_client(emulator, token=emulator.owner_token) as owner:
@@ -490,18 +520,47 @@ class PerPR:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(
+        description="Model tokens per pull request (builder + reviewer through the CLI "
+        "against the emulator and a caching Messages API stub), with masking and prompt "
+        "caching off and on; prints Markdown tables.",
+        epilog=f"Tasks: {', '.join(t.name for t in TASKS)}. Configurations: "
+        f"{', '.join(c.name for c in CONFIGS)}. All of them: about 15 minutes on 2 cores.",
+    )
+    parser.add_argument(
+        "--task",
+        action="append",
+        metavar="TEXT",
+        help="only the tasks whose name contains TEXT (repeatable; default: all)",
+    )
+    parser.add_argument(
+        "--config",
+        action="append",
+        metavar="TEXT",
+        help="only the configurations whose name contains TEXT, besides `today` "
+        "(repeatable; default: all)",
+    )
+    args = parser.parse_args()
+    tasks = [t for t in TASKS if not args.task or any(w in t.name for w in args.task)]
+    configs = [
+        c
+        for c in CONFIGS
+        if c.name == "today" or not args.config or any(w in c.name for w in args.config)
+    ]
+    if not tasks:
+        parser.error(f"no task matches {args.task}")
     ratio = _ratio()
     results: dict[tuple[str, str], Result] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for task in TASKS:
-            for config in CONFIGS:
+        for task in tasks:
+            for config in configs:
                 results[(task.name, config.name)] = run(task, config, Path(tmp))
                 print(f"  ran {task.name} / {config.name}", file=sys.stderr)
     print(
         f"Billed-equivalent: uncached input + {WRITE} x cache writes + {READ} x cache reads "
         f"+ {ratio:g} x output (Claude Sonnet 4.5's output/input price).\n"
     )
-    for task in TASKS:
+    for task in tasks:
         today = results[(task.name, "today")]
         base = PerPR.of(today, ratio)
         print(
@@ -513,7 +572,7 @@ def main() -> None:
             "| output | billed-equivalent | vs today | builder input | reviewer input |"
         )
         print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-        for config in CONFIGS:
+        for config in configs:
             r = results[(task.name, config.name)]
             pr = PerPR.of(r, ratio)
             print(
@@ -524,6 +583,8 @@ def main() -> None:
             )
         print()
     whole, edits = TASKS[1].name, TASKS[2].name
+    if any((name, c.name) not in results for name in (whole, edits) for c in CONFIGS[:4]):
+        return  # the summary needs both httpx tasks' first four configurations
     today = PerPR.of(results[(whole, "today")], ratio)
     masked = PerPR.of(results[(edits, CONFIGS[1].name)], ratio)
     both = PerPR.of(results[(edits, CONFIGS[3].name)], ratio)

@@ -9,11 +9,14 @@ request reads from and writes to the cache. Two runs of the same task on two ide
 repositories share one cache, as two ticks of one organization would. A longer run
 has its old reads masked (`AGENT_LOOP_KEEP_TURNS` at its default), reads one again, and
 still opens its pull request with every request accepted (the stub refuses a tool result
-without its tool call, as Anthropic does).
+without its tool call, as Anthropic does). The reviewer's tick, answering an owner's
+review comment, is cached and masked the same way; `status` and `show` say the cached
+share the record holds.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import os
@@ -40,6 +43,7 @@ from agent_loop_testing import (
     ScriptedModel,
     SimulatedPromptCache,
     call,
+    emulator_client,
     serve_messages_model,
     stored_record,
     submit_subtract,
@@ -77,8 +81,10 @@ def _emulator() -> GitHubEmulator:
     return emulator
 
 
-def _tick(emulator: GitHubEmulator, home: pathlib.Path, server: MessagesServer) -> RunRecord:
-    """One builder tick in a child process; its run's record, read from its memory."""
+def _tick(
+    emulator: GitHubEmulator, home: pathlib.Path, server: MessagesServer, role: str = "builder"
+) -> RunRecord:
+    """One tick of `role` in a child process; its run's record, read from its memory."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "AGENT_LOOP_"))}
     with emulator.serve() as github_url:
         env.update(
@@ -95,7 +101,7 @@ def _tick(emulator: GitHubEmulator, home: pathlib.Path, server: MessagesServer) 
             }
         )
         done = subprocess.run(
-            [CLI, "run", "builder", "--json"],
+            [CLI, "run", role, "--json"],
             env=env,
             capture_output=True,
             text=True,
@@ -106,6 +112,17 @@ def _tick(emulator: GitHubEmulator, home: pathlib.Path, server: MessagesServer) 
     summary = json.loads(done.stdout.strip().splitlines()[-1])
     settings = load_settings(repo=emulator.full_name, home=home, github_token="x")
     return stored_record(local_memory(settings), summary["run_id"])
+
+
+def _cli(home: pathlib.Path, *argv: str) -> str:
+    """`agent-loop ARGV` on the memory of `home`, in its own process; its stdout."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "AGENT_LOOP_"))}
+    env["AGENT_LOOP_HOME"] = str(home)
+    done = subprocess.run(
+        [CLI, *argv], env=env, capture_output=True, text=True, check=False, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def _builder_requests(server: MessagesServer, first: int = 0) -> list[dict[str, Any]]:
@@ -173,6 +190,15 @@ def test_a_tick_on_an_anthropic_model_reads_its_conversation_from_the_cache(
     assert record.usage.tokens_cache_write == sum(c.cache_creation_input_tokens for c in charges)
     assert record.usage.tokens_in == sum(c.prompt_tokens for c in charges)
     assert record.usage.tokens_cache_read > record.usage.tokens_in / 2
+    # `status` and `show` say the same share of the input read from the cache.
+    share = f"{record.usage.tokens_cache_read / record.usage.tokens_in:.0%}"
+    status, show = (_cli(tmp_path / "one", *argv) for argv in (["status"], ["show", record.run_id]))
+    assert f"{record.usage.tokens:,} ({share} cached)" in status
+    assert (
+        f"tokens      {record.usage.tokens:,} ({record.usage.tokens_in:,} in, {share} of it "
+        f"read from the cache; {record.usage.tokens_out:,} out) in {record.usage.llm_calls} "
+        "model call(s)"
+    ) in show
     # The second run of the same task reads even its first request's prefix.
     second_first = server.charges[first_run]
     assert second_first.cache_read_input_tokens > 0
@@ -220,3 +246,72 @@ def test_a_long_run_sees_its_old_reads_elided_reads_one_again_and_opens_its_pr(
     assert [c.cache_read_input_tokens > 0 for c in charges] == [False] + [True] * 8
     assert record.usage.tokens_cache_read == sum(c.cache_read_input_tokens for c in server.charges)
     assert record.usage.tokens_in == sum(c.prompt_tokens for c in server.charges)
+
+
+def test_the_reviewers_conversation_is_cached_and_masked_too(tmp_path: pathlib.Path) -> None:
+    """The reviewer's model is made by the same runtime as the builder's: its requests
+    carry the same breakpoints and its old reads are masked the same way."""
+    emulator = _emulator()
+    emulator.push(
+        "agent-loop/issue-1-add-subtract",
+        {"src/calc.py": CALC_SUB, "tests/test_calc.py": TESTS_SUB},
+        message="Add subtract()",
+        author=emulator.bot_login,
+    )
+    pr = emulator.open_pull(
+        "agent-loop/issue-1-add-subtract",
+        title="Add subtract()",
+        body="Adds subtract().\n\nFixes #1",
+        author=emulator.bot_login,
+    )
+    note = "Please end src/calc.py with a `# reviewed` line."
+    emulator.add_review(pr, author=emulator.owner, comments=[("src/calc.py", 5, note)])
+
+    async def comment_id() -> int:
+        async with emulator_client(emulator, token=emulator.owner_token) as owner:
+            return (await owner.list_review_comments(pr))[-1].id
+
+    commented = asyncio.run(comment_id())
+    elided = "[elided: read_file(path='src/big.py')"
+    model = ScriptedModel(
+        [
+            turn(tool_calls=[call("list_feedback").expecting(str(commented))]),
+            turn(tool_calls=[call("read_file", path="src/big.py")]),
+            turn(tool_calls=[call("read_file", path="src/big.py", start_line=601)]),
+            turn(tool_calls=[call("read_file", path="src/calc.py")]),
+            turn(tool_calls=[call("search_code", pattern="def subtract")]),
+            turn(
+                tool_calls=[
+                    call("stage_file", path="src/calc.py", content=CALC_SUB + "# reviewed\n")
+                ],
+                expect_in_messages=[elided],
+            ),
+            turn(
+                tool_calls=[
+                    call(
+                        "submit_fix",
+                        summary="Ends calc.py with the line the review asked for.",
+                        replies=[{"comment_id": commented, "reply": "Done."}],
+                    ).expecting("Submitted a fix")
+                ]
+            ),
+            turn("Submitted the fix."),
+        ],
+        routes={VERIFIER_MARKER: [turn(VERIFIED)]},
+    )
+    with serve_messages_model(model) as server:
+        record = _tick(emulator, tmp_path / "home", server, role="reviewer")
+    model.assert_finished()
+
+    assert record.outcome is Outcome.PUSHED_FIX
+    reviewer = _builder_requests(server)  # every request but the verifier's
+    assert len(reviewer) == 8
+    for number, body in enumerate(reviewer, start=1):
+        last = len(body["messages"]) - 1
+        expected = ["system", "message 0"] + ([f"message {last}"] if last else [])
+        assert _breakpoints(body) == expected, f"request {number}"
+    assert len({_stable_prefix(body) for body in reviewer}) == 1
+    shown = [json.dumps(body["messages"]) for body in reviewer]
+    assert [elided in text for text in shown] == [False] * 5 + [True] * 3
+    assert record.usage.tokens_cache_read == sum(c.cache_read_input_tokens for c in server.charges)
+    assert record.usage.tokens_cache_read > record.usage.tokens_in / 2

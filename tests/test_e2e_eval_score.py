@@ -231,3 +231,33 @@ def test_gold_names_every_broken_instance(
     assert {p["model_name_or_path"] for p in predictions} == {"gold"}
     assert "broken instance" in (out / "report.html").read_text()
     assert {r.method for r in emulator.requests} == {"GET"}
+
+
+def test_a_patch_that_is_no_diff_does_not_apply_rather_than_change_nothing(
+    served: tuple[GitHubEmulator, CalcHistory],
+    tmp_path: pathlib.Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An agent's prose, or a diff mangled on its way into JSON, is text with no file's
+    diff in it: counted `empty` ("the patch changes nothing"), it read as an agent that
+    chose to change nothing; it is a patch that does not apply."""
+    emulator, history = served
+    subtract = history.fixes[0]
+    file = tmp_path / "instances.jsonl"
+    file.write_text(_instance(emulator, subtract).model_dump_json() + "\n")
+    predictions = _write(
+        tmp_path / "predictions.jsonl",
+        [
+            {
+                "instance_id": instance_id(emulator.full_name, subtract.pull),
+                "model_patch": "I could not find where subtract() belongs.",
+            }
+        ],
+    )
+    out = tmp_path / "scored"
+    assert cli.main(["eval", "score", str(file), str(predictions), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    (result,) = json.loads((out / "results.json").read_text())
+    assert (result["resolved"], result["outcome"]) == (False, "unapplied")
+    assert result["reason"].startswith("patch does not apply: no file's diff in it")
+    assert "not scored: patch does not apply 1, empty patch 0, no prediction 0" in printed

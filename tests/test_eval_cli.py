@@ -16,7 +16,7 @@ from agent_loop_common.records import Lesson, LessonBook
 from agent_loop_common.runtime import local_memory
 from agent_loop_common.settings import load_settings
 from agent_loop_eval import Instance, read_instances
-from agent_loop_testing import GitHubEmulator, serve_for_cli, write_memory_file
+from agent_loop_testing import GitHubEmulator, bwrap_e2e_marks, serve_for_cli, write_memory_file
 
 
 @pytest.fixture
@@ -81,7 +81,7 @@ def test_a_missing_or_empty_instances_file_exits_2(
     empty = file.with_name("empty.jsonl")
     empty.write_text("\n")
     assert cli.main(["eval", "run", str(empty)]) == cli.EXIT_CONFIG
-    assert "no instance to run" in capsys.readouterr().err
+    assert "empty.jsonl holds no instance: nothing to run" in capsys.readouterr().err
 
 
 def test_compare_names_a_run_it_cannot_read(
@@ -153,5 +153,151 @@ def test_a_score_that_cannot_work_exits_2_before_anything_runs(
     assert out == ""
     assert said in err
     assert "Traceback" not in err
+    assert emulator.requests == []
+    assert not (pathlib.Path(os.environ["AGENT_LOOP_HOME"]) / "eval").exists()
+
+
+def _one_line(err: str) -> str:
+    """The one line a refusal prints (a pydantic dump or a traceback would be more)."""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    assert "errors.pydantic.dev" not in err
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (
+            '{"foo": 1}\n',
+            "bad.jsonl:1: not an instance: missing field(s) instance_id, repo, base_commit, "
+            "problem_statement",
+        ),
+        ("LINE\n[]\n", "bad.jsonl:2: not an instance: not a JSON object"),
+        ('LINE\n{"instance_id": "x", broken\n', "bad.jsonl:2: not JSON"),
+        (
+            'LINE\n{"instance_id": "x", "repo": "a/b", "base_commit": "abc", '
+            '"problem_statement": "p", "FAIL_TO_PASS": 5}\n',
+            "bad.jsonl:2: not an instance: FAIL_TO_PASS:",
+        ),
+    ],
+)
+def test_a_bad_instances_line_is_named_in_one_line(
+    served: tuple[GitHubEmulator, pathlib.Path],
+    capsys: pytest.CaptureFixture[str],
+    content: str,
+    said: str,
+) -> None:
+    emulator, file = served
+    bad = file.with_name("bad.jsonl")
+    bad.write_text(content.replace("LINE", file.read_text().strip()))
+    for command in ("run", "score"):
+        assert cli.main(["eval", command, str(bad), "--gold"][: 3 + (command == "score")]) == 2
+        out, err = capsys.readouterr()
+        assert out == ""
+        assert said in _one_line(err), err
+    assert emulator.requests == []
+
+
+def test_a_missing_file_or_a_folder_is_said_plainly(
+    served: tuple[GitHubEmulator, pathlib.Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, file = served
+    assert cli.main(["eval", "run", str(file.with_name("none.jsonl"))]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert line == (
+        f"agent-loop eval run: {file.with_name('none.jsonl')}: no such file; "
+        "`agent-loop eval mine` writes a repository's instances (docs/eval.md)"
+    )
+    assert cli.main(["eval", "run", str(file.parent)]) == 2
+    assert f"{file.parent}: a folder, not a file" in _one_line(capsys.readouterr().err)
+    assert cli.main(["eval", "score", str(file), str(file.with_name("p.jsonl"))]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"agent-loop eval score: {file.with_name('p.jsonl')}: no such file"
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        ("", "predictions.jsonl holds no prediction: nothing to score"),
+        ("\n\n", "predictions.jsonl holds no prediction: nothing to score"),
+        (
+            '{"id": "acme__widgets-5", "patch": "x"}\n',
+            "predictions.jsonl:1: not a prediction: missing field(s) instance_id",
+        ),
+        (
+            '{"instance_id": "acme__widgets-5", "model_patch": 5}\n',
+            "predictions.jsonl:1: not a prediction: model_patch: input should be a valid string",
+        ),
+    ],
+)
+def test_predictions_that_are_none_or_not_predictions_exit_2(
+    served: tuple[GitHubEmulator, pathlib.Path],
+    capsys: pytest.CaptureFixture[str],
+    content: str,
+    said: str,
+) -> None:
+    """An empty file would "score" every instance as missing and exit 0: a run that
+    looks done and measured nothing."""
+    emulator, file = served
+    predictions = file.with_name("predictions.jsonl")
+    predictions.write_text(content)
+    assert cli.main(["eval", "score", str(file), str(predictions)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert said in _one_line(err)
+    assert emulator.requests == []
+    assert not (pathlib.Path(os.environ["AGENT_LOOP_HOME"]) / "eval").exists()
+
+
+def test_compare_says_in_one_line_what_is_not_a_run(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = tmp_path / "good.json"
+    good.write_text('[{"instance_id": "a", "resolved": true}]')
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"instance_id": "a"}]')
+    assert cli.main(["eval", "compare", str(good), str(bad)]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"agent-loop eval compare: {bad}: not a run's results.json (a JSON list of results, "
+        "one per instance): missing field(s) resolved"
+    )
+    (tmp_path / "empty").mkdir()
+    assert cli.main(["eval", "compare", str(good), str(tmp_path / "empty")]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"agent-loop eval compare: {tmp_path / 'empty' / 'results.json'}: no such file; "
+        "give a run's folder (`eval run --out DIR`) or its results.json"
+    )
+
+
+_SLOW, _BWRAP_WORKS = bwrap_e2e_marks()
+
+
+@_SLOW
+@_BWRAP_WORKS
+def test_a_model_that_cannot_be_called_is_named_as_the_option_given(
+    served: tuple[GitHubEmulator, pathlib.Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`--model anthropic/x` without its key is refused before anything runs, and the
+    sentence names `--model` (what the person typed), not the AGENT_LOOP_MODEL they
+    never set; without `--model` the configured one is checked as before."""
+    emulator, file = served
+    monkeypatch.setenv("AGENT_LOOP_SANDBOX", "bwrap")
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("AGENT_LOOP_MODEL", "openai/gpt-5")
+    code = cli.main(["eval", "run", str(file), "--model", "anthropic/claude-x"])
+    out, err = capsys.readouterr()
+    assert code == cli.EXIT_CONFIG
+    assert out == ""
+    assert "It is the key of provider 'anthropic', which --model='anthropic/claude-x' uses" in err
+    assert "AGENT_LOOP_MODEL" not in err
+    monkeypatch.setenv("AGENT_LOOP_MODEL", "anthropic/claude-x")
+    assert cli.main(["eval", "run", str(file)]) == cli.EXIT_CONFIG
+    assert "which AGENT_LOOP_MODEL='anthropic/claude-x' uses" in capsys.readouterr().err
     assert emulator.requests == []
     assert not (pathlib.Path(os.environ["AGENT_LOOP_HOME"]) / "eval").exists()

@@ -91,3 +91,39 @@ def test_a_repository_github_does_not_know(
     assert "GitHub answered 404" in err
     assert "nothing was mined" in err
     assert "mined so far" not in err
+
+
+def test_a_repository_without_an_instance_says_so_and_names_no_missing_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No merged pull request at all: exit 1 and a sentence (the next command, `eval
+    run` on the file the summary used to name, would only find it missing). Pull
+    requests decided, none an instance: exit 0 (their reasons are kept), the same kind
+    of sentence, and the summary names only the file that exists."""
+    emulator = GitHubEmulator("acme", "calc")
+    emulator.seed_files({"README.md": "x\n"})
+    out = tmp_path / "eval" / "acme__calc" / "instances.jsonl"
+    with serve_for_cli(monkeypatch, emulator, tmp_path, **NO_OUTCOMES):
+        code = cli.main(["eval", "mine"])
+        printed, err = capsys.readouterr()
+        assert code == 1
+        assert err.splitlines() == [
+            "agent-loop eval mine: acme/calc has no pull request merged: nothing to mine; an "
+            "instance is a merged pull request that closed an issue and changed tests and "
+            f"code (docs/eval.md); {out} is written when the first is found."
+        ]
+        assert "instances:" not in printed
+        assert "skipped:" not in printed
+        assert not out.parent.exists()
+        assert cli.main(["eval", "mine", "--since", "2030-01-01"]) == 1
+        assert "has no pull request merged on or after 2030-01-01" in capsys.readouterr().err
+
+        emulator.seed_history(_pull("one", 1))  # decided: setup_failed, no instance
+        code = cli.main(["eval", "mine"])
+        printed, err = capsys.readouterr()
+        assert code == 0
+        assert "Add one(): skipped, setup_failed" in printed
+        assert f"skipped:   {out.with_name('instances.skipped.jsonl')}" in printed
+        assert "instances:" not in printed
+        assert "no instance of acme/calc yet: none of 1 new merged pull request(s) made one" in err
+        assert not out.exists()

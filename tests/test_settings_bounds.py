@@ -189,3 +189,28 @@ def test_the_shortest_allowed_claim_ttl_runs_a_tick_through_the_cli(
     assert any(
         line.startswith(f"builder: opened_pr on issue #{number}") for line in out.splitlines()
     )
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "allowed"),
+    [
+        ("AGENT_LOOP_PROMPT_CACHE", "maybe", "on, off, true, false, yes, no, 1, 0"),
+        ("AGENT_LOOP_KEEP_TURNS", "abc", "0 to 1000"),
+        ("AGENT_LOOP_KEEP_TURNS", "-1", "0 to 1000"),
+        ("AGENT_LOOP_KEEP_TURNS", "1001", "0 to 1000"),
+    ],
+)
+def test_a_value_that_is_not_a_switch_or_a_number_exits_2_naming_what_is_allowed(
+    served: GitHubEmulator,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    variable: str,
+    value: str,
+    allowed: str,
+) -> None:
+    monkeypatch.setenv(variable, value)
+    assert cli.main(["run", "builder"]) == cli.EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert f"{variable}: '{value}' is invalid: " in err, err
+    assert f"(allowed: {allowed})" in err, err
+    assert served.requests == []

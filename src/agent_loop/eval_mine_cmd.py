@@ -10,8 +10,9 @@ line per instance to `--out` (default
 `<AGENT_LOOP_HOME>/eval/<owner>__<name>/instances.jsonl`); skipped pull requests and
 their reasons go to the sidecar `<stem>.skipped.jsonl`. A second run mines only merges
 that are in neither file. One line of progress per pull request, a table at the end.
-Exit codes: 0 done, 1 GitHub failed mid-way (what was mined so far is kept), 2 bad
-usage or configuration, or no sandbox can run the repository's tests here.
+Exit codes: 0 done, 1 GitHub failed mid-way (what was mined so far is kept) or the
+repository has no merged pull request to mine at all, 2 bad usage or configuration, or no sandbox can
+run the repository's tests here.
 """
 
 from __future__ import annotations
@@ -49,7 +50,11 @@ def add_mine(actions: Any, name: str) -> None:
             ),
         ),
     )
-    mine.add_argument("--repo", metavar="OWNER/NAME", help="the repository to mine")
+    mine.add_argument(
+        "--repo",
+        metavar="OWNER/NAME",
+        help="the repository to mine (default AGENT_LOOP_REPO; one of AGENT_LOOP_REPOS)",
+    )
     mine.add_argument(
         "--since",
         metavar="DATE",
@@ -67,7 +72,12 @@ def add_mine(actions: Any, name: str) -> None:
         "AGENT_LOOP_HOME/eval/<owner>__<name>/instances.jsonl); skipped pull requests go "
         "to <stem>.skipped.jsonl next to it",
     )
-    mine.add_argument("--home", type=Path, help="local state folder (AGENT_LOOP_HOME)")
+    mine.add_argument(
+        "--home",
+        type=Path,
+        metavar="DIR",
+        help="local state folder (default: AGENT_LOOP_HOME or .agent-loop)",
+    )
 
 
 def _date(text: str) -> datetime:
@@ -207,7 +217,37 @@ def mine(args: argparse.Namespace) -> int:
         _kept(out)
         return EXIT_FAILED
     _print_summary(results, out)
+    if not out.exists():
+        return _no_instance(settings.repo, results, out, since=cast(datetime | None, args.since))
     return 0
+
+
+def _no_instance(repo: str, results: list[Mined], out: Path, *, since: datetime | None) -> int:
+    """Say why there is no instances file for `eval run` (it would only say the file is
+    missing); the exit code: 1 when the repository had no merged pull request to mine at
+    all (a wrong repository, `--since` in the future), 0 when its pull requests were
+    decided and none made an instance (their reasons are kept)."""
+    from agent_loop_eval import skipped_path
+
+    skipped = skipped_path(out)
+    rule = (
+        "an instance is a merged pull request that closed an issue and changed tests and "
+        f"code (docs/eval.md); {out} is written when the first is found"
+    )
+    if results or skipped.exists():
+        decided = f"{len(results)} new" if results else "its known"
+        print(
+            f"agent-loop eval mine: no instance of {repo} yet: none of {decided} merged pull "
+            f"request(s) made one (their reasons: {skipped}); {rule}.",
+            file=sys.stderr,
+        )
+        return 0
+    after = f" merged on or after {since:%Y-%m-%d}" if since else " merged"
+    print(
+        f"agent-loop eval mine: {repo} has no pull request{after}: nothing to mine; {rule}.",
+        file=sys.stderr,
+    )
+    return EXIT_FAILED
 
 
 def _kept(out: Path) -> None:
@@ -292,5 +332,7 @@ def _print_summary(results: list[Mined], out: Path) -> None:
     rows.append(["total", str(len(results))])
     print()
     print(render_table(["result", "pull requests"], rows))
-    print(f"instances: {out}")
-    print(f"skipped:   {skipped_path(out)}")
+    if out.exists():
+        print(f"instances: {out}")
+    if skipped_path(out).exists():
+        print(f"skipped:   {skipped_path(out)}")

@@ -1,7 +1,7 @@
 """`agent-loop eval run` and `agent-loop eval compare`: replay the builder, then compare runs.
 
 ```text
-agent-loop eval run INSTANCES.jsonl [--model M] [--lessons on|off|ID,...] [--parallel K]
+agent-loop eval run INSTANCES.jsonl [--model MODEL] [--lessons on|off|ID,...] [--parallel K]
                     [--limit N] [--instances ID,...] [--out DIR] [--remote [--config FILE]]
 agent-loop eval compare A B [--json]       two runs paired on their common instances
 ```
@@ -43,6 +43,7 @@ __all__ = [
     "chosen_instances",
     "compare",
     "home_env",
+    "interrupted",
     "lesson_ids",
     "positive",
     "preflight",
@@ -51,6 +52,7 @@ __all__ = [
     "resolved_line",
     "results_of",
     "run",
+    "unreadable",
     "verdict",
 ]
 
@@ -115,7 +117,12 @@ def add_run(actions: Any, name: str) -> None:
         metavar="DIR",
         help="where the run's files go (default AGENT_LOOP_HOME/eval/runs/<time>)",
     )
-    sub.add_argument("--home", type=Path, help="local state folder (AGENT_LOOP_HOME)")
+    sub.add_argument(
+        "--home",
+        type=Path,
+        metavar="DIR",
+        help="local state folder (default: AGENT_LOOP_HOME or .agent-loop)",
+    )
     sub.add_argument(
         "--remote",
         action="store_true",
@@ -160,6 +167,19 @@ def home_env(home: Path | None) -> Generator[None]:
             os.environ["AGENT_LOOP_HOME"] = saved
 
 
+def unreadable(exc: OSError, path: Path, hint: str = "") -> str:
+    """`PATH: no such file[; hint]` (or a folder, or why it cannot be read), in one line:
+    the errno's repr (`[Errno 2] No such file or directory: 'x'`) says it twice."""
+    where = Path(exc.filename) if exc.filename else path
+    if isinstance(exc, FileNotFoundError):
+        text = f"{where}: no such file"
+    elif isinstance(exc, IsADirectoryError):
+        text = f"{where}: a folder, not a file"
+    else:
+        text = f"{where}: cannot be read ({exc.strerror or exc})"
+    return text + (f"; {hint}" if hint else "")
+
+
 def chosen_instances(args: argparse.Namespace, *, command: str = "run") -> list[Instance] | None:
     """The instances `args` choose (`INSTANCES.jsonl`, `--instances`, `--limit`), or
     `None` after saying why there are none (as `agent-loop eval <command>`)."""
@@ -168,8 +188,12 @@ def chosen_instances(args: argparse.Namespace, *, command: str = "run") -> list[
     path = cast(Path, args.instances)
     try:
         instances = read_instances(path)
-    except (InstanceFileError, OSError) as exc:
+    except InstanceFileError as exc:
         print(f"agent-loop eval {command}: {exc}", file=sys.stderr)
+        return None
+    except OSError as exc:
+        hint = "`agent-loop eval mine` writes a repository's instances (docs/eval.md)"
+        print(f"agent-loop eval {command}: {unreadable(exc, path, hint)}", file=sys.stderr)
         return None
     only = cast(str | None, args.only)
     if only:
@@ -187,7 +211,11 @@ def chosen_instances(args: argparse.Namespace, *, command: str = "run") -> list[
     if limit is not None:
         instances = instances[:limit]
     if not instances:
-        print(f"agent-loop eval {command}: no instance to run in {path}", file=sys.stderr)
+        print(
+            f"agent-loop eval {command}: {path} holds no instance: nothing to {command} "
+            "(one JSON object per line, as `agent-loop eval mine` writes them).",
+            file=sys.stderr,
+        )
         return None
     return instances
 
@@ -196,8 +224,14 @@ def preflight(settings: Settings, model: str, *, remote: bool, command: str = "r
     """Refuse a run that could not start: a remote one without a Flyte config naming a
     cluster (`FlyteConfigError`: it never runs locally instead), a local one that could
     score nothing (`ConfigError`), or, for `eval run`, call no model."""
+    from agent_loop_common.model_keys import model_problems
     from agent_loop_common.records import Role
-    from agent_loop_common.runtime import preflight_model, preflight_sandbox, remote_flyte_config
+    from agent_loop_common.runtime import (
+        installed_model,
+        preflight_model,
+        preflight_sandbox,
+        remote_flyte_config,
+    )
     from agent_loop_common.settings import ConfigError
 
     if remote:
@@ -213,9 +247,16 @@ def preflight(settings: Settings, model: str, *, remote: bool, command: str = "r
     import asyncio
 
     asyncio.run(preflight_sandbox(settings, Role.BUILDER))
-    if command == "run":
-        checked = settings.model_copy(update={"model": model, "verifier_model": model})
-        preflight_model(checked if model else settings)
+    if command != "run":
+        return
+    if model and installed_model() is None:
+        # `--model` is the builder's and its verifier's model: a problem with it is named
+        # as the option the person typed, not as the AGENT_LOOP_MODEL they did not set.
+        problems = model_problems(model, variable="--model")
+        if problems:
+            raise ConfigError(problems)
+        return
+    preflight_model(settings)
 
 
 def lesson_ids(
@@ -297,13 +338,16 @@ def run(args: argparse.Namespace) -> int:
             "model": model,
             "parallel": parallel,
         }
-        if remote:
-            results = results_of(run_task(settings, eval_run, remote=True, **inputs))
-            for done, result in enumerate(results, start=1):
-                _progress(result, done, len(results))
-        else:
-            with watch_results(_progress):
-                results = results_of(run_task(settings, eval_run, **inputs))
+        try:
+            if remote:
+                results = results_of(run_task(settings, eval_run, remote=True, **inputs))
+                for done, result in enumerate(results, start=1):
+                    _progress(result, done, len(results))
+            else:
+                with watch_results(_progress):
+                    results = results_of(run_task(settings, eval_run, **inputs))
+        except KeyboardInterrupt:
+            return interrupted("run", out)
     label = model or next((r.model for r in results if r.model), settings.model)
     html = report_html(
         results, title=f"agent-loop eval run {out.name}", model=label, lessons=lessons
@@ -311,6 +355,18 @@ def run(args: argparse.Namespace) -> int:
     paths = write_results(out, results, model=label, report=html)
     _print_summary(results, paths)
     return EXIT_FAILED if any(r.outcome == "error" for r in results) else 0
+
+
+def interrupted(command: str, out: Path) -> int:
+    """Say what a Ctrl-C left (nothing: a run's files are written whole, at its end, so
+    that none looks complete when it is not); exit 130 as the rest of the CLI does."""
+    print(
+        f"agent-loop eval {command}: interrupted; nothing written to {out} (the files are "
+        "written when every instance is done: run it again, with --limit or --instances "
+        "for fewer)",
+        file=sys.stderr,
+    )
+    return 130
 
 
 def results_of(output: Any) -> list[InstanceResult]:
@@ -396,7 +452,11 @@ def compare(args: argparse.Namespace) -> int:
     for path in (cast(Path, args.a), cast(Path, args.b)):
         try:
             loaded.append(read_results(path))
-        except (OSError, ValueError) as exc:
+        except OSError as exc:
+            hint = "give a run's folder (`eval run --out DIR`) or its results.json"
+            print(f"agent-loop eval compare: {unreadable(exc, path, hint)}", file=sys.stderr)
+            return EXIT_USAGE
+        except ValueError as exc:
             print(f"agent-loop eval compare: {path}: {exc}", file=sys.stderr)
             return EXIT_USAGE
     comparison = compare_results(loaded[0], loaded[1])

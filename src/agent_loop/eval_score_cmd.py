@@ -34,12 +34,14 @@ from agent_loop.eval_run_cmd import (
     EXIT_USAGE,
     chosen_instances,
     home_env,
+    interrupted,
     positive,
     preflight,
     print_paths,
     progress_line,
     resolved_line,
     results_of,
+    unreadable,
     verdict,
 )
 
@@ -92,7 +94,12 @@ def add_score(actions: Any, name: str) -> None:
         metavar="DIR",
         help="where the files go (default AGENT_LOOP_HOME/eval/runs/<time>)",
     )
-    sub.add_argument("--home", type=Path, help="local state folder (AGENT_LOOP_HOME)")
+    sub.add_argument(
+        "--home",
+        type=Path,
+        metavar="DIR",
+        help="local state folder (default: AGENT_LOOP_HOME or .agent-loop)",
+    )
     sub.add_argument(
         "--remote",
         action="store_true",
@@ -118,8 +125,18 @@ def _predictions(args: argparse.Namespace, instances: list[Instance]) -> list[Pr
     try:
         predictions = read_predictions(path)
         everything = read_instances(cast(Path, args.instances))
-    except (PredictionFileError, OSError) as exc:
+    except PredictionFileError as exc:
         print(f"{_NAME}: {exc}", file=sys.stderr)
+        return None
+    except OSError as exc:
+        print(f"{_NAME}: {unreadable(exc, path)}", file=sys.stderr)
+        return None
+    if not predictions:
+        print(
+            f"{_NAME}: {path} holds no prediction: nothing to score (one JSON object per "
+            "line: instance_id, model_name_or_path, model_patch).",
+            file=sys.stderr,
+        )
         return None
     _, _, strangers = pair_predictions(everything, predictions)
     if strangers:
@@ -184,14 +201,17 @@ def score(args: argparse.Namespace) -> int:
             "parallel": parallel,
             "check_gold": gold,
         }
-        if remote:
-            results = results_of(run_task(settings, eval_score, remote=True, **inputs))
-            scored = [r for r in results if r.outcome != "missing"]
-            for done, result in enumerate(scored, start=1):
-                _progress(result, done, len(scored))
-        else:
-            with watch_results(_progress):
-                results = results_of(run_task(settings, eval_score, **inputs))
+        try:
+            if remote:
+                results = results_of(run_task(settings, eval_score, remote=True, **inputs))
+                scored = [r for r in results if r.outcome != "missing"]
+                for done, result in enumerate(scored, start=1):
+                    _progress(result, done, len(scored))
+            else:
+                with watch_results(_progress):
+                    results = results_of(run_task(settings, eval_score, **inputs))
+        except KeyboardInterrupt:
+            return interrupted("score", out)
     html = report_html(results, title=f"{_NAME} {out.name}", model=label, lessons="")
     paths = write_results(out, results, model=label, report=html)
     broken = _print_summary(results, paths)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:  # imported when the command runs: `agent-loop --help` stays fast
     from agent_loop_common.memory import MemoryLocation
-    from agent_loop_common.records import RunRecord
+    from agent_loop_common.records import RunRecord, Usage
 
 __all__ = ["add_parser", "main", "render_run"]
 
@@ -145,8 +145,7 @@ def _head(record: RunRecord) -> list[str]:
         f"  finished    {fmt_time(record.finished_at)} UTC, took "
         f"{fmt_duration(record.duration_seconds)}",
         f"  model       {terminal_safe(record.model) or '-'}",
-        f"  tokens      {u.tokens:,} ({u.tokens_in:,} in, {u.tokens_out:,} out) in "
-        f"{u.llm_calls} model call(s)",
+        f"  tokens      {_tokens(u)} in {u.llm_calls} model call(s)",
         f"  cost        {fmt_money(u.cost_usd)} (estimated)",
         f"  github      {gh.requests} request(s), {gh.not_modified} not modified",
     ]
@@ -161,6 +160,16 @@ def _head(record: RunRecord) -> list[str]:
     if record.backoff_until is not None:
         lines.append(f"  resting     until {fmt_time(record.backoff_until)} UTC")
     return lines
+
+
+def _tokens(u: Usage) -> str:
+    """`69,682 (69,411 in, 68% of it read from the cache; 271 out)`: the words of the run
+    report, and the share `agent-loop status` shows as `(68% cached)`. A run that read
+    nothing from a provider's cache keeps the short form, `960 (800 in, 160 out)`."""
+    share = u.cached_share
+    if not share:
+        return f"{u.tokens:,} ({u.tokens_in:,} in, {u.tokens_out:,} out)"
+    return f"{u.tokens:,} ({u.tokens_in:,} in, {share:.0%} of it read from the cache; {u.tokens_out:,} out)"
 
 
 def _tries(record: RunRecord) -> list[str]:

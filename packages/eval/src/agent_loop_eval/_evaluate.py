@@ -30,7 +30,14 @@ from agent_loop_common.sandbox import BaselineStore
 from agent_loop_common.settings import Settings
 from agent_loop_eval._baselines import shared_store
 from agent_loop_eval._instance import Instance
-from agent_loop_eval._patches import BinaryChange, PatchError, apply_patch, diff_files, patch_paths
+from agent_loop_eval._patches import (
+    BinaryChange,
+    PatchError,
+    apply_patch,
+    diff_files,
+    parse_patch,
+    patch_paths,
+)
 from agent_loop_eval._predictions import Prediction
 from agent_loop_eval._results import GoldCheck, InstanceResult
 from agent_loop_eval._score import Score, score_change
@@ -164,6 +171,11 @@ async def score_prediction(
             result = empty
         else:
             try:
+                if not parse_patch(patch):  # text, but no diff: not "a change of nothing"
+                    raise PatchError(
+                        "no file's diff in it (a unified diff, as `git diff` writes it: "
+                        "`diff --git a/F b/F` or `--- a/F` and `+++ b/F`, then its hunks)"
+                    )
                 files = apply_patch(await _files(snapshot, patch_paths(patch)), patch)
             except PatchError as exc:
                 result = result.model_copy(

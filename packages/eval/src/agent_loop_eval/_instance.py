@@ -28,10 +28,13 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ValidationError,
     field_serializer,
     field_validator,
     model_validator,
 )
+
+from agent_loop_eval._problems import validation_line
 
 __all__ = [
     "Instance",
@@ -187,6 +190,8 @@ def iter_instances(path: Path) -> Iterator[Instance]:
 def _parse(item: Any, where: str) -> Instance:
     try:
         return Instance.model_validate(item)
+    except ValidationError as exc:
+        raise InstanceFileError(f"{where}: not an instance: {validation_line(exc)}") from None
     except ValueError as exc:
         raise InstanceFileError(f"{where}: not an instance: {exc}") from None
 

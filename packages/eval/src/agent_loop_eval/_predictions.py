@@ -20,9 +20,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from agent_loop_eval._instance import Instance
+from agent_loop_eval._problems import validation_line
 from agent_loop_eval._results import InstanceResult
 
 __all__ = [
@@ -92,6 +93,10 @@ def read_predictions(path: Path) -> list[Prediction]:
     for where, item in items:
         try:
             prediction = Prediction.model_validate(item)
+        except ValidationError as exc:
+            raise PredictionFileError(
+                f"{where}: not a prediction: {validation_line(exc)}"
+            ) from None
         except ValueError as exc:
             raise PredictionFileError(f"{where}: not a prediction: {exc}") from None
         if prediction.instance_id in seen:

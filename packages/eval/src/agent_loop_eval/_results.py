@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from agent_loop_common.records import Attempt, TestEvidence
+from agent_loop_eval._problems import validation_line
 from agent_loop_eval._stats import wilson
 
 __all__ = [
@@ -200,5 +201,7 @@ def read_results(path: Path) -> list[InstanceResult]:
         raise ValueError(expected)
     try:
         return [InstanceResult.model_validate(item) for item in cast("list[Any]", data)]
+    except ValidationError as exc:
+        raise ValueError(f"{expected}: {validation_line(exc)}") from None
     except ValueError as exc:
         raise ValueError(f"{expected}: {exc}") from None

@@ -41,8 +41,23 @@ _LIST_ENTRY = "list_entry"
 """Error type of one bad entry of a list setting; its message names the entry."""
 
 
-_OUT_OF_RANGE = frozenset({"greater_than_equal", "greater_than", "less_than_equal", "less_than"})
-"""pydantic's error types of a number outside its bounds."""
+_OUT_OF_RANGE = frozenset(
+    {
+        "greater_than_equal",
+        "greater_than",
+        "less_than_equal",
+        "less_than",
+        "int_parsing",
+        "float_parsing",
+        "int_from_float",
+    }
+)
+"""pydantic's error types of a number outside its bounds, or of no number at all: both
+name the allowed range, so `abc` is answered with what to set instead."""
+
+_BOOL_PARSING = "bool_parsing"
+_BOOLEANS = "on, off, true, false, yes, no, 1, 0"
+"""What a switch (a `bool` setting) takes: what pydantic reads as a boolean."""
 
 
 def _shown(value: Any) -> str:
@@ -89,6 +104,8 @@ def describe_validation_error(
             allowed = (ranges or {}).get(name)
             if allowed and item.get("type") in _OUT_OF_RANGE:
                 what += f" (allowed: {allowed})"
+            elif item.get("type") == _BOOL_PARSING:
+                what += f" (allowed: {_BOOLEANS})"
         meaning = meanings.get(name, "")
         problems.append(f"{name}: {what}." + (f" {meaning}" if meaning else ""))
     return problems
