@@ -194,7 +194,14 @@ def test_json_prints_one_parseable_line_per_event_and_the_summary_last(ticks: Ti
     tick = ticks.json
     assert tick.code == 0, tick.err
     *events, last = [json.loads(line) for line in tick.lines]
-    summary = TickSummary.model_validate(last)  # as before events existed: the last line
+    # Every line is keyed by `event`, the summary too: the last, `tick.summary`, is
+    # told from the events by its key alone, and reads as a TickSummary.
+    assert last["event"] == "tick.summary"
+    assert "tick.summary" not in [e["event"] for e in events]
+    assert [line.split(",", 1)[0] for line in tick.lines] == [
+        '{"event": "' + e["event"] + '"' for e in [*events, last]
+    ]
+    summary = TickSummary.model_validate(last)
     assert summary.outcome == "opened_pr"
     assert summary.target == "issue#3"
     assert summary.cost_usd > 0
