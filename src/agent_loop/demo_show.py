@@ -208,7 +208,10 @@ async def _github_sections(emulator: GitHubEmulator, narrator: Narrator) -> None
             deps = re.findall(r"depends on ((?:#\d+(?:, )?)+)", issue.body)
             after = f"  depends on {deps[0]}" if deps else ""
             narrator.note(f"#{issue.number} {issue.title!r} [{issue.state}]{after}")
-        specs = [i for i in issues if i.state == "closed" and i.user.login != emulator.bot_login]
+        # The issues the builder split (its sub-issues say `Part of #N.`), not the ones a
+        # merged pull request closed.
+        parents = {int(n) for i in subs for n in re.findall(r"Part of #(\d+)\.", i.body)}
+        specs = [i for i in issues if i.state == "closed" and i.number in parents]
         for spec in specs:
             narrator.note(f"#{spec.number} {spec.title!r} was closed with the list of sub-issues")
         narrator.section("Review fixes and replies")
