@@ -301,3 +301,24 @@ def test_a_model_that_cannot_be_called_is_named_as_the_option_given(
     assert "which AGENT_LOOP_MODEL='anthropic/claude-x' uses" in capsys.readouterr().err
     assert emulator.requests == []
     assert not (pathlib.Path(os.environ["AGENT_LOOP_HOME"]) / "eval").exists()
+
+
+def test_an_out_that_is_a_file_is_refused_before_the_run_not_after_it(
+    served: tuple[GitHubEmulator, pathlib.Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found at the end (as it was), `--out notes.txt` lost every instance's result to a
+    traceback after the whole run; it is now refused first, under it too."""
+    emulator, file = served
+    notes = file.with_name("notes.txt")
+    notes.write_text("mine\n")
+    for out in (notes, notes / "run"):
+        for argv in (["run", str(file)], ["score", str(file), "--gold"]):
+            assert cli.main(["eval", *argv, "--out", str(out)]) == cli.EXIT_CONFIG
+            printed, err = capsys.readouterr()
+            assert printed == ""
+            assert _one_line(err) == (
+                f"agent-loop eval {argv[0]}: --out {out}: {notes} is a file; --out names a "
+                "folder (the run writes results.json, predictions.jsonl and report.html into it)"
+            )
+    assert notes.read_text() == "mine\n"
+    assert emulator.requests == []

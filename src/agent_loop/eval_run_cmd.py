@@ -45,6 +45,7 @@ __all__ = [
     "home_env",
     "interrupted",
     "lesson_ids",
+    "out_problem",
     "positive",
     "preflight",
     "print_paths",
@@ -54,6 +55,7 @@ __all__ = [
     "run",
     "unreadable",
     "verdict",
+    "written",
 ]
 
 EXIT_FAILED = 1
@@ -290,7 +292,7 @@ def run(args: argparse.Namespace) -> int:
     from agent_loop_builder import LessonChoice
     from agent_loop_common.runtime import model_label, run_task
     from agent_loop_common.settings import load_settings
-    from agent_loop_eval import report_html, watch_results, write_results
+    from agent_loop_eval import report_html, watch_results
     from agent_loop_eval.env import eval_run
 
     instances = chosen_instances(args)
@@ -322,10 +324,14 @@ def run(args: argparse.Namespace) -> int:
                 )
                 return EXIT_USAGE
             lessons = str(LessonChoice("only", tuple(ids)))
-        preflight(settings, model, remote=remote)
         out = cast(Path | None, args.out) or (
             settings.home / "eval" / "runs" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         )
+        problem = out_problem(out)
+        if problem:
+            print(f"agent-loop eval run: {problem}", file=sys.stderr)
+            return EXIT_USAGE
+        preflight(settings, model, remote=remote)
         where = "on the Flyte cluster" if remote else f"{parallel} at a time"
         print(
             f"agent-loop eval run: {len(instances)} instance(s), model "
@@ -352,9 +358,45 @@ def run(args: argparse.Namespace) -> int:
     html = report_html(
         results, title=f"agent-loop eval run {out.name}", model=label, lessons=lessons
     )
-    paths = write_results(out, results, model=label, report=html)
+    paths = written(out, results, label, html, command="run")
+    if paths is None:
+        return EXIT_FAILED
     _print_summary(results, paths)
     return EXIT_FAILED if any(r.outcome == "error" for r in results) else 0
+
+
+def out_problem(out: Path) -> str | None:
+    """Why the run's files could not be written into `out`, found before the run (found
+    after it, at the end, every instance's result would be lost); `None`: it can be."""
+    here = out
+    while not here.exists() and here.parent != here:
+        here = here.parent
+    if here.exists() and not here.is_dir():
+        return (
+            f"--out {out}: {here} is a file; --out names a folder (the run writes "
+            "results.json, predictions.jsonl and report.html into it)"
+        )
+    if here.exists() and not os.access(here, os.W_OK | os.X_OK):
+        return f"--out {out}: {here} is not writable here; choose another folder"
+    return None
+
+
+def written(
+    out: Path, results: Sequence[InstanceResult], model: str, html: str, *, command: str
+) -> dict[str, Path] | None:
+    """`write_results`, or `None` after saying in one line why the files could not be
+    written (the disk filled up, the folder went away during the run)."""
+    from agent_loop_eval import write_results
+
+    try:
+        return write_results(out, results, model=model, report=html)
+    except OSError as exc:
+        print(
+            f"agent-loop eval {command}: the run's files could not be written into {out} "
+            f"({exc.strerror or exc}); the results are lost, run it again with another --out",
+            file=sys.stderr,
+        )
+        return None
 
 
 def interrupted(command: str, out: Path) -> int:
