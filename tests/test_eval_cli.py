@@ -322,3 +322,28 @@ def test_an_out_that_is_a_file_is_refused_before_the_run_not_after_it(
             )
     assert notes.read_text() == "mine\n"
     assert emulator.requests == []
+
+
+@pytest.mark.parametrize(
+    ("only", "said"),
+    [
+        ("", "--instances '' names no instance id (comma separated, as the instance_id of "),
+        (" , ", "--instances ' , ' names no instance id"),
+        ("acme__widgets-9", "--instances: not in "),
+    ],
+)
+def test_instances_that_name_nothing_are_refused_not_read_as_all_or_an_empty_file(
+    served: tuple[GitHubEmulator, pathlib.Path],
+    capsys: pytest.CaptureFixture[str],
+    only: str,
+    said: str,
+) -> None:
+    """`--instances ""` ran every instance and `--instances ,` said the file held none."""
+    emulator, file = served
+    assert cli.main(["eval", "run", str(file), "--instances", only]) == cli.EXIT_CONFIG
+    line = _one_line(capsys.readouterr().err)
+    assert said in line
+    assert "holds no instance" not in line
+    if only.strip(" ,"):
+        assert line.endswith("acme__widgets-9 (its instance ids: acme__widgets-5)")
+    assert emulator.requests == []

@@ -198,20 +198,6 @@ def chosen_instances(args: argparse.Namespace, *, command: str = "run") -> list[
         print(f"agent-loop eval {command}: {unreadable(exc, path, hint)}", file=sys.stderr)
         return None
     only = cast(str | None, args.only)
-    if only:
-        wanted = [part.strip() for part in only.split(",") if part.strip()]
-        known = {i.instance_id for i in instances}
-        unknown = [w for w in wanted if w not in known]
-        if unknown:
-            print(
-                f"agent-loop eval {command}: not in {path}: {', '.join(unknown)}",
-                file=sys.stderr,
-            )
-            return None
-        instances = [i for i in instances if i.instance_id in set(wanted)]
-    limit = cast(int | None, args.limit)
-    if limit is not None:
-        instances = instances[:limit]
     if not instances:
         print(
             f"agent-loop eval {command}: {path} holds no instance: nothing to {command} "
@@ -219,6 +205,30 @@ def chosen_instances(args: argparse.Namespace, *, command: str = "run") -> list[
             file=sys.stderr,
         )
         return None
+    if only is not None:
+        wanted = [part.strip() for part in only.split(",") if part.strip()]
+        if not wanted:
+            print(
+                f"agent-loop eval {command}: --instances {only!r} names no instance id "
+                f"(comma separated, as the instance_id of {path}; leave it out for all).",
+                file=sys.stderr,
+            )
+            return None
+        known = {i.instance_id for i in instances}
+        unknown = [w for w in wanted if w not in known]
+        if unknown:
+            ids = [i.instance_id for i in instances]
+            shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+            print(
+                f"agent-loop eval {command}: --instances: not in {path}: {', '.join(unknown)} "
+                f"(its instance ids: {shown})",
+                file=sys.stderr,
+            )
+            return None
+        instances = [i for i in instances if i.instance_id in set(wanted)]
+    limit = cast(int | None, args.limit)
+    if limit is not None:
+        instances = instances[:limit]
     return instances
 
 
