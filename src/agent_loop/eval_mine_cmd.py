@@ -24,6 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from agent_loop.eval_run_cmd import out_problem
+
 if TYPE_CHECKING:  # imported when the command runs: `agent-loop --help` stays fast
     from agent_loop_common.github import PullRequest
     from agent_loop_common.settings import Settings
@@ -166,6 +168,10 @@ def mine(args: argparse.Namespace) -> int:
     if settings is None:
         return EXIT_USAGE
     out = cast(Path | None, args.out) or default_instances_path(settings)
+    problem = out_problem(out, folder=False)
+    if problem:
+        print(f"agent-loop eval mine: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     if settings.sandbox == "off":
         # Every candidate would be decided `setup_failed` and remembered as known in the
         # sidecar: a later run with a sandbox would never validate it.

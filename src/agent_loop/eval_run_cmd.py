@@ -375,19 +375,24 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_FAILED if any(r.outcome == "error" for r in results) else 0
 
 
-def out_problem(out: Path) -> str | None:
-    """Why the run's files could not be written into `out`, found before the run (found
-    after it, at the end, every instance's result would be lost); `None`: it can be."""
-    here = out
+def out_problem(out: Path, *, folder: bool = True) -> str | None:
+    """Why the command's files could not be written at `out` (a folder for a run's files,
+    else the one file `eval mine` appends to), found before the work (found after it,
+    at the end, every result would be lost); `None`: they can be."""
+    what = (
+        "a folder (the run writes results.json, predictions.jsonl and report.html into it)"
+        if folder
+        else "the instances file (JSON lines; the skipped ones go next to it)"
+    )
+    if not folder and out.is_dir():
+        return f"--out {out} is a folder; --out names {what}"
+    here = out if folder else out.parent
     while not here.exists() and here.parent != here:
         here = here.parent
     if here.exists() and not here.is_dir():
-        return (
-            f"--out {out}: {here} is a file; --out names a folder (the run writes "
-            "results.json, predictions.jsonl and report.html into it)"
-        )
+        return f"--out {out}: {here} is a file; --out names {what}"
     if here.exists() and not os.access(here, os.W_OK | os.X_OK):
-        return f"--out {out}: {here} is not writable here; choose another folder"
+        return f"--out {out}: {here} is not writable here; choose another place"
     return None
 
 
