@@ -135,7 +135,14 @@ def totals_line(summary: TickSummary, seconds: float) -> str:
 
 def ended_on(summary: TickSummary) -> str:
     """How the run ended and on what: `opened_pr on issue #4`. A tick stopped (Ctrl-C,
-    SIGTERM) before it claimed anything has no target: it says so, never `on ?`."""
+    SIGTERM) before it claimed anything has no target: it says so, never `on ?`; a
+    builder or reviewer that never reached one (a wrong repository, an unreachable
+    model) says that, not `on repo`."""
+    from agent_loop_common.records import Role
+
+    if summary.target == "repo" and summary.preflight_failed and summary.role != Role.DISTILLER:
+        # recorded against the repository only because it never reached an issue or PR
+        return f"{summary.outcome} before it reached a target"
     if summary.target_label:
         return f"{summary.outcome} on {summary.target_label}"
     if summary.interrupted:
