@@ -347,3 +347,19 @@ def test_instances_that_name_nothing_are_refused_not_read_as_all_or_an_empty_fil
     if only.strip(" ,"):
         assert line.endswith("acme__widgets-9 (its instance ids: acme__widgets-5)")
     assert emulator.requests == []
+
+
+def test_an_instances_file_with_an_id_twice_is_refused(
+    served: tuple[GitHubEmulator, pathlib.Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Scored twice, it counted twice in the resolved rate (4 of 4 from 3 instances)."""
+    emulator, file = served
+    twice = file.with_name("twice.jsonl")
+    twice.write_text(file.read_text() * 2)
+    for argv in (["run", str(twice)], ["score", str(twice), "--gold"]):
+        assert cli.main(["eval", *argv]) == cli.EXIT_CONFIG
+        assert _one_line(capsys.readouterr().err) == (
+            f"agent-loop eval {argv[0]}: {twice} has instance_id acme__widgets-5 more than "
+            "once; each instance goes in once (keep one line of each)."
+        )
+    assert emulator.requests == []

@@ -205,6 +205,15 @@ def chosen_instances(args: argparse.Namespace, *, command: str = "run") -> list[
             file=sys.stderr,
         )
         return None
+    ids = [i.instance_id for i in instances]
+    twice = sorted({x for x in ids if ids.count(x) > 1})
+    if twice:  # scored twice, counted twice in the rate, paired once by `eval compare`
+        print(
+            f"agent-loop eval {command}: {path} has instance_id {', '.join(twice[:3])} more "
+            "than once; each instance goes in once (keep one line of each).",
+            file=sys.stderr,
+        )
+        return None
     if only is not None:
         wanted = [part.strip() for part in only.split(",") if part.strip()]
         if not wanted:
