@@ -135,7 +135,7 @@ def test_run_arguments_reach_the_agent(
     )
     assert code == 0
     assert seen == [("builder", 7, True)]
-    assert "builder: opened_pr on ? -> http://x/pull/4" in out
+    assert "builder: opened_pr -> http://x/pull/4" in out  # no target known: no "on ?"
     assert "run_id: r1" in out
     assert (
         "one builder tick on #7 for acme/widgets on the Flyte cluster "

@@ -193,3 +193,22 @@ def test_runs_recorded_says_what_it_counts(loop: CliLoop) -> None:
     (line,) = [x for x in page.splitlines() if x.strip().startswith("runs recorded")]
     assert "claimed it" not in line
     assert "refused" in line
+
+
+@pytest.mark.usefixtures("quiet_logs")
+def test_a_tick_that_never_reached_its_target_does_not_say_it_worked_on_the_repository(
+    loop: CliLoop, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its record names the repository (there is no issue to name), and the headline
+    read `builder: preflight_failed on repo`, as if the builder had worked on it."""
+    monkeypatch.setenv("AGENT_LOOP_REPO", "acme/widgetz")
+    never = ScriptedModel([])
+    loop.models[Role.BUILDER] = never
+    with use_model(loop.provider):
+        code = cli.main(["run", "builder", "--issue", "1"])
+    out, err = loop.capture.readouterr()
+    assert code == 2, err
+    headline = next(line for line in out.splitlines() if line.startswith("builder: "))
+    assert headline == "builder: preflight_failed before it reached a target"
+    assert "AGENT_LOOP_REPO" in out
+    never.assert_finished()

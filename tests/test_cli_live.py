@@ -194,7 +194,14 @@ def test_json_prints_one_parseable_line_per_event_and_the_summary_last(ticks: Ti
     tick = ticks.json
     assert tick.code == 0, tick.err
     *events, last = [json.loads(line) for line in tick.lines]
-    summary = TickSummary.model_validate(last)  # as before events existed: the last line
+    # Every line is keyed by `event`, the summary too: the last, `tick.summary`, is
+    # told from the events by its key alone, and reads as a TickSummary.
+    assert last["event"] == "tick.summary"
+    assert "tick.summary" not in [e["event"] for e in events]
+    assert [line.split(",", 1)[0] for line in tick.lines] == [
+        '{"event": "' + e["event"] + '"' for e in [*events, last]
+    ]
+    summary = TickSummary.model_validate(last)
     assert summary.outcome == "opened_pr"
     assert summary.target == "issue#3"
     assert summary.cost_usd > 0
@@ -214,6 +221,7 @@ def test_json_prints_one_parseable_line_per_event_and_the_summary_last(ticks: Ti
         ],
     )
     assert all(e["run_id"] == summary.run_id and e["role"] == "builder" for e in events)
+    assert {e["target"] for e in events} == {summary.target}  # one spelling: `issue#3`
     assert all(re.match(r"\d{4}-\d\d-\d\dT", e["timestamp"]) for e in events)
     tests = [e for e in events if e["event"] == "tests.ran" and e["by"] == "check"]
     assert tests[0]["status"] == "passed"

@@ -94,7 +94,7 @@ def test_the_summary_prints_its_fields_in_a_fixed_order() -> None:
     empty = ("error", "tests")  # empty fields are not printed
     assert keys == [*(k for k in cli.SUMMARY_FIELDS if k not in empty), "tick", "ingested"]
     # and every field of the summary has its place
-    shown_elsewhere = {"role", "outcome", "target", "pr_url", "issue_urls", "details"}
+    shown_elsewhere = {"event", "role", "outcome", "target", "pr_url", "issue_urls", "details"}
     shown_elsewhere |= {"repo", "runs"}  # the runs of a tick that worked several, each a line
     # on the last line, with the duration (agent_loop.live.totals_line): the cached share
     # next to the tokens, the model calls next to the cost

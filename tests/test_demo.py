@@ -60,6 +60,9 @@ def test_the_story_goes_as_scripted(demo: tuple[DemoResult, str]) -> None:
     assert "tests     passed: 5 passed (base: 2 passed)" in text
     assert "builder: opened_issues on issue #3 -> #6, #7, #8" in text
     assert "#7 'Export an inventory to CSV' [open]  depends on #6" in text
+    # the split spec is closed with its sub-issues; the bug, by its merged fix, is not
+    closed = [line.strip() for line in text.splitlines() if "closed with the list" in line]
+    assert closed == ["#3 'Spec: CSV import and export' was closed with the list of sub-issues"]
     assert "+        return round(total, 2)" in text  # the review fix, in PR #4's diff
     assert "reply to comment" in text
     assert "Lessons the distiller learned (2)" in text

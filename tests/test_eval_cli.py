@@ -301,3 +301,65 @@ def test_a_model_that_cannot_be_called_is_named_as_the_option_given(
     assert "which AGENT_LOOP_MODEL='anthropic/claude-x' uses" in capsys.readouterr().err
     assert emulator.requests == []
     assert not (pathlib.Path(os.environ["AGENT_LOOP_HOME"]) / "eval").exists()
+
+
+def test_an_out_that_is_a_file_is_refused_before_the_run_not_after_it(
+    served: tuple[GitHubEmulator, pathlib.Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found at the end (as it was), `--out notes.txt` lost every instance's result to a
+    traceback after the whole run; it is now refused first, under it too."""
+    emulator, file = served
+    notes = file.with_name("notes.txt")
+    notes.write_text("mine\n")
+    for out in (notes, notes / "run"):
+        for argv in (["run", str(file)], ["score", str(file), "--gold"]):
+            assert cli.main(["eval", *argv, "--out", str(out)]) == cli.EXIT_CONFIG
+            printed, err = capsys.readouterr()
+            assert printed == ""
+            assert _one_line(err) == (
+                f"agent-loop eval {argv[0]}: --out {out}: {notes} is a file; --out names a "
+                "folder (the run writes results.json, predictions.jsonl and report.html into it)"
+            )
+    assert notes.read_text() == "mine\n"
+    assert emulator.requests == []
+
+
+@pytest.mark.parametrize(
+    ("only", "said"),
+    [
+        ("", "--instances '' names no instance id (comma separated, as the instance_id of "),
+        (" , ", "--instances ' , ' names no instance id"),
+        ("acme__widgets-9", "--instances: not in "),
+    ],
+)
+def test_instances_that_name_nothing_are_refused_not_read_as_all_or_an_empty_file(
+    served: tuple[GitHubEmulator, pathlib.Path],
+    capsys: pytest.CaptureFixture[str],
+    only: str,
+    said: str,
+) -> None:
+    """`--instances ""` ran every instance and `--instances ,` said the file held none."""
+    emulator, file = served
+    assert cli.main(["eval", "run", str(file), "--instances", only]) == cli.EXIT_CONFIG
+    line = _one_line(capsys.readouterr().err)
+    assert said in line
+    assert "holds no instance" not in line
+    if only.strip(" ,"):
+        assert line.endswith("acme__widgets-9 (its instance ids: acme__widgets-5)")
+    assert emulator.requests == []
+
+
+def test_an_instances_file_with_an_id_twice_is_refused(
+    served: tuple[GitHubEmulator, pathlib.Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Scored twice, it counted twice in the resolved rate (4 of 4 from 3 instances)."""
+    emulator, file = served
+    twice = file.with_name("twice.jsonl")
+    twice.write_text(file.read_text() * 2)
+    for argv in (["run", str(twice)], ["score", str(twice), "--gold"]):
+        assert cli.main(["eval", *argv]) == cli.EXIT_CONFIG
+        assert _one_line(capsys.readouterr().err) == (
+            f"agent-loop eval {argv[0]}: {twice} has instance_id acme__widgets-5 more than "
+            "once; each instance goes in once (keep one line of each)."
+        )
+    assert emulator.requests == []

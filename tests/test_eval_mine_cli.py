@@ -127,3 +127,32 @@ def test_a_repository_without_an_instance_says_so_and_names_no_missing_file(
         assert "instances:" not in printed
         assert "no instance of acme/calc yet: none of 1 new merged pull request(s) made one" in err
         assert not out.exists()
+
+
+def test_an_out_that_cannot_be_the_instances_file_is_refused_before_mining(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--out runs` (a folder) and `--out notes.txt/i.jsonl` (under a file) were
+    tracebacks, the second after the first pull request was validated."""
+    emulator = GitHubEmulator("acme", "calc")
+    emulator.seed_files({"README.md": "x\n"})
+    emulator.seed_history(_pull("one", 1))
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine\n")
+    what = "--out names the instances file (JSON lines; the skipped ones go next to it)"
+    with serve_for_cli(monkeypatch, emulator, tmp_path / "home", **NO_OUTCOMES):
+        emulator.clear_requests()
+        for out, said in (
+            (folder, f"agent-loop eval mine: --out {folder} is a folder; {what}"),
+            (notes / "i.jsonl", f"agent-loop eval mine: --out {notes / 'i.jsonl'}: {notes} "
+             f"is a file; {what}"),
+        ):  # fmt: skip
+            assert cli.main(["eval", "mine", "--out", str(out)]) == 2
+            printed, err = capsys.readouterr()
+            assert printed == ""
+            assert err.splitlines() == [said]
+        assert emulator.requests == []
+    assert list(folder.iterdir()) == []
+    assert notes.read_text() == "mine\n"

@@ -677,7 +677,7 @@ _ON_THE_LAST_LINE = frozenset({"tokens", "tokens_cache_read", "cost_usd", "llm_c
 `took 23.4s · 1,234 tokens (900 cached) · $0.0123 (4 model calls)`), not here too."""
 
 _SHOWN_ELSEWHERE = frozenset(
-    {"role", "outcome", "target", "pr_url", "issue_urls", "details", "repo", "runs"}
+    {"event", "role", "outcome", "target", "pr_url", "issue_urls", "details", "repo", "runs"}
     | _ON_THE_LAST_LINE
 )
 

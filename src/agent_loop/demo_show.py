@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TextIO
 
 from agent_loop._table import clip, fmt_duration
+from agent_loop.live import ended_on
 from agent_loop.status import MemorySnapshot, lessons_table, metrics_table, runs_table
 from agent_loop_common.github import GitHub, PullRequest
 from agent_loop_common.progress import ProgressEvent, ProgressKind, event_line
@@ -110,10 +111,7 @@ class Narrator:
         made_numbers = [n for n in tick.made if n != tick.target_number]
         made = f" -> {', '.join(f'#{n}' for n in made_numbers)}" if made_numbers else ""
         error = f"  error: {clip(tick.error, 100)}" if tick.error else ""
-        self._print(
-            f"   {agent}: {tick.outcome} on {tick.target_label or '?'}{made} "
-            f"({fmt_duration(seconds)}){error}"
-        )
+        self._print(f"   {agent}: {ended_on(tick)}{made} ({fmt_duration(seconds)}){error}")
 
     def outro(self, seconds: float, problems: Sequence[str], home: Path) -> None:
         if self.outcomes_only:
@@ -208,7 +206,10 @@ async def _github_sections(emulator: GitHubEmulator, narrator: Narrator) -> None
             deps = re.findall(r"depends on ((?:#\d+(?:, )?)+)", issue.body)
             after = f"  depends on {deps[0]}" if deps else ""
             narrator.note(f"#{issue.number} {issue.title!r} [{issue.state}]{after}")
-        specs = [i for i in issues if i.state == "closed" and i.user.login != emulator.bot_login]
+        # The issues the builder split (its sub-issues say `Part of #N.`), not the ones a
+        # merged pull request closed.
+        parents = {int(n) for i in subs for n in re.findall(r"Part of #(\d+)\.", i.body)}
+        specs = [i for i in issues if i.state == "closed" and i.number in parents]
         for spec in specs:
             narrator.note(f"#{spec.number} {spec.title!r} was closed with the list of sub-issues")
         narrator.section("Review fixes and replies")

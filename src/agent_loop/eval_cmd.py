@@ -2,7 +2,7 @@
 
 ```text
 agent-loop eval mine [--repo OWNER/NAME] [--since DATE] [--limit N] [--out FILE]
-agent-loop eval run INSTANCES.jsonl [--model M] [--lessons on|off|ID,...] [--parallel K]
+agent-loop eval run INSTANCES.jsonl [--model MODEL] [--lessons on|off|ID,...] [--parallel K]
 agent-loop eval score INSTANCES.jsonl PREDICTIONS.jsonl|--gold [--parallel K]
 agent-loop eval compare A B
 ```

@@ -24,6 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from agent_loop.eval_run_cmd import out_problem
+
 if TYPE_CHECKING:  # imported when the command runs: `agent-loop --help` stays fast
     from agent_loop_common.github import PullRequest
     from agent_loop_common.settings import Settings
@@ -50,7 +52,11 @@ def add_mine(actions: Any, name: str) -> None:
             ),
         ),
     )
-    mine.add_argument("--repo", metavar="OWNER/NAME", help="the repository to mine")
+    mine.add_argument(
+        "--repo",
+        metavar="OWNER/NAME",
+        help="the repository to mine (default AGENT_LOOP_REPO; one of AGENT_LOOP_REPOS)",
+    )
     mine.add_argument(
         "--since",
         metavar="DATE",
@@ -68,7 +74,12 @@ def add_mine(actions: Any, name: str) -> None:
         "AGENT_LOOP_HOME/eval/<owner>__<name>/instances.jsonl); skipped pull requests go "
         "to <stem>.skipped.jsonl next to it",
     )
-    mine.add_argument("--home", type=Path, help="local state folder (AGENT_LOOP_HOME)")
+    mine.add_argument(
+        "--home",
+        type=Path,
+        metavar="DIR",
+        help="local state folder (default: AGENT_LOOP_HOME or .agent-loop)",
+    )
 
 
 def _date(text: str) -> datetime:
@@ -157,6 +168,10 @@ def mine(args: argparse.Namespace) -> int:
     if settings is None:
         return EXIT_USAGE
     out = cast(Path | None, args.out) or default_instances_path(settings)
+    problem = out_problem(out, folder=False)
+    if problem:
+        print(f"agent-loop eval mine: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     if settings.sandbox == "off":
         # Every candidate would be decided `setup_failed` and remembered as known in the
         # sidecar: a later run with a sandbox would never validate it.

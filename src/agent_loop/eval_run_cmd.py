@@ -1,7 +1,7 @@
 """`agent-loop eval run` and `agent-loop eval compare`: replay the builder, then compare runs.
 
 ```text
-agent-loop eval run INSTANCES.jsonl [--model M] [--lessons on|off|ID,...] [--parallel K]
+agent-loop eval run INSTANCES.jsonl [--model MODEL] [--lessons on|off|ID,...] [--parallel K]
                     [--limit N] [--instances ID,...] [--out DIR] [--remote [--config FILE]]
 agent-loop eval compare A B [--json]       two runs paired on their common instances
 ```
@@ -45,6 +45,7 @@ __all__ = [
     "home_env",
     "interrupted",
     "lesson_ids",
+    "out_problem",
     "positive",
     "preflight",
     "print_paths",
@@ -54,6 +55,7 @@ __all__ = [
     "run",
     "unreadable",
     "verdict",
+    "written",
 ]
 
 EXIT_FAILED = 1
@@ -117,7 +119,12 @@ def add_run(actions: Any, name: str) -> None:
         metavar="DIR",
         help="where the run's files go (default AGENT_LOOP_HOME/eval/runs/<time>)",
     )
-    sub.add_argument("--home", type=Path, help="local state folder (AGENT_LOOP_HOME)")
+    sub.add_argument(
+        "--home",
+        type=Path,
+        metavar="DIR",
+        help="local state folder (default: AGENT_LOOP_HOME or .agent-loop)",
+    )
     sub.add_argument(
         "--remote",
         action="store_true",
@@ -191,20 +198,6 @@ def chosen_instances(args: argparse.Namespace, *, command: str = "run") -> list[
         print(f"agent-loop eval {command}: {unreadable(exc, path, hint)}", file=sys.stderr)
         return None
     only = cast(str | None, args.only)
-    if only:
-        wanted = [part.strip() for part in only.split(",") if part.strip()]
-        known = {i.instance_id for i in instances}
-        unknown = [w for w in wanted if w not in known]
-        if unknown:
-            print(
-                f"agent-loop eval {command}: not in {path}: {', '.join(unknown)}",
-                file=sys.stderr,
-            )
-            return None
-        instances = [i for i in instances if i.instance_id in set(wanted)]
-    limit = cast(int | None, args.limit)
-    if limit is not None:
-        instances = instances[:limit]
     if not instances:
         print(
             f"agent-loop eval {command}: {path} holds no instance: nothing to {command} "
@@ -212,6 +205,39 @@ def chosen_instances(args: argparse.Namespace, *, command: str = "run") -> list[
             file=sys.stderr,
         )
         return None
+    ids = [i.instance_id for i in instances]
+    twice = sorted({x for x in ids if ids.count(x) > 1})
+    if twice:  # scored twice, counted twice in the rate, paired once by `eval compare`
+        print(
+            f"agent-loop eval {command}: {path} has instance_id {', '.join(twice[:3])} more "
+            "than once; each instance goes in once (keep one line of each).",
+            file=sys.stderr,
+        )
+        return None
+    if only is not None:
+        wanted = [part.strip() for part in only.split(",") if part.strip()]
+        if not wanted:
+            print(
+                f"agent-loop eval {command}: --instances {only!r} names no instance id "
+                f"(comma separated, as the instance_id of {path}; leave it out for all).",
+                file=sys.stderr,
+            )
+            return None
+        known = {i.instance_id for i in instances}
+        unknown = [w for w in wanted if w not in known]
+        if unknown:
+            ids = [i.instance_id for i in instances]
+            shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+            print(
+                f"agent-loop eval {command}: --instances: not in {path}: {', '.join(unknown)} "
+                f"(its instance ids: {shown})",
+                file=sys.stderr,
+            )
+            return None
+        instances = [i for i in instances if i.instance_id in set(wanted)]
+    limit = cast(int | None, args.limit)
+    if limit is not None:
+        instances = instances[:limit]
     return instances
 
 
@@ -285,7 +311,7 @@ def run(args: argparse.Namespace) -> int:
     from agent_loop_builder import LessonChoice
     from agent_loop_common.runtime import model_label, run_task
     from agent_loop_common.settings import load_settings
-    from agent_loop_eval import report_html, watch_results, write_results
+    from agent_loop_eval import report_html, watch_results
     from agent_loop_eval.env import eval_run
 
     instances = chosen_instances(args)
@@ -317,10 +343,14 @@ def run(args: argparse.Namespace) -> int:
                 )
                 return EXIT_USAGE
             lessons = str(LessonChoice("only", tuple(ids)))
-        preflight(settings, model, remote=remote)
         out = cast(Path | None, args.out) or (
             settings.home / "eval" / "runs" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         )
+        problem = out_problem(out)
+        if problem:
+            print(f"agent-loop eval run: {problem}", file=sys.stderr)
+            return EXIT_USAGE
+        preflight(settings, model, remote=remote)
         where = "on the Flyte cluster" if remote else f"{parallel} at a time"
         print(
             f"agent-loop eval run: {len(instances)} instance(s), model "
@@ -347,9 +377,50 @@ def run(args: argparse.Namespace) -> int:
     html = report_html(
         results, title=f"agent-loop eval run {out.name}", model=label, lessons=lessons
     )
-    paths = write_results(out, results, model=label, report=html)
+    paths = written(out, results, label, html, command="run")
+    if paths is None:
+        return EXIT_FAILED
     _print_summary(results, paths)
     return EXIT_FAILED if any(r.outcome == "error" for r in results) else 0
+
+
+def out_problem(out: Path, *, folder: bool = True) -> str | None:
+    """Why the command's files could not be written at `out` (a folder for a run's files,
+    else the one file `eval mine` appends to), found before the work (found after it,
+    at the end, every result would be lost); `None`: they can be."""
+    what = (
+        "a folder (the run writes results.json, predictions.jsonl and report.html into it)"
+        if folder
+        else "the instances file (JSON lines; the skipped ones go next to it)"
+    )
+    if not folder and out.is_dir():
+        return f"--out {out} is a folder; --out names {what}"
+    here = out if folder else out.parent
+    while not here.exists() and here.parent != here:
+        here = here.parent
+    if here.exists() and not here.is_dir():
+        return f"--out {out}: {here} is a file; --out names {what}"
+    if here.exists() and not os.access(here, os.W_OK | os.X_OK):
+        return f"--out {out}: {here} is not writable here; choose another place"
+    return None
+
+
+def written(
+    out: Path, results: Sequence[InstanceResult], model: str, html: str, *, command: str
+) -> dict[str, Path] | None:
+    """`write_results`, or `None` after saying in one line why the files could not be
+    written (the disk filled up, the folder went away during the run)."""
+    from agent_loop_eval import write_results
+
+    try:
+        return write_results(out, results, model=model, report=html)
+    except OSError as exc:
+        print(
+            f"agent-loop eval {command}: the run's files could not be written into {out} "
+            f"({exc.strerror or exc}); the results are lost, run it again with another --out",
+            file=sys.stderr,
+        )
+        return None
 
 
 def interrupted(command: str, out: Path) -> int:

@@ -35,6 +35,7 @@ from agent_loop.eval_run_cmd import (
     chosen_instances,
     home_env,
     interrupted,
+    out_problem,
     positive,
     preflight,
     print_paths,
@@ -43,6 +44,7 @@ from agent_loop.eval_run_cmd import (
     results_of,
     unreadable,
     verdict,
+    written,
 )
 
 if TYPE_CHECKING:  # imported when the command runs: `agent-loop --help` stays fast
@@ -94,7 +96,12 @@ def add_score(actions: Any, name: str) -> None:
         metavar="DIR",
         help="where the files go (default AGENT_LOOP_HOME/eval/runs/<time>)",
     )
-    sub.add_argument("--home", type=Path, help="local state folder (AGENT_LOOP_HOME)")
+    sub.add_argument(
+        "--home",
+        type=Path,
+        metavar="DIR",
+        help="local state folder (default: AGENT_LOOP_HOME or .agent-loop)",
+    )
     sub.add_argument(
         "--remote",
         action="store_true",
@@ -150,7 +157,7 @@ def score(args: argparse.Namespace) -> int:
     """`agent-loop eval score`; returns the exit code."""
     from agent_loop_common.runtime import run_task
     from agent_loop_common.settings import load_settings
-    from agent_loop_eval import pair_predictions, report_html, watch_results, write_results
+    from agent_loop_eval import pair_predictions, report_html, watch_results
     from agent_loop_eval.env import eval_score
 
     gold = bool(args.gold)
@@ -175,10 +182,14 @@ def score(args: argparse.Namespace) -> int:
     parallel = cast(int, args.parallel)
     with home_env(cast(Path | None, args.home)):
         settings = load_settings(**({"flyte_config": config} if config else {}))
-        preflight(settings, "", remote=remote, command="score")
         out = cast(Path | None, args.out) or (
             settings.home / "eval" / "runs" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         )
+        problem = out_problem(out)
+        if problem:
+            print(f"{_NAME}: {problem}", file=sys.stderr)
+            return EXIT_USAGE
+        preflight(settings, "", remote=remote, command="score")
         label = _label(predictions)
         _, missing, _ = pair_predictions(instances, predictions)
         what = (
@@ -208,7 +219,9 @@ def score(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             return interrupted("score", out)
     html = report_html(results, title=f"{_NAME} {out.name}", model=label, lessons="")
-    paths = write_results(out, results, model=label, report=html)
+    paths = written(out, results, label, html, command="score")
+    if paths is None:
+        return EXIT_FAILED
     broken = _print_summary(results, paths)
     failed = broken or any(r.outcome == "error" for r in results)
     return EXIT_FAILED if failed else 0

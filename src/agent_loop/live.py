@@ -11,7 +11,7 @@ the task runs on. Three ways to print them:
 - `quiet` (`--quiet`): nothing while it runs, one line at the end;
 - `json` (`--json`): one JSON object per event as it happens (structlog's JSON
   renderer: `event`, `timestamp`, `role`, `run_id`, `target` and the event's fields),
-  then the tick's summary (`TickSummary`) as the last line, as before events existed.
+  then the tick's summary (`TickSummary`, `"event": "tick.summary"`) as the last line.
 
 A remote tick (`--remote`) runs on the cluster: its events stay there, in its Flyte
 report; here only its summary is printed when it ends. Every line is made
@@ -135,7 +135,14 @@ def totals_line(summary: TickSummary, seconds: float) -> str:
 
 def ended_on(summary: TickSummary) -> str:
     """How the run ended and on what: `opened_pr on issue #4`. A tick stopped (Ctrl-C,
-    SIGTERM) before it claimed anything has no target: it says so, never `on ?`."""
+    SIGTERM) before it claimed anything has no target: it says so, never `on ?`; a
+    builder or reviewer that never reached one (a wrong repository, an unreachable
+    model) says that, not `on repo`."""
+    from agent_loop_common.records import Role
+
+    if summary.target == "repo" and summary.preflight_failed and summary.role != Role.DISTILLER:
+        # recorded against the repository only because it never reached an issue or PR
+        return f"{summary.outcome} before it reached a target"
     if summary.target_label:
         return f"{summary.outcome} on {summary.target_label}"
     if summary.interrupted:
@@ -176,8 +183,10 @@ def print_end(
     """Print the tick's end: its summary as JSON (the last line), one line, or in full
     (`full`: the CLI's summary printer) followed by `totals_line`."""
     stream = out or sys.stdout
-    if mode == "json":
-        print(summary.model_dump_json(), file=stream, flush=True)
+    if mode == "json":  # rendered as the events are: `{"event": "tick.summary", ...}`
+        import json
+
+        print(json.dumps(summary.model_dump(mode="json")), file=stream, flush=True)
     elif mode == "quiet":
         print(one_line(agent, summary, seconds), file=stream, flush=True)
     else:

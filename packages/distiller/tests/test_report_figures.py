@@ -211,3 +211,45 @@ def test_a_distiller_pass_is_never_verified_even_in_rollups_folded_before() -> N
     total = total_tally([old])
     assert (total.with_attempts, total.first_try_verified) == (1, 0)
     assert total.successes == 1
+
+
+_DEFINITION = re.compile(r'<p class="muted definition">([^<]*)</p></figure>')
+
+
+def _outcome_chart(outcome: Outcome) -> tuple[dict[str, float], dict[str, str]]:
+    """The Outcomes chart of a report of one run that ended `outcome`: its bars by
+    series, and its definitions (the note under it) by series."""
+    import html as html_lib
+
+    run = _record("x1", outcome, 0)
+    data = ReportData(
+        generated_at=NOW,
+        repo="acme/widgets",
+        book=LessonBook(),
+        rollups=sorted(fold_records({}, [run]).values(), key=lambda r: r.day),
+        grades=[],
+        runs=[run],
+    )
+    page = render_tabs(data)["Metrics"]
+    part = page.split('<figure data-chart="outcomes"', 1)[1].split("</figure>", 1)[0]
+    bars = {s: float(n) for s, n, _ in _MARK.findall(part)}
+    found = _DEFINITION.search(part + "</figure>")
+    assert found is not None
+    note = html_lib.unescape(found.group(1))
+    named = dict(d.split(": ", 1) for d in note.split(". ", 1)[0].split("; ") if ": " in d)
+    return bars, named
+
+
+@pytest.mark.parametrize("outcome", [o for o in Outcome if o is not Outcome.PREFLIGHT_FAILED])
+def test_each_outcome_is_named_by_the_one_bar_that_counts_it(outcome: Outcome) -> None:
+    """The definitions under the Outcomes chart say exactly what each bar counts: a run
+    that ended `skipped` is a `declined` bar, and `declined`'s definition names
+    `skipped` (it said "claimed the target and chose not to work on it", which a refused
+    `--issue N` never did), and no other bar's names it."""
+    bars, named = _outcome_chart(outcome)
+    counted = [series for series, count in bars.items() if count]
+    assert len(counted) == 1, bars
+    [series] = counted
+    assert set(named) == {"succeeded", "failed", "declined", "interrupted"}
+    naming = [s for s, text in named.items() if re.search(rf"\b{outcome.value}\b", text)]
+    assert naming == [series], named

@@ -237,7 +237,7 @@ class CliLoop:
 
     def ticks(self, *argv: str) -> list[TickSummary]:
         """Run `agent-loop run *argv --json`, which must exit 0; the summary lines it
-        printed (its progress events, the lines with an `event`, go to `events`)."""
+        printed, `"event": "tick.summary"` (its progress events go to `events`)."""
         code = self.main(["run", *argv, "--json"])
         out, err = self.capture.readouterr()
         self.printed.append((out, err))
@@ -245,10 +245,10 @@ class CliLoop:
         summaries: list[TickSummary] = []
         for line in out.strip().splitlines():
             loaded = cast("dict[str, object]", json.loads(line))
-            if "event" in loaded:
-                self.events.append(loaded)
-            else:
+            if loaded.get("event") == "tick.summary":
                 summaries.append(TickSummary.model_validate(loaded))
+            else:
+                self.events.append(loaded)
         return summaries
 
     def tick(self, *argv: str) -> TickSummary:

@@ -38,8 +38,11 @@ SUCCESS_OUTCOMES: frozenset[Outcome] = frozenset(
 """Outcomes that delivered what the run set out to do."""
 
 IDLE_OUTCOMES: frozenset[Outcome] = frozenset({Outcome.SKIPPED, Outcome.BACKED_OFF})
-"""Outcomes of runs that claimed a target but chose not to work on it. They are not in
-the success denominator: declining work is neither a success nor a failure."""
+"""Outcomes of runs that reached their target and did not work on it (the report's
+"declined"): an issue or PR asked for by number and refused (not trusted, in back-off,
+already handled), one found done once claimed, or an issue the builder's model
+declined. They are not in the success denominator: declining work is neither a success
+nor a failure."""
 
 UNCOUNTED_OUTCOMES: frozenset[Outcome] = frozenset({Outcome.INTERRUPTED, Outcome.PREFLIGHT_FAILED})
 """Outcomes that say nothing about the agents' work, so no rate counts them: a run the

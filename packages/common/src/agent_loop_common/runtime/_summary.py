@@ -50,6 +50,10 @@ class TickSummary(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    event: Literal["tick.summary"] = "tick.summary"
+    """What this object is among `agent-loop run --json`'s lines, each keyed by `event`:
+    the progress events (`run.claimed`, `tests.ran`, ..., `run.ended`) as they happen,
+    then this summary, the last line."""
     role: Role
     """Which agent ticked."""
     outcome: TickOutcome

@@ -22,7 +22,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from agent_loop_common.metrics import GradeTally, Tally
+from agent_loop_common.metrics import (
+    IDLE_OUTCOMES,
+    SUCCESS_OUTCOMES,
+    UNCOUNTED_OUTCOMES,
+    GradeTally,
+    Tally,
+)
+from agent_loop_common.records import Outcome
 from agent_loop_distiller._report._charts import Series
 
 __all__ = ["CARDS", "FIGURES", "Card", "Figure", "Period", "card_value", "series"]
@@ -79,6 +86,16 @@ class Figure:
 Count = Callable[[Period], float]
 
 
+def _named(outcomes: frozenset[Outcome]) -> str:
+    """The outcomes a figure counts, as `status` and the records name them, in the
+    order `Outcome` declares them: a definition that cannot drift from the count."""
+    return ", ".join(o.value for o in Outcome if o in outcomes)
+
+
+_FAILED = frozenset(Outcome) - SUCCESS_OUTCOMES - IDLE_OUTCOMES - UNCOUNTED_OUTCOMES
+"""Outcomes of runs that did the work and did not deliver."""
+
+
 def _f(key: str, name: str, definition: str, num: Count, den: Count | None = None) -> Figure:
     return Figure(key, name, definition, num, den)
 
@@ -89,35 +106,38 @@ FIGURES: dict[str, Figure] = {
         _f(
             "succeeded",
             "succeeded",
-            "succeeded: delivered (opened a PR or sub-issues, pushed a fix, reviewed clean, "
-            "commented, distilled)",
+            f"succeeded: runs that delivered (outcome {_named(SUCCESS_OUTCOMES)})",
             lambda p: p.runs.successes,
         ),
         _f(
             "failed",
             "failed",
-            "failed: did the work and did not deliver (rejected, error, budget exceeded, "
-            "conflict, lost claim)",
+            f"failed: runs that did the work and did not deliver (outcome {_named(_FAILED)})",
             lambda p: p.runs.worked - p.runs.successes,
         ),
         _f(
             "declined",
             "declined",
-            "declined: claimed the target and chose not to work on it (skipped, backed off)",
+            f"declined: runs that reached their target and did not work on it (outcome "
+            f"{_named(IDLE_OUTCOMES)}): an issue or PR asked for by number and refused "
+            "(not trusted, in back-off, already handled), one found done once claimed, or "
+            "an issue the builder's model declined; not in the success rate",
             lambda p: p.runs.runs - p.runs.worked - p.runs.interrupted,
         ),
         _f(
             "interrupted",
             "interrupted",
-            "interrupted: stopped by the operator (SIGINT, SIGTERM), in no rate",
+            "interrupted: runs stopped by the operator (outcome interrupted: SIGINT, "
+            "SIGTERM), in no rate",
             lambda p: p.runs.interrupted,
         ),
         _f("idle", "idle", "idle: ticks that found nothing to claim", lambda p: p.idle),
         _f(
             "preflight",
             "preflight failed",
-            "preflight failed: ticks that never reached their target (a wrong repository, "
-            "a refused token, a missing issue, an unreachable model); not runs, in no rate",
+            "preflight failed: ticks that never reached their target (outcome "
+            "preflight_failed: a wrong repository, a refused token, a missing issue, an "
+            "unreachable model); not runs, in no rate",
             lambda p: p.runs.preflight_failed,
         ),
         _f(
