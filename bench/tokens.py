@@ -525,7 +525,7 @@ def main() -> None:
         "against the emulator and a caching Messages API stub), with masking and prompt "
         "caching off and on; prints Markdown tables.",
         epilog=f"Tasks: {', '.join(t.name for t in TASKS)}. Configurations: "
-        f"{', '.join(c.name for c in CONFIGS)}. All of them: about 15 minutes on 2 cores.",
+        f"{', '.join(c.name for c in CONFIGS)}. All of them: about 16 minutes on 2 cores.",
     )
     parser.add_argument(
         "--task",

@@ -221,6 +221,7 @@ def test_json_prints_one_parseable_line_per_event_and_the_summary_last(ticks: Ti
         ],
     )
     assert all(e["run_id"] == summary.run_id and e["role"] == "builder" for e in events)
+    assert {e["target"] for e in events} == {summary.target}  # one spelling: `issue#3`
     assert all(re.match(r"\d{4}-\d\d-\d\dT", e["timestamp"]) for e in events)
     tests = [e for e in events if e["event"] == "tests.ran" and e["by"] == "check"]
     assert tests[0]["status"] == "passed"

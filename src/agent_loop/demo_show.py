@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TextIO
 
 from agent_loop._table import clip, fmt_duration
+from agent_loop.live import ended_on
 from agent_loop.status import MemorySnapshot, lessons_table, metrics_table, runs_table
 from agent_loop_common.github import GitHub, PullRequest
 from agent_loop_common.progress import ProgressEvent, ProgressKind, event_line
@@ -110,10 +111,7 @@ class Narrator:
         made_numbers = [n for n in tick.made if n != tick.target_number]
         made = f" -> {', '.join(f'#{n}' for n in made_numbers)}" if made_numbers else ""
         error = f"  error: {clip(tick.error, 100)}" if tick.error else ""
-        self._print(
-            f"   {agent}: {tick.outcome} on {tick.target_label or '?'}{made} "
-            f"({fmt_duration(seconds)}){error}"
-        )
+        self._print(f"   {agent}: {ended_on(tick)}{made} ({fmt_duration(seconds)}){error}")
 
     def outro(self, seconds: float, problems: Sequence[str], home: Path) -> None:
         if self.outcomes_only:

@@ -45,6 +45,7 @@ def test_events_carry_their_run_and_reach_every_watcher_while_installed() -> Non
     flat = seen[0].as_dict()
     assert flat["event"] == "try.started"
     assert flat["timestamp"].endswith("+00:00")
+    assert flat["target"] == "issue#5"  # spelt as the tick's summary spells it
     json.dumps(flat)  # one JSON object, as `run --json` prints it
 
 

@@ -74,12 +74,22 @@ class ProgressEvent:
     """What happened, by `kind` (see `ProgressKind`)."""
 
     def as_dict(self) -> dict[str, Any]:
-        """The event as one flat JSON object: `event`, `timestamp`, the run, its data."""
+        """The event as one flat JSON object: `event`, `timestamp`, the run, its data.
+
+        `target` is written as the tick's summary writes it (`issue#5`, `pr#7`, `repo`),
+        the last of `run --json`'s lines: one spelling in one stream."""
         head: dict[str, Any] = {
             "event": self.kind,
             "timestamp": datetime.fromtimestamp(self.at, UTC).isoformat(),
             "role": self.role,
             "run_id": self.run_id,
-            "target": self.target,
+            "target": _target_key(self.target),
         }
         return {**head, **{k: v for k, v in self.data.items() if k not in head}}
+
+
+def _target_key(label: str) -> str:
+    """`issue #5` -> `issue#5`, `PR #7` -> `pr#7`, `repo` stays: a progress line's target
+    as `TickSummary.target` and the records' keys spell it."""
+    kind, _, number = label.partition(" #")
+    return f"{kind.lower()}#{number}" if number else label
