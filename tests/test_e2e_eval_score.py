@@ -288,7 +288,11 @@ def test_gold_does_not_call_an_instance_broken_when_github_is_down(
     assert (
         f"gold check: 1 valid, 0 broken; 1 not checked, GitHub unavailable ({down}): run it again"
     ) in printed
+    # The instance's line clips the error; the summary says it whole, once.
+    (said,) = [line for line in printed.splitlines() if line.startswith("error in ")]
+    assert said.startswith(f"error in {down}; the first: GitHubUnavailable: GET ")
     results = {r["instance_id"]: r for r in json.loads((out / "results.json").read_text())}
+    assert said.endswith(results[down]["error"])
     assert results[down]["outcome"] == "error"
     assert results[down]["gold_check"] is None
     assert results[instances[0].instance_id]["gold_check"]["valid"] is True

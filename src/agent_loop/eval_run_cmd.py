@@ -42,6 +42,7 @@ __all__ = [
     "add_run",
     "chosen_instances",
     "compare",
+    "errors_line",
     "home_env",
     "interrupted",
     "lesson_ids",
@@ -507,7 +508,24 @@ def _print_summary(results: Sequence[InstanceResult], paths: dict[str, Path]) ->
         f"tokens {s.tokens_in:,} in, {s.tokens_out:,} out; cost ${s.cost_usd:.4f}, "
         f"{per} per resolved instance"
     )
+    errors_line(results)
     print_paths(paths)
+
+
+def errors_line(results: Sequence[InstanceResult]) -> None:
+    """The instances that ended in `error` and, once, the first one's whole error: an
+    instance's line clips it (`GitHubUnavailable: GET <a long URL>...`), and what to do
+    about it is at its end (GitHub unreachable, retry later)."""
+    from agent_loop._table import clip
+    from agent_loop.status import terminal_safe
+
+    failed = [r for r in results if r.outcome == "error"]
+    if not failed:
+        return
+    ids = ", ".join(terminal_safe(r.instance_id) for r in failed[:5])
+    more = f" and {len(failed) - 5} more" if len(failed) > 5 else ""
+    first = clip(terminal_safe(failed[0].error or failed[0].reason), 400)
+    print(f"error in {ids}{more}; the first: {first}")
 
 
 def compare(args: argparse.Namespace) -> int:

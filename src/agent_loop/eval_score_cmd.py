@@ -34,6 +34,7 @@ from agent_loop.eval_run_cmd import (
     EXIT_FAILED,
     EXIT_USAGE,
     chosen_instances,
+    errors_line,
     home_env,
     interrupted,
     out_problem,
@@ -283,5 +284,6 @@ def _print_summary(
                 else ""
             )
         )
+    errors_line(results)
     print_paths(paths)
     return bool(broken)
