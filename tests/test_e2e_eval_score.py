@@ -261,3 +261,34 @@ def test_a_patch_that_is_no_diff_does_not_apply_rather_than_change_nothing(
     assert (result["resolved"], result["outcome"]) == (False, "unapplied")
     assert result["reason"].startswith("patch does not apply: no file's diff in it")
     assert "not scored: patch does not apply 1, empty patch 0, no prediction 0" in printed
+
+
+def test_gold_does_not_call_an_instance_broken_when_github_is_down(
+    served: tuple[GitHubEmulator, CalcHistory],
+    tmp_path: pathlib.Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A base tarball GitHub would not serve (503, every retry) says nothing of the
+    instance: it was printed `BROKEN: it could not be scored: ...` and counted broken,
+    which sends a person to fix a sound instance. It is now `NOT CHECKED`, counted
+    apart, and the run exits 1 (an error) as before."""
+    emulator, history = served
+    subtract, multiply, _ = history.fixes
+    instances = [_instance(emulator, subtract), _instance(emulator, multiply)]
+    file = tmp_path / "instances.jsonl"
+    file.write_text("".join(i.model_dump_json() + "\n" for i in instances))
+    emulator.inject_fault("GET", rf"/tarball/{multiply.base}", status=503, times=1000)
+    out = tmp_path / "gold"
+    code = cli.main(["eval", "score", str(file), "--gold", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert code == 1
+    down = instances[1].instance_id
+    assert f"{down}  NOT CHECKED: GitHubUnavailable: GET " in printed
+    assert "BROKEN" not in printed
+    assert (
+        f"gold check: 1 valid, 0 broken; 1 not checked, GitHub unavailable ({down}): run it again"
+    ) in printed
+    results = {r["instance_id"]: r for r in json.loads((out / "results.json").read_text())}
+    assert results[down]["outcome"] == "error"
+    assert results[down]["gold_check"] is None
+    assert results[instances[0].instance_id]["gold_check"]["valid"] is True

@@ -26,6 +26,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -212,9 +213,9 @@ def score(args: argparse.Namespace) -> int:
                 results = results_of(run_task(settings, eval_score, remote=True, **inputs))
                 scored = [r for r in results if r.outcome != "missing"]
                 for done, result in enumerate(scored, start=1):
-                    _progress(result, done, len(scored))
+                    _progress(result, done, len(scored), gold=gold)
             else:
-                with watch_results(_progress):
+                with watch_results(partial(_progress, gold=gold)):
                     results = results_of(run_task(settings, eval_score, **inputs))
         except KeyboardInterrupt:
             return interrupted("score", out)
@@ -222,7 +223,7 @@ def score(args: argparse.Namespace) -> int:
     paths = written(out, results, label, html, command="score")
     if paths is None:
         return EXIT_FAILED
-    broken = _print_summary(results, paths)
+    broken = _print_summary(results, paths, gold=gold)
     failed = broken or any(r.outcome == "error" for r in results)
     return EXIT_FAILED if failed else 0
 
@@ -236,12 +237,14 @@ def _label(predictions: Sequence[Prediction]) -> str:
     return ", ".join(sorted(names, key=lambda n: -names[n])) or "unnamed"
 
 
-def _progress(result: InstanceResult, done: int, total: int) -> None:
+def _progress(result: InstanceResult, done: int, total: int, *, gold: bool = False) -> None:
     from agent_loop._table import clip
     from agent_loop.status import terminal_safe
 
     check = result.gold_check
-    if check is None:
+    if check is None and gold and result.outcome == "error":
+        text = "NOT CHECKED: " + clip(terminal_safe(result.error), 200)
+    elif check is None:
         text = verdict(result)
     elif check.valid:
         f2p = len(check.empty_failing)
@@ -253,7 +256,9 @@ def _progress(result: InstanceResult, done: int, total: int) -> None:
     progress_line(result, done, total, text, f"{result.outcome}, {result.seconds:.1f} s")
 
 
-def _print_summary(results: Sequence[InstanceResult], paths: dict[str, Path]) -> bool:
+def _print_summary(
+    results: Sequence[InstanceResult], paths: dict[str, Path], *, gold: bool
+) -> bool:
     """The run's figures; whether some instance is broken (`--gold`)."""
     print()
     print(resolved_line(results))
@@ -266,10 +271,17 @@ def _print_summary(results: Sequence[InstanceResult], paths: dict[str, Path]) ->
         print("not scored: " + ", ".join(f"{k} {v}" for k, v in unscored.items()))
     checked = [r for r in results if r.gold_check is not None]
     broken = [r.instance_id for r in checked if r.gold_check and not r.gold_check.valid]
-    if checked:
+    unchecked = [r.instance_id for r in results if gold and r.gold_check is None]
+    if checked or unchecked:
         print(
             f"gold check: {len(checked) - len(broken)} valid, {len(broken)} broken"
             + (f" ({', '.join(broken)})" if broken else "")
+            + (
+                f"; {len(unchecked)} not checked, GitHub unavailable "
+                f"({', '.join(unchecked)}): run it again"
+                if unchecked
+                else ""
+            )
         )
     print_paths(paths)
     return bool(broken)

@@ -22,7 +22,7 @@ import httpx
 import structlog
 
 from agent_loop_builder import LessonChoice, ReplayAsk, ReplayedBuild, replay_build
-from agent_loop_common.github import GitHub, github_auth
+from agent_loop_common.github import GitHub, GitHubUnavailable, github_auth
 from agent_loop_common.records import Role
 from agent_loop_common.repo import RepoSnapshot
 from agent_loop_common.runtime import open_runtime
@@ -206,7 +206,9 @@ async def score_prediction(
         _log.warning("eval.score_failed", instance=instance.instance_id, error=repr(exc))
         problem = f"{type(exc).__name__}: {exc}"
         result = result.model_copy(update={"outcome": "error", "error": problem})
-        if check_gold:
+        if check_gold and not isinstance(exc, GitHubUnavailable):
+            # GitHub down or unreachable says nothing of the instance: left unchecked
+            # (`gold_check` None), not called broken.
             check = GoldCheck(valid=False, problems=[f"it could not be scored: {problem}"])
             result = result.model_copy(update={"gold_check": check})
     return result.model_copy(update={"seconds": round(time.perf_counter() - started, 3)})
