@@ -11,7 +11,8 @@ has its old reads masked (`AGENT_LOOP_KEEP_TURNS` at its default), reads one aga
 still opens its pull request with every request accepted (the stub refuses a tool result
 without its tool call, as Anthropic does). The reviewer's tick, answering an owner's
 review comment, is cached and masked the same way; `status` and `show` say the cached
-share the record holds.
+share the record holds. An OpenAI model (`serve_chat_model`), which caches by itself,
+gets no marker, and the cached tokens it reports are recorded and priced as billed.
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ import os
 import pathlib
 import subprocess
 import sys
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from agent_loop_common.llm import ALLOW_MODEL_REQUESTS_ENV
+from agent_loop_common.llm import ALLOW_MODEL_REQUESTS_ENV, load_litellm
 from agent_loop_common.records import Outcome, RunRecord
 from agent_loop_common.runtime import local_memory
 from agent_loop_common.settings import load_settings
@@ -44,9 +46,11 @@ from agent_loop_testing import (
     SimulatedPromptCache,
     call,
     emulator_client,
+    serve_chat_model,
     serve_messages_model,
     stored_record,
     submit_subtract,
+    subtract_try,
     turn,
 )
 
@@ -82,9 +86,15 @@ def _emulator() -> GitHubEmulator:
 
 
 def _tick(
-    emulator: GitHubEmulator, home: pathlib.Path, server: MessagesServer, role: str = "builder"
+    emulator: GitHubEmulator,
+    home: pathlib.Path,
+    server: MessagesServer | str,
+    role: str = "builder",
+    model: str = MODEL,
 ) -> RunRecord:
-    """One tick of `role` in a child process; its run's record, read from its memory."""
+    """One tick of `role` in a child process, its model `model` at `server` (the
+    Messages stub, or an OpenAI-compatible API's base URL); its run's record."""
+    api_base = server if isinstance(server, str) else server.api_base
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "AGENT_LOOP_"))}
     with emulator.serve() as github_url:
         env.update(
@@ -93,8 +103,9 @@ def _tick(
                 "GITHUB_TOKEN": emulator.bot_token,
                 "AGENT_LOOP_REPO": emulator.full_name,
                 "AGENT_LOOP_HOME": str(home),
-                "AGENT_LOOP_MODEL": MODEL,
-                "AGENT_LOOP_API_BASE": server.api_base,
+                "AGENT_LOOP_MODEL": model,
+                "AGENT_LOOP_API_BASE": api_base,
+                "OPENAI_API_KEY": "sk-test-not-a-key",
                 "AGENT_LOOP_SANDBOX": "off",
                 "ANTHROPIC_API_KEY": "sk-ant-test-not-a-key",
                 ALLOW_MODEL_REQUESTS_ENV: "1",  # to the stub on loopback, nothing else
@@ -315,3 +326,38 @@ def test_the_reviewers_conversation_is_cached_and_masked_too(tmp_path: pathlib.P
     assert [elided in text for text in shown] == [False] * 5 + [True] * 3
     assert record.usage.tokens_cache_read == sum(c.cache_read_input_tokens for c in server.charges)
     assert record.usage.tokens_cache_read > record.usage.tokens_in / 2
+
+
+def test_an_openai_model_gets_no_marker_and_its_cached_tokens_are_recorded_and_priced(
+    tmp_path: pathlib.Path,
+) -> None:
+    """OpenAI caches a repeated prefix by itself: the prompt goes unmarked, and what it
+    reports as `prompt_tokens_details.cached_tokens` is recorded and billed at its
+    cached price."""
+    script = [
+        turn(tool_calls=[call("read_file", path="src/calc.py")], prompt_tokens=2_000),
+        *[
+            replace(step, prompt_tokens=2_000 + 500 * n, cached_tokens=1_024 + 512 * n)
+            for n, step in enumerate(subtract_try(CALC_SUB), start=1)
+        ],
+    ]
+    model = ScriptedModel(script, routes={VERIFIER_MARKER: [turn(VERIFIED)]})
+    with serve_chat_model(model) as api_base:
+        record = _tick(_emulator(), tmp_path / "home", api_base, model="openai/gpt-4o-mini")
+    model.assert_finished()
+
+    assert record.outcome is Outcome.OPENED_PR
+    assert all("cache_control" not in json.dumps(c.messages) for c in model.calls)
+    read = sum(1_024 + 512 * n for n in range(1, 5))
+    assert (record.usage.tokens_cache_read, record.usage.tokens_cache_write) == (read, 0)
+    assert record.usage.tokens_in == 2_000 + sum(2_000 + 500 * n for n in range(1, 5)) + 100
+    info = load_litellm().get_model_info("gpt-4o-mini")
+    billed = (
+        (record.usage.tokens_in - read) * info["input_cost_per_token"]
+        + read * info["cache_read_input_token_cost"]
+        + record.usage.tokens_out * info["output_cost_per_token"]
+    )
+    assert record.usage.cost_usd == pytest.approx(billed)
+    status = _cli(tmp_path / "home", "status")
+    share = f"{read / record.usage.tokens_in:.0%}"
+    assert f"{record.usage.tokens:,} ({share} cached)" in status

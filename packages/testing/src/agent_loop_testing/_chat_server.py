@@ -103,8 +103,9 @@ def _completion(model: str, reply: LLMMessage, number: int) -> dict[str, Any]:
     ]
     raw_reply: object = reply.raw
     raw = cast("dict[str, Any]", raw_reply) if isinstance(raw_reply, dict) else {}
-    usage = cast("dict[str, int]", raw.get("usage") or {})
+    usage = cast("dict[str, Any]", raw.get("usage") or {})
     prompt, completion = usage.get("prompt_tokens", 10), usage.get("completion_tokens", 5)
+    details = cast("dict[str, int]", usage.get("prompt_tokens_details") or {})
     message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
     if calls:
         message["tool_calls"] = calls
@@ -120,6 +121,8 @@ def _completion(model: str, reply: LLMMessage, number: int) -> dict[str, Any]:
             "prompt_tokens": prompt,
             "completion_tokens": completion,
             "total_tokens": prompt + completion,
+            # what OpenAI reports of a prompt whose prefix it served from its cache
+            "prompt_tokens_details": {"cached_tokens": details.get("cached_tokens", 0)},
         },
     }
 

@@ -73,6 +73,7 @@ class Turn:
     tool_calls: tuple[ScriptedCall, ...] = ()
     prompt_tokens: int = 100
     completion_tokens: int = 20
+    cached_tokens: int = 0
     cost_usd: float | None = None
     error: Exception | None = None
     expect_tool_result_contains: tuple[str, ...] = ()
@@ -91,6 +92,7 @@ def turn(
     *,
     prompt_tokens: int = 100,
     completion_tokens: int = 20,
+    cached_tokens: int = 0,
     cost_usd: float | None = None,
     error: Exception | None = None,
     expect_tool_result_contains: str | Sequence[str] = (),
@@ -104,6 +106,9 @@ def turn(
         tool_calls: Tool calls to make, in order.
         prompt_tokens: Usage recorded for this call (budget tests).
         completion_tokens: Usage recorded for this call.
+        cached_tokens: Of `prompt_tokens`, read from the provider's prompt cache, as
+            OpenAI reports it (`usage.prompt_tokens_details.cached_tokens`, which
+            `serve_chat_model` sends).
         cost_usd: Cost recorded for this call (`None`: unpriced).
         error: Raise this instead of replying (a provider failure).
         expect_tool_result_contains: Substrings the tool results fed into this call
@@ -116,6 +121,7 @@ def turn(
         tool_calls=tuple(tool_calls),
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
+        cached_tokens=cached_tokens,
         cost_usd=cost_usd,
         error=error,
         expect_tool_result_contains=_tuple(expect_tool_result_contains),
@@ -262,6 +268,7 @@ class ScriptedModel:
                 prompt_tokens=step.prompt_tokens,
                 completion_tokens=step.completion_tokens,
                 cost_usd=step.cost_usd,
+                cache_read_tokens=step.cached_tokens,
             )
         return self._reply(recorded, step, position + 1)
 
@@ -340,6 +347,7 @@ class ScriptedModel:
             "usage": {
                 "prompt_tokens": step.prompt_tokens,
                 "completion_tokens": step.completion_tokens,
+                "prompt_tokens_details": {"cached_tokens": step.cached_tokens},
             },
             "cost_usd": step.cost_usd,
         }
