@@ -1,5 +1,7 @@
 """Ctrl-C in the middle of `agent-loop eval run`: exit 130, one line saying that nothing
-was written and what to do, no traceback, and no results file that looks complete.
+was written and what to do, no traceback, and no results file that looks complete; in
+the middle of `eval mine`: exit 130, and the pull requests decided so far kept (each is
+a whole line, written as it is decided), which the line says.
 
 The command runs as its own process (the installed `agent-loop`), in its own session
 with SIGINT at its default as a terminal's foreground job has it; the signal goes to
@@ -16,14 +18,16 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from flyte.ai.agents import LLMMessage
 
-from agent_loop_eval import Instance
+from agent_loop_eval import Instance, read_skipped
 from agent_loop_testing import (
     GitHubEmulator,
+    HistoryIssue,
+    HistoryPull,
     bwrap_e2e_marks,
     serve_chat_model,
     serve_for_cli,
@@ -100,3 +104,77 @@ def test_ctrl_c_mid_run_exits_130_and_leaves_no_results(
     ]
     assert "results:" not in rest
     assert not out.exists()
+
+
+def _interrupted(
+    argv: list[str], env: dict[str, str], cwd: pathlib.Path, ready: str
+) -> tuple[int, str, str]:
+    """Run `agent-loop argv`, Ctrl-C it once a line of its output holds `ready`."""
+    proc = subprocess.Popen(
+        [CLI, *argv],
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    printed: list[str] = []
+    try:
+        assert proc.stdout is not None
+        while ready not in (line := proc.stdout.readline()):
+            assert line, "".join(printed)
+            printed.append(line)
+        printed.append(line)
+        time.sleep(2)
+        os.killpg(proc.pid, signal.SIGINT)
+        rest, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return proc.returncode, "".join(printed) + rest, err
+
+
+def test_ctrl_c_mid_mine_keeps_what_was_decided_and_says_so(
+    tmp_path: pathlib.Path, monkeypatch: Any
+) -> None:
+    emulator = GitHubEmulator("acme", "calc")
+    emulator.seed_files({"README.md": "x\n"})
+    history: list[HistoryIssue | HistoryPull] = []
+    for name in ("one", "two"):
+        history += [
+            HistoryIssue(f"issue-{name}", f"Need {name}()", wait=timedelta(days=1)),
+            HistoryPull(
+                name,
+                f"Add {name}()",
+                {f"src/{name}.py": "x = 1\n", f"tests/test_{name}.py": "def test(): pass\n"},
+                closes=(f"issue-{name}",),
+            ),
+        ]
+    emulator.seed_history(history)
+    out = tmp_path / "instances.jsonl"
+    # `one` is decided at once (no test outcomes: setup_failed); `two`'s base holds
+    # `one`'s code, and its tests there take a minute: the Ctrl-C comes then.
+    slow = "sh -c 'test -f src/one.py && sleep 60; true'"
+    with serve_for_cli(
+        monkeypatch,
+        emulator,
+        tmp_path / "home",
+        AGENT_LOOP_SANDBOX="bwrap",
+        AGENT_LOOP_TEST_COMMAND=slow,
+    ):
+        env = {**os.environ, "HOME": str(tmp_path / "user")}
+        code, printed, err = _interrupted(
+            ["eval", "mine", "--out", str(out)], env, tmp_path, "Add one(): skipped"
+        )
+    assert code == 130, (printed, err)
+    assert "Traceback" not in err
+    assert err.splitlines()[-1] == (
+        f"agent-loop eval mine: interrupted; the pull requests decided so far are kept in "
+        f"{out} and instances.skipped.jsonl, and the next run goes on from there"
+    )
+    assert [s.title for s in read_skipped(out.with_name("instances.skipped.jsonl"))] == [
+        "Add one()"
+    ]

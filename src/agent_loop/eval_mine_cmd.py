@@ -203,6 +203,23 @@ def mine(args: argparse.Namespace) -> int:
     except InstanceFileError as exc:
         print(f"agent-loop eval mine: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        # Each decided pull request's line is written whole as it is decided: what was
+        # decided is kept, and the next run mines only what was not.
+        from agent_loop_eval import skipped_path
+
+        kept = out.exists() or skipped_path(out).exists()
+        print(
+            "agent-loop eval mine: interrupted; "
+            + (
+                f"the pull requests decided so far are kept in {out} and "
+                f"{skipped_path(out).name}, and the next run goes on from there"
+                if kept
+                else "no pull request was decided yet, nothing written"
+            ),
+            file=sys.stderr,
+        )
+        return 130
     except GitHubError as exc:
         print(f"agent-loop eval mine: GitHub failed: {exc}", file=sys.stderr)
         _kept(out)
