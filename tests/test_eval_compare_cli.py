@@ -64,3 +64,32 @@ def test_a_file_that_is_no_results_is_named(
     code, _, err = _compare(capsys, a, a / "predictions.jsonl")
     assert code == 2
     assert "predictions.jsonl: not a run's results.json" in err
+
+
+def test_instances_that_ended_in_error_are_named_not_silently_lost(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run whose GitHub was down for an instance lost it as "not resolved", and the
+    comparison read as "A is better" with nothing saying why."""
+    a = _run(tmp_path / "a", {"x-1": True, "x-2": True})
+    b = tmp_path / "b"
+    write_results(
+        b,
+        [
+            InstanceResult(instance_id="x-1", resolved=True, outcome="change"),
+            InstanceResult(
+                instance_id="x-2", resolved=False, outcome="error", error="GitHubUnavailable: x"
+            ),
+        ],
+        model="m",
+    )
+    code, out, _ = _compare(capsys, a, b)
+    assert code == 0
+    assert "only A: x-2" in out
+    assert (
+        "error in B (counted as not resolved; the eval failed, not the change: run them "
+        "again): x-2"
+    ) in out.splitlines()
+    assert "error in A" not in out
+    assert cli.main(["eval", "compare", str(a), str(b), "--json"]) == 0
+    assert '"errors_a":[],"errors_b":["x-2"]' in capsys.readouterr().out

@@ -51,6 +51,10 @@ class Comparison(BaseModel):
     tampered_a: list[str] = Field(default_factory=list[str])
     """Paired instances whose change in A reached into the test runner (never resolved)."""
     tampered_b: list[str] = Field(default_factory=list[str])
+    errors_a: list[str] = Field(default_factory=list[str])
+    """Paired instances that ended in `error` in A (the eval failed: GitHub, the setup;
+    not a verdict on a change), counted as not resolved as the runs counted them."""
+    errors_b: list[str] = Field(default_factory=list[str])
     unpaired_a: list[str] = Field(default_factory=list[str])
     """Instances only A ran (left out of the comparison)."""
     unpaired_b: list[str] = Field(default_factory=list[str])
@@ -96,6 +100,8 @@ def compare_results(a: Sequence[InstanceResult], b: Sequence[InstanceResult]) ->
         p_value=mcnemar_exact(table.only_a, table.only_b),
         tampered_a=[i for i in common if by_a[i].tampered],
         tampered_b=[i for i in common if by_b[i].tampered],
+        errors_a=[i for i in common if by_a[i].outcome == "error"],
+        errors_b=[i for i in common if by_b[i].outcome == "error"],
         unpaired_a=sorted(by_a.keys() - by_b.keys()),
         unpaired_b=sorted(by_b.keys() - by_a.keys()),
     )
@@ -131,6 +137,12 @@ def comparison_text(c: Comparison, *, a_name: str = "A", b_name: str = "B") -> s
     for label, ids in (("tampered in A", c.tampered_a), ("tampered in B", c.tampered_b)):
         if ids:
             lines.append(f"{label} (never resolved): {', '.join(ids)}")
+    for label, ids in (("error in A", c.errors_a), ("error in B", c.errors_b)):
+        if ids:  # an eval that failed counts against its run: say so, it is no verdict
+            lines.append(
+                f"{label} (counted as not resolved; the eval failed, not the change: run "
+                f"them again): {', '.join(ids)}"
+            )
     for label, ids in (("not in B", c.unpaired_a), ("not in A", c.unpaired_b)):
         if ids:
             lines.append(f"{label} (not compared): {', '.join(ids)}")
