@@ -87,8 +87,7 @@ def test_instances_that_ended_in_error_are_named_not_silently_lost(
     assert code == 0
     assert "only A: x-2" in out
     assert (
-        "error in B (counted as not resolved; the eval failed, not the change: run them "
-        "again): x-2"
+        "error in B (counted as not resolved; the eval failed, not the change: run them again): x-2"
     ) in out.splitlines()
     assert "error in A" not in out
     assert cli.main(["eval", "compare", str(a), str(b), "--json"]) == 0
