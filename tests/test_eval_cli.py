@@ -363,3 +363,32 @@ def test_an_instances_file_with_an_id_twice_is_refused(
             "once; each instance goes in once (keep one line of each)."
         )
     assert emulator.requests == []
+
+
+def test_a_file_that_is_not_text_is_said_in_one_line_and_a_bom_is_read(
+    served: tuple[GitHubEmulator, pathlib.Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A binary file given by mistake was a UnicodeDecodeError traceback; a file saved
+    with a byte-order mark (some editors' UTF-8) was "not JSON" on its first line."""
+    emulator, file = served
+    binary = file.with_name("instances.tar.gz")
+    binary.write_bytes(b"\x1f\x8b\x08\x00\xd0\xff")
+    assert cli.main(["eval", "run", str(binary)]) == cli.EXIT_CONFIG
+    assert _one_line(capsys.readouterr().err) == (
+        f"agent-loop eval run: {binary}: not UTF-8 text (byte 1 is not); an instances file "
+        "is JSON lines, one instance a line"
+    )
+    assert cli.main(["eval", "score", str(file), str(binary)]) == cli.EXIT_CONFIG
+    assert _one_line(capsys.readouterr().err) == (
+        f"agent-loop eval score: {binary}: not UTF-8 text (byte 1 is not); a predictions "
+        "file is JSON lines, one prediction a line"
+    )
+    assert cli.main(["eval", "compare", str(binary), str(binary)]) == cli.EXIT_CONFIG
+    assert _one_line(capsys.readouterr().err).endswith("not UTF-8 text")
+    bom = file.with_name("bom.jsonl")
+    bom.write_bytes(b"\xef\xbb\xbf" + file.read_bytes())
+    assert read_instances(bom) == read_instances(file)
+    # Read, then refused only for the sandbox being off: the file was fine.
+    assert cli.main(["eval", "run", str(bom)]) == cli.EXIT_CONFIG
+    assert "AGENT_LOOP_SANDBOX=off" in capsys.readouterr().err
+    assert emulator.requests == []

@@ -34,7 +34,7 @@ from pydantic import (
     model_validator,
 )
 
-from agent_loop_eval._problems import validation_line
+from agent_loop_eval._problems import read_text, validation_line
 
 __all__ = [
     "Instance",
@@ -166,7 +166,10 @@ def iter_instances(path: Path) -> Iterator[Instance]:
         InstanceFileError: A line (or the list) is not an instance.
         OSError: The file cannot be read.
     """
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = read_text(path, "an instances file is JSON lines, one instance a line")
+    except ValueError as exc:
+        raise InstanceFileError(str(exc)) from None
     if text.lstrip().startswith("["):
         try:
             items: Any = json.loads(text)

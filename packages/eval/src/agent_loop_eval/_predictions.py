@@ -23,7 +23,7 @@ from typing import Any, cast
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from agent_loop_eval._instance import Instance
-from agent_loop_eval._problems import validation_line
+from agent_loop_eval._problems import read_text, validation_line
 from agent_loop_eval._results import InstanceResult
 
 __all__ = [
@@ -70,7 +70,10 @@ def read_predictions(path: Path) -> list[Prediction]:
         PredictionFileError: A line is not a prediction, or two name the same instance.
         OSError: The file cannot be read.
     """
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = read_text(path, "a predictions file is JSON lines, one prediction a line")
+    except ValueError as exc:
+        raise PredictionFileError(str(exc)) from None
     items: list[tuple[str, Any]] = []
     if text.lstrip().startswith("["):
         try:

@@ -1,4 +1,4 @@
-"""What is wrong with a line of a file a person gave, said in one line.
+"""What is wrong with a file a person gave, or one of its lines, said in one line.
 
 pydantic's own message of a failed validation is several lines per field, each with a
 link to its documentation: on a terminal, for one bad line of an instances, predictions
@@ -8,9 +8,11 @@ CLI says everything else: the missing fields by name, then the first few other p
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import ValidationError
 
-__all__ = ["validation_line"]
+__all__ = ["read_text", "validation_line"]
 
 _SHOWN = 3
 
@@ -32,3 +34,16 @@ def validation_line(exc: ValidationError) -> str:
     if len(others) > _SHOWN:
         parts.append(f"and {len(others) - _SHOWN} more")
     return "; ".join(parts) or str(exc).splitlines()[0]
+
+
+def read_text(path: Path, what: str) -> str:
+    """`path`'s text (UTF-8; a byte-order mark, as some editors write, is dropped).
+
+    Raises:
+        ValueError: It is not UTF-8 text (`<path>: not UTF-8 text; <what>`).
+        OSError: It cannot be read.
+    """
+    try:
+        return path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text (byte {exc.start} is not); {what}") from None

@@ -16,7 +16,7 @@ from typing import Any, Literal, cast
 from pydantic import BaseModel, Field, ValidationError
 
 from agent_loop_common.records import Attempt, TestEvidence
-from agent_loop_eval._problems import validation_line
+from agent_loop_eval._problems import read_text, validation_line
 from agent_loop_eval._stats import wilson
 
 __all__ = [
@@ -194,7 +194,11 @@ def read_results(path: Path) -> list[InstanceResult]:
     file = path / RESULTS if path.is_dir() else path
     expected = f"not a run's {RESULTS} (a JSON list of results, one per instance)"
     try:
-        data: Any = json.loads(file.read_text(encoding="utf-8"))
+        text = read_text(file, "")
+    except ValueError:  # not text: the caller names the file
+        raise ValueError(f"{expected}: not UTF-8 text") from None
+    try:
+        data: Any = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{expected}: {exc}") from None
     if not isinstance(data, list):
