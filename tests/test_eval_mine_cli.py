@@ -156,3 +156,21 @@ def test_an_out_that_cannot_be_the_instances_file_is_refused_before_mining(
         assert emulator.requests == []
     assert list(folder.iterdir()) == []
     assert notes.read_text() == "mine\n"
+
+
+def test_a_sidecar_that_is_not_skipped_pull_requests_is_said_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    emulator = GitHubEmulator("acme", "calc")
+    emulator.seed_files({"README.md": "x\n"})
+    out = tmp_path / "instances.jsonl"
+    sidecar = tmp_path / "instances.skipped.jsonl"
+    with serve_for_cli(monkeypatch, emulator, tmp_path / "home", **NO_OUTCOMES):
+        for content, said in (
+            (b'{"foo": 1}\n', f"{sidecar}:1: not a skipped pull request: missing field(s) "),
+            (b"\x1f\x8b\x08", f"{sidecar}: not UTF-8 text (byte 1 is not); the sidecar is "),
+        ):
+            sidecar.write_bytes(content)
+            assert cli.main(["eval", "mine", "--out", str(out)]) == 2
+            (line,) = capsys.readouterr().err.splitlines()
+            assert line.startswith(f"agent-loop eval mine: {said}"), line

@@ -14,9 +14,10 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, field_serializer, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_serializer, field_validator
 
 from agent_loop_eval._instance import InstanceFileError, iter_instances
+from agent_loop_eval._problems import read_text, validation_line
 
 __all__ = [
     "SkipReason",
@@ -100,11 +101,19 @@ def read_skipped(path: Path) -> list[SkippedPull]:
     if not path.exists():
         return []
     found: list[SkippedPull] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    try:
+        text = read_text(path, "the sidecar is JSON lines, one skipped pull request a line")
+    except ValueError as exc:
+        raise InstanceFileError(str(exc)) from None
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             found.append(SkippedPull.model_validate(json.loads(line)))
+        except ValidationError as exc:
+            raise InstanceFileError(
+                f"{path}:{number}: not a skipped pull request: {validation_line(exc)}"
+            ) from None
         except ValueError as exc:
             raise InstanceFileError(f"{path}:{number}: not a skipped pull request: {exc}") from None
     return found
