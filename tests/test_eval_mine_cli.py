@@ -174,3 +174,21 @@ def test_a_sidecar_that_is_not_skipped_pull_requests_is_said_in_one_line(
             assert cli.main(["eval", "mine", "--out", str(out)]) == 2
             (line,) = capsys.readouterr().err.splitlines()
             assert line.startswith(f"agent-loop eval mine: {said}"), line
+
+
+def test_a_token_github_refuses_is_configuration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """401 is the credentials, not GitHub failing mid-way: exit 2, as `claims` does."""
+    emulator = GitHubEmulator("acme", "calc")
+    emulator.seed_files({"README.md": "x\n"})
+    emulator.seed_history(_pull("one", 1))
+    with serve_for_cli(monkeypatch, emulator, tmp_path, **NO_OUTCOMES):
+        monkeypatch.setenv("GITHUB_TOKEN", "ghp_not-a-token")
+        code = cli.main(["eval", "mine"])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert err.startswith("agent-loop eval mine: GitHub refused the credentials: GET ")
+    assert "(mining only reads: read access to the repository's contents" in err
+    assert err.splitlines()[-1] == "nothing was mined"
+    assert "instances:" not in out

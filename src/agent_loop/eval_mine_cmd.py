@@ -160,7 +160,7 @@ def mine(args: argparse.Namespace) -> int:
 
     from pydantic import ValidationError
 
-    from agent_loop_common.github import GitHubError
+    from agent_loop_common.github import AuthError, GitHubError
     from agent_loop_common.runtime import sandbox_for
     from agent_loop_eval import InstanceFileError
 
@@ -220,6 +220,15 @@ def mine(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 130
+    except AuthError as exc:  # the credentials, not GitHub: configuration (as `claims`)
+        print(
+            f"agent-loop eval mine: GitHub refused the credentials: {exc} (mining only "
+            "reads: read access to the repository's contents, issues and pull requests is "
+            "enough)",
+            file=sys.stderr,
+        )
+        _kept(out)
+        return EXIT_USAGE
     except GitHubError as exc:
         print(f"agent-loop eval mine: GitHub failed: {exc}", file=sys.stderr)
         _kept(out)
