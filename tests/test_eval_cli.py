@@ -392,3 +392,33 @@ def test_a_file_that_is_not_text_is_said_in_one_line_and_a_bom_is_read(
     assert cli.main(["eval", "run", str(bom)]) == cli.EXIT_CONFIG
     assert "AGENT_LOOP_SANDBOX=off" in capsys.readouterr().err
     assert emulator.requests == []
+
+
+def test_an_out_holding_a_run_is_refused_unless_force(
+    served: tuple[GitHubEmulator, pathlib.Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--out runs/a` given twice wrote the second run over the first (perhaps an hour of
+    model spend) without a word; it is now refused before anything runs, and `--force`
+    says it is meant. An empty folder, or one holding other files, is fine."""
+    emulator, file = served
+    earlier = file.with_name("runs") / "a"
+    earlier.mkdir(parents=True)
+    (earlier / "results.json").write_text("[]\n")
+    (earlier / "report.html").write_text("<p>the earlier run</p>\n")
+    empty = file.with_name("runs") / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("mine\n")
+    for argv in (["run", str(file)], ["score", str(file), "--gold"]):
+        assert cli.main(["eval", *argv, "--out", str(earlier)]) == cli.EXIT_CONFIG
+        printed, err = capsys.readouterr()
+        assert printed == ""
+        assert _one_line(err) == (
+            f"agent-loop eval {argv[0]}: --out {earlier} already holds a run (results.json, "
+            "report.html); choose another folder, or add --force to write over it"
+        )
+        # past the folder's check, the run stops at the next one (this fixture's sandbox)
+        for out, extra in ((earlier, ["--force"]), (empty, [])):
+            assert cli.main(["eval", *argv, "--out", str(out), *extra]) == cli.EXIT_CONFIG
+            assert "AGENT_LOOP_SANDBOX=off" in capsys.readouterr().err
+    assert (earlier / "results.json").read_text() == "[]\n"
+    assert emulator.requests == []

@@ -2,7 +2,7 @@
 
 ```text
 agent-loop eval run INSTANCES.jsonl [--model MODEL] [--lessons on|off|ID,...] [--parallel K]
-                    [--limit N] [--instances ID,...] [--out DIR] [--remote [--config FILE]]
+                    [--limit N] [--instances ID,...] [--out DIR] [--force] [--remote [--config FILE]]
 agent-loop eval compare A B [--json]       two runs paired on their common instances
 ```
 
@@ -40,8 +40,10 @@ if TYPE_CHECKING:  # imported when the command runs: `agent-loop --help` stays f
 __all__ = [
     "add_compare",
     "add_run",
+    "add_shared_options",
     "chosen_instances",
     "compare",
+    "config_fits",
     "errors_line",
     "home_env",
     "interrupted",
@@ -54,6 +56,7 @@ __all__ = [
     "resolved_line",
     "results_of",
     "run",
+    "run_folder",
     "unreadable",
     "verdict",
     "written",
@@ -104,6 +107,12 @@ def add_run(actions: Any, name: str) -> None:
         help="the lessons in memory shown to the builder: all that apply (on, the default), "
         "none (off), or only these ids",
     )
+    add_shared_options(sub)
+
+
+def add_shared_options(sub: argparse.ArgumentParser) -> None:
+    """The options `eval run` and `eval score` share (which instances, how many at a time,
+    where the files go, where they run), added in one place so that both say them alike."""
     sub.add_argument(
         "--parallel", type=positive, default=1, metavar="K", help="instances at a time (1)"
     )
@@ -119,6 +128,11 @@ def add_run(actions: Any, name: str) -> None:
         type=Path,
         metavar="DIR",
         help="where the run's files go (default AGENT_LOOP_HOME/eval/runs/<time>)",
+    )
+    sub.add_argument(
+        "--force",
+        action="store_true",
+        help="write over the files of a run already in --out (refused without it)",
     )
     sub.add_argument(
         "--home",
@@ -327,8 +341,7 @@ def run(args: argparse.Namespace) -> int:
     model = cast(str, args.model).strip()
     remote = bool(args.remote)
     config = cast(Path | None, args.config)
-    if config is not None and not remote:
-        print("agent-loop eval run: --config names the cluster of --remote.", file=sys.stderr)
+    if not config_fits(args, command="run"):
         return EXIT_USAGE
     parallel = cast(int, args.parallel)
     with home_env(cast(Path | None, args.home)):
@@ -344,12 +357,8 @@ def run(args: argparse.Namespace) -> int:
                 )
                 return EXIT_USAGE
             lessons = str(LessonChoice("only", tuple(ids)))
-        out = cast(Path | None, args.out) or (
-            settings.home / "eval" / "runs" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        )
-        problem = out_problem(out)
-        if problem:
-            print(f"agent-loop eval run: {problem}", file=sys.stderr)
+        out = run_folder(args, settings, command="run")
+        if out is None:
             return EXIT_USAGE
         preflight(settings, model, remote=remote)
         where = "on the Flyte cluster" if remote else f"{parallel} at a time"
@@ -404,6 +413,42 @@ def out_problem(out: Path, *, folder: bool = True) -> str | None:
     if here.exists() and not os.access(here, os.W_OK | os.X_OK):
         return f"--out {out}: {here} is not writable here; choose another place"
     return None
+
+
+RUN_FILES = ("results.json", "predictions.jsonl", "report.html")
+"""The files a run writes into its folder (`agent_loop_eval.write_results`)."""
+
+
+def config_fits(args: argparse.Namespace, *, command: str) -> bool:
+    """`--config` is the cluster's of `--remote`: alone, it is refused (said in one line)."""
+    if args.config is not None and not args.remote:
+        print(
+            f"agent-loop eval {command}: --config names the cluster of --remote.",
+            file=sys.stderr,
+        )
+        return False
+    return True
+
+
+def run_folder(args: argparse.Namespace, settings: Settings, *, command: str) -> Path | None:
+    """The folder `--out` names (default `<home>/eval/runs/<time>`), or `None` after saying
+    in one line why the run's files could not go there: found before the work, as is a
+    folder already holding a run's files, which would be written over (unless `--force`:
+    the earlier run's results, perhaps an hour of model spend, are lost)."""
+    out = cast(Path | None, args.out) or (
+        settings.home / "eval" / "runs" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    )
+    problem = out_problem(out)
+    held = [name for name in RUN_FILES if (out / name).exists()] if out.is_dir() else []
+    if problem is None and held and not args.force:
+        problem = (
+            f"--out {out} already holds a run ({', '.join(held)}); choose another folder, "
+            "or add --force to write over it"
+        )
+    if problem:
+        print(f"agent-loop eval {command}: {problem}", file=sys.stderr)
+        return None
+    return out
 
 
 def written(

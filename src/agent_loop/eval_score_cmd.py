@@ -2,7 +2,7 @@
 
 ```text
 agent-loop eval score INSTANCES.jsonl PREDICTIONS.jsonl [--parallel K] [--limit N]
-                      [--instances ID,...] [--out DIR] [--remote [--config FILE]]
+                      [--instances ID,...] [--out DIR] [--force] [--remote [--config FILE]]
 agent-loop eval score INSTANCES.jsonl --gold [...]     check the instances themselves
 ```
 
@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -33,17 +32,18 @@ from typing import TYPE_CHECKING, Any, cast
 from agent_loop.eval_run_cmd import (
     EXIT_FAILED,
     EXIT_USAGE,
+    add_shared_options,
     chosen_instances,
+    config_fits,
     errors_line,
     home_env,
     interrupted,
-    out_problem,
-    positive,
     preflight,
     print_paths,
     progress_line,
     resolved_line,
     results_of,
+    run_folder,
     unreadable,
     verdict,
     written,
@@ -87,29 +87,7 @@ def add_score(actions: Any, name: str) -> None:
         help="score each instance's own fix (patch) and the empty patch instead: every "
         "valid instance resolves with the first and not with the second",
     )
-    sub.add_argument(
-        "--parallel", type=positive, default=1, metavar="K", help="instances at a time (1)"
-    )
-    sub.add_argument("--limit", type=positive, metavar="N", help="the first N instances only")
-    sub.add_argument("--instances", dest="only", metavar="ID,...", help="only these instance ids")
-    sub.add_argument(
-        "--out",
-        type=Path,
-        metavar="DIR",
-        help="where the files go (default AGENT_LOOP_HOME/eval/runs/<time>)",
-    )
-    sub.add_argument(
-        "--home",
-        type=Path,
-        metavar="DIR",
-        help="local state folder (default: AGENT_LOOP_HOME or .agent-loop)",
-    )
-    sub.add_argument(
-        "--remote",
-        action="store_true",
-        help="run the deployed eval task on the Flyte cluster (agent-loop deploy eval)",
-    )
-    sub.add_argument("--config", type=Path, metavar="FILE", help="Flyte config of --remote")
+    add_shared_options(sub)
 
 
 def _predictions(args: argparse.Namespace, instances: list[Instance]) -> list[Prediction] | None:
@@ -172,8 +150,7 @@ def score(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     remote = bool(args.remote)
     config = cast(Path | None, args.config)
-    if config is not None and not remote:
-        print(f"{_NAME}: --config names the cluster of --remote.", file=sys.stderr)
+    if not config_fits(args, command="score"):
         return EXIT_USAGE
     instances = chosen_instances(args, command="score")
     if instances is None:
@@ -184,12 +161,8 @@ def score(args: argparse.Namespace) -> int:
     parallel = cast(int, args.parallel)
     with home_env(cast(Path | None, args.home)):
         settings = load_settings(**({"flyte_config": config} if config else {}))
-        out = cast(Path | None, args.out) or (
-            settings.home / "eval" / "runs" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        )
-        problem = out_problem(out)
-        if problem:
-            print(f"{_NAME}: {problem}", file=sys.stderr)
+        out = run_folder(args, settings, command="score")
+        if out is None:
             return EXIT_USAGE
         preflight(settings, "", remote=remote, command="score")
         label = _label(predictions)
