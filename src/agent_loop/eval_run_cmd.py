@@ -14,12 +14,14 @@ line per instance as it finishes, and writes `results.json`, `predictions.jsonl`
 `<AGENT_LOOP_HOME>/eval/runs/<time>`). Each instance makes one GitHub request, a read:
 its base commit's tarball. Exit codes: 0 the run is done (whatever it resolved), 1 an
 instance ended in an error (its result says which; the files are still written), 2 bad
-usage or configuration (no instance, an unknown id, no sandbox to score in).
+usage or configuration (no instance, an unknown id, no sandbox to score in, an --out
+holding an earlier run without --force), 130 interrupted (Ctrl-C: the instances that
+finished are kept, marked partial: `"complete": false` in results.json).
 
 `eval compare` reads two runs (their folders or `results.json` files) and prints the
 paired table (resolved by both, neither, only A, only B), each run's resolved rate, the
 difference with its 95% interval (Newcombe's paired method) and the exact McNemar
-p-value, and tokens and cost side by side.
+p-value, and tokens and cost side by side; a partial run is compared with a warning.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,7 +37,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:  # imported when the command runs: `agent-loop --help` stays fast
     from agent_loop_common.settings import Settings
-    from agent_loop_eval import Instance, InstanceResult
+    from agent_loop_eval import Instance, InstanceResult, RunResults
 
 __all__ = [
     "add_compare",
@@ -373,16 +375,22 @@ def run(args: argparse.Namespace) -> int:
             "model": model,
             "parallel": parallel,
         }
+        finished: dict[str, InstanceResult] = {}
+
+        def watch(result: InstanceResult, done: int, total: int) -> None:
+            finished[result.instance_id] = result
+            _progress(result, done, total)
+
         try:
             if remote:
                 results = results_of(run_task(settings, eval_run, remote=True, **inputs))
                 for done, result in enumerate(results, start=1):
                     _progress(result, done, len(results))
             else:
-                with watch_results(_progress):
+                with watch_results(watch):
                     results = results_of(run_task(settings, eval_run, **inputs))
         except KeyboardInterrupt:
-            return interrupted("run", out)
+            return interrupted("run", out, instances, finished, model=model, lessons=lessons)
     label = model or next((r.model for r in results if r.model), settings.model)
     html = report_html(
         results, title=f"agent-loop eval run {out.name}", model=label, lessons=lessons
@@ -452,14 +460,20 @@ def run_folder(args: argparse.Namespace, settings: Settings, *, command: str) ->
 
 
 def written(
-    out: Path, results: Sequence[InstanceResult], model: str, html: str, *, command: str
+    out: Path,
+    results: Sequence[InstanceResult],
+    model: str,
+    html: str,
+    *,
+    command: str,
+    unfinished: Sequence[str] | None = None,
 ) -> dict[str, Path] | None:
     """`write_results`, or `None` after saying in one line why the files could not be
     written (the disk filled up, the folder went away during the run)."""
     from agent_loop_eval import write_results
 
     try:
-        return write_results(out, results, model=model, report=html)
+        return write_results(out, results, model=model, report=html, unfinished=unfinished)
     except OSError as exc:
         print(
             f"agent-loop eval {command}: the run's files could not be written into {out} "
@@ -469,13 +483,51 @@ def written(
         return None
 
 
-def interrupted(command: str, out: Path) -> int:
-    """Say what a Ctrl-C left (nothing: a run's files are written whole, at its end, so
-    that none looks complete when it is not); exit 130 as the rest of the CLI does."""
+def interrupted(
+    command: str,
+    out: Path,
+    instances: Sequence[Instance],
+    finished: Mapping[str, InstanceResult],
+    *,
+    model: str,
+    lessons: str,
+) -> int:
+    """After a Ctrl-C: keep the instances that finished (an hour of model spend, maybe)
+    in the run's files, marked partial wherever they are read (`"complete": false` in
+    results.json, the report's first line, `eval compare`), and say so; exit 130 as the
+    rest of the CLI does. None finished: nothing is written."""
+    from agent_loop_eval import partial_line, report_html
+
+    name = f"agent-loop eval {command}"
+    results = [finished[i.instance_id] for i in instances if i.instance_id in finished]
+    if not results:
+        print(
+            f"{name}: interrupted before any instance finished; nothing written to {out} "
+            "(run it again, with --limit or --instances for fewer)",
+            file=sys.stderr,
+        )
+        return 130
+    rest = [i.instance_id for i in instances if i.instance_id not in finished]
+    label = model or next((r.model for r in results if r.model), "") or "unnamed"
+    html = report_html(
+        results, title=f"{name} {out.name}", model=label, lessons=lessons, unfinished=rest
+    )
+    paths = written(out, results, label, html, command=command, unfinished=rest)
+    if paths is None:
+        return 130
+    print()
+    print(partial_line(len(results), len(instances)))
+    print(resolved_line(results))
+    print_paths(paths)
+    again = (
+        f"--instances {','.join(rest)}"
+        if len(rest) <= 10
+        else "--instances with the unfinished ones (results.json lists them)"
+    )
     print(
-        f"agent-loop eval {command}: interrupted; nothing written to {out} (the files are "
-        "written when every instance is done: run it again, with --limit or --instances "
-        "for fewer)",
+        f"{name}: interrupted; the {len(results)} finished instance(s) of {len(instances)} "
+        f'are kept in {out}, marked partial ("complete": false in results.json; eval '
+        f"compare warns of it); to run the rest: {again}, into another --out",
         file=sys.stderr,
     )
     return 130
@@ -577,7 +629,7 @@ def compare(args: argparse.Namespace) -> int:
     """`agent-loop eval compare`; returns the exit code."""
     from agent_loop_eval import compare_results, comparison_text, read_results
 
-    loaded: list[list[InstanceResult]] = []
+    loaded: list[RunResults] = []
     for path in (cast(Path, args.a), cast(Path, args.b)):
         try:
             loaded.append(read_results(path))
@@ -588,7 +640,10 @@ def compare(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"agent-loop eval compare: {path}: {exc}", file=sys.stderr)
             return EXIT_USAGE
-    comparison = compare_results(loaded[0], loaded[1])
+    a, b = loaded
+    comparison = compare_results(a.results, b.results).model_copy(
+        update={"partial_a": a.note, "partial_b": b.note}
+    )
     if comparison.paired == 0:
         print(
             f"agent-loop eval compare: {args.a} and {args.b} ran no instance in common "
@@ -598,6 +653,13 @@ def compare(args: argparse.Namespace) -> int:
         )
         return EXIT_USAGE
     if args.json:
+        for side, path, run in (("A", args.a, a), ("B", args.b, b)):
+            if not run.complete:  # the JSON carries it too (partial_a, partial_b)
+                print(
+                    f"agent-loop eval compare: warning: {side} ({path}) is a partial run "
+                    f"({run.note}): only the instances it finished are paired",
+                    file=sys.stderr,
+                )
         print(comparison.model_dump_json())
     else:
         print(comparison_text(comparison, a_name=str(args.a), b_name=str(args.b)))

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -137,7 +136,7 @@ def score(args: argparse.Namespace) -> int:
     """`agent-loop eval score`; returns the exit code."""
     from agent_loop_common.runtime import run_task
     from agent_loop_common.settings import load_settings
-    from agent_loop_eval import pair_predictions, report_html, watch_results
+    from agent_loop_eval import missing_result, pair_predictions, report_html, watch_results
     from agent_loop_eval.env import eval_score
 
     gold = bool(args.gold)
@@ -174,6 +173,13 @@ def score(args: argparse.Namespace) -> int:
         )
         where = "on the Flyte cluster" if remote else f"{parallel} at a time"
         print(f"{_NAME}: {len(instances)} instance(s), {what}, {where} -> {out}", flush=True)
+        note = "" if gold else _partial_source(cast(Path, args.predictions))
+        if note:
+            print(
+                f"  note: {args.predictions} is a partial run's ({note}): the instances it "
+                "did not finish have no prediction in it",
+                flush=True,
+            )
         for instance in missing:
             print(f"  {instance.instance_id}: no prediction (missing, not resolved)", flush=True)
         inputs: dict[str, Any] = {
@@ -182,6 +188,12 @@ def score(args: argparse.Namespace) -> int:
             "parallel": parallel,
             "check_gold": gold,
         }
+        finished: dict[str, InstanceResult] = {}
+
+        def watch(result: InstanceResult, done: int, total: int) -> None:
+            finished[result.instance_id] = result
+            _progress(result, done, total, gold=gold)
+
         try:
             if remote:
                 results = results_of(run_task(settings, eval_score, remote=True, **inputs))
@@ -189,10 +201,12 @@ def score(args: argparse.Namespace) -> int:
                 for done, result in enumerate(scored, start=1):
                     _progress(result, done, len(scored), gold=gold)
             else:
-                with watch_results(partial(_progress, gold=gold)):
+                with watch_results(watch):
                     results = results_of(run_task(settings, eval_score, **inputs))
         except KeyboardInterrupt:
-            return interrupted("score", out)
+            if finished:  # an instance without a prediction is as final as a scored one
+                finished |= {i.instance_id: missing_result(i) for i in missing}
+            return interrupted("score", out, instances, finished, model=label, lessons="")
     html = report_html(results, title=f"{_NAME} {out.name}", model=label, lessons="")
     paths = written(out, results, label, html, command="score")
     if paths is None:
@@ -200,6 +214,19 @@ def score(args: argparse.Namespace) -> int:
     broken = _print_summary(results, paths, gold=gold)
     failed = broken or any(r.outcome == "error" for r in results)
     return EXIT_FAILED if failed else 0
+
+
+def _partial_source(path: Path) -> str:
+    """`interrupted after N of M instances; not a complete run` when `path` is the
+    predictions.jsonl of an interrupted run (its results.json beside it says so), else ""."""
+    from agent_loop_eval import read_results
+
+    if not (path.parent / "results.json").is_file():
+        return ""
+    try:
+        return read_results(path.parent).note
+    except (OSError, ValueError):  # not a run's folder after all: nothing to say of it
+        return ""
 
 
 def _label(predictions: Sequence[Prediction]) -> str:

@@ -71,8 +71,9 @@ def test_a_run_writes_results_predictions_and_an_escaped_report(tmp_path: Path) 
     assert "&lt;script&gt;" in page
     assert "1 of 2: <b>50.0%</b>" in page
     assert "$0.0300 in all, $0.0300 per resolved" in page
-    assert read_results(tmp_path / "run") == results
-    assert read_results(paths["results"]) == results
+    assert read_results(tmp_path / "run").results == results
+    assert read_results(paths["results"]).complete
+    assert read_results(paths["results"]).results == results
 
 
 def test_the_summary_has_the_wilson_interval_and_no_cost_per_resolved_without_any() -> None:

@@ -58,6 +58,11 @@ class Comparison(BaseModel):
     unpaired_a: list[str] = Field(default_factory=list[str])
     """Instances only A ran (left out of the comparison)."""
     unpaired_b: list[str] = Field(default_factory=list[str])
+    partial_a: str = ""
+    """A's run was interrupted (`RunResults.note`: `interrupted after N of M instances;
+    not a complete run`); "" when it is complete. Only what it finished is paired, and
+    the instances that finish first are no fair sample of the file."""
+    partial_b: str = ""
 
 
 def _figures(results: Sequence[InstanceResult], n: int) -> RunFigures:
@@ -114,6 +119,13 @@ def comparison_text(c: Comparison, *, a_name: str = "A", b_name: str = "B") -> s
     lines = [
         f"A: {a_name}",
         f"B: {b_name}",
+        *(
+            f"warning: {side} is a partial run ({note}): only the instances it finished "
+            "are paired, the first to finish, not a fair sample; compare complete runs "
+            "for a verdict"
+            for side, note in (("A", c.partial_a), ("B", c.partial_b))
+            if note
+        ),
         f"{c.paired} instance(s) paired",
         "",
         f"{'':<{width}}  {'B resolved':>11}  {'B not':>6}",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from agent_loop_eval._results import InstanceResult, summarize_results
+from agent_loop_eval._results import InstanceResult, partial_line, summarize_results
 
 __all__ = ["report_html"]
 
@@ -26,13 +26,34 @@ def _money(value: float | None) -> str:
     return "-" if value is None else f"${value:.4f}"
 
 
-def report_html(results: Sequence[InstanceResult], *, title: str, model: str, lessons: str) -> str:
+def report_html(
+    results: Sequence[InstanceResult],
+    *,
+    title: str,
+    model: str,
+    lessons: str,
+    unfinished: Sequence[str] | None = None,
+) -> str:
     """The run's page: resolved rate with its 95% Wilson interval, tokens, cost per
     resolved instance, and a row per instance (outcome, failing tests, figures, diff).
     `lessons` "" (scored predictions, `eval score`) leaves the lessons out; results with a
-    gold check (`eval score --gold`) add how many instances are broken, and why."""
+    gold check (`eval score --gold`) add how many instances are broken, and why. An
+    interrupted run (`unfinished`: the instances it did not finish) says so first, and
+    names them: its figures are of the finished ones only."""
     s = summarize_results(results)
-    figures = [
+    figures: list[tuple[str, str]] = []
+    if unfinished is not None:
+        shown = ", ".join(escape(i) for i in unfinished[:20])
+        more = f" and {len(unfinished) - 20} more" if len(unfinished) > 20 else ""
+        line = partial_line(len(results), len(results) + len(unfinished))
+        figures.append(
+            (
+                "<span class='no'>Partial</span>",
+                f"<b class='no'>{escape(line)}</b>; the figures below are of the finished "
+                f"instances only. Not run: {shown}{more}",
+            )
+        )
+    figures += [
         ("Model", escape(model)),
         *([("Lessons", escape(lessons))] if lessons else []),
         ("Instances", str(s.instances)),

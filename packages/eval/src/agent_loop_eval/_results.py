@@ -4,6 +4,12 @@
 then everything else), `predictions.jsonl` is SWE-bench's predictions format
 (`instance_id`, `model_name_or_path`, `model_patch`), so SWE-bench's own harness can score
 the same changes again, and `report.html` is the run for a person (`_report`).
+
+A run stopped early (Ctrl-C) keeps what it finished, and says so in the file itself, not
+beside it (a sidecar is lost when `results.json` is copied alone): its `results.json` is
+an object, `{"complete": false, "instances": M, "finished": N, "unfinished": [ids],
+"results": [...]}`, which a reader expecting a complete run's list refuses rather than
+taking for one; `read_results` returns either as a `RunResults` that says which.
 """
 
 from __future__ import annotations
@@ -22,8 +28,10 @@ from agent_loop_eval._stats import wilson
 __all__ = [
     "GoldCheck",
     "InstanceResult",
+    "RunResults",
     "RunSummary",
     "TestStatus",
+    "partial_line",
     "read_results",
     "summarize_results",
     "write_results",
@@ -132,6 +140,29 @@ class RunSummary(BaseModel):
     """Instances whose change reached into the test runner (`InstanceResult.tampered`)."""
 
 
+class RunResults(BaseModel):
+    """A run's `results.json` as read: its results, and whether the run is complete."""
+
+    results: list[InstanceResult]
+    complete: bool = True
+    """`False`: the run was interrupted; `results` are the instances it finished."""
+    instances: int = 0
+    """How many instances the run was asked for (a complete run: `len(results)`)."""
+    unfinished: list[str] = Field(default_factory=list[str])
+    """The instances an interrupted run did not finish (not run, or stopped mid-way)."""
+
+    @property
+    def note(self) -> str:
+        """`interrupted after N of M instances; not a complete run`, or "" when complete."""
+        return "" if self.complete else partial_line(len(self.results), self.instances)
+
+
+def partial_line(finished: int, instances: int) -> str:
+    """What marks an interrupted run wherever it is shown (its summary, report, a
+    comparison): how far it got, and that it is not a complete run."""
+    return f"interrupted after {finished} of {instances} instances; not a complete run"
+
+
 def summarize_results(results: Sequence[InstanceResult]) -> RunSummary:
     """The figures of `results` (resolved rate with its interval, tokens, cost)."""
     n = len(results)
@@ -155,7 +186,12 @@ def summarize_results(results: Sequence[InstanceResult]) -> RunSummary:
 
 
 def write_results(
-    out: Path, results: Sequence[InstanceResult], *, model: str, report: str | None = None
+    out: Path,
+    results: Sequence[InstanceResult],
+    *,
+    model: str,
+    report: str | None = None,
+    unfinished: Sequence[str] | None = None,
 ) -> dict[str, Path]:
     """Write `results.json`, `predictions.jsonl` and (given its HTML) `report.html` into
     `out` (created); their paths by name.
@@ -165,11 +201,22 @@ def write_results(
         results: One per instance, in the order they were asked for.
         model: `model_name_or_path` of every prediction.
         report: The report's HTML (`report_html`), or `None` for none.
+        unfinished: An interrupted run's instances that did not finish: `results.json`
+            is then marked partial (`"complete": false`); `None` for a complete run.
     """
     out.mkdir(parents=True, exist_ok=True)
     paths = {"results": out / RESULTS, "predictions": out / PREDICTIONS}
     rows = [r.model_dump(mode="json") for r in results]
-    paths["results"].write_text(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
+    data: Any = rows
+    if unfinished is not None:
+        data = {
+            "complete": False,
+            "instances": len(results) + len(unfinished),
+            "finished": len(results),
+            "unfinished": list(unfinished),
+            "results": rows,
+        }
+    paths["results"].write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     lines = [
         json.dumps(
             {"instance_id": r.instance_id, "model_name_or_path": model, "model_patch": r.diff},
@@ -184,8 +231,9 @@ def write_results(
     return paths
 
 
-def read_results(path: Path) -> list[InstanceResult]:
-    """The results of a run: its `results.json`, or a run folder holding one.
+def read_results(path: Path) -> RunResults:
+    """The results of a run: its `results.json`, or a run folder holding one; an
+    interrupted run's (`"complete": false`) says so (`RunResults.complete`).
 
     Raises:
         OSError: The file cannot be read.
@@ -201,10 +249,22 @@ def read_results(path: Path) -> list[InstanceResult]:
         data: Any = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{expected}: {exc}") from None
+    partial: dict[str, Any] = {}
+    if isinstance(data, dict) and cast("dict[str, Any]", data).get("complete") is False:
+        partial = cast("dict[str, Any]", data)
+        data = partial.get("results")
     if not isinstance(data, list):
         raise ValueError(expected)
     try:
-        return [InstanceResult.model_validate(item) for item in cast("list[Any]", data)]
+        results = [InstanceResult.model_validate(item) for item in cast("list[Any]", data)]
+        if not partial:
+            return RunResults(results=results, instances=len(results))
+        return RunResults(
+            results=results,
+            complete=False,
+            instances=partial.get("instances", len(results)),
+            unfinished=partial.get("unfinished", []),
+        )
     except ValidationError as exc:
         raise ValueError(f"{expected}: {validation_line(exc)}") from None
     except ValueError as exc:
