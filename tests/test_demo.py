@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
 
@@ -26,11 +27,28 @@ from agent_loop_testing import GitHubEmulator, emulator_client
 pytestmark = pytest.mark.slow
 
 
+DEMO_STARTED: list[datetime] = []
+"""When the module's demo started (UTC, to the second), set by the fixture."""
+
+
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[DemoResult, str]:
     out = io.StringIO()
+    DEMO_STARTED.append(datetime.now(UTC).replace(microsecond=0))
     result = run_demo(tmp_path_factory.mktemp("demo") / "home", out=out)
     return result, out.getvalue()
+
+
+def test_the_emulator_keeps_the_real_time(demo: tuple[DemoResult, str]) -> None:
+    """The demo's GitHub stamps its writes with the real time, as `emulator serve` does:
+    an emulated clock set an hour back made the report read "issue to PR 59m53s" for a
+    demo of five seconds."""
+    emulator = demo[0].emulator
+    assert emulator is not None
+    issues = emulator.issues()
+    times = [i.created_at for i in issues]
+    times += [c.created_at for i in issues for c in emulator.comments(i.number)]
+    assert DEMO_STARTED[0] <= min(times) <= max(times) <= datetime.now(UTC)
 
 
 def test_the_story_goes_as_scripted(demo: tuple[DemoResult, str]) -> None:

@@ -32,7 +32,6 @@ import time
 from collections.abc import Generator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TextIO
 
@@ -357,9 +356,9 @@ def _run_demo(home: Path, narrator: Narrator, log_level: str) -> DemoResult:
     started = time.perf_counter()
     home = _prepare_home(home)
     demo_test_command()  # before anything else: say so if pytest is missing
-    # The emulator's clock moves one second per write from `start`; an hour back keeps
-    # it behind the real clock the runs use, as GitHub's own timestamps would be.
-    emulator = GitHubEmulator(start=datetime.now(UTC) - timedelta(hours=1))
+    # The real clock, as `emulator serve`: the report's "issue to PR" then reads the
+    # seconds the demo took, not the hour an emulated clock set back would add.
+    emulator = GitHubEmulator(clock="real")
     issues = seed(emulator)
     result = DemoResult(home=home, emulator=emulator)
     with (
