@@ -88,7 +88,7 @@ class Narrator:
             )
             self.line(f"   tests:   the sample project's pytest suite, in {sandbox.name} ({how})")
         listed = ", ".join(f"#{n} {emulator.issue(n).title!r}" for n in issues.values())
-        self.line(f"   issues filed by @{emulator.owner} an hour ago: {listed}")
+        self.line(f"   issues filed by @{emulator.owner}: {listed}")
 
     def tick_start(self, agent: str) -> None:
         self._ticks[agent] = self._ticks.get(agent, 0) + 1
