@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import json
 import pathlib
-import sys
 from collections.abc import Iterator
-from datetime import UTC, datetime
 
 import pytest
 
@@ -28,7 +26,6 @@ from agent_loop import cli
 from agent_loop_common.runtime import use_model, use_sandbox
 from agent_loop_common.sandbox import SandboxLimits
 from agent_loop_common.verify import VERIFIER_MARKER
-from agent_loop_eval import Instance, diff_files, instance_id
 from agent_loop_testing import (
     VERIFIED,
     CalcHistory,
@@ -42,34 +39,11 @@ from agent_loop_testing import (
     serve_for_cli,
     turn,
 )
+from calc_instances import calc_instance
 
 pytestmark = bwrap_e2e_marks()
 
-TEST_COMMAND = (
-    f"{sys.executable} -m pytest -q -p no:cacheprovider -p no:agent_loop_hermetic "
-    "--junitxml=$SANDBOX_JUNIT"
-)
 CALC = "src/calc.py"
-
-
-def _instances(emulator: GitHubEmulator, history: CalcHistory) -> list[Instance]:
-    return [
-        Instance(
-            instance_id=instance_id(emulator.full_name, fix.pull),
-            repo=emulator.full_name,
-            base_commit=fix.base,
-            problem_statement=f"{fix.title}\n\n{fix.body}",
-            patch=diff_files(fix.before, fix.code, fix.code),
-            test_patch=diff_files(fix.before, fix.tests, fix.tests),
-            FAIL_TO_PASS=fix.fail_to_pass,
-            PASS_TO_PASS=fix.pass_to_pass,
-            created_at=datetime.now(UTC),
-            issue_numbers=[fix.issue],
-            pull_number=fix.pull,
-            test_command=TEST_COMMAND,
-        )
-        for fix in history.fixes
-    ]
 
 
 def _solve(base_code: str, added: str) -> ScriptedModel:
@@ -112,7 +86,7 @@ def test_a_run_scores_each_instance_exactly_and_leaks_nothing(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     emulator, history = served
-    instances = _instances(emulator, history)
+    instances = [calc_instance(emulator, fix) for fix in history.fixes]
     file = tmp_path / "instances.jsonl"
     file.write_text("".join(i.model_dump_json() + "\n" for i in instances))
     subtract, multiply, divide = history.fixes
@@ -216,7 +190,7 @@ def test_compare_pairs_two_runs(
     """Two runs of two instances, K=2 at a time: A solves only the first, B only the
     second; `eval compare` prints the paired table."""
     emulator, history = served
-    instances = _instances(emulator, history)
+    instances = [calc_instance(emulator, fix) for fix in history.fixes]
     file = tmp_path / "instances.jsonl"
     file.write_text("".join(i.model_dump_json() + "\n" for i in instances))
     subtract, multiply, _ = history.fixes

@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import json
 import pathlib
-import sys
-from datetime import UTC, datetime
 
 import pytest
 
 from agent_loop import cli
 from agent_loop_common.runtime import use_model
-from agent_loop_eval import Instance, diff_files, instance_id
+from agent_loop_eval import Instance
 from agent_loop_testing import (
     CalcFix,
     GitHubEmulator,
@@ -34,29 +32,14 @@ from agent_loop_testing import (
     seed_calc_history,
     serve_for_cli,
 )
+from calc_instances import TEST_COMMAND, calc_instance
 
 pytestmark = bwrap_e2e_marks()
 
-TEST_COMMAND = (
-    f"{sys.executable} -m pytest -q -p no:cacheprovider -p no:agent_loop_hermetic "
-    "--junitxml=$SANDBOX_JUNIT"
-)
-
 
 def _instance(emulator: GitHubEmulator, fix: CalcFix, number: int, command: str) -> Instance:
-    return Instance(
-        instance_id=instance_id(emulator.full_name, number),
-        repo=emulator.full_name,
-        base_commit=fix.base,
-        problem_statement=f"{fix.title}\n\n{fix.body}",
-        patch=diff_files(fix.before, fix.code, fix.code),
-        test_patch=diff_files(fix.before, fix.tests, fix.tests),
-        FAIL_TO_PASS=fix.fail_to_pass,
-        PASS_TO_PASS=fix.pass_to_pass,
-        created_at=datetime.now(UTC),
-        issue_numbers=[number],
-        test_command=command,
-    )
+    """`fix` under another number (its own instance id and issue) and test command."""
+    return calc_instance(emulator, fix, number=number, issue_numbers=[number], test_command=command)
 
 
 def test_instances_at_one_base_share_its_baseline_and_no_other_key_reuses_it(

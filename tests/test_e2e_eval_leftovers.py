@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import sys
 import time
 from datetime import UTC, datetime
 
@@ -34,13 +33,9 @@ from agent_loop_testing import (
     seed_calc_history,
     serve_for_cli,
 )
+from calc_instances import TEST_COMMAND
 
 pytestmark = bwrap_e2e_marks()
-
-TEST_COMMAND = (
-    f"{sys.executable} -m pytest -q -p no:cacheprovider -p no:agent_loop_hermetic "
-    "--junitxml=$SANDBOX_JUNIT"
-)
 
 
 def _mentioning(text: str) -> list[pathlib.Path]:

@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import json
 import pathlib
-import sys
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from agent_loop import cli
-from agent_loop_eval import Instance, diff_files, instance_id
+from agent_loop_eval import diff_files, instance_id
 from agent_loop_testing import (
     REPORT_FORGERY,
     CalcFix,
@@ -32,30 +30,11 @@ from agent_loop_testing import (
     seed_calc_history,
     serve_for_cli,
 )
+from calc_instances import calc_instance
 
 pytestmark = bwrap_e2e_marks()
 
-TEST_COMMAND = (
-    f"{sys.executable} -m pytest -q -p no:cacheprovider -p no:agent_loop_hermetic "
-    "--junitxml=$SANDBOX_JUNIT"
-)
 CALC = "src/calc.py"
-
-
-def _instance(emulator: GitHubEmulator, fix: CalcFix, **changes: Any) -> Instance:
-    instance = Instance(
-        instance_id=instance_id(emulator.full_name, fix.pull),
-        repo=emulator.full_name,
-        base_commit=fix.base,
-        problem_statement=f"{fix.title}\n\n{fix.body}",
-        patch=diff_files(fix.before, fix.code, fix.code),
-        test_patch=diff_files(fix.before, fix.tests, fix.tests),
-        FAIL_TO_PASS=fix.fail_to_pass,
-        PASS_TO_PASS=fix.pass_to_pass,
-        created_at=datetime.now(UTC),
-        test_command=TEST_COMMAND,
-    )
-    return instance.model_copy(update=changes)
 
 
 def _patch(fix: CalcFix, added: str, *, code: str | None = None) -> str:
@@ -98,12 +77,12 @@ def test_predictions_made_elsewhere_are_scored_as_eval_run_scores_its_own(
     subtract, multiply, divide = history.fixes
     ids = {n: instance_id(emulator.full_name, n) for n in (11, 12, 13, 91, 92, 93)}
     instances = [
-        _instance(emulator, subtract),
-        _instance(emulator, multiply),
-        _instance(emulator, divide),
-        _instance(emulator, subtract, instance_id=ids[91]),
-        _instance(emulator, multiply, instance_id=ids[92]),
-        _instance(emulator, subtract, instance_id=ids[93]),
+        calc_instance(emulator, subtract),
+        calc_instance(emulator, multiply),
+        calc_instance(emulator, divide),
+        calc_instance(emulator, subtract, number=91),
+        calc_instance(emulator, multiply, number=92),
+        calc_instance(emulator, subtract, number=93),
     ]
     file = tmp_path / "instances.jsonl"
     file.write_text("".join(i.model_dump_json() + "\n" for i in instances))
@@ -171,7 +150,7 @@ def test_predictions_made_elsewhere_are_scored_as_eval_run_scores_its_own(
     assert "6 instance(s) paired" in capsys.readouterr().out
 
 
-def test_gold_names_every_broken_instance(
+def test_gold_names_every_brokencalc_instance(
     served: tuple[GitHubEmulator, CalcHistory],
     tmp_path: pathlib.Path,
     capsys: pytest.CaptureFixture[str],
@@ -184,9 +163,9 @@ def test_gold_names_every_broken_instance(
     subtract, multiply, divide = history.fixes
     wrong_fix = _patch(multiply, "\n\ndef multiply(a, b):\n    return a + b\n")
     instances = [
-        _instance(emulator, subtract),
-        _instance(emulator, multiply, patch=wrong_fix),
-        _instance(
+        calc_instance(emulator, subtract),
+        calc_instance(emulator, multiply, patch=wrong_fix),
+        calc_instance(
             emulator,
             divide,
             test_patch="",
@@ -244,7 +223,7 @@ def test_a_patch_that_is_no_diff_does_not_apply_rather_than_change_nothing(
     emulator, history = served
     subtract = history.fixes[0]
     file = tmp_path / "instances.jsonl"
-    file.write_text(_instance(emulator, subtract).model_dump_json() + "\n")
+    file.write_text(calc_instance(emulator, subtract).model_dump_json() + "\n")
     predictions = _write(
         tmp_path / "predictions.jsonl",
         [
@@ -274,7 +253,7 @@ def test_gold_does_not_call_an_instance_broken_when_github_is_down(
     apart, and the run exits 1 (an error) as before."""
     emulator, history = served
     subtract, multiply, _ = history.fixes
-    instances = [_instance(emulator, subtract), _instance(emulator, multiply)]
+    instances = [calc_instance(emulator, subtract), calc_instance(emulator, multiply)]
     file = tmp_path / "instances.jsonl"
     file.write_text("".join(i.model_dump_json() + "\n" for i in instances))
     emulator.inject_fault("GET", rf"/tarball/{multiply.base}", status=503, times=1000)

@@ -20,20 +20,16 @@ from __future__ import annotations
 
 import json
 import pathlib
-import sys
 from collections.abc import Iterator
-from datetime import UTC, datetime
 
 import pytest
 
 from agent_loop import cli
 from agent_loop_common.runtime import use_model
 from agent_loop_common.verify import VERIFIER_MARKER
-from agent_loop_eval import Instance, diff_files, instance_id
 from agent_loop_testing import (
     REPORT_FORGERY,
     VERIFIED,
-    CalcFix,
     CalcHistory,
     GitHubEmulator,
     ModelPerIssue,
@@ -44,31 +40,11 @@ from agent_loop_testing import (
     serve_for_cli,
     turn,
 )
+from calc_instances import calc_instance
 
 pytestmark = bwrap_e2e_marks()
 
-TEST_COMMAND = (
-    f"{sys.executable} -m pytest -q -p no:cacheprovider -p no:agent_loop_hermetic "
-    "--junitxml=$SANDBOX_JUNIT"
-)
 CALC = "src/calc.py"
-
-
-def _instance(emulator: GitHubEmulator, fix: CalcFix) -> Instance:
-    return Instance(
-        instance_id=instance_id(emulator.full_name, fix.pull),
-        repo=emulator.full_name,
-        base_commit=fix.base,
-        problem_statement=f"{fix.title}\n\n{fix.body}",
-        patch=diff_files(fix.before, fix.code, fix.code),
-        test_patch=diff_files(fix.before, fix.tests, fix.tests),
-        FAIL_TO_PASS=fix.fail_to_pass,
-        PASS_TO_PASS=fix.pass_to_pass,
-        created_at=datetime.now(UTC),
-        issue_numbers=[fix.issue],
-        pull_number=fix.pull,
-        test_command=TEST_COMMAND,
-    )
 
 
 def _stages(code: str) -> ScriptedModel:
@@ -110,7 +86,7 @@ def test_a_forged_pass_is_never_resolved_and_the_result_says_why(
 ) -> None:
     emulator, history = served
     subtract = history.fixes[0]
-    instance = _instance(emulator, subtract)
+    instance = calc_instance(emulator, subtract)
     file = tmp_path / "instances.jsonl"
     file.write_text(instance.model_dump_json() + "\n")
     forged = subtract.before[CALC] + "\n\ndef subtract(a, b):\n    return b - a\n" + REPORT_FORGERY

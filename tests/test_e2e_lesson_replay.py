@@ -23,7 +23,6 @@ import asyncio
 import json
 import math
 import pathlib
-import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
@@ -36,7 +35,6 @@ from agent_loop_common.runtime import local_memory, use_model
 from agent_loop_common.settings import load_settings
 from agent_loop_common.verify import VERIFIER_MARKER
 from agent_loop_distiller import EffectBook, EffectPolicy, LessonEffect, fold
-from agent_loop_eval import Instance, diff_files, instance_id
 from agent_loop_testing import (
     VERIFIED,
     CalcHistory,
@@ -51,38 +49,15 @@ from agent_loop_testing import (
     turn,
     write_memory_file,
 )
+from calc_instances import calc_instance
 
 pytestmark = bwrap_e2e_marks()
 
-TEST_COMMAND = (
-    f"{sys.executable} -m pytest -q -p no:cacheprovider -p no:agent_loop_hermetic "
-    "--junitxml=$SANDBOX_JUNIT"
-)
 CALC = "src/calc.py"
 MARKER = "REPLAY-LESSON-MARKER-5d2"
 NOW = datetime.now(UTC)
 RIGHT = {"subtract": "a - b", "multiply": "a * b", "divide": "a / b"}
 WRONG = {"subtract": "b - a", "multiply": "a + b", "divide": "a * b"}
-
-
-def _instances(emulator: GitHubEmulator, history: CalcHistory) -> list[Instance]:
-    return [
-        Instance(
-            instance_id=instance_id(emulator.full_name, fix.pull),
-            repo=emulator.full_name,
-            base_commit=fix.base,
-            problem_statement=f"{fix.title}\n\n{fix.body}",
-            patch=diff_files(fix.before, fix.code, fix.code),
-            test_patch=diff_files(fix.before, fix.tests, fix.tests),
-            FAIL_TO_PASS=fix.fail_to_pass,
-            PASS_TO_PASS=fix.pass_to_pass,
-            created_at=NOW,
-            issue_numbers=[fix.issue],
-            pull_number=fix.pull,
-            test_command=TEST_COMMAND,
-        )
-        for fix in history.fixes
-    ]
 
 
 def _build(before: str, name: str, body: str) -> ScriptedModel:
@@ -140,7 +115,10 @@ def _seed(emulator: GitHubEmulator, history: CalcHistory, *, helps: bool) -> Les
     settings = load_settings()
     settings.eval_instances.parent.mkdir(parents=True)
     settings.eval_instances.write_text(
-        "".join(i.model_dump_json() + "\n" for i in _instances(emulator, history))
+        "".join(
+            i.model_dump_json() + "\n"
+            for i in [calc_instance(emulator, fix, created_at=NOW) for fix in history.fixes]
+        )
     )
     lesson = Lesson(
         id=f"{emulator.full_name}#L-5d2a7c10",
@@ -218,7 +196,10 @@ def test_a_lesson_is_decided_by_its_replays(
         assert "replay: 3 pair(s): 0 resolved only with it, 3 only without" in gone.reason
         replay = gone.lesson.replay
     assert replay is not None
-    ids = [i.instance_id for i in _instances(emulator, history)]
+    ids = [
+        i.instance_id
+        for i in [calc_instance(emulator, fix, created_at=NOW) for fix in history.fixes]
+    ]
     assert sorted(p.instance_id for p in replay.pairs) == sorted(ids)
     assert all(p.counted and p.with_lesson.lesson_shown for p in replay.pairs)
     assert not any(p.without.lesson_shown for p in replay.pairs)
