@@ -71,6 +71,7 @@ from agent_loop_testing import (
     call,
     emulator_client,
     serve_messages_model,
+    shown_lines,
     stored_record,
     turn,
 )
@@ -420,20 +421,6 @@ def _record(emulator: GitHubEmulator, home: Path, run_id: str) -> RunRecord:
     return stored_record(local_memory(settings), run_id)
 
 
-def _shown_lines(patch: str) -> list[tuple[int, bool]]:
-    """The new-file lines a unified-diff `patch` shows, each with whether the diff adds
-    it: GitHub, and the emulator, take a review thread only on one of them."""
-    shown: list[tuple[int, bool]] = []
-    line = 0
-    for text in patch.split("\n"):
-        if text.startswith("@@"):
-            line = int(text.split("+", 1)[1].split(" ", 1)[0].split(",")[0]) - 1
-        elif not text.startswith("-"):
-            line += 1
-            shown.append((line, text.startswith("+")))
-    return shown
-
-
 def _comment(emulator: GitHubEmulator, where: tuple[str, int, str]) -> int:
     """The owner's inline review comment on the one open PR; its id. It sits on the
     task's line if the PR's diff shows it, else on the first line the diff adds to that
@@ -444,7 +431,7 @@ def _comment(emulator: GitHubEmulator, where: tuple[str, int, str]) -> int:
     async def line() -> int:
         async with emulator_client(emulator, token=emulator.owner_token) as owner:
             files = {f.filename: f for f in await owner.list_pull_files(pull.number)}
-        shown = _shown_lines(files[path].patch or "")
+        shown = shown_lines(files[path].patch or "")
         if any(n == wanted for n, _ in shown):
             return wanted
         return next(n for n, added in shown if added)

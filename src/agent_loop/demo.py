@@ -47,7 +47,7 @@ from agent_loop_common.records import Outcome, Role
 from agent_loop_common.runtime import TickSummary, local_memory, use_model, use_sandbox
 from agent_loop_common.sandbox import open_sandbox
 from agent_loop_common.settings import Settings, load_settings
-from agent_loop_testing import GitHubEmulator, emulator_client
+from agent_loop_testing import GitHubEmulator, emulator_client, shown_lines
 
 __all__ = [
     "DEMO_MARKER",
@@ -284,7 +284,9 @@ def _owner_review(emulator: GitHubEmulator, title: str) -> tuple[int, int] | Non
                 return None
             path = "tests/test_inventory.py"
             files = {f.filename: f for f in await owner.list_pull_files(pr)}
-            line = _first_added_line(files[path].patch or "") if path in files else None
+            shown = shown_lines(files[path].patch or "") if path in files else []
+            # GitHub takes a review thread only on a line the diff shows: the first it adds
+            line = next((n for n, added in shown if added), None)
             if line is None:
                 return None
             emulator.add_review(
@@ -297,20 +299,6 @@ def _owner_review(emulator: GitHubEmulator, title: str) -> tuple[int, int] | Non
             return pr, comments[-1].id
 
     return asyncio.run(find())
-
-
-def _first_added_line(patch: str) -> int | None:
-    """The new-file line number of the first line `patch` adds: GitHub takes a review
-    thread only on a line the diff shows."""
-    line = 0
-    for text in patch.split("\n"):
-        if text.startswith("@@"):
-            line = int(text.split("+", 1)[1].split(" ", 1)[0].split(",")[0]) - 1
-        elif text.startswith("+"):
-            return line + 1
-        elif not text.startswith("-"):
-            line += 1
-    return None
 
 
 def _merge(emulator: GitHubEmulator, title: str) -> int | None:

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     )
     from agent_loop_testing._emulator import GitHubEmulator
     from agent_loop_testing._emulator_faults import Fault, LoggedRequest
+    from agent_loop_testing._emulator_gitdiff import shown_lines
     from agent_loop_testing._emulator_history import (
         History,
         HistoryEdit,
@@ -115,6 +116,7 @@ if TYPE_CHECKING:
     from agent_loop_testing._zero_config import ZERO_CONFIG_CALC, wheelhouse
 
 _LAZY = {
+    "shown_lines": "agent_loop_testing._emulator_gitdiff",
     "CalcFix": "agent_loop_testing._calc_history",
     "CalcHistory": "agent_loop_testing._calc_history",
     "seed_calc_history": "agent_loop_testing._calc_history",
@@ -280,6 +282,7 @@ __all__ = [
     "serve_chat_model",
     "serve_for_cli",
     "serve_messages_model",
+    "shown_lines",
     "sign_payload",
     "stored_record",
     "submit_subtract",

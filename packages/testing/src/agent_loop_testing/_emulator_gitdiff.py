@@ -8,6 +8,7 @@ changed) keeps `files`, `diff` and review-comment hunks consistent with each oth
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from dulwich.archive import tar_stream
@@ -16,7 +17,15 @@ from dulwich.patch import write_object_diff
 
 from agent_loop_testing._emulator_git import MODE_DIR, GitStore, TreeWrite
 
-__all__ = ["FileChange", "file_changes", "merge_trees", "tarball", "unified_diff"]
+__all__ = [
+    "FileChange",
+    "file_changes",
+    "hunk_for_line",
+    "merge_trees",
+    "shown_lines",
+    "tarball",
+    "unified_diff",
+]
 
 
 @dataclass(frozen=True)
@@ -87,6 +96,21 @@ def hunk_for_line(patch: str | None, line: int) -> str | None:
     if patch is None:
         return None
     lines = patch.split("\n")
+    for index, header_index, new_line, _ in _shown(lines):
+        if new_line == line:
+            return "\n".join(lines[header_index : index + 1])
+    return None
+
+
+def shown_lines(patch: str) -> list[tuple[int, bool]]:
+    """The new-file lines a unified-diff `patch` shows, each with whether the diff adds
+    it: GitHub (and the emulator) take a review thread only on one of them."""
+    return [(new_line, added) for _, _, new_line, added in _shown(patch.split("\n"))]
+
+
+def _shown(lines: list[str]) -> Iterator[tuple[int, int, int, bool]]:
+    """Each new-file line of a patch's `lines` under a hunk header: its index, its hunk
+    header's index, its line number in the new file, and whether the diff adds it."""
     header_index = -1
     new_line = 0
     for index, text in enumerate(lines):
@@ -98,9 +122,8 @@ def hunk_for_line(patch: str | None, line: int) -> str | None:
         if text.startswith("-"):
             continue
         new_line += 1
-        if new_line == line and header_index >= 0:
-            return "\n".join(lines[header_index : index + 1])
-    return None
+        if header_index >= 0:
+            yield index, header_index, new_line, text.startswith("+")
 
 
 def merge_trees(store: GitStore, base: str | None, ours: str, theirs: str) -> str | None:
